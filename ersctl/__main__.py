@@ -1,0 +1,3 @@
+from ersctl.cli import main
+
+main()

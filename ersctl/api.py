@@ -1,0 +1,416 @@
+"""The resource model shared by ghalistener and ersctl.
+
+ARC's ``actions.github.com/v1alpha1`` EphemeralRunnerSet (ERS) and EphemeralRunner
+(ER), as thin typed views over the JSON documents the API server returns. A view
+wraps the document itself rather than copying fields into a dataclass, so every field
+this project does not model (pod templates, ARC additions, fields from newer
+versions) survives a read-modify-write unchanged.
+
+Reading a field that holds the wrong type raises :class:`FieldError` naming the
+field's path, so a malformed object becomes one clear message (and, in the
+controller, a Warning Event) instead of a stack trace.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any, Final, NewType, Self
+
+GROUP: Final = "actions.github.com"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+
+ERS_KIND: Final = "EphemeralRunnerSet"
+ERS_PLURAL: Final = "ephemeralrunnersets"
+ER_KIND: Final = "EphemeralRunner"
+ER_PLURAL: Final = "ephemeralrunners"
+
+ERS_FINALIZER: Final = "ephemeralrunnerset.actions.github.com/finalizer"
+ER_FINALIZER: Final = "ephemeralrunner.actions.github.com/finalizer"
+ER_REGISTRATION_FINALIZER: Final = (
+    "ephemeralrunner.actions.github.com/runner-registration-finalizer"
+)
+
+PATCH_ID_ANNOTATION: Final = "actions.github.com/patch-id"
+ACTIONABLE_REVISION_ANNOTATION: Final = "actions.github.com/actionable-revision"
+COMPONENT_LABEL: Final = "app.kubernetes.io/component"
+RUNNER_COMPONENT: Final = "runner"
+
+MAX_PATCH_ID: Final = 2**31 - 1
+"""The listener's patch ID sequence wraps here (Go's math.MaxInt32 in ARC)."""
+
+PatchID = NewType("PatchID", int)
+RunnerID = NewType("RunnerID", int)
+
+JsonObject = dict[str, Any]
+
+
+class ERSPhase(StrEnum):
+    RUNNING = "Running"
+    OUTDATED = "Outdated"
+
+
+class ERPhase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    OUTDATED = "Outdated"
+
+
+class FieldError(ValueError):
+    """A field of a Kubernetes object is missing or holds the wrong type.
+
+    ``path`` is the dotted JSON path (``spec.replicas``); ``str()`` is one line.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+def _walk(doc: Mapping[str, Any], path: str) -> Any:
+    node: Any = doc
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _int_field(
+    doc: Mapping[str, Any], path: str, *, default: int = 0, minimum: int | None = None
+) -> int:
+    value = _walk(doc, path)
+    if value is None:
+        return default
+    # bool is an int in Python, but not in JSON's integer type.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FieldError(path, f"must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise FieldError(path, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _str_field(doc: Mapping[str, Any], path: str) -> str:
+    value = _walk(doc, path)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise FieldError(path, f"must be a string, got {value!r}")
+    return value
+
+
+def _section(doc: JsonObject, key: str) -> JsonObject:
+    """The dict at ``doc[key]``, created when absent (for writes)."""
+    node = doc.get(key)
+    if not isinstance(node, dict):
+        node = {}
+        doc[key] = node
+    return node
+
+
+class KubeObject:
+    """A view over one Kubernetes object's JSON. Mutations write through to ``raw``."""
+
+    def __init__(self, raw: JsonObject) -> None:
+        self.raw = raw
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Self:
+        """A view over a deep copy of ``raw``."""
+        return cls(copy.deepcopy(dict(raw)))
+
+    def to_dict(self) -> JsonObject:
+        """A deep copy of the whole document, unmodelled fields included."""
+        return copy.deepcopy(self.raw)
+
+    def copy(self) -> Self:
+        return type(self).from_dict(self.raw)
+
+    @property
+    def metadata(self) -> JsonObject:
+        return _section(self.raw, "metadata")
+
+    @property
+    def name(self) -> str:
+        return _str_field(self.raw, "metadata.name")
+
+    @property
+    def namespace(self) -> str:
+        return _str_field(self.raw, "metadata.namespace")
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, the work-queue key."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def uid(self) -> str:
+        return _str_field(self.raw, "metadata.uid")
+
+    @property
+    def resource_version(self) -> str:
+        return _str_field(self.raw, "metadata.resourceVersion")
+
+    @property
+    def generation(self) -> int:
+        return _int_field(self.raw, "metadata.generation")
+
+    @property
+    def creation_timestamp(self) -> str:
+        return _str_field(self.raw, "metadata.creationTimestamp")
+
+    @property
+    def deletion_timestamp(self) -> str | None:
+        return _str_field(self.raw, "metadata.deletionTimestamp") or None
+
+    @property
+    def is_deleting(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return _section(self.metadata, "labels")
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return _section(self.metadata, "annotations")
+
+    @property
+    def finalizers(self) -> list[str]:
+        value = self.metadata.get("finalizers")
+        if not isinstance(value, list):
+            value = []
+            self.metadata["finalizers"] = value
+        return value
+
+    def has_finalizer(self, finalizer: str) -> bool:
+        return finalizer in (self.metadata.get("finalizers") or [])
+
+    @property
+    def owner_references(self) -> list[JsonObject]:
+        refs = self.metadata.get("ownerReferences")
+        return refs if isinstance(refs, list) else []
+
+    def controller_owner(self) -> JsonObject | None:
+        """The ownerReference with ``controller: true``, if any."""
+        for ref in self.owner_references:
+            if isinstance(ref, dict) and ref.get("controller") is True:
+                return ref
+        return None
+
+    @property
+    def spec(self) -> JsonObject:
+        return _section(self.raw, "spec")
+
+    @property
+    def status(self) -> JsonObject:
+        return _section(self.raw, "status")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.key!r}, resourceVersion={self.resource_version!r})"
+
+
+class EphemeralRunnerSet(KubeObject):
+    """An EphemeralRunnerSet: the listener writes ``spec.replicas`` and ``spec.patchID``."""
+
+    @property
+    def replicas(self) -> int:
+        return _int_field(self.raw, "spec.replicas", minimum=0)
+
+    @replicas.setter
+    def replicas(self, value: int) -> None:
+        self.spec["replicas"] = value
+
+    @property
+    def patch_id(self) -> PatchID:
+        return PatchID(_int_field(self.raw, "spec.patchID", minimum=0))
+
+    @patch_id.setter
+    def patch_id(self, value: int) -> None:
+        self.spec["patchID"] = value
+
+    @property
+    def actionable_revision(self) -> int:
+        return _int_field(self.raw, "spec.actionableRevision", minimum=0)
+
+    @actionable_revision.setter
+    def actionable_revision(self, value: int) -> None:
+        self.spec["actionableRevision"] = value
+
+    @property
+    def ephemeral_runner_spec(self) -> JsonObject:
+        """The runner template. Raises FieldError when absent: runners need one."""
+        value = self.raw.get("spec", {}).get("ephemeralRunnerSpec")
+        if not isinstance(value, dict) or not value:
+            raise FieldError("spec.ephemeralRunnerSpec", "is missing")
+        return value
+
+    @property
+    def ephemeral_runner_metadata(self) -> JsonObject:
+        value = _walk(self.raw, "spec.ephemeralRunnerMetadata")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def phase(self) -> str:
+        return _str_field(self.raw, "status.phase")
+
+    @phase.setter
+    def phase(self, value: str) -> None:
+        self.status["phase"] = value
+
+    @property
+    def applied_actionable_revision(self) -> int:
+        return _int_field(self.raw, "status.appliedActionableRevision")
+
+    @applied_actionable_revision.setter
+    def applied_actionable_revision(self, value: int) -> None:
+        self.status["appliedActionableRevision"] = value
+
+    @property
+    def finished_runner_cleanup_patch_id(self) -> PatchID:
+        """The marker: the patch ID the last finished-runner cleanup serviced."""
+        return PatchID(_int_field(self.raw, "status.finishedRunnerCleanupPatchID"))
+
+    @finished_runner_cleanup_patch_id.setter
+    def finished_runner_cleanup_patch_id(self, value: int) -> None:
+        self.status["finishedRunnerCleanupPatchID"] = value
+
+    @property
+    def current_replicas(self) -> int:
+        return _int_field(self.raw, "status.currentReplicas")
+
+    @property
+    def pending_runners(self) -> int:
+        return _int_field(self.raw, "status.pendingEphemeralRunners")
+
+    @property
+    def running_runners(self) -> int:
+        return _int_field(self.raw, "status.runningEphemeralRunners")
+
+    @property
+    def failed_runners(self) -> int:
+        return _int_field(self.raw, "status.failedEphemeralRunners")
+
+    def set_counts(self, *, current: int, pending: int, running: int, failed: int) -> None:
+        self.status.update(
+            currentReplicas=current,
+            pendingEphemeralRunners=pending,
+            runningEphemeralRunners=running,
+            failedEphemeralRunners=failed,
+        )
+
+
+class EphemeralRunner(KubeObject):
+    """An EphemeralRunner: one runner pod, one job at most."""
+
+    @property
+    def phase(self) -> str:
+        return _str_field(self.raw, "status.phase")
+
+    @phase.setter
+    def phase(self, value: str) -> None:
+        self.status["phase"] = value
+
+    @property
+    def runner_id(self) -> RunnerID:
+        return RunnerID(_int_field(self.raw, "status.runnerId"))
+
+    @runner_id.setter
+    def runner_id(self, value: int) -> None:
+        self.status["runnerId"] = value
+
+    @property
+    def runner_name(self) -> str:
+        return _str_field(self.raw, "status.runnerName")
+
+    @runner_name.setter
+    def runner_name(self, value: str) -> None:
+        self.status["runnerName"] = value
+
+    @property
+    def ready(self) -> bool:
+        return self.status.get("ready") is True
+
+    @property
+    def job_request_id(self) -> int:
+        return _int_field(self.raw, "status.jobRequestId")
+
+    @property
+    def job_id(self) -> str:
+        return _str_field(self.raw, "status.jobId")
+
+    @property
+    def job_repository_name(self) -> str:
+        return _str_field(self.raw, "status.jobRepositoryName")
+
+    @property
+    def job_workflow_ref(self) -> str:
+        return _str_field(self.raw, "status.jobWorkflowRef")
+
+    @property
+    def workflow_run_id(self) -> int:
+        return _int_field(self.raw, "status.workflowRunId")
+
+    @property
+    def job_display_name(self) -> str:
+        return _str_field(self.raw, "status.jobDisplayName")
+
+    @property
+    def has_job(self) -> bool:
+        """ARC's rule: a runner has a job when ``status.jobId`` is non-empty."""
+        return bool(self.job_id)
+
+    @property
+    def is_done(self) -> bool:
+        return self.phase in (ERPhase.SUCCEEDED, ERPhase.FAILED, ERPhase.OUTDATED)
+
+    @property
+    def patch_id(self) -> PatchID:
+        """The ERS ``spec.patchID`` at creation; 0 when absent or unparsable."""
+        return PatchID(_annotation_int(self.annotations_or_empty(), PATCH_ID_ANNOTATION))
+
+    @property
+    def actionable_revision(self) -> int:
+        """The ERS ``spec.actionableRevision`` at creation; 0 when absent or unparsable."""
+        return _annotation_int(self.annotations_or_empty(), ACTIONABLE_REVISION_ANNOTATION)
+
+    def annotations_or_empty(self) -> Mapping[str, str]:
+        value = _walk(self.raw, "metadata.annotations")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def failures(self) -> JsonObject:
+        value = _walk(self.raw, "status.failures")
+        return value if isinstance(value, dict) else {}
+
+
+def _annotation_int(annotations: Mapping[str, str], key: str) -> int:
+    try:
+        return int(annotations.get(key, "0"))
+    except ValueError:
+        return 0
+
+
+def job_status_fields(
+    *,
+    job_request_id: int,
+    job_id: str,
+    repository: str,
+    workflow_ref: str,
+    workflow_run_id: int,
+    display_name: str,
+) -> JsonObject:
+    """The ER ``status`` fields the listener writes on JobStarted, by their JSON names."""
+    return {
+        "jobRequestId": job_request_id,
+        "jobId": job_id,
+        "jobRepositoryName": repository,
+        "jobWorkflowRef": workflow_ref,
+        "workflowRunId": workflow_run_id,
+        "jobDisplayName": display_name,
+    }

@@ -1,0 +1,3 @@
+from ghalistener.cli import main
+
+main()

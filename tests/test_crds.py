@@ -1,0 +1,99 @@
+"""The CRD manifests shipped in the package."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ersctl import api
+from ersctl.crds import crd_paths, load_crds
+
+
+def _by_kind() -> dict[str, dict[str, Any]]:
+    return {doc["spec"]["names"]["kind"]: doc for doc in load_crds()}
+
+
+def _schema(kind: str) -> dict[str, Any]:
+    version = _by_kind()[kind]["spec"]["versions"][0]
+    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def test_both_crds_exist_as_files_and_parse() -> None:
+    assert all(path.is_file() for path in crd_paths())
+    assert set(_by_kind()) == {api.ERS_KIND, api.ER_KIND}
+
+
+@pytest.mark.parametrize(
+    ("kind", "plural"), [(api.ERS_KIND, api.ERS_PLURAL), (api.ER_KIND, api.ER_PLURAL)]
+)
+def test_each_crd_is_namespaced_served_with_a_status_subresource(kind: str, plural: str) -> None:
+    crd = _by_kind()[kind]
+    assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
+    assert crd["metadata"]["name"] == f"{plural}.{api.GROUP}"
+    assert crd["spec"]["group"] == api.GROUP
+    assert crd["spec"]["scope"] == "Namespaced"
+    (version,) = crd["spec"]["versions"]
+    assert version["name"] == api.VERSION
+    assert version["served"] and version["storage"]
+    assert version["subresources"] == {"status": {}}
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "expected"),
+    [
+        ("spec", "actionableRevision", {"type": "integer", "format": "int64"}),
+        ("status", "appliedActionableRevision", {"type": "integer", "format": "int64"}),
+        ("status", "finishedRunnerCleanupPatchID", {"type": "integer", "format": None}),
+        ("spec", "patchID", {"type": "integer", "format": None}),
+        ("spec", "replicas", {"type": "integer", "format": None}),
+    ],
+)
+def test_the_ers_schema_types_the_guard_fields(
+    section: str, field: str, expected: dict[str, Any]
+) -> None:
+    prop = _schema(api.ERS_KIND)["properties"][section]["properties"][field]
+    assert {"type": prop["type"], "format": prop.get("format")} == expected
+
+
+def test_the_runner_pod_template_preserves_unknown_fields() -> None:
+    ers_runner = _schema(api.ERS_KIND)["properties"]["spec"]["properties"]["ephemeralRunnerSpec"]
+    assert ers_runner["properties"]["spec"]["x-kubernetes-preserve-unknown-fields"] is True
+    er_spec = _schema(api.ER_KIND)["properties"]["spec"]
+    assert er_spec["properties"]["spec"]["x-kubernetes-preserve-unknown-fields"] is True
+
+
+def test_the_er_schema_holds_the_job_fields() -> None:
+    status = _schema(api.ER_KIND)["properties"]["status"]["properties"]
+    for field in (
+        "jobRequestId",
+        "jobId",
+        "jobRepositoryName",
+        "jobWorkflowRef",
+        "workflowRunId",
+        "jobDisplayName",
+    ):
+        assert field in status
+    assert status["runnerId"]["type"] == "integer"
+
+
+@pytest.mark.parametrize(
+    ("kind", "columns"),
+    [
+        (api.ERS_KIND, ["Desired", "Current", "Pending", "Running", "PatchID", "Phase", "Age"]),
+        (api.ER_KIND, ["RunnerId", "Phase", "JobRepository", "JobId", "Age"]),
+    ],
+)
+def test_printer_columns(kind: str, columns: list[str]) -> None:
+    version = _by_kind()[kind]["spec"]["versions"][0]
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == columns
+
+
+def test_examples_link_to_the_packaged_crds() -> None:
+    from pathlib import Path
+
+    linked = sorted(
+        p.name for p in (Path(__file__).parent.parent / "examples" / "crds").glob("*.yaml")
+    )
+    assert linked == sorted(p.name for p in crd_paths())
