@@ -1,0 +1,158 @@
+"""What the EphemeralRunnerSet reconciler needs from the world (consumer-defined ports).
+
+The reconciler declares these small protocols; the controller runtime (``ersctl.kube``)
+provides Kubernetes-backed implementations, and tests may provide in-memory ones for
+pure logic. The split between :class:`CachedReader` and :class:`ApiReader` is the one
+controller-runtime draws: decisions read the informer cache, which may lag; the few
+reads the reconcile contract marks "API reader" go straight to the API server because
+a lagging read there creates runners nobody asked for (see ``shared/DESIGN.md``).
+
+Errors: implementations raise ``ersctl.errors.KubeError`` subclasses
+(``ConflictError`` for 409, ``NotFoundError`` for 404); never
+``kubernetes.client.ApiException``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ersctl.api import EphemeralRunner, EphemeralRunnerSet, KubeObject, RunnerID
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """The work-queue key: one EphemeralRunnerSet."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Result:
+    """What the runtime does after a successful reconcile.
+
+    ``requeue_after`` (seconds) schedules another reconcile of the same key; ``None``
+    waits for the next watch event or resync. A reconcile that raises is requeued with
+    exponential backoff instead.
+    """
+
+    requeue_after: float | None = None
+
+
+class Reconciler(Protocol):
+    def reconcile(self, request: Request) -> Result:
+        """Drive the object named by ``request`` toward its spec.
+
+        Raising means "requeue with backoff". The runtime never runs two reconciles of
+        one key at once.
+        """
+        ...
+
+
+class CachedReader(Protocol):
+    """The informer cache. May lag behind the API server; never does I/O."""
+
+    def get_ers(self, namespace: str, name: str) -> EphemeralRunnerSet | None:
+        """A copy of the cached ERS (safe to mutate), or None when not cached."""
+        ...
+
+    def list_owned_runners(self, ers: EphemeralRunnerSet) -> list[EphemeralRunner]:
+        """Copies of the cached runners whose controller ownerReference uid is ``ers.uid``."""
+        ...
+
+
+class ApiReader(Protocol):
+    """Uncached GET/LIST straight to the API server. Use sparingly: each call is a request."""
+
+    def get_ers(self, namespace: str, name: str) -> EphemeralRunnerSet | None:
+        """The live ERS, or None when it does not exist."""
+        ...
+
+    def list_owned_runners(self, ers: EphemeralRunnerSet) -> list[EphemeralRunner]:
+        """The live runners in ``ers.namespace`` controlled by ``ers`` (by ownerReference uid)."""
+        ...
+
+    def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The live Secret as JSON (``data`` values base64-encoded), or None when absent."""
+        ...
+
+
+class Writer(Protocol):
+    """Writes go straight to the API server."""
+
+    def create_runner(self, body: dict[str, Any]) -> EphemeralRunner:
+        """Create an EphemeralRunner from ``body`` (``generateName`` allowed)."""
+        ...
+
+    def delete_runner(self, runner: EphemeralRunner) -> None:
+        """Delete ``runner``. NotFound counts as success."""
+        ...
+
+    def patch_ers(self, ers: EphemeralRunnerSet, patch: dict[str, Any]) -> EphemeralRunnerSet:
+        """JSON merge patch on the main resource (e.g. finalizers)."""
+        ...
+
+    def patch_ers_status(
+        self, ers: EphemeralRunnerSet, patch: dict[str, Any]
+    ) -> EphemeralRunnerSet:
+        """JSON merge patch on ``/status``.
+
+        A ``metadata.resourceVersion`` inside ``patch`` is the optimistic lock: the
+        server answers 409 (``ConflictError``) when it is stale.
+        """
+        ...
+
+    def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
+        """JSON merge patch on an EphemeralRunner's main resource (e.g. finalizers)."""
+        ...
+
+
+class EventRecorder(Protocol):
+    def event(self, obj: KubeObject, *, type: str, reason: str, message: str) -> None:
+        """Record a Kubernetes Event about ``obj``. ``type`` is "Normal" or "Warning".
+
+        Best effort: never raises (an event that cannot be written is logged).
+        """
+        ...
+
+
+class RunnerRegistry(Protocol):
+    """The GitHub scale-set service's view of runners, for the ERS they belong to."""
+
+    def remove_runner(self, ers: EphemeralRunnerSet, runner_id: RunnerID) -> bool:
+        """Remove the runner registration ``runner_id`` of ``ers``'s scale set.
+
+        Returns True when the runner is gone (removed now, or already unknown to the
+        service) and False when it is still running a job (leave it to finish).
+        Raises ``ersctl.api.FieldError`` when the credentials Secret named by
+        ``spec.ephemeralRunnerSpec.githubConfigSecret`` is absent or malformed, and
+        ``ersctl.credentials.RegistryError`` when the service call fails otherwise.
+        """
+        ...
+
+
+class ReconcileMetrics(Protocol):
+    """Counters the reconciler reports. The runtime exports them (Prometheus)."""
+
+    def runners_created(self, ers: EphemeralRunnerSet, count: int) -> None: ...
+
+    def runners_deleted(self, ers: EphemeralRunnerSet, count: int) -> None: ...
+
+    def scale_up_suppressed(self, ers: EphemeralRunnerSet) -> None: ...
+
+
+class NoMetrics:
+    """A :class:`ReconcileMetrics` that records nothing (the default)."""
+
+    def runners_created(self, ers: EphemeralRunnerSet, count: int) -> None:
+        """Ignore."""
+
+    def runners_deleted(self, ers: EphemeralRunnerSet, count: int) -> None:
+        """Ignore."""
+
+    def scale_up_suppressed(self, ers: EphemeralRunnerSet) -> None:
+        """Ignore."""
