@@ -20,9 +20,9 @@ from typing import Any, Protocol
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet, KubeObject, RunnerID
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Request:
-    """The work-queue key: one EphemeralRunnerSet."""
+    """The work-queue key: one EphemeralRunnerSet (``Request(namespace, name)``)."""
 
     namespace: str
     name: str
@@ -31,7 +31,7 @@ class Request:
         return f"{self.namespace}/{self.name}"
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Result:
     """What the runtime does after a successful reconcile.
 
