@@ -1,0 +1,77 @@
+"""The one HTTP retry policy of the client (tenacity), built in one place.
+
+Retried: connection and read failures (no response), 429, and 5xx except 501.
+Never retried: any other status, including the long poll's 202 (a normal answer).
+Backoff: exponential with full jitter, capped at ``max_wait`` seconds between tries,
+at most ``max_retries`` retries after the first try. The last outcome is surfaced:
+the last response (mapped to an error by the caller) or the last transport error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import httpx
+import tenacity
+
+T = TypeVar("T")
+
+#: A wait strategy: given tenacity's retry state, how long to sleep before the next try.
+WaitStrategy = Callable[[tenacity.RetryCallState], float]
+#: What actually sleeps; tests inject a no-op so they never sleep.
+Sleeper = Callable[[float], None]
+
+
+def is_retryable_status(status: int) -> bool:
+    """True for 429 and 5xx other than 501 (Not Implemented will not get better)."""
+    return status == 429 or (500 <= status <= 599 and status != 501)
+
+
+def is_retryable_outcome(outcome: httpx.Response | BaseException) -> bool:
+    """True when a try ended in a way worth another try."""
+    if isinstance(outcome, httpx.Response):
+        return is_retryable_status(outcome.status_code)
+    return isinstance(outcome, httpx.TransportError)
+
+
+def _default_sleep(seconds: float) -> None:
+    tenacity.nap.sleep(seconds)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    """How often and how patiently to retry one HTTP request.
+
+    ``sleep`` is the seam for tests: pass ``lambda _: None`` (or a recorder) so retries
+    are instant. ``initial_wait`` is the base of the exponential backoff.
+    """
+
+    max_retries: int = 4
+    initial_wait: float = 1.0
+    max_wait: float = 30.0
+    sleep: Sleeper = field(default=_default_sleep, repr=False)
+
+    def run(self, attempt: Callable[[], httpx.Response]) -> httpx.Response:
+        """Call ``attempt`` until it returns a non-retryable response or the bound is hit.
+
+        Returns the last response (possibly a retryable status once retries are spent);
+        re-raises the last ``httpx.TransportError`` when the final try had no response.
+        """
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            wait=tenacity.wait_random_exponential(multiplier=self.initial_wait, max=self.max_wait),
+            retry=tenacity.retry_if_exception_type(httpx.TransportError)
+            | tenacity.retry_if_result(is_retryable_outcome),
+            sleep=self.sleep,
+            retry_error_callback=_last_outcome,
+            reraise=True,
+        )
+        result: httpx.Response = retrying(attempt)
+        return result
+
+
+def _last_outcome(state: tenacity.RetryCallState) -> httpx.Response:
+    assert state.outcome is not None
+    return state.outcome.result()  # type: ignore[no-any-return]  # re-raises a stored error
