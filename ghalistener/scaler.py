@@ -1,0 +1,111 @@
+"""The desired runner count and the patch ID state machine (pure, no I/O).
+
+This module is the producer side of the patch ID contract in ``shared/DESIGN.md``.
+The controller (``ersctl``) suppresses a scale-up while ``spec.patchID`` still equals
+the ID its finished-runner cleanup serviced; that is only safe because this state
+machine guarantees that any job event yields a fresh, non-zero ID on the next call.
+
+Rules, in the order :meth:`Scaler.desired_count` applies them:
+
+- target = min(min_runners + totalAssignedJobs, max_runners);
+- the sequence starts at -1 on every construction (every process start); each call
+  first wraps it to 0 when it equals 2147483647, then increments it, so the first
+  published ID after a start is 0 and after 2147483647 comes 1;
+- the published ID is the sequence value, except 0 when nothing was dirty since the
+  last call AND target == previous target AND target == min_runners ("idle at the
+  minimum: force this state"); the previous target is "none" before the first call;
+- dirty is set by JobStarted and JobCompleted and cleared by every call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from ersctl.api import MAX_PATCH_ID, PatchID
+
+_NO_TARGET: Final = -1
+"""The previous target before the first call: no count has been published yet."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    """One desired-count decision, ready to be published as ``spec{replicas, patchID}``.
+
+    ``sequence`` is the internal sequence value after this call; ``patch_id`` is either
+    that value or 0. ``dirty`` tells whether a job event preceded the call.
+    """
+
+    replicas: int
+    patch_id: PatchID
+    sequence: int
+    assigned_jobs: int
+    dirty: bool
+
+
+class Scaler:
+    """Turns statistics and job events into :class:`Decision` values.
+
+    Not thread-safe: the listener calls it from its one loop thread. Constructing a new
+    instance is a restart: the sequence begins again at -1.
+    """
+
+    def __init__(self, *, min_runners: int, max_runners: int) -> None:
+        if min_runners < 0 or max_runners < min_runners:
+            raise ValueError(
+                f"need 0 <= min_runners <= max_runners, got {min_runners}, {max_runners}"
+            )
+        self.min_runners = min_runners
+        self.max_runners = max_runners
+        self._sequence = -1
+        self._previous_target = _NO_TARGET
+        self._dirty = False
+
+    @property
+    def sequence(self) -> int:
+        """The sequence value of the last call (-1 before the first)."""
+        return self._sequence
+
+    @property
+    def dirty(self) -> bool:
+        """Whether a job started or completed since the last desired-count call."""
+        return self._dirty
+
+    def job_started(self) -> None:
+        """A JobStarted message was handled: the next ID must be fresh."""
+        self._dirty = True
+
+    def job_completed(self) -> None:
+        """A JobCompleted message was handled: the next ID must be fresh.
+
+        This is what makes the controller's cleanup guard safe: the cleanup it did for
+        this job is recorded under the current ID, and a fresh ID lifts the suppression.
+        """
+        self._dirty = True
+
+    def target(self, assigned_jobs: int) -> int:
+        """min(min_runners + assigned_jobs, max_runners); negative counts count as 0."""
+        return min(self.min_runners + max(assigned_jobs, 0), self.max_runners)
+
+    def desired_count(self, assigned_jobs: int) -> Decision:
+        """Advance the state machine once and return what to publish."""
+        dirty, self._dirty = self._dirty, False
+        if self._sequence == MAX_PATCH_ID:
+            self._sequence = 0
+        self._sequence += 1
+
+        target = self.target(assigned_jobs)
+        previous, self._previous_target = self._previous_target, target
+
+        patch_id = self._sequence
+        if not dirty and target == previous and target == self.min_runners:
+            # Idle at the minimum with nothing happening: 0 tells the controller to
+            # force this state (scale down strays), and it is never suppressed.
+            patch_id = 0
+        return Decision(
+            replicas=target,
+            patch_id=PatchID(patch_id),
+            sequence=self._sequence,
+            assigned_jobs=assigned_jobs,
+            dirty=dirty,
+        )
