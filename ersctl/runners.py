@@ -1,0 +1,114 @@
+"""Classifying an EphemeralRunnerSet's runners (pure: no I/O).
+
+Every owned runner lands in exactly one bucket, checked in this order:
+
+- ``deleting``: ``metadata.deletionTimestamp`` is set, whatever its phase. It still
+  exists and still holds its registration until its finalizers are gone.
+- ``running``: phase Running.
+- ``finished``: phase Succeeded.
+- ``failed``: phase Failed.
+- ``outdated``: phase Outdated and created at (or after) the applied actionable
+  revision: evidence that the *current* runner spec is rejected by the service.
+- ``stale_outdated``: phase Outdated but created before the applied revision: it says
+  nothing about the current spec and is simply replaced.
+- ``pending``: phase Pending, empty, or anything else (not yet reported).
+
+``latest_patch_id`` is the highest ``actions.github.com/patch-id`` annotation over
+*all* runners, deleting ones included: a patch ID that already produced runners must
+not be serviced again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ersctl.api import EphemeralRunner, ERPhase, PatchID
+
+NO_PATCH_ID = PatchID(0)
+
+_PHASE_BUCKET = {
+    ERPhase.RUNNING.value: "running",
+    ERPhase.SUCCEEDED.value: "finished",
+    ERPhase.FAILED.value: "failed",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunnerStates:
+    """The owned runners of one EphemeralRunnerSet, by state (see the module docstring)."""
+
+    pending: tuple[EphemeralRunner, ...] = ()
+    running: tuple[EphemeralRunner, ...] = ()
+    finished: tuple[EphemeralRunner, ...] = ()
+    failed: tuple[EphemeralRunner, ...] = ()
+    deleting: tuple[EphemeralRunner, ...] = ()
+    outdated: tuple[EphemeralRunner, ...] = ()
+    stale_outdated: tuple[EphemeralRunner, ...] = ()
+    latest_patch_id: PatchID = NO_PATCH_ID
+
+    @property
+    def total(self) -> int:
+        """Live runners that count toward ``spec.replicas``: pending + running + failed."""
+        return len(self.pending) + len(self.running) + len(self.failed)
+
+    @property
+    def scale_up_total(self) -> int:
+        """``total`` plus runners being deleted: they still hold their registration."""
+        return self.total + len(self.deleting)
+
+    @property
+    def terminated(self) -> tuple[EphemeralRunner, ...]:
+        """Runners that will never run a job again: deleted without asking the service."""
+        return self.finished + self.failed + self.outdated + self.stale_outdated
+
+    @property
+    def count(self) -> int:
+        """Every runner, whatever its state."""
+        return (
+            self.scale_up_total + len(self.finished) + len(self.outdated) + len(self.stale_outdated)
+        )
+
+
+def classify(runners: Iterable[EphemeralRunner], *, applied_revision: int) -> RunnerStates:
+    """Sort ``runners`` into :class:`RunnerStates`, judging Outdated against ``applied_revision``.
+
+    Raises ``ersctl.api.FieldError`` when a runner's ``status.phase`` is not a string.
+    """
+    buckets: dict[str, list[EphemeralRunner]] = {
+        "pending": [],
+        "running": [],
+        "finished": [],
+        "failed": [],
+        "deleting": [],
+        "outdated": [],
+        "stale_outdated": [],
+    }
+    latest = 0
+    for runner in runners:
+        latest = max(latest, runner.patch_id)
+        buckets[_bucket(runner, applied_revision)].append(runner)
+    return RunnerStates(
+        pending=tuple(buckets["pending"]),
+        running=tuple(buckets["running"]),
+        finished=tuple(buckets["finished"]),
+        failed=tuple(buckets["failed"]),
+        deleting=tuple(buckets["deleting"]),
+        outdated=tuple(buckets["outdated"]),
+        stale_outdated=tuple(buckets["stale_outdated"]),
+        latest_patch_id=PatchID(latest),
+    )
+
+
+def _bucket(runner: EphemeralRunner, applied_revision: int) -> str:
+    if runner.is_deleting:
+        return "deleting"
+    phase = runner.phase
+    if phase == ERPhase.OUTDATED:
+        # A runner that predates the applied revision reported against a spec that has
+        # since been replaced; letting it drive the set Outdated would switch the set
+        # off until the next spec change.
+        if runner.actionable_revision < applied_revision:
+            return "stale_outdated"
+        return "outdated"
+    return _PHASE_BUCKET.get(phase, "pending")
