@@ -1,0 +1,291 @@
+"""The kustomize base in examples/deploy: it renders, every object is valid for the
+Kubernetes version we document, the RBAC is least-privilege, and the Dockerfile keeps
+its promises.
+
+Schemas: built-in kinds are validated with ``kubernetes-validate`` against Kubernetes
+**v1.32** (the kubectl on the build machines, and the version the README documents),
+in strict mode so a misspelt field fails; custom resources against the
+``openAPIV3Schema`` of the CRD rendered alongside them.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from ersctl.crds import load_crds
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = ROOT / "examples" / "deploy"
+KUBERNETES_VERSION = "1.32"
+
+pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is absent")
+
+
+def render() -> list[dict[str, Any]]:
+    out = subprocess.run(
+        ["kubectl", "kustomize", str(BASE)], check=True, capture_output=True, text=True
+    ).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+@pytest.fixture(scope="module")
+def rendered() -> list[dict[str, Any]]:
+    return render()
+
+
+def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [doc for doc in docs if doc["kind"] == kind]
+
+
+def one(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (found,) = [doc for doc in by_kind(docs, kind) if doc["metadata"]["name"] == name]
+    return found
+
+
+def crd_schemas(docs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> openAPIV3Schema of every CRD version in ``docs``."""
+    schemas = {}
+    for crd in by_kind(docs, "CustomResourceDefinition"):
+        for version in crd["spec"]["versions"]:
+            key = (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"])
+            schemas[key] = version["schema"]["openAPIV3Schema"]
+    return schemas
+
+
+def test_the_base_renders_every_kind_the_deployment_needs(rendered: list[dict[str, Any]]) -> None:
+    kinds = {doc["kind"] for doc in rendered}
+    assert kinds == {
+        "Namespace",
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Secret",
+        "Deployment",
+        "EphemeralRunnerSet",
+    }
+
+
+def test_every_rendered_object_is_valid_for_the_documented_kubernetes_version(
+    rendered: list[dict[str, Any]],
+) -> None:
+    custom = crd_schemas(rendered)
+    for doc in rendered:
+        key = (doc["apiVersion"], doc["kind"])
+        if key in custom:
+            jsonschema.Draft202012Validator(custom[key]).validate(doc)
+        else:
+            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+def test_the_validation_rejects_a_misspelt_field(rendered: list[dict[str, Any]]) -> None:
+    # Guards the test above against validating nothing (e.g. a schema lookup that
+    # silently accepts everything).
+    deployment = one(rendered, "Deployment", "ersctl")
+    deployment["spec"]["replicaz"] = 2
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+    ers = by_kind(rendered, "EphemeralRunnerSet")[0]
+    ers["spec"]["replicas"] = "two"
+    schema = crd_schemas(rendered)[(ers["apiVersion"], "EphemeralRunnerSet")]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema).validate(ers)
+
+
+def test_the_rendered_crds_are_the_package_files_unchanged(rendered: list[dict[str, Any]]) -> None:
+    rendered_crds = by_kind(rendered, "CustomResourceDefinition")
+    shipped = load_crds()
+    for crd in rendered_crds:
+        # the base adds its part-of label; everything else is the shipped file
+        crd["metadata"].get("labels", {}).pop("app.kubernetes.io/part-of", None)
+        if not crd["metadata"].get("labels"):
+            crd["metadata"].pop("labels", None)
+    key = lambda doc: doc["metadata"]["name"]  # noqa: E731
+    assert sorted(rendered_crds, key=key) == sorted(shipped, key=key)
+
+
+def rules_of(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield from doc.get("rules", [])
+
+
+def test_no_role_grants_wildcards_or_escalation(rendered: list[dict[str, Any]]) -> None:
+    for role in by_kind(rendered, "Role") + by_kind(rendered, "ClusterRole"):
+        for rule in rules_of(role):
+            for field in ("apiGroups", "resources", "verbs"):
+                assert "*" not in rule.get(field, []), (role["metadata"]["name"], rule)
+            assert not {"escalate", "bind", "impersonate"} & set(rule["verbs"])
+
+
+def grants(rules: list[dict[str, Any]]) -> set[tuple[str, str, str, tuple[str, ...]]]:
+    """(apiGroup, resource, verb, resourceNames) for every combination a rule list grants."""
+    return {
+        (group, resource, verb, tuple(rule.get("resourceNames", ())))
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_the_listener_may_only_patch_its_set_and_runner_status_in_its_namespace(
+    rendered: list[dict[str, Any]],
+) -> None:
+    role = one(rendered, "Role", "arc-runners-listener")
+    assert role["metadata"]["namespace"] == "arc-runners"
+    assert grants(role["rules"]) == {
+        ("actions.github.com", "ephemeralrunnersets", "patch", ("arc-runners",)),
+        ("actions.github.com", "ephemeralrunners/status", "patch", ()),
+    }
+    binding = one(rendered, "RoleBinding", "arc-runners-listener")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": "arc-runners-listener",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "arc-runners-listener", "namespace": "arc-runners"}
+    ]
+    # the listener's set is the one its config and the sample name
+    ers = by_kind(rendered, "EphemeralRunnerSet")[0]
+    assert (ers["metadata"]["namespace"], ers["metadata"]["name"]) == ("arc-runners", "arc-runners")
+    # and it is bound to nothing cluster-wide
+    for crb in by_kind(rendered, "ClusterRoleBinding"):
+        assert all(s["name"] != "arc-runners-listener" for s in crb["subjects"])
+
+
+def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str, Any]]) -> None:
+    granted = grants(one(rendered, "ClusterRole", "gha-scaleset-controller")["rules"])
+    core = {(g, r, v) for g, r, v, _ in granted}
+    expected = {
+        *(
+            ("actions.github.com", "ephemeralrunnersets", v)
+            for v in ("get", "list", "watch", "patch")
+        ),
+        ("actions.github.com", "ephemeralrunnersets/status", "patch"),
+        *(
+            ("actions.github.com", "ephemeralrunners", v)
+            for v in ("get", "list", "watch", "create", "delete", "patch")
+        ),
+        ("actions.github.com", "ephemeralrunners/status", "patch"),
+        *(("", "pods", v) for v in ("get", "list", "watch", "create", "delete")),
+        *(("", "secrets", v) for v in ("get", "create", "delete")),
+        *((g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")),
+    }
+    assert core == expected
+    # Secrets are never listed or watched: the controller cannot read them in bulk.
+    assert not {v for g, r, v in core if r == "secrets"} & {"list", "watch"}
+    leases = one(rendered, "Role", "gha-scaleset-leader-election")
+    assert leases["metadata"]["namespace"] == "gha-scaleset"
+    assert {(g, r, v) for g, r, v, _ in grants(leases["rules"])} == {
+        ("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")
+    }
+
+
+def container(deployment: dict[str, Any]) -> dict[str, Any]:
+    (found,) = deployment["spec"]["template"]["spec"]["containers"]
+    return found
+
+
+def test_the_controller_runs_two_leader_elected_replicas_with_probes_and_resources(
+    rendered: list[dict[str, Any]],
+) -> None:
+    deployment = one(rendered, "Deployment", "ersctl")
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "ersctl"
+    main = container(deployment)
+    assert main["args"][:2] == ["ersctl", "reconcile"]
+    assert "--leader-elect" in main["args"]
+    ports = {p["name"]: p["containerPort"] for p in main["ports"]}
+    assert main["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert main["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert f"--health-addr=:{ports['health']}" in main["args"]
+    assert f"--metrics-addr=:{ports['metrics']}" in main["args"]
+    assert main["resources"]["requests"] and main["resources"]["limits"]["memory"]
+
+
+@pytest.mark.parametrize("name", ["ersctl", "arc-runners-listener"])
+def test_every_pod_runs_unprivileged(rendered: list[dict[str, Any]], name: str) -> None:
+    pod = one(rendered, "Deployment", name)["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    ctx = container(one(rendered, "Deployment", name))["securityContext"]
+    assert ctx["allowPrivilegeEscalation"] is False
+    assert ctx["readOnlyRootFilesystem"] is True
+    assert ctx["capabilities"]["drop"] == ["ALL"]
+
+
+def test_one_listener_per_scale_set_reads_its_config_from_a_secret(
+    rendered: list[dict[str, Any]],
+) -> None:
+    deployment = one(rendered, "Deployment", "arc-runners-listener")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"]["type"] == "Recreate"
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "arc-runners-listener"
+    main = container(deployment)
+    assert main["args"] == ["ghalistener", "run"]
+    env = {e["name"]: e["value"] for e in main["env"]}
+    (volume,) = pod["volumes"]
+    (mount,) = main["volumeMounts"]
+    assert mount["name"] == volume["name"]
+    assert env["LISTENER_CONFIG_PATH"] == f"{mount['mountPath']}/config.json"
+    secret = one(rendered, "Secret", volume["secret"]["secretName"])
+    config = yaml.safe_load(secret["stringData"]["config.json"])
+    ers = by_kind(rendered, "EphemeralRunnerSet")[0]
+    assert config["ephemeral_runner_set_namespace"] == ers["metadata"]["namespace"]
+    assert config["ephemeral_runner_set_name"] == ers["metadata"]["name"]
+    assert config["runner_scale_set_id"] == ers["spec"]["ephemeralRunnerSpec"]["runnerScaleSetId"]
+
+
+def test_the_sample_set_names_the_credentials_secret_template(
+    rendered: list[dict[str, Any]],
+) -> None:
+    ers = by_kind(rendered, "EphemeralRunnerSet")[0]
+    secret = one(rendered, "Secret", ers["spec"]["ephemeralRunnerSpec"]["githubConfigSecret"])
+    assert secret["metadata"]["namespace"] == ers["metadata"]["namespace"]
+    assert set(secret["stringData"]) == {"github_token"}
+    containers = ers["spec"]["ephemeralRunnerSpec"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["runner"]
+
+
+def dockerfile_stages() -> list[list[str]]:
+    """The Dockerfile's instructions (continuations joined), split into stages."""
+    text = re.sub(r"\\\n", " ", (ROOT / "Dockerfile").read_text(encoding="utf-8"))
+    stages: list[list[str]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.upper().startswith("FROM "):
+            stages.append([])
+        if stages:
+            stages[-1].append(line)
+    return stages
+
+
+def test_the_image_is_multi_stage_slim_and_runs_as_a_non_root_user() -> None:
+    stages = dockerfile_stages()
+    assert len(stages) >= 2
+    final = stages[-1]
+    arg = re.search(r"ARG PYTHON_IMAGE=(\S+)", (ROOT / "Dockerfile").read_text())
+    assert arg and re.fullmatch(r"python:3\.1[1-9][-.\w]*-slim[-\w]*", arg.group(1))
+    users = [line.split()[1] for line in final if line.upper().startswith("USER ")]
+    assert users and users[-1].split(":")[0] not in {"0", "root"}
+    assert users[-1].split(":")[0].isdigit()  # numeric, so runAsNonRoot can verify it
+    final_text = " ".join(final)
+    for build_tool in ("pip install", "apt-get install", "gcc", "build-essential"):
+        assert build_tool not in final_text
+    assert any(line.startswith("COPY --from=") for line in final)
