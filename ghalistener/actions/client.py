@@ -1,14 +1,53 @@
-"""``ActionsClient``: the runner scale-set service endpoints (work in progress)."""
+"""``ActionsClient``: the runner scale-set service endpoints.
+
+One method per endpoint of PROTOCOL.md section 3. Each call obtains the admin
+connection (refreshing the auth chain when its token has < 60 s left), sends through
+the one retrying ``HttpSender`` and maps unwanted statuses to the typed errors of
+``ghalistener.actions.errors``. The message-queue calls take the session explicitly;
+``ghalistener.actions.session.MessageSession`` wraps them with refresh-on-401.
+
+Thread-safety: methods may be called from several threads; the admin connection is
+refreshed under a lock.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 import httpx
 
 from ghalistener.actions.auth import AppCredentials, PatCredentials
+from ghalistener.actions.config import GitHubConfig, parse_config_url
+from ghalistener.actions.connection import AdminConnector
+from ghalistener.actions.errors import (
+    MessageQueueTokenExpiredError,
+    RequestError,
+    RunnerNotFoundError,
+    SessionConflictError,
+    SessionNotFoundError,
+)
+from ghalistener.actions.messages import (
+    decode_json,
+    encode_scale_set,
+    parse_acquired_ids,
+    parse_jit_config,
+    parse_list,
+    parse_message,
+    parse_runner,
+    parse_runner_group,
+    parse_scale_set,
+    parse_session,
+)
 from ghalistener.actions.retry import RetryPolicy
+from ghalistener.actions.transport import (
+    DEFAULT_TIMEOUT,
+    LONG_POLL_TIMEOUT,
+    HttpSender,
+    SecretRedactor,
+    error_from_response,
+)
 from ghalistener.actions.types import (
     JitConfig,
     RunnerGroup,
@@ -19,9 +58,21 @@ from ghalistener.actions.types import (
     SystemInfo,
 )
 
+API_VERSION = "6.0-preview"
+SCALE_SETS = "_apis/runtime/runnerscalesets"
+RUNNERS = "_apis/distributedtask/pools/0/agents"
+RUNNER_GROUPS = "_apis/runtime/runnergroups/"
+MAX_CAPACITY_HEADER = "X-ScaleSetMaxCapacity"
+
+ErrorMap = Mapping[int, type[RequestError]]
+
 
 class ActionsClient:
-    """Client of GitHub's runner scale-set service (signatures first; bodies follow)."""
+    """Client of GitHub's runner scale-set service for one configuration URL.
+
+    Raises ConfigUrlError for a bad ``config_url`` at construction; every call may raise
+    RequestError (or a subclass) and MessageParseError. Close it (or use ``with``).
+    """
 
     def __init__(
         self,
@@ -34,50 +85,271 @@ class ActionsClient:
         transport: httpx.BaseTransport | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        raise NotImplementedError
+        self.config: GitHubConfig = parse_config_url(config_url)
+        self.system_info = system_info or SystemInfo()
+        self._sender = HttpSender(
+            user_agent=self.system_info.user_agent(),
+            retry=retry or RetryPolicy(),
+            redactor=SecretRedactor(),
+            root_ca=root_ca,
+            transport=transport,
+        )
+        self._admin = AdminConnector(
+            config=self.config, credentials=credentials, sender=self._sender, clock=clock
+        )
+
+    def __enter__(self) -> ActionsClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ActionsClient(config_url={self.config.config_url!r})"
+
+    # -- scale sets and runner groups ------------------------------------------------
 
     def get_runner_scale_set(self, runner_group_id: int, name: str) -> RunnerScaleSet | None:
-        raise NotImplementedError
+        """The scale set called ``name`` in the runner group; None when there is none."""
+        params = {"runnerGroupId": str(runner_group_id), "name": name}
+        response = self._service("GET", SCALE_SETS, params=params)
+        found = parse_list(
+            self._json(response, "scale set list"), parse_scale_set, what="scale set list"
+        )
+        if len(found) > 1:
+            raise self._error(response, f"{len(found)} runner scale sets are named {name!r}")
+        return found[0] if found else None
 
     def get_runner_scale_set_by_id(self, scale_set_id: int) -> RunnerScaleSet:
-        raise NotImplementedError
+        """The scale set with this id (RequestError with status 404 when unknown)."""
+        response = self._service("GET", f"{SCALE_SETS}/{scale_set_id}")
+        return parse_scale_set(self._json(response, "runner scale set"))
 
-    def get_runner_group_by_name(self, name: str) -> RunnerGroup:
-        raise NotImplementedError
+    def create_runner_scale_set(self, scale_set: RunnerScaleSet) -> RunnerScaleSet:
+        """Create a scale set (names are unique within a runner group); returns it with its id."""
+        response = self._service("POST", SCALE_SETS, json_body=encode_scale_set(scale_set))
+        return parse_scale_set(self._json(response, "runner scale set"))
+
+    def update_runner_scale_set(
+        self, scale_set_id: int, scale_set: RunnerScaleSet
+    ) -> RunnerScaleSet:
+        """Replace the settings of a scale set; returns the updated scale set."""
+        path = f"{SCALE_SETS}/{scale_set_id}"
+        response = self._service("PATCH", path, json_body=encode_scale_set(scale_set))
+        return parse_scale_set(self._json(response, "runner scale set"))
+
+    def delete_runner_scale_set(self, scale_set_id: int) -> None:
+        """Delete a scale set."""
+        self._service("DELETE", f"{SCALE_SETS}/{scale_set_id}", expected=(204, 200))
+
+    def get_runner_group_by_name(self, name: str) -> RunnerGroup | None:
+        """The runner group called ``name``; None when there is none."""
+        response = self._service("GET", RUNNER_GROUPS, params={"groupName": name})
+        found = parse_list(
+            self._json(response, "runner groups"), parse_runner_group, what="runner groups"
+        )
+        if len(found) > 1:
+            raise self._error(response, f"{len(found)} runner groups are named {name!r}")
+        return found[0] if found else None
+
+    # -- runners ---------------------------------------------------------------------
 
     def generate_jit_runner_config(
         self, scale_set_id: int, name: str, work_folder: str = "_work"
     ) -> JitConfig:
-        raise NotImplementedError
+        """Register a just-in-time runner; RunnerExistsError when the name is taken."""
+        path = f"{SCALE_SETS}/{scale_set_id}/generatejitconfig"
+        response = self._service("POST", path, json_body={"name": name, "workFolder": work_folder})
+        config = parse_jit_config(self._json(response, "JIT config"))
+        self._sender.redactor.add(config.encoded_jit_config)
+        return config
 
     def get_runner(self, runner_id: int) -> RunnerReference | None:
-        raise NotImplementedError
+        """The runner with this id; None when it is not registered."""
+        try:
+            response = self._service(
+                "GET", f"{RUNNERS}/{runner_id}", errors={404: RunnerNotFoundError}
+            )
+        except RunnerNotFoundError:
+            return None
+        return parse_runner(self._json(response, "runner"))
 
     def get_runner_by_name(self, name: str) -> RunnerReference | None:
-        raise NotImplementedError
+        """The runner with this name; None when it is not registered."""
+        response = self._service("GET", RUNNERS, params={"agentName": name})
+        found = parse_list(self._json(response, "runner list"), parse_runner, what="runner list")
+        if len(found) > 1:
+            raise self._error(response, f"{len(found)} runners are named {name!r}")
+        return found[0] if found else None
 
     def remove_runner(self, runner_id: int) -> None:
-        raise NotImplementedError
+        """Unregister a runner; JobStillRunningError when busy, RunnerNotFoundError when gone."""
+        self._service(
+            "DELETE",
+            f"{RUNNERS}/{runner_id}",
+            expected=(204, 200),
+            errors={404: RunnerNotFoundError},
+        )
+
+    # -- message sessions --------------------------------------------------------------
 
     def create_message_session(self, scale_set_id: int, owner_name: str) -> RunnerScaleSetSession:
-        raise NotImplementedError
+        """Open a session; SessionConflictError when another one holds the scale set."""
+        response = self._service(
+            "POST",
+            f"{SCALE_SETS}/{scale_set_id}/sessions",
+            json_body={"ownerName": owner_name},
+            errors={409: SessionConflictError},
+        )
+        return self._session(response)
 
     def refresh_message_session(self, scale_set_id: int, session_id: str) -> RunnerScaleSetSession:
-        raise NotImplementedError
+        """Renew the session's queue token; SessionNotFoundError when the session is gone."""
+        response = self._service(
+            "PATCH",
+            f"{SCALE_SETS}/{scale_set_id}/sessions/{session_id}",
+            errors={404: SessionNotFoundError},
+        )
+        return self._session(response)
 
     def delete_message_session(self, scale_set_id: int, session_id: str) -> None:
-        raise NotImplementedError
+        """Close the session server-side; a session already gone counts as closed."""
+        try:
+            self._service(
+                "DELETE",
+                f"{SCALE_SETS}/{scale_set_id}/sessions/{session_id}",
+                expected=(204, 200),
+                errors={404: SessionNotFoundError},
+            )
+        except SessionNotFoundError:
+            return
+
+    # -- the message queue (authorized by the session's queue token) -----------------
 
     def get_message(
         self, session: RunnerScaleSetSession, *, last_message_id: int, max_capacity: int
     ) -> RunnerScaleSetMessage | None:
-        raise NotImplementedError
+        """Long-poll the queue: a message, or None when the service had none (202).
+
+        Raises MessageQueueTokenExpiredError on 401 and SessionNotFoundError on 404.
+        """
+        url = httpx.URL(session.message_queue_url)
+        if last_message_id > 0:
+            url = url.copy_merge_params({"lastMessageId": str(last_message_id)})
+        response = self._queue(
+            "GET",
+            url,
+            session,
+            headers={
+                "Accept": f"application/json; api-version={API_VERSION}",
+                MAX_CAPACITY_HEADER: str(max(max_capacity, 0)),
+            },
+            expected=(200, 202),
+            timeout=LONG_POLL_TIMEOUT,
+        )
+        if response.status_code == 202:
+            return None
+        return parse_message(self._json(response, "message"))
 
     def delete_message(self, session: RunnerScaleSetSession, message_id: int) -> None:
-        raise NotImplementedError
+        """Acknowledge a message so it is not delivered again."""
+        url = httpx.URL(session.message_queue_url)
+        url = url.copy_with(path=f"{url.path.rstrip('/')}/{message_id}")
+        self._queue("DELETE", url, session, expected=(204, 200))
 
-    def acquire_jobs(self, session: RunnerScaleSetSession, request_ids: Sequence[int]) -> list[int]:
-        raise NotImplementedError
+    def acquire_jobs(
+        self, scale_set_id: int, session: RunnerScaleSetSession, request_ids: Sequence[int]
+    ) -> list[int]:
+        """Acquire jobs for the scale set; returns the request ids actually acquired."""
+        connection = self._admin.connection()
+        url = httpx.URL(f"{connection.url.rstrip('/')}/{SCALE_SETS}/{scale_set_id}/acquirejobs")
+        response = self._queue(
+            "POST",
+            url.copy_merge_params({"api-version": API_VERSION}),
+            session,
+            json_body=list(request_ids),
+        )
+        return parse_acquired_ids(self._json(response, "acquired jobs"))
 
     def close(self) -> None:
-        raise NotImplementedError
+        """Release the connection pool."""
+        self._sender.close()
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    def _service(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        json_body: Any = None,
+        expected: Collection[int] = (200,),
+        errors: ErrorMap | None = None,
+    ) -> httpx.Response:
+        """Send an admin-token request; one reconnect if the service rejects the token."""
+        query = {"api-version": API_VERSION, **(params or {})}
+        for attempt in (1, 2):
+            connection = self._admin.connection()
+            response = self._sender.send(
+                method,
+                f"{connection.url.rstrip('/')}/{path}",
+                headers={
+                    "Authorization": f"Bearer {connection.token}",
+                    "Content-Type": "application/json",
+                },
+                json_body=json_body,
+                params=query,
+            )
+            if response.status_code == 401 and attempt == 1:
+                self._admin.invalidate(connection)
+                continue
+            break
+        return self._check(response, expected, errors)
+
+    def _queue(
+        self,
+        method: str,
+        url: httpx.URL,
+        session: RunnerScaleSetSession,
+        *,
+        headers: Mapping[str, str] | None = None,
+        json_body: Any = None,
+        expected: Collection[int] = (200,),
+        timeout: httpx.Timeout | None = None,
+    ) -> httpx.Response:
+        """Send a queue-token request; 401 -> MessageQueueTokenExpired, 404 -> SessionNotFound."""
+        all_headers = {
+            "Authorization": f"Bearer {session.message_queue_access_token}",
+            "Content-Type": "application/json",
+            **(headers or {}),
+        }
+        response = self._sender.send(
+            method,
+            url,
+            headers=all_headers,
+            json_body=json_body,
+            timeout=timeout or DEFAULT_TIMEOUT,
+        )
+        errors = {401: MessageQueueTokenExpiredError, 404: SessionNotFoundError}
+        return self._check(response, expected, errors)
+
+    def _check(
+        self, response: httpx.Response, expected: Collection[int], errors: ErrorMap | None
+    ) -> httpx.Response:
+        if response.status_code in expected:
+            return response
+        error_type = (errors or {}).get(response.status_code)
+        raise error_from_response(response, error_type=error_type, redactor=self._sender.redactor)
+
+    def _error(self, response: httpx.Response, message: str) -> RequestError:
+        return error_from_response(response, message=message, redactor=self._sender.redactor)
+
+    def _session(self, response: httpx.Response) -> RunnerScaleSetSession:
+        session = parse_session(self._json(response, "message session"))
+        self._sender.redactor.add(session.message_queue_access_token)
+        return session
+
+    @staticmethod
+    def _json(response: httpx.Response, what: str) -> Any:
+        return decode_json(response.content, what=what)

@@ -9,7 +9,7 @@ the last response (mapped to an error by the caller) or the last transport error
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -29,13 +29,6 @@ def is_retryable_status(status: int) -> bool:
     return status == 429 or (500 <= status <= 599 and status != 501)
 
 
-def is_retryable_outcome(outcome: httpx.Response | BaseException) -> bool:
-    """True when a try ended in a way worth another try."""
-    if isinstance(outcome, httpx.Response):
-        return is_retryable_status(outcome.status_code)
-    return isinstance(outcome, httpx.TransportError)
-
-
 def _default_sleep(seconds: float) -> None:
     tenacity.nap.sleep(seconds)
 
@@ -53,17 +46,26 @@ class RetryPolicy:
     max_wait: float = 30.0
     sleep: Sleeper = field(default=_default_sleep, repr=False)
 
-    def run(self, attempt: Callable[[], httpx.Response]) -> httpx.Response:
+    def run(
+        self, attempt: Callable[[], httpx.Response], *, also_retry: Collection[int] = ()
+    ) -> httpx.Response:
         """Call ``attempt`` until it returns a non-retryable response or the bound is hit.
 
+        ``also_retry`` adds statuses worth retrying for this call only (the admin
+        connection retries 401/403 while a fresh registration token becomes valid).
         Returns the last response (possibly a retryable status once retries are spent);
         re-raises the last ``httpx.TransportError`` when the final try had no response.
         """
+
+        def retryable(response: httpx.Response) -> bool:
+            status = response.status_code
+            return is_retryable_status(status) or status in also_retry
+
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.max_retries + 1),
             wait=tenacity.wait_random_exponential(multiplier=self.initial_wait, max=self.max_wait),
             retry=tenacity.retry_if_exception_type(httpx.TransportError)
-            | tenacity.retry_if_result(is_retryable_outcome),
+            | tenacity.retry_if_result(retryable),
             sleep=self.sleep,
             retry_error_callback=_last_outcome,
             reraise=True,

@@ -1,0 +1,228 @@
+"""The HTTP boundary: httpx in, typed ``RequestError`` out.
+
+Everything the client sends goes through ``HttpSender.send``: it applies the retry
+policy, logs each exchange at DEBUG with a redacted URL, and translates
+``httpx.TransportError`` into ``RequestError`` (status None). ``error_from_response``
+is the one function that turns an unwanted response into an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import ssl
+import threading
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import httpx
+
+from ghalistener.actions.errors import (
+    BODY_EXCERPT_LIMIT,
+    ActionsError,
+    JobStillRunningError,
+    RequestError,
+    RunnerExistsError,
+    RunnerNotFoundError,
+)
+from ghalistener.actions.retry import RetryPolicy
+
+log = logging.getLogger(__name__)
+
+#: Ordinary calls: GitHub answers quickly or not at all.
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+#: The message long poll: the service holds the request up to ~50 s, so read longer.
+LONG_POLL_TIMEOUT = httpx.Timeout(30.0, connect=10.0, read=70.0)
+
+_SERVICE_EXCEPTIONS: tuple[tuple[str, type[RequestError]], ...] = (
+    ("AgentExistsException", RunnerExistsError),
+    ("AgentNotFoundException", RunnerNotFoundError),
+    ("JobStillRunningException", JobStillRunningError),
+)
+_SECRET_QUERY_KEYS = ("token", "sig", "secret", "password", "key", "code")
+_REDACTED = "[REDACTED]"
+
+
+class SecretRedactor:
+    """Remembers secret values and scrubs them from any text (thread-safe).
+
+    URLs and response excerpts pass through it before they enter an exception or a log
+    line, so a service that echoes a token back still cannot leak it.
+    """
+
+    def __init__(self) -> None:
+        self._secrets: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, *secrets: str) -> None:
+        """Register values that must never be shown (short values are ignored)."""
+        with self._lock:
+            self._secrets.update(s for s in secrets if len(s) >= 6)
+
+    def scrub(self, text: str) -> str:
+        """Return ``text`` with every registered secret replaced."""
+        with self._lock:
+            secrets = sorted(self._secrets, key=len, reverse=True)
+        for secret in secrets:
+            text = text.replace(secret, _REDACTED)
+        return text
+
+
+def redact_url(url: httpx.URL | str, redactor: SecretRedactor | None = None) -> str:
+    """Return ``url`` without userinfo and with secret-looking query values hidden."""
+    parsed = httpx.URL(str(url))
+    if parsed.userinfo:
+        parsed = parsed.copy_with(username=None, password=None)
+    params = [
+        (k, _REDACTED if any(s in k.lower() for s in _SECRET_QUERY_KEYS) else v)
+        for k, v in parsed.params.multi_items()
+    ]
+    if params:
+        parsed = parsed.copy_with(params=params)
+    text = str(parsed)
+    return redactor.scrub(text) if redactor else text
+
+
+def body_excerpt(response: httpx.Response, redactor: SecretRedactor | None = None) -> str:
+    """The first ``BODY_EXCERPT_LIMIT`` characters of the body, BOM stripped, secrets hidden."""
+    text = response.content.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
+    if redactor:
+        text = redactor.scrub(text)
+    if len(text) > BODY_EXCERPT_LIMIT:
+        return text[:BODY_EXCERPT_LIMIT] + "..."
+    return text
+
+
+def error_from_response(
+    response: httpx.Response,
+    *,
+    error_type: type[RequestError] | None = None,
+    message: str | None = None,
+    redactor: SecretRedactor | None = None,
+) -> RequestError:
+    """Build the exception for an unwanted response: the only place errors are made.
+
+    The service's ``{"typeName", "message"}`` body is decoded (a ``text/plain`` body is
+    used as is); ``typeName`` picks RunnerExists/RunnerNotFound/JobStillRunning unless
+    ``error_type`` (the caller's mapping of this status) says otherwise.
+    """
+    excerpt = body_excerpt(response, redactor)
+    type_name, service_message = _service_exception(response, excerpt)
+    cls = error_type or _class_for_type_name(type_name) or RequestError
+    text = message or service_message or excerpt or response.reason_phrase or "request failed"
+    return cls(
+        redactor.scrub(text) if redactor else text,
+        method=response.request.method,
+        url=redact_url(response.request.url, redactor),
+        status=response.status_code,
+        activity_id=response.headers.get("ActivityId"),
+        github_request_id=response.headers.get("X-GitHub-Request-Id"),
+        type_name=type_name,
+        body=excerpt,
+    )
+
+
+def _service_exception(response: httpx.Response, excerpt: str) -> tuple[str | None, str]:
+    if "text/plain" in response.headers.get("Content-Type", ""):
+        return None, excerpt
+    try:
+        decoded = json.loads(response.content.decode("utf-8", errors="replace").lstrip("\ufeff"))
+    except ValueError:
+        return None, excerpt
+    if not isinstance(decoded, dict):
+        return None, excerpt
+    type_name = decoded.get("typeName")
+    message = decoded.get("message")
+    return (
+        type_name if isinstance(type_name, str) else None,
+        message[:BODY_EXCERPT_LIMIT] if isinstance(message, str) else excerpt,
+    )
+
+
+def _class_for_type_name(type_name: str | None) -> type[RequestError] | None:
+    for marker, cls in _SERVICE_EXCEPTIONS:
+        if type_name and marker in type_name:
+            return cls
+    return None
+
+
+def ssl_context(root_ca: str | None) -> ssl.SSLContext | bool:
+    """TLS verification: system trust, plus ``root_ca`` (a PEM string) when given."""
+    if not root_ca:
+        return True
+    context = ssl.create_default_context()
+    try:
+        context.load_verify_locations(cadata=root_ca)
+    except ssl.SSLError as exc:
+        raise ActionsError(f"server_root_ca is not a valid PEM certificate: {exc.reason}") from None
+    return context
+
+
+class HttpSender:
+    """Sends requests with retries and translates failures (thread-safe as httpx.Client).
+
+    ``trust_env`` is on, so HTTPS_PROXY / HTTP_PROXY / NO_PROXY apply when no custom
+    ``transport`` is given.
+    """
+
+    def __init__(
+        self,
+        *,
+        user_agent: str,
+        retry: RetryPolicy,
+        redactor: SecretRedactor,
+        root_ca: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._retry = retry
+        self._redactor = redactor
+        self._client = httpx.Client(
+            headers={"User-Agent": user_agent},
+            timeout=DEFAULT_TIMEOUT,
+            verify=ssl_context(root_ca),
+            transport=transport,
+            trust_env=True,
+        )
+
+    @property
+    def redactor(self) -> SecretRedactor:
+        """The redactor shared by every error this sender builds."""
+        return self._redactor
+
+    def send(
+        self,
+        method: str,
+        url: str | httpx.URL,
+        *,
+        headers: Mapping[str, str],
+        json_body: Any = None,
+        params: Mapping[str, str] | None = None,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        also_retry: Collection[int] = (),
+    ) -> httpx.Response:
+        """Send one request (retried per policy) and return the final response.
+
+        Any status may come back; the caller decides what is an error. Raises
+        RequestError (status None) when no response arrived after the last try.
+        """
+        request = self._client.build_request(
+            method, url, headers=dict(headers), json=json_body, params=params, timeout=timeout
+        )
+        shown = redact_url(request.url, self._redactor)
+
+        def attempt() -> httpx.Response:
+            response = self._client.send(request)
+            response.read()
+            log.debug("%s %s -> %s", method, shown, response.status_code)
+            return response
+
+        try:
+            return self._retry.run(attempt, also_retry=also_retry)
+        except httpx.TransportError as exc:
+            raise RequestError(
+                f"no response: {type(exc).__name__}", method=method, url=shown, status=None
+            ) from exc
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
