@@ -1,0 +1,186 @@
+"""The final report of a run, computed from its :class:`~simulation.trace.Trace`. Pure.
+
+Definitions (the numbers mean exactly this):
+
+- *completed*: jobs the GitHub simulator recorded as completed; *lost*: queued jobs
+  that never completed.
+- *wasted runners*: runners that registered with the service and whose deletion was
+  requested without a job ever being assigned to them.
+- *busy runner deletions*: runners whose deletion was requested between their job's
+  start and its completion.
+- *peak runners*: most EphemeralRunners alive at one sample (deleting ones included);
+  *peak demand*: most jobs assigned to the scale set at one sample.
+- *job wait*: queued -> started, nearest-rank percentiles over the jobs that started.
+- *API requests/writes per job*: requests the API server answered for the listener and
+  the controller (writes = create, update, patch, delete) divided by completed jobs.
+- *back at min*: the last published replicas and the runners left both equal min_runners.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from simulation.trace import Trace, busy_deletions, wasted_runners
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    label: str
+    seed: int
+    elapsed: float
+    jobs_queued: int
+    jobs_completed: int
+    jobs_lost: int
+    runners_created: int
+    runners_registered: int
+    wasted_runners: int
+    busy_runner_deletions: int
+    busy_runner_names: tuple[str, ...]
+    peak_runners: int
+    peak_demand: int
+    wait_p50: float | None
+    wait_p95: float | None
+    wait_max: float | None
+    api_requests: int
+    api_writes: int
+    requests_per_job: float | None
+    writes_per_job: float | None
+    min_runners: int
+    final_replicas: int
+    final_runners: int
+    back_at_min: bool
+
+    @property
+    def ok(self) -> bool:
+        """Every queued job completed and no runner was deleted while running one."""
+        return self.jobs_lost == 0 and self.busy_runner_deletions == 0
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["busy_runner_names"] = list(self.busy_runner_names)
+        data["ok"] = self.ok
+        return data
+
+
+def percentile(values: list[float], pct: float) -> float | None:
+    """Nearest-rank percentile (``pct`` in (0, 100]); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _per_job(count: int, jobs: int) -> float | None:
+    return None if jobs == 0 else round(count / jobs, 2)
+
+
+def build_report(trace: Trace) -> Report:
+    """Compute every figure of the report from ``trace`` (see the module docstring)."""
+    completed = sum(1 for job in trace.jobs if job.completed_at is not None)
+    waits = [job.wait for job in trace.jobs if job.wait is not None]
+    busy = busy_deletions(trace)
+    return Report(
+        label=trace.label,
+        seed=trace.seed,
+        elapsed=round(trace.elapsed, 1),
+        jobs_queued=len(trace.jobs),
+        jobs_completed=completed,
+        jobs_lost=len(trace.jobs) - completed,
+        runners_created=len(trace.runners),
+        runners_registered=sum(1 for r in trace.runners if r.registered_at is not None),
+        wasted_runners=len(wasted_runners(trace)),
+        busy_runner_deletions=len(busy),
+        busy_runner_names=tuple(sorted({runner.name for runner, _ in busy})),
+        peak_runners=max((s.live_runners for s in trace.samples), default=0),
+        peak_demand=max((s.assigned_jobs for s in trace.samples), default=0),
+        wait_p50=_rounded(percentile(waits, 50)),
+        wait_p95=_rounded(percentile(waits, 95)),
+        wait_max=_rounded(max(waits, default=None)),
+        api_requests=trace.api.requests,
+        api_writes=trace.api.writes,
+        requests_per_job=_per_job(trace.api.requests, completed),
+        writes_per_job=_per_job(trace.api.writes, completed),
+        min_runners=trace.min_runners,
+        final_replicas=trace.final_replicas,
+        final_runners=trace.final_runners,
+        back_at_min=trace.final_replicas == trace.min_runners == trace.final_runners,
+    )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}s"
+
+
+def format_report(report: Report) -> str:
+    """The report as a few aligned lines for the terminal."""
+    verdict = "OK" if report.ok else "FAILED"
+    lines = [
+        f"== {report.label}: {verdict} (seed {report.seed}, {report.elapsed:.1f}s)",
+        f"jobs            {report.jobs_completed}/{report.jobs_queued} completed, "
+        f"{report.jobs_lost} lost",
+        f"runners         {report.runners_created} created, {report.runners_registered} "
+        f"registered, {report.wasted_runners} wasted (registered, deleted without a job)",
+        f"busy deleted    {report.busy_runner_deletions} runner(s) deleted while running a job"
+        + (f": {', '.join(report.busy_runner_names)}" if report.busy_runner_names else ""),
+        f"peak            {report.peak_runners} runners for a peak demand of "
+        f"{report.peak_demand} assigned jobs",
+        f"job wait        p50 {_seconds(report.wait_p50)}  p95 {_seconds(report.wait_p95)}"
+        f"  max {_seconds(report.wait_max)}  (queued -> started)",
+        f"API server      {report.api_requests} requests, {report.api_writes} writes; "
+        f"per job: {report.requests_per_job} requests, {report.writes_per_job} writes",
+        f"end state       replicas {report.final_replicas}, runners {report.final_runners}, "
+        f"min_runners {report.min_runners}: "
+        + ("back at min" if report.back_at_min else "NOT back at min"),
+    ]
+    return "\n".join(lines)
+
+
+def write_json(reports: list[Report], path: str) -> None:
+    """Write one report as a JSON object, or several as a list."""
+    payload: Any = reports[0].to_json() if len(reports) == 1 else [r.to_json() for r in reports]
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(payload, handle, indent=2)
+        handle.write("\n")
+
+
+COMPARED = (
+    ("wasted runners", "wasted_runners"),
+    ("job wait p95 (s)", "wait_p95"),
+    ("API writes per job", "writes_per_job"),
+)
+
+
+def format_comparison(ours: Report, baseline: Report) -> str:
+    """Both rows side by side and the baseline/ours ratio of each compared figure."""
+    header = f"{'':22}{ours.label:>16}{baseline.label:>16}{'baseline/ours':>16}"
+    lines = [header]
+    for title, attr in COMPARED:
+        a, b = getattr(ours, attr), getattr(baseline, attr)
+        lines.append(f"{title:22}{_cell(a):>16}{_cell(b):>16}{_ratio(b, a):>16}")
+    for title, attr in (
+        ("jobs completed", "jobs_completed"),
+        ("runners created", "runners_created"),
+    ):
+        a, b = getattr(ours, attr), getattr(baseline, attr)
+        lines.append(f"{title:22}{_cell(a):>16}{_cell(b):>16}{_ratio(b, a):>16}")
+    return "\n".join(lines)
+
+
+def _cell(value: float | int | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _ratio(numerator: float | int | None, denominator: float | int | None) -> str:
+    if numerator is None or denominator is None:
+        return "-"
+    if denominator == 0:
+        return "-" if numerator == 0 else "inf (ours 0)"
+    return f"{numerator / denominator:.2f}x"

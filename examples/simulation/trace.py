@@ -1,0 +1,153 @@
+"""What happened in one simulation run, as plain records. Pure.
+
+The orchestrator fills a :class:`Trace` from the logs of the systems it ran: job
+times from the GitHub simulator's event log, runner lifetimes from the API server
+(creation, the first sight of a deletion), published replicas and patch IDs from
+timeline samples, request counts from the API server's request log. Everything the
+report and the plot say is derived from these records, never assumed.
+
+Times are seconds since the start of the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobTrace:
+    """One job: queued, maybe started on ``runner`` (its name), maybe completed."""
+
+    name: str
+    queued_at: float
+    started_at: float | None = None
+    completed_at: float | None = None
+    runner: str | None = None
+    result: str | None = None
+
+    @property
+    def wait(self) -> float | None:
+        """Queued -> started, in seconds; None when it never started."""
+        return None if self.started_at is None else self.started_at - self.queued_at
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunnerTrace:
+    """One EphemeralRunner (its runner registers under the same name)."""
+
+    name: str
+    created_at: float
+    patch_id: int = 0
+    registered_at: float | None = None
+    deleted_at: float | None = None
+    """When the deletion was requested (first sight of a deletionTimestamp)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sample:
+    """The system at one instant: demand, the published desired state, runners by phase."""
+
+    at: float
+    assigned_jobs: int
+    replicas: int
+    patch_id: int
+    marker: int
+    pending: int = 0
+    running: int = 0
+    finished: int = 0
+    deleting: int = 0
+
+    @property
+    def live_runners(self) -> int:
+        return self.pending + self.running + self.finished + self.deleting
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApiTraffic:
+    """Requests the API server answered for the programs under test (not the agent)."""
+
+    requests: int = 0
+    writes: int = 0
+    by_verb: tuple[tuple[str, int], ...] = ()
+
+
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
+def count_traffic(verbs: Iterable[str]) -> ApiTraffic:
+    """Count requests by verb; writes are creates, updates, patches and deletes."""
+    counts: dict[str, int] = {}
+    for verb in verbs:
+        counts[verb] = counts.get(verb, 0) + 1
+    return ApiTraffic(
+        requests=sum(counts.values()),
+        writes=sum(n for verb, n in counts.items() if verb in WRITE_VERBS),
+        by_verb=tuple(sorted(counts.items())),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mark:
+    """Something worth pointing at on the timeline (a fault, a restart)."""
+
+    at: float
+    label: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trace:
+    """Everything one run recorded."""
+
+    label: str
+    seed: int
+    min_runners: int
+    max_runners: int
+    elapsed: float
+    jobs: tuple[JobTrace, ...]
+    runners: tuple[RunnerTrace, ...]
+    samples: tuple[Sample, ...] = ()
+    api: ApiTraffic = field(default_factory=ApiTraffic)
+    marks: tuple[Mark, ...] = ()
+    final_replicas: int = 0
+    final_runners: int = 0
+    """Runners left at the end, deleting ones included."""
+
+
+def jobs_by_runner(jobs: Iterable[JobTrace]) -> dict[str, list[JobTrace]]:
+    by_runner: dict[str, list[JobTrace]] = {}
+    for job in jobs:
+        if job.runner is not None:
+            by_runner.setdefault(job.runner, []).append(job)
+    return by_runner
+
+
+def wasted_runners(trace: Trace) -> list[RunnerTrace]:
+    """Runners that registered and were deleted without ever being given a job."""
+    busy = jobs_by_runner(trace.jobs)
+    return [
+        runner
+        for runner in trace.runners
+        if runner.registered_at is not None
+        and runner.deleted_at is not None
+        and runner.name not in busy
+    ]
+
+
+def busy_deletions(trace: Trace) -> list[tuple[RunnerTrace, JobTrace]]:
+    """Runners whose deletion was requested while they were running a job.
+
+    A job is running from its start until its completion (forever when it never
+    completed); a deletion at or after the completion is the normal cleanup.
+    """
+    busy = jobs_by_runner(trace.jobs)
+    found: list[tuple[RunnerTrace, JobTrace]] = []
+    for runner in trace.runners:
+        if runner.deleted_at is None:
+            continue
+        for job in busy.get(runner.name, []):
+            started = job.started_at if job.started_at is not None else float("inf")
+            completed = job.completed_at if job.completed_at is not None else float("inf")
+            if started <= runner.deleted_at < completed:
+                found.append((runner, job))
+    return found

@@ -1,0 +1,167 @@
+"""The report computed from trace records: each figure by its stated definition."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from simulation.report import build_report, format_comparison, format_report, percentile, write_json
+from simulation.trace import ApiTraffic, JobTrace, RunnerTrace, Sample, Trace, count_traffic
+
+
+def _trace(
+    *,
+    jobs: tuple[JobTrace, ...] = (),
+    runners: tuple[RunnerTrace, ...] = (),
+    samples: tuple[Sample, ...] = (),
+    api: ApiTraffic | None = None,
+    final_replicas: int = 0,
+    final_runners: int = 0,
+    min_runners: int = 0,
+) -> Trace:
+    return Trace(
+        label="test",
+        seed=1,
+        min_runners=min_runners,
+        max_runners=10,
+        elapsed=10.0,
+        jobs=jobs,
+        runners=runners,
+        samples=samples,
+        api=api or ApiTraffic(),
+        final_replicas=final_replicas,
+        final_runners=final_runners,
+    )
+
+
+def _job(name: str, runner: str | None, start: float | None, end: float | None) -> JobTrace:
+    return JobTrace(name=name, queued_at=0.0, started_at=start, completed_at=end, runner=runner)
+
+
+def test_a_registered_runner_deleted_without_a_job_is_wasted_and_others_are_not() -> None:
+    trace = _trace(
+        jobs=(_job("j1", "busy", 1.0, 2.0),),
+        runners=(
+            RunnerTrace(name="busy", created_at=0.0, registered_at=0.5, deleted_at=3.0),
+            RunnerTrace(name="idle-deleted", created_at=0.0, registered_at=0.5, deleted_at=3.0),
+            RunnerTrace(name="never-registered", created_at=0.0, deleted_at=0.2),
+            RunnerTrace(name="idle-alive", created_at=0.0, registered_at=0.5),
+        ),
+    )
+
+    report = build_report(trace)
+
+    assert report.wasted_runners == 1
+    assert report.runners_created == 4
+    assert report.runners_registered == 3
+
+
+@pytest.mark.parametrize(
+    ("deleted_at", "completed_at", "busy"),
+    [
+        pytest.param(1.5, 2.0, True, id="deleted-mid-job"),
+        pytest.param(1.5, None, True, id="deleted-and-the-job-never-completed"),
+        pytest.param(2.0, 2.0, False, id="deleted-at-completion"),
+        pytest.param(3.0, 2.0, False, id="deleted-after-completion"),
+        pytest.param(0.5, 2.0, False, id="deleted-before-the-job-started"),
+    ],
+)
+def test_a_runner_deleted_while_its_job_runs_is_a_busy_deletion(
+    deleted_at: float, completed_at: float | None, busy: bool
+) -> None:
+    trace = _trace(
+        jobs=(_job("j1", "r1", 1.0, completed_at),),
+        runners=(RunnerTrace(name="r1", created_at=0.0, registered_at=0.5, deleted_at=deleted_at),),
+    )
+
+    report = build_report(trace)
+
+    assert report.busy_runner_deletions == (1 if busy else 0)
+    assert report.busy_runner_names == (("r1",) if busy else ())
+    assert report.ok is (not busy and completed_at is not None)
+
+
+def test_jobs_that_never_completed_are_lost_and_the_run_is_not_ok() -> None:
+    report = build_report(_trace(jobs=(_job("j1", None, None, None), _job("j2", "r", 1.0, 2.0))))
+
+    assert (report.jobs_queued, report.jobs_completed, report.jobs_lost) == (2, 1, 1)
+    assert not report.ok
+    assert "FAILED" in format_report(report)
+
+
+def test_job_wait_percentiles_use_nearest_rank_over_started_jobs() -> None:
+    started = [
+        JobTrace(name=f"j{i}", queued_at=10.0, started_at=10.0 + i, completed_at=30.0, runner="r")
+        for i in range(1, 21)
+    ]
+    jobs = (*started, _job("never-started", None, None, None))
+
+    report = build_report(_trace(jobs=jobs))
+
+    assert (report.wait_p50, report.wait_p95, report.wait_max) == (10.0, 19.0, 20.0)
+    assert percentile([], 50) is None
+    assert percentile([4.0], 95) == 4.0
+
+
+def test_peaks_come_from_the_samples_and_api_figures_are_per_completed_job() -> None:
+    samples = (
+        Sample(at=0.0, assigned_jobs=2, replicas=2, patch_id=1, marker=0, pending=2),
+        Sample(at=1.0, assigned_jobs=3, replicas=3, patch_id=2, marker=0, running=2, deleting=2),
+    )
+    api = count_traffic(["get", "list", "watch", "patch", "create", "create", "delete", "patch"])
+    jobs = (_job("j1", "a", 1.0, 2.0), _job("j2", "b", 1.0, 2.0))
+
+    report = build_report(_trace(jobs=jobs, samples=samples, api=api))
+
+    assert (report.peak_runners, report.peak_demand) == (4, 3)
+    assert (report.api_requests, report.api_writes) == (8, 5)
+    assert (report.requests_per_job, report.writes_per_job) == (4.0, 2.5)
+
+
+@pytest.mark.parametrize(
+    ("final_replicas", "final_runners", "back"),
+    [
+        pytest.param(1, 1, True, id="replicas-and-runners-at-min"),
+        pytest.param(1, 2, False, id="a-runner-left-over"),
+        pytest.param(2, 1, False, id="replicas-above-min"),
+    ],
+)
+def test_back_at_min_needs_both_the_replicas_and_the_runners_at_min(
+    final_replicas: int, final_runners: int, back: bool
+) -> None:
+    report = build_report(
+        _trace(min_runners=1, final_replicas=final_replicas, final_runners=final_runners)
+    )
+
+    assert report.back_at_min is back
+
+
+def test_the_json_report_holds_the_same_figures(tmp_path: Path) -> None:
+    report = build_report(_trace(jobs=(_job("j1", "r", 1.0, 2.0),)))
+    path = tmp_path / "report.json"
+
+    write_json([report], str(path))
+
+    data = json.loads(path.read_text())
+    assert data["jobs_completed"] == 1
+    assert data["ok"] is True
+    assert data["wait_p95"] == 1.0
+
+
+def test_the_comparison_prints_both_rows_and_the_baseline_over_ours_ratios() -> None:
+    ours = build_report(_trace(jobs=(_job("j1", "r", 1.0, 2.0),), api=count_traffic(["patch"] * 4)))
+    base = build_report(
+        _trace(
+            jobs=(_job("j1", "r", 2.0, 3.0),),
+            runners=(RunnerTrace(name="w", created_at=0, registered_at=1, deleted_at=2),),
+            api=count_traffic(["patch"] * 6),
+        )
+    )
+
+    text = format_comparison(ours, base)
+
+    wasted, wait, writes = text.splitlines()[1:4]
+    assert wasted.endswith("inf (ours 0)")  # 1 against 0
+    assert wait.split()[-1] == "2.00x"
+    assert writes.split()[-1] == "1.50x"
