@@ -1,10 +1,36 @@
-"""Command line of the listener: ``ghalistener run``."""
+"""Command line of the listener: ``ghalistener run``.
+
+Exit codes: 0 after a requested stop (SIGTERM/SIGINT), 2 for an invalid configuration
+(one line on stderr naming the field), 1 for any other fatal error (one line on stderr
+naming the cause).
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import sys
+from collections.abc import Mapping
+from typing import Any
+
 import click
+from kubernetes import client as kube_client
+from kubernetes import config as kube_config
 
 from ghalistener import __version__
+from ghalistener.actions import ActionsClient, MessageSession, SystemInfo
+from ghalistener.actions.errors import ActionsError
+from ghalistener.config import ListenerConfig, load_config
+from ghalistener.errors import ConfigError, ListenerError
+from ghalistener.listener import Listener, Session, SessionRetry
+from ghalistener.logs import configure_logging
+from ghalistener.metrics import ListenerMetrics, MetricsServer, ScaleSetLabels
+from ghalistener.publisher import KubePublisher
+from ghalistener.scaler import Scaler
+
+EXIT_FATAL = 1
+EXIT_CONFIG = 2
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -14,6 +40,107 @@ def main() -> None:
 
 
 @main.command()
-def run() -> None:
-    """Run the listener until SIGTERM."""
-    raise click.ClickException("ghalistener run is not built yet")
+@click.option(
+    "--config", "config_path", metavar="PATH", help="JSON config file [env LISTENER_CONFIG_PATH]."
+)
+@click.option(
+    "--kubeconfig", metavar="PATH", help="kubeconfig; default: in-cluster, else KUBECONFIG."
+)
+@click.option("--configure-url", help="GitHub org, repo or enterprise URL.")
+@click.option("--ephemeral-runner-set-namespace", help="Namespace of the EphemeralRunnerSet.")
+@click.option("--ephemeral-runner-set-name", help="Name of the EphemeralRunnerSet.")
+@click.option("--runner-scale-set-id", type=int, help="The scale set's id.")
+@click.option("--min-runners", type=int, help="Lower bound of the desired count.")
+@click.option("--max-runners", type=int, help="Upper bound of the desired count.")
+@click.option("--log-level", help="debug, info, warn or error.")
+@click.option("--log-format", help="text or json.")
+@click.option("--metrics-addr", help="[host]:port to serve metrics on; empty: no metrics.")
+@click.option("--metrics-endpoint", help="HTTP path of the metrics (default /metrics).")
+@click.option("--session-retry-interval", type=float, help="Seconds between tries on 409 (30).")
+@click.option("--session-retry-attempts", type=int, help="Tries on 409 before giving up (10).")
+def run(config_path: str | None, kubeconfig: str | None, **overrides: Any) -> None:
+    """Run the listener until SIGTERM or SIGINT (then delete the session and exit 0)."""
+    try:
+        config = load_config(path=config_path, env=os.environ, overrides=overrides)
+    except ConfigError as exc:
+        click.echo(f"ghalistener: invalid configuration: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
+    configure_logging(level=config.log_level, fmt=config.log_format, secrets=config.secrets())
+    try:
+        _serve(config, kubeconfig)
+    except (ListenerError, ActionsError) as exc:
+        click.echo(f"ghalistener: {exc}", err=True)
+        sys.exit(EXIT_FATAL)
+
+
+def _serve(config: ListenerConfig, kubeconfig: str | None) -> None:
+    api_client = _kube_api_client(kubeconfig, os.environ)
+    actions = ActionsClient(
+        config_url=config.configure_url,
+        credentials=config.credentials(),
+        root_ca=config.server_root_ca or None,
+        system_info=SystemInfo(
+            version=__version__, scale_set_id=config.runner_scale_set_id, subsystem="ghalistener"
+        ),
+    )
+    metrics = ListenerMetrics(_scale_set_labels(config))
+    metrics.publish_static(min_runners=config.min_runners, max_runners=config.max_runners)
+    server = None
+    if config.metrics_addr:
+        server = MetricsServer(metrics, addr=config.metrics_addr, endpoint=config.metrics_endpoint)
+        server.start()
+
+    def open_session() -> Session:
+        return MessageSession.open(
+            actions, scale_set_id=config.runner_scale_set_id, owner_name=socket.gethostname()
+        )
+
+    listener = Listener(
+        scale_set_id=config.runner_scale_set_id,
+        open_session=open_session,
+        scaler=Scaler(min_runners=config.min_runners, max_runners=config.max_runners),
+        publisher=KubePublisher(
+            api_client=api_client,
+            namespace=config.ephemeral_runner_set_namespace,
+            name=config.ephemeral_runner_set_name,
+        ),
+        metrics=metrics,
+        session_retry=SessionRetry(
+            interval=config.session_retry_interval, attempts=config.session_retry_attempts
+        ),
+    )
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: listener.request_stop())
+    try:
+        listener.run()
+    finally:
+        if server is not None:
+            server.stop()
+        actions.close()
+        api_client.close()  # type: ignore[no-untyped-call]
+
+
+def _kube_api_client(kubeconfig: str | None, env: Mapping[str, str]) -> kube_client.ApiClient:
+    """``--kubeconfig``, else in-cluster config, else KUBECONFIG / ~/.kube/config."""
+    try:
+        if not kubeconfig and env.get("KUBERNETES_SERVICE_HOST"):
+            configuration = kube_client.Configuration()
+            kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            return kube_client.ApiClient(configuration)
+        api_client: kube_client.ApiClient = kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig
+        )
+        return api_client
+    except (kube_config.ConfigException, OSError) as exc:
+        raise ConfigError("kubeconfig", f"cannot load Kubernetes configuration: {exc}") from exc
+
+
+def _scale_set_labels(config: ListenerConfig) -> ScaleSetLabels:
+    github = config.github
+    return ScaleSetLabels(
+        name=config.ephemeral_runner_set_name,
+        namespace=config.ephemeral_runner_set_namespace,
+        enterprise=github.enterprise,
+        organization=github.organization,
+        repository=github.repository,
+    )

@@ -1,0 +1,253 @@
+"""The listener's configuration: a JSON file with ARC's keys, overridden by options.
+
+The file is named by ``--config PATH`` or, as ARC's listener does, env
+``LISTENER_CONFIG_PATH``. Every invalid input raises :class:`ConfigError` naming the
+field, and nothing here ever puts a credential into a message or a ``repr``.
+Unknown keys are ignored: ARC's file carries more keys than this listener uses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Final
+
+from ghalistener.actions.auth import AppCredentials, PatCredentials
+from ghalistener.actions.config import GitHubConfig, parse_config_url
+from ghalistener.actions.errors import ActionsError
+from ghalistener.errors import ConfigError
+
+CONFIG_PATH_ENV: Final = "LISTENER_CONFIG_PATH"
+MAX_RUNNERS_UNBOUNDED: Final = 2**31 - 1
+"""ARC's resource builder uses MaxInt32 when a scale set has no maximum."""
+
+LOG_LEVELS: Final = ("debug", "info", "warn", "error")
+LOG_FORMATS: Final = ("text", "json")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListenerConfig:
+    """A validated configuration. Secrets are excluded from ``repr``.
+
+    ``metrics_addr`` empty means no metrics server. ``session_retry_interval`` and
+    ``session_retry_attempts`` bound how long a 409 (another listener holds the session)
+    is waited out at start: ARC's 30 s and 10 tries by default.
+    """
+
+    configure_url: str
+    github_token: str = field(default="", repr=False)
+    github_app_id: str = ""
+    github_app_installation_id: int = 0
+    github_app_private_key: str = field(default="", repr=False)
+    ephemeral_runner_set_namespace: str
+    ephemeral_runner_set_name: str
+    runner_scale_set_id: int
+    min_runners: int = 0
+    max_runners: int = MAX_RUNNERS_UNBOUNDED
+    server_root_ca: str = ""
+    log_level: str = "info"
+    log_format: str = "text"
+    metrics_addr: str = ""
+    metrics_endpoint: str = "/metrics"
+    session_retry_interval: float = 30.0
+    session_retry_attempts: int = 10
+
+    @property
+    def github(self) -> GitHubConfig:
+        """The parsed configuration URL (validated at load time)."""
+        return parse_config_url(self.configure_url)
+
+    def credentials(self) -> PatCredentials | AppCredentials:
+        """The one credential the file holds (validated at load time)."""
+        if self.github_token:
+            return PatCredentials(token=self.github_token)
+        return AppCredentials(
+            app_id=self.github_app_id,
+            installation_id=self.github_app_installation_id,
+            private_key=self.github_app_private_key,
+        )
+
+    def secrets(self) -> tuple[str, ...]:
+        """Values that must never reach a log line."""
+        return tuple(s for s in (self.github_token, self.github_app_private_key) if s)
+
+
+_STRING_KEYS: Final = (
+    "configure_url",
+    "github_token",
+    "github_app_private_key",
+    "ephemeral_runner_set_namespace",
+    "ephemeral_runner_set_name",
+    "server_root_ca",
+    "log_level",
+    "log_format",
+    "metrics_addr",
+    "metrics_endpoint",
+)
+_INT_KEYS: Final = (
+    "github_app_installation_id",
+    "runner_scale_set_id",
+    "min_runners",
+    "max_runners",
+    "session_retry_attempts",
+)
+_KNOWN_KEYS: Final = frozenset(f.name for f in fields(ListenerConfig))
+
+
+def load_config(
+    *,
+    path: str | None,
+    env: Mapping[str, str],
+    overrides: Mapping[str, object] | None = None,
+) -> ListenerConfig:
+    """Read the file (``path``, else env ``LISTENER_CONFIG_PATH``), apply ``overrides``.
+
+    ``overrides`` maps config keys to values from the command line; None values are
+    ignored. Without any file, the overrides alone must form a valid configuration.
+    Raises ConfigError naming the first field that is wrong.
+    """
+    source = path or env.get(CONFIG_PATH_ENV) or None
+    raw: dict[str, Any] = _read_file(source) if source else {}
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            raw[key] = value
+    return parse_config(raw)
+
+
+def _read_file(path: str) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError("config", f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        # The decoder's message quotes no content, only the position.
+        raise ConfigError(
+            "config", f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})"
+        ) from exc
+    if not isinstance(data, dict):
+        raise ConfigError("config", f"{path} must hold a JSON object")
+    return data
+
+
+def parse_config(raw: Mapping[str, Any]) -> ListenerConfig:
+    """Validate a decoded configuration object; raise ConfigError naming the field."""
+    values = {key: raw[key] for key in raw if key in _KNOWN_KEYS and raw[key] is not None}
+    for key in _STRING_KEYS:
+        if key in values and not isinstance(values[key], str):
+            raise ConfigError(key, "must be a string")
+    for key in _INT_KEYS:
+        if key in values:
+            values[key] = _as_int(key, values[key])
+    if "github_app_id" in values:
+        values["github_app_id"] = _app_id(values["github_app_id"])
+    if "session_retry_interval" in values:
+        values["session_retry_interval"] = _as_seconds(values["session_retry_interval"])
+    _require_present(values)
+    _check_url(values["configure_url"])
+    _check_credentials(values)
+    _check_counts(values)
+    _check_choice(values, "log_level", LOG_LEVELS)
+    _check_choice(values, "log_format", LOG_FORMATS)
+    _check_metrics(values)
+    return ListenerConfig(**values)
+
+
+def _as_int(key: str, value: object) -> int:
+    if isinstance(value, bool):
+        raise ConfigError(key, "must be an integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    raise ConfigError(key, "must be an integer")
+
+
+def _app_id(value: object) -> str:
+    # An App is named by its numeric id or by its client id (a string), as in ARC.
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ConfigError("github_app_id", "must be an integer or a client id string")
+    return str(value)
+
+
+def _as_seconds(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ConfigError("session_retry_interval", "must be a number of seconds >= 0")
+    return float(value)
+
+
+def _require_present(values: Mapping[str, Any]) -> None:
+    for key in (
+        "configure_url",
+        "ephemeral_runner_set_namespace",
+        "ephemeral_runner_set_name",
+    ):
+        if not values.get(key):
+            raise ConfigError(key, "is missing")
+    if not values.get("runner_scale_set_id"):
+        raise ConfigError("runner_scale_set_id", "is missing")
+    if values["runner_scale_set_id"] < 0:
+        raise ConfigError("runner_scale_set_id", "must be a positive integer")
+
+
+def _check_url(url: str) -> None:
+    try:
+        parse_config_url(url)
+    except ActionsError as exc:
+        raise ConfigError("configure_url", str(exc)) from exc
+
+
+def _check_credentials(values: Mapping[str, Any]) -> None:
+    app_keys = ("github_app_id", "github_app_installation_id", "github_app_private_key")
+    has_token = bool(values.get("github_token"))
+    app_given = [key for key in app_keys if values.get(key)]
+    if has_token and app_given:
+        raise ConfigError(
+            "github_token", f"only one credential kind at a time, but {app_given[0]} is set too"
+        )
+    if not has_token and not app_given:
+        raise ConfigError(
+            "github_token", "no credentials: set github_token or the github_app_* keys"
+        )
+    if has_token:
+        return
+    for key in app_keys:
+        if key not in app_given:
+            raise ConfigError(key, "is missing (GitHub App credentials need all three)")
+    if values["github_app_installation_id"] < 0:
+        raise ConfigError("github_app_installation_id", "must be a positive integer")
+    if "PRIVATE KEY" not in values["github_app_private_key"]:
+        raise ConfigError("github_app_private_key", "is not a PEM private key")
+
+
+def _check_counts(values: dict[str, Any]) -> None:
+    for key in ("min_runners", "max_runners"):
+        if values.get(key, 0) < 0:
+            raise ConfigError(key, f"must not be negative, got {values[key]}")
+    min_runners = values.get("min_runners", 0)
+    max_runners = values.get("max_runners", MAX_RUNNERS_UNBOUNDED)
+    if min_runners > max_runners:
+        raise ConfigError(
+            "min_runners", f"must not be greater than max_runners ({min_runners} > {max_runners})"
+        )
+    if values.get("session_retry_attempts", 1) < 1:
+        raise ConfigError("session_retry_attempts", "must be at least 1")
+
+
+def _check_choice(values: Mapping[str, Any], key: str, choices: tuple[str, ...]) -> None:
+    if key in values and values[key].lower() not in choices:
+        raise ConfigError(key, f"must be one of {', '.join(choices)}, got {values[key]!r}")
+
+
+def _check_metrics(values: Mapping[str, Any]) -> None:
+    addr = values.get("metrics_addr", "")
+    if addr:
+        _, sep, port = addr.rpartition(":")
+        if not sep or not port.isdigit() or int(port) > 65535:
+            raise ConfigError("metrics_addr", f"must be [host]:port, got {addr!r}")
+    endpoint = values.get("metrics_endpoint", "/metrics")
+    if not endpoint.startswith("/"):
+        raise ConfigError("metrics_endpoint", f"must start with '/', got {endpoint!r}")

@@ -1,0 +1,337 @@
+"""The listener loop: long-poll the scale set's messages and publish desired counts.
+
+Order of work, per the contract in ``shared/DESIGN.md``:
+
+1. open a message session (409 = another listener holds it: wait and retry, bounded);
+   publish a desired count from the session's statistics;
+2. long-poll; on 202 (no message) publish a desired count again from the latest
+   statistics: that timer is what lets the controller recover from a suppressed
+   reconcile;
+3. on a message: record its statistics, acquire the JobAvailable request ids,
+   JobStarted -> the runner's job fields, JobCompleted -> dirty, publish a desired
+   count, and only then ack (delete) the message.
+
+Acking last makes delivery at-least-once: a crash mid-message leaves the message on
+the queue for the next session, and every step above is idempotent. A 404 on the
+queue, on a session refresh or on an ack means the service dropped the session: a new
+one is opened (its statistics published) and the loop carries on.
+
+Stopping: :meth:`Listener.request_stop` may be called from a signal handler. A long
+poll in progress is abandoned (it runs on a daemon thread), a message being handled is
+finished first, then the session is deleted and :meth:`Listener.run` returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from ghalistener.actions.errors import SessionConflictError, SessionNotFoundError
+from ghalistener.actions.types import (
+    JobAvailable,
+    JobCompleted,
+    JobStarted,
+    RunnerScaleSetMessage,
+    Statistics,
+)
+from ghalistener.errors import SessionHeldError
+from ghalistener.scaler import Decision, Scaler
+
+log = logging.getLogger(__name__)
+
+STOP_CHECK_INTERVAL: Final = 0.1
+"""Seconds between checks of the stop flag while waiting (well inside the 2 s budget)."""
+
+
+class Session(Protocol):
+    """What the loop needs from one message session (``actions.MessageSession`` fits)."""
+
+    @property
+    def statistics(self) -> Statistics: ...
+
+    def get_message(
+        self, *, last_message_id: int, max_capacity: int
+    ) -> RunnerScaleSetMessage | None: ...
+
+    def delete_message(self, message_id: int) -> None: ...
+
+    def acquire_jobs(self, request_ids: list[int]) -> list[int]: ...
+
+    def close(self) -> None: ...
+
+
+SessionOpener = Callable[[], Session]
+"""Opens a new session; raises SessionConflictError (409) when another one is active."""
+
+
+class Publisher(Protocol):
+    """Where decisions go (``publisher.KubePublisher`` fits)."""
+
+    def publish_desired(self, *, replicas: int, patch_id: int) -> None: ...
+
+    def record_job_started(self, job: JobStarted) -> bool: ...
+
+
+class Metrics(Protocol):
+    """What the loop reports (``metrics.ListenerMetrics`` fits)."""
+
+    def publish_statistics(self, stats: Statistics) -> None: ...
+
+    def publish_desired_runners(self, count: int) -> None: ...
+
+    def publish_job_started(self, job: JobStarted) -> None: ...
+
+    def publish_job_completed(self, job: JobCompleted) -> None: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionRetry:
+    """How a 409 at session creation is waited out: ARC's 30 s, 10 attempts in all."""
+
+    interval: float = 30.0
+    attempts: int = 10
+
+
+class _Stopped:
+    """Marker: the poll was abandoned because a stop was requested."""
+
+
+_STOPPED: Final = _Stopped()
+
+
+class _PollThread:
+    """Runs one blocking long poll on a daemon thread, so a stop need not wait for it."""
+
+    def __init__(self, poll: Callable[[], RunnerScaleSetMessage | None]) -> None:
+        self._poll = poll
+        self.done = threading.Event()
+        self._result: RunnerScaleSetMessage | None = None
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, name="long-poll", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._result = self._poll()
+        except BaseException as exc:  # handed to the loop thread, which re-raises it
+            self._error = exc
+        finally:
+            self.done.set()
+
+    def result(self) -> RunnerScaleSetMessage | None:
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+class Listener:
+    """One listener incarnation: a scaler, a publisher, and sessions from ``open_session``.
+
+    ``run()`` blocks until a stop is requested (returns normally after deleting the
+    session) or a fatal error (raises: SessionHeldError, KubernetesError, ActionsError).
+    """
+
+    def __init__(
+        self,
+        *,
+        scale_set_id: int,
+        open_session: SessionOpener,
+        scaler: Scaler,
+        publisher: Publisher,
+        metrics: Metrics | None = None,
+        session_retry: SessionRetry | None = None,
+    ) -> None:
+        self.scale_set_id = scale_set_id
+        self._open_session = open_session
+        self._scaler = scaler
+        self._publisher = publisher
+        self._metrics = metrics
+        self._session_retry = session_retry or SessionRetry()
+        self._session: Session | None = None
+        self._statistics = Statistics()
+        self._last_message_id = 0
+        # A plain attribute, not an Event: a signal handler must not take a lock that
+        # the interrupted thread may be holding.
+        self._stop_requested = False
+
+    def request_stop(self) -> None:
+        """Ask ``run()`` to return soon. Safe from signal handlers and other threads."""
+        self._stop_requested = True
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested
+
+    def run(self) -> None:
+        """Serve until stopped; always deletes the open session on the way out."""
+        try:
+            if not self._start_session():
+                return
+            while not self._stop_requested:
+                self._step()
+        finally:
+            self._close_session()
+
+    # --- one iteration ------------------------------------------------------------
+
+    def _step(self) -> None:
+        try:
+            polled = self._poll()
+            if isinstance(polled, _Stopped):
+                return
+            if polled is None:
+                self._publish_desired(self._statistics)
+                return
+            self._handle(polled)
+        except SessionNotFoundError as exc:
+            log.warning(
+                "the service dropped the message session; opening a new one",
+                extra={"fields": {"scale_set_id": self.scale_set_id, "error": str(exc)}},
+            )
+            self._session = None
+            self._start_session()
+
+    def _poll(self) -> RunnerScaleSetMessage | _Stopped | None:
+        session = self._require_session()
+        last, capacity = self._last_message_id, self._scaler.max_runners
+        poll = _PollThread(lambda: session.get_message(last_message_id=last, max_capacity=capacity))
+        while not poll.done.wait(STOP_CHECK_INTERVAL):
+            if self._stop_requested:
+                return _STOPPED
+        return poll.result()
+
+    def _handle(self, message: RunnerScaleSetMessage) -> None:
+        """Handle one message completely, then ack it. Never interrupted by a stop."""
+        session = self._require_session()
+        self._record_statistics(message.statistics)
+        available = [int(j.runner_request_id) for j in message.jobs if isinstance(j, JobAvailable)]
+        if available:
+            acquired = session.acquire_jobs(available)
+            log.info(
+                "acquired jobs",
+                extra={"fields": {"requested": len(available), "acquired": len(acquired)}},
+            )
+        for job in message.jobs:
+            if isinstance(job, JobStarted):
+                self._job_started(job)
+            elif isinstance(job, JobCompleted):
+                self._job_completed(job)
+        self._publish_desired(message.statistics)
+        session.delete_message(message.message_id)
+        self._last_message_id = message.message_id
+
+    def _job_started(self, job: JobStarted) -> None:
+        self._scaler.job_started()
+        found = self._publisher.record_job_started(job)
+        log.info(
+            "job started" if found else "job started on an unknown runner; skipped its status",
+            extra={"fields": {"runner": job.runner_name, "job_id": job.job_id}},
+        )
+        if self._metrics:
+            self._metrics.publish_job_started(job)
+
+    def _job_completed(self, job: JobCompleted) -> None:
+        self._scaler.job_completed()
+        log.info(
+            "job completed",
+            extra={
+                "fields": {"runner": job.runner_name, "job_id": job.job_id, "result": job.result}
+            },
+        )
+        if self._metrics:
+            self._metrics.publish_job_completed(job)
+
+    def _record_statistics(self, stats: Statistics) -> None:
+        self._statistics = stats
+        if self._metrics:
+            self._metrics.publish_statistics(stats)
+
+    def _publish_desired(self, stats: Statistics) -> Decision:
+        decision = self._scaler.desired_count(stats.total_assigned_jobs)
+        self._publisher.publish_desired(replicas=decision.replicas, patch_id=decision.patch_id)
+        if self._metrics:
+            self._metrics.publish_desired_runners(decision.replicas)
+        log.info(
+            "published desired runner count",
+            extra={
+                "fields": {
+                    "scale_set_id": self.scale_set_id,
+                    "replicas": decision.replicas,
+                    "patch_id": decision.patch_id,
+                    "assigned_jobs": stats.total_assigned_jobs,
+                    "running_jobs": stats.total_running_jobs,
+                    "available_jobs": stats.total_available_jobs,
+                    "min": self._scaler.min_runners,
+                    "max": self._scaler.max_runners,
+                    "dirty": decision.dirty,
+                }
+            },
+        )
+        return decision
+
+    # --- sessions -----------------------------------------------------------------
+
+    def _start_session(self) -> bool:
+        """Open a session and publish its statistics; False when stopped while waiting."""
+        session = self._open_with_retries()
+        if session is None:
+            return False
+        self._session = session
+        self._last_message_id = 0
+        log.info(
+            "message session open; listening",
+            extra={"fields": {"scale_set_id": self.scale_set_id}},
+        )
+        self._record_statistics(session.statistics)
+        self._publish_desired(session.statistics)
+        return True
+
+    def _open_with_retries(self) -> Session | None:
+        retry = self._session_retry
+        for attempt in range(1, retry.attempts + 1):
+            try:
+                return self._open_session()
+            except SessionConflictError as exc:
+                if attempt == retry.attempts:
+                    raise SessionHeldError(
+                        f"another listener holds the message session of scale set "
+                        f"{self.scale_set_id}: still 409 Conflict after {attempt} attempts"
+                    ) from exc
+                log.warning(
+                    "another listener holds the message session; retrying",
+                    extra={"fields": {"attempt": attempt, "retry_in_s": retry.interval}},
+                )
+                if self._sleep_unless_stopped(retry.interval):
+                    return None
+        return None
+
+    def _sleep_unless_stopped(self, seconds: float) -> bool:
+        """Sleep; True when a stop was requested meanwhile."""
+        deadline = time.monotonic() + seconds
+        while not self._stop_requested:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            time.sleep(min(remaining, STOP_CHECK_INTERVAL))
+        return True
+
+    def _require_session(self) -> Session:
+        assert self._session is not None, "no open session"
+        return self._session
+
+    def _close_session(self) -> None:
+        session, self._session = self._session, None
+        if session is None:
+            return
+        try:
+            session.close()
+            log.info(
+                "message session deleted", extra={"fields": {"scale_set_id": self.scale_set_id}}
+            )
+        except Exception as exc:  # exiting anyway; the service expires sessions itself
+            log.warning(
+                "could not delete the message session", extra={"fields": {"error": str(exc)}}
+            )

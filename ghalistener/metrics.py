@@ -1,0 +1,212 @@
+"""Prometheus metrics of the listener, with ARC's names and default label sets.
+
+Scale-set gauges carry ``name``, ``namespace``, ``repository``, ``organization``,
+``enterprise`` (``name``/``namespace`` are the EphemeralRunnerSet's, the others come
+from the configuration URL). Job counters and histograms carry ``repository``,
+``organization`` (the job's owner), ``enterprise``, ``job_name``, ``event_name``, plus
+``job_result`` for completed jobs. ``gha_available_jobs`` and ``gha_acquired_jobs``
+are additions ARC does not export. Each instance has its own registry, so several
+listeners (or tests) in one process do not collide.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Final
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from ghalistener.actions.types import JobCompleted, JobMessage, JobStarted, Statistics
+
+log = logging.getLogger(__name__)
+
+SCALE_SET_LABELS: Final = ("name", "namespace", "repository", "organization", "enterprise")
+JOB_LABELS: Final = ("repository", "organization", "enterprise", "job_name", "event_name")
+COMPLETED_JOB_LABELS: Final = (*JOB_LABELS, "job_result")
+
+# ARC's runtime buckets, in seconds.
+RUNTIME_BUCKETS: Final = (
+    0.01, 0.05, 0.1, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 20, 25, 30, 40, 50,
+    60, 70, 80, 90, 100, 110, 120, 150, 180, 210, 240, 300, 360, 420, 480, 540, 600, 900,
+    1200, 1800, 2400, 3000, 3600,
+)  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScaleSetLabels:
+    """The constant labels of one listener's scale-set gauges."""
+
+    name: str
+    namespace: str
+    enterprise: str = ""
+    organization: str = ""
+    repository: str = ""
+
+
+class ListenerMetrics:
+    """The listener's metrics in a private registry. Thread-safe (prometheus-client is)."""
+
+    def __init__(self, labels: ScaleSetLabels) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._labels = labels
+        self._scale_set = {
+            "name": labels.name,
+            "namespace": labels.namespace,
+            "repository": labels.repository,
+            "organization": labels.organization,
+            "enterprise": labels.enterprise,
+        }
+        gauge_help = {
+            "assigned_jobs": "Number of jobs assigned to this scale set.",
+            "running_jobs": "Number of jobs running (or about to be run).",
+            "registered_runners": "Number of runners registered by the scale set.",
+            "busy_runners": "Number of registered runners running a job.",
+            "idle_runners": "Number of registered runners not running a job.",
+            "min_runners": "Minimum number of runners.",
+            "max_runners": "Maximum number of runners.",
+            "desired_runners": "Number of runners desired by the scale set.",
+            "available_jobs": "Number of jobs available for this scale set to acquire.",
+            "acquired_jobs": "Number of jobs acquired by this scale set, not yet assigned.",
+        }
+        self._gauges = {
+            key: Gauge(f"gha_{key}", text, SCALE_SET_LABELS, registry=self.registry)
+            for key, text in gauge_help.items()
+        }
+        self._started = Counter(
+            "gha_started_jobs", "Total number of jobs started.", JOB_LABELS, registry=self.registry
+        )
+        self._completed = Counter(
+            "gha_completed_jobs",
+            "Total number of jobs completed.",
+            COMPLETED_JOB_LABELS,
+            registry=self.registry,
+        )
+        self._startup = Histogram(
+            "gha_job_startup_duration_seconds",
+            "Time spent waiting for workflow job to get started on the runner owned by the "
+            "scale set (in seconds).",
+            JOB_LABELS,
+            buckets=RUNTIME_BUCKETS,
+            registry=self.registry,
+        )
+        self._execution = Histogram(
+            "gha_job_execution_duration_seconds",
+            "Time spent executing workflow jobs by the scale set (in seconds).",
+            COMPLETED_JOB_LABELS,
+            buckets=RUNTIME_BUCKETS,
+            registry=self.registry,
+        )
+
+    def _set(self, key: str, value: float) -> None:
+        self._gauges[key].labels(**self._scale_set).set(value)
+
+    def publish_static(self, *, min_runners: int, max_runners: int) -> None:
+        self._set("min_runners", min_runners)
+        self._set("max_runners", max_runners)
+
+    def publish_statistics(self, stats: Statistics) -> None:
+        self._set("assigned_jobs", stats.total_assigned_jobs)
+        self._set("running_jobs", stats.total_running_jobs)
+        self._set("registered_runners", stats.total_registered_runners)
+        self._set("busy_runners", stats.total_busy_runners)
+        self._set("idle_runners", stats.total_idle_runners)
+        self._set("available_jobs", stats.total_available_jobs)
+        self._set("acquired_jobs", stats.total_acquired_jobs)
+
+    def publish_desired_runners(self, count: int) -> None:
+        self._set("desired_runners", count)
+
+    def publish_job_started(self, job: JobStarted) -> None:
+        labels = self._job_labels(job)
+        self._started.labels(**labels).inc()
+        duration = _seconds_between(job.scale_set_assign_time, job.runner_assign_time)
+        if duration is not None:
+            self._startup.labels(**labels).observe(duration)
+
+    def publish_job_completed(self, job: JobCompleted) -> None:
+        labels = {**self._job_labels(job), "job_result": job.result}
+        self._completed.labels(**labels).inc()
+        duration = _seconds_between(job.runner_assign_time, job.finish_time)
+        if duration is not None:
+            self._execution.labels(**labels).observe(duration)
+
+    def _job_labels(self, job: JobMessage) -> dict[str, str]:
+        return {
+            "repository": job.repository_name,
+            "organization": job.owner_name,
+            "enterprise": self._labels.enterprise,
+            "job_name": job.job_display_name,
+            "event_name": job.event_name,
+        }
+
+    def render(self) -> bytes:
+        """The registry in the Prometheus text format."""
+        return generate_latest(self.registry)
+
+
+def _seconds_between(start: datetime | None, end: datetime | None) -> float | None:
+    # A missing (or zero) timestamp would record a duration of decades: skip it.
+    if start is None or end is None or start.year <= 1 or end.year <= 1:
+        return None
+    return max((end - start).total_seconds(), 0.0)
+
+
+class MetricsServer:
+    """Serves one ListenerMetrics at ``endpoint`` on ``addr`` ("[host]:port").
+
+    ``start()`` binds (port 0 picks a free port) and serves on a daemon thread; ``url``
+    is the full address afterwards. Any other path answers 404.
+    """
+
+    def __init__(self, metrics: ListenerMetrics, *, addr: str, endpoint: str) -> None:
+        host, _, port = addr.rpartition(":")
+        self._bind = (host or "0.0.0.0", int(port))
+        self._endpoint = endpoint
+        self._metrics = metrics
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start() first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}{self._endpoint}"
+
+    def start(self) -> None:
+        handler = _handler_for(self._metrics, self._endpoint)
+        self._server = ThreadingHTTPServer(self._bind, handler)
+        self._server.daemon_threads = True
+        thread = threading.Thread(
+            target=self._server.serve_forever, name="metrics-server", daemon=True
+        )
+        thread.start()
+        log.info("metrics server listening", extra={"fields": {"url": self.url}})
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+def _handler_for(metrics: ListenerMetrics, endpoint: str) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?", 1)[0] != endpoint:
+                self.send_error(404)
+                return
+            body = metrics.render()
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return  # scrapes are not worth a log line each
+
+    return Handler

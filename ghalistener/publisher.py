@@ -1,0 +1,166 @@
+"""The listener's Kubernetes side: the ERS desired count and the ER job fields.
+
+This is the one boundary where ``kubernetes.client.ApiException`` and urllib3 errors
+are translated into :class:`ghalistener.errors.KubernetesError`.
+
+- :meth:`KubePublisher.publish_desired` sends one JSON merge patch
+  ``{"spec": {"replicas": R, "patchID": P}}`` to the configured EphemeralRunnerSet.
+- :meth:`KubePublisher.record_job_started` merge-patches the named EphemeralRunner's
+  ``status`` with the job fields; a runner that does not exist (404) is skipped.
+
+Transient failures (no response, 409, 429, 5xx) are retried with capped exponential
+backoff; anything else, or a transient failure that outlives the retries, raises.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+
+import tenacity
+import urllib3.exceptions
+from kubernetes.client import ApiClient, CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
+
+from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, job_status_fields
+from ghalistener.actions.types import JobStarted
+from ghalistener.errors import KubernetesError
+
+log = logging.getLogger(__name__)
+
+MERGE_PATCH: Final = "application/merge-patch+json"
+REQUEST_TIMEOUT: Final = (5.0, 30.0)
+"""(connect, read) seconds for every API-server request: a hung server must not hang us."""
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class KubeRetry:
+    """Backoff for API-server writes. ``sleep`` is the seam that keeps tests instant."""
+
+    attempts: int = 6
+    initial_wait: float = 0.5
+    max_wait: float = 8.0
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, KubernetesError):
+        return exc.status is None or exc.status in (409, 429) or exc.status >= 500
+    return False
+
+
+def _log_retry(action: str) -> Callable[[tenacity.RetryCallState], None]:
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "retrying a failed Kubernetes request",
+            extra={"fields": {"action": action, "attempt": state.attempt_number, "error": error}},
+        )
+
+    return before_sleep
+
+
+def _translate(action: str, call: Callable[[], T]) -> T:
+    """Run one API call; raise KubernetesError (never ApiException / urllib3) on failure."""
+    try:
+        return call()
+    except ApiException as exc:
+        reason = exc.reason or "error"
+        raise KubernetesError(f"{action}: {exc.status} {reason}", status=exc.status) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise KubernetesError(f"{action}: no response ({type(exc).__name__})") from exc
+
+
+class KubePublisher:
+    """Writes the listener's decisions to one EphemeralRunnerSet and its runners.
+
+    Calls block until done; they are made from the listener's loop thread only.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_client: ApiClient,
+        namespace: str,
+        name: str,
+        retry: KubeRetry | None = None,
+    ) -> None:
+        self._api = CustomObjectsApi(api_client)
+        self.namespace = namespace
+        self.name = name
+        self._retry = retry or KubeRetry()
+
+    def publish_desired(self, *, replicas: int, patch_id: int) -> None:
+        """Merge-patch ``spec.replicas`` and ``spec.patchID`` of the ERS.
+
+        Raises KubernetesError when the patch cannot be applied (after retries).
+        """
+        body = {"spec": {"replicas": replicas, "patchID": patch_id}}
+        action = f"patch EphemeralRunnerSet {self.namespace}/{self.name}"
+        self._with_retries(
+            action,
+            lambda: self._api.patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                self.namespace,
+                ERS_PLURAL,
+                self.name,
+                body,
+                _content_type=MERGE_PATCH,
+                _request_timeout=REQUEST_TIMEOUT,
+            ),
+        )
+
+    def record_job_started(self, job: JobStarted) -> bool:
+        """Merge-patch the job fields into the runner's status; False when it is gone.
+
+        The runner is the EphemeralRunner named ``job.runner_name`` in the ERS's
+        namespace. Idempotent: the same message applied twice writes the same fields.
+        Raises KubernetesError for any failure other than 404 (after retries).
+        """
+        fields = job_status_fields(
+            job_request_id=int(job.runner_request_id),
+            job_id=job.job_id,
+            repository=f"{job.owner_name}/{job.repository_name}",
+            workflow_ref=job.job_workflow_ref,
+            workflow_run_id=job.workflow_run_id,
+            display_name=job.job_display_name,
+        )
+        action = f"patch EphemeralRunner {self.namespace}/{job.runner_name} status"
+        try:
+            self._with_retries(
+                action,
+                lambda: self._api.patch_namespaced_custom_object_status(
+                    GROUP,
+                    VERSION,
+                    self.namespace,
+                    ER_PLURAL,
+                    job.runner_name,
+                    {"status": fields},
+                    _content_type=MERGE_PATCH,
+                    _request_timeout=REQUEST_TIMEOUT,
+                ),
+            )
+        except KubernetesError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def _with_retries(self, action: str, call: Callable[[], Any]) -> None:
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self._retry.attempts),
+            wait=tenacity.wait_exponential(
+                multiplier=self._retry.initial_wait, max=self._retry.max_wait
+            ),
+            retry=tenacity.retry_if_exception(_is_transient),
+            sleep=self._retry.sleep,
+            before_sleep=_log_retry(action),
+            reraise=True,
+        )
+        retrying(_translate, action, call)
