@@ -1,0 +1,147 @@
+"""In-memory fakes of the listener's own protocols (Session, Publisher), for loop logic.
+
+Every call lands in one shared journal, so a test can assert the order of effects.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ghalistener.actions.errors import SessionConflictError, SessionNotFoundError
+from ghalistener.actions.types import (
+    JobAvailable,
+    JobCompleted,
+    JobStarted,
+    MessageId,
+    RunnerId,
+    RunnerRequestId,
+    RunnerScaleSetMessage,
+    Statistics,
+)
+from ghalistener.listener import Session
+
+Journal = list[tuple[object, ...]]
+# A scripted poll answer: a message, None (202), an exception to raise, or a callable.
+Answer = RunnerScaleSetMessage | None | BaseException | Callable[[], RunnerScaleSetMessage | None]
+
+
+def stats(assigned: int = 0, **more: int) -> Statistics:
+    return Statistics(total_assigned_jobs=assigned, **more)
+
+
+def message(message_id: int, assigned: int, *jobs: object) -> RunnerScaleSetMessage:
+    return RunnerScaleSetMessage(
+        message_id=MessageId(message_id),
+        statistics=stats(assigned),
+        jobs=tuple(jobs),  # type: ignore[arg-type]
+    )
+
+
+def available(request_id: int) -> JobAvailable:
+    return JobAvailable(runner_request_id=RunnerRequestId(request_id), job_id=f"job-{request_id}")
+
+
+def started(request_id: int, runner: str) -> JobStarted:
+    return JobStarted(
+        runner_request_id=RunnerRequestId(request_id),
+        job_id=f"job-{request_id}",
+        owner_name="octo",
+        repository_name="app",
+        runner_id=RunnerId(request_id),
+        runner_name=runner,
+    )
+
+
+def completed(request_id: int, runner: str) -> JobCompleted:
+    return JobCompleted(
+        runner_request_id=RunnerRequestId(request_id),
+        job_id=f"job-{request_id}",
+        result="succeeded",
+        runner_name=runner,
+    )
+
+
+def not_found() -> SessionNotFoundError:
+    return SessionNotFoundError("session gone", method="GET", url="https://queue", status=404)
+
+
+def conflict() -> SessionConflictError:
+    return SessionConflictError("conflict", method="POST", url="https://sessions", status=409)
+
+
+@dataclass
+class FakeSession:
+    """A session that answers polls from a script; an empty script blocks until closed."""
+
+    name: str
+    journal: Journal
+    statistics: Statistics = field(default_factory=Statistics)
+    script: list[Answer] = field(default_factory=list)
+    ack_errors: dict[int, BaseException] = field(default_factory=dict)
+    closed: threading.Event = field(default_factory=threading.Event)
+
+    def get_message(
+        self, *, last_message_id: int, max_capacity: int
+    ) -> RunnerScaleSetMessage | None:
+        self.journal.append(("poll", self.name, last_message_id, max_capacity))
+        if not self.script:
+            self.closed.wait(30)  # a long poll that only ends when the test is over
+            return None
+        answer = self.script.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        if callable(answer):
+            return answer()
+        return answer
+
+    def delete_message(self, message_id: int) -> None:
+        if message_id in self.ack_errors:
+            raise self.ack_errors.pop(message_id)
+        self.journal.append(("ack", self.name, message_id))
+
+    def acquire_jobs(self, request_ids: list[int]) -> list[int]:
+        self.journal.append(("acquire", self.name, tuple(request_ids)))
+        return list(request_ids)
+
+    def close(self) -> None:
+        self.journal.append(("close", self.name))
+        self.closed.set()
+
+
+@dataclass
+class Opener:
+    """Hands out sessions in order; an exception in the list is raised instead."""
+
+    items: list[FakeSession | BaseException]
+    journal: Journal
+    calls: int = 0
+
+    def __call__(self) -> Session:
+        self.calls += 1
+        item = self.items.pop(0)
+        if isinstance(item, BaseException):
+            self.journal.append(("open-failed", type(item).__name__))
+            raise item
+        self.journal.append(("open", item.name))
+        return item
+
+
+@dataclass
+class FakePublisher:
+    journal: Journal
+    known_runners: set[str] = field(default_factory=set)
+    fail_on_job_started: BaseException | None = None
+    on_publish: Callable[[], None] | None = None
+
+    def publish_desired(self, *, replicas: int, patch_id: int) -> None:
+        self.journal.append(("desired", replicas, patch_id))
+        if self.on_publish:
+            self.on_publish()
+
+    def record_job_started(self, job: JobStarted) -> bool:
+        if self.fail_on_job_started is not None:
+            raise self.fail_on_job_started
+        self.journal.append(("job-started", job.runner_name))
+        return job.runner_name in self.known_runners
