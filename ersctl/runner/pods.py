@@ -1,0 +1,194 @@
+"""Pure builders of the documents the runner controller creates for an EphemeralRunner.
+
+- The JIT Secret: named like the runner, holding the encoded JIT config (key
+  ``jitToken``) and the registration's id, name and scale set id, so a reconcile that
+  crashed after creating it can still recover the runner id.
+- The runner Pod: named like the runner; metadata and spec from the runner's pod
+  template (``spec.metadata``, ``spec.spec``) plus the runner's own labels and
+  annotations; the container named ``runner`` gets the JIT config from the Secret
+  through a ``secretKeyRef`` (never a literal value, so the config is not visible in
+  the Pod object) and ``ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE=1``, which
+  makes a too-old runner exit with :data:`DEPRECATED_VERSION_EXIT_CODE`.
+
+Both carry a controller ownerReference to the runner, so the cluster's garbage
+collector removes them with it. Nothing here does I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ersctl import __version__
+from ersctl.api import API_VERSION, ER_KIND, EphemeralRunner, FieldError, JsonObject
+
+RUNNER_CONTAINER: Final = "runner"
+JIT_CONFIG_KEY: Final = "jitToken"
+ENV_JIT_CONFIG: Final = "ACTIONS_RUNNER_INPUT_JITCONFIG"
+ENV_DEPRECATED_EXIT_CODE: Final = "ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE"
+ENV_EXTRA_USER_AGENT: Final = "GITHUB_ACTIONS_RUNNER_EXTRA_USER_AGENT"
+DEPRECATED_VERSION_EXIT_CODE: Final = 7
+"""The runner's exit code for "this version is deprecated" (with the env var above = 1)."""
+RUNNER_POD_LABEL: Final = "actions-ephemeral-runner"
+"""Label on every runner Pod (value "True"), as ARC sets it: selects them cheaply."""
+
+
+def controller_reference(runner: EphemeralRunner) -> JsonObject:
+    """The ownerReference that makes ``runner`` the controller of a dependent."""
+    if not runner.uid:
+        raise FieldError("metadata.uid", "is empty: the runner was not read from the server")
+    return {
+        "apiVersion": API_VERSION,
+        "kind": ER_KIND,
+        "name": runner.name,
+        "uid": runner.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def build_jit_secret(
+    runner: EphemeralRunner,
+    *,
+    runner_id: int,
+    runner_name: str,
+    scale_set_id: int,
+    encoded_jit_config: str,
+) -> JsonObject:
+    """The Secret holding ``runner``'s JIT config, owned by ``runner``."""
+    template = _mapping_at(runner.spec, "ephemeralRunnerConfigSecretMetadata")
+    metadata: JsonObject = {
+        "name": runner.name,
+        "namespace": runner.namespace,
+        "ownerReferences": [controller_reference(runner)],
+    }
+    labels = _string_map(template, "labels", "spec.ephemeralRunnerConfigSecretMetadata")
+    annotations = _string_map(template, "annotations", "spec.ephemeralRunnerConfigSecretMetadata")
+    if labels:
+        metadata["labels"] = labels
+    if annotations:
+        metadata["annotations"] = annotations
+    data = {
+        JIT_CONFIG_KEY: encoded_jit_config,
+        "runnerId": str(runner_id),
+        "runnerName": runner_name,
+        "scaleSetId": str(scale_set_id),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": metadata,
+        "data": {key: _b64(value) for key, value in data.items()},
+    }
+
+
+def registration_from_secret(secret: Mapping[str, Any]) -> tuple[int, str] | None:
+    """``(runner_id, runner_name)`` recorded in a JIT Secret; None when unreadable.
+
+    An unreadable Secret (no positive id, no JIT config) cannot start a runner: the
+    caller deletes it and registers again.
+    """
+    data = secret.get("data")
+    if not isinstance(data, Mapping) or not data.get(JIT_CONFIG_KEY):
+        return None
+    try:
+        runner_id = int(_unb64(data.get("runnerId", "")))
+        runner_name = _unb64(data.get("runnerName", ""))
+    except ValueError:
+        return None
+    return (runner_id, runner_name) if runner_id > 0 else None
+
+
+def build_runner_pod(runner: EphemeralRunner, *, secret_name: str) -> JsonObject:
+    """The runner Pod for ``runner``, taking its JIT config from Secret ``secret_name``.
+
+    Raises :class:`~ersctl.api.FieldError` when the pod template is missing or has no
+    container named ``runner`` (such a Pod could never register).
+    """
+    template_spec = runner.spec.get("spec")
+    if not isinstance(template_spec, dict) or not template_spec:
+        raise FieldError("spec.spec", "is missing: the runner has no pod template")
+    pod_spec = copy.deepcopy(template_spec)
+    containers = pod_spec.get("containers")
+    if not isinstance(containers, list):
+        raise FieldError("spec.spec.containers", "must be a list")
+    main = [c for c in containers if isinstance(c, dict) and c.get("name") == RUNNER_CONTAINER]
+    if not main:
+        raise FieldError("spec.spec.containers", f"has no container named {RUNNER_CONTAINER!r}")
+    main[0]["env"] = [*_env_list(main[0]), *_runner_env(secret_name)]
+    template_meta = _mapping_at(runner.spec, "metadata")
+    labels = {
+        **_string_map(runner.metadata, "labels", "metadata"),
+        **_string_map(template_meta, "labels", "spec.metadata"),
+        RUNNER_POD_LABEL: "True",
+    }
+    annotations = {
+        **_string_map(runner.metadata, "annotations", "metadata"),
+        **_string_map(template_meta, "annotations", "spec.metadata"),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": runner.name,
+            "namespace": runner.namespace,
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [controller_reference(runner)],
+        },
+        "spec": pod_spec,
+    }
+
+
+def _runner_env(secret_name: str) -> list[JsonObject]:
+    return [
+        {
+            "name": ENV_JIT_CONFIG,
+            "valueFrom": {"secretKeyRef": {"name": secret_name, "key": JIT_CONFIG_KEY}},
+        },
+        {"name": ENV_EXTRA_USER_AGENT, "value": f"gha-scaleset/{__version__}"},
+        {"name": ENV_DEPRECATED_EXIT_CODE, "value": "1"},
+    ]
+
+
+def _env_list(container: JsonObject) -> list[Any]:
+    env = container.get("env")
+    if env is None:
+        return []
+    if not isinstance(env, list):
+        raise FieldError("spec.spec.containers[runner].env", "must be a list")
+    # Ours win: a template value for the JIT config would start an unregistered runner.
+    ours = {ENV_JIT_CONFIG, ENV_DEPRECATED_EXIT_CODE, ENV_EXTRA_USER_AGENT}
+    return [e for e in env if not (isinstance(e, dict) and e.get("name") in ours)]
+
+
+def _mapping_at(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = doc.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _string_map(doc: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
+    value = doc.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise FieldError(f"{where}.{key}", "must map strings to strings")
+    return dict(value)
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def _unb64(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("not a base64 string")
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError("not base64 UTF-8") from exc
