@@ -1,0 +1,209 @@
+"""The runner agent: plays the cluster and the runner binary for every EphemeralRunner.
+
+What ARC's EphemeralRunner controller, the kubelet and the runner binary would do, in
+one loop (:meth:`RunnerAgent.step`), per EphemeralRunner (ER) of the set:
+
+1. ``registration_delay`` after the ER first appears: register a runner with the
+   service through a JIT config (runner name = ER name) and set the ER status
+   ``phase: Pending`` with ``runnerId``/``runnerName``. In ARC, Pending covers both a
+   runner still starting and one online and idle; ``Running`` means a job is assigned.
+2. ``startup_delay`` later the runner is online (``ready: true``) and asks the service
+   for a job assigned to the scale set. When it gets one: ``phase: Running``.
+3. When the job's duration has passed: complete it at the service (an ephemeral runner
+   runs one job, then deregisters) and set ``phase: Succeeded``.
+4. When the ER is being deleted: if its runner is in the middle of a job, the pod dies
+   with it and the job never completes (the report flags both); remove the runner's
+   registration if it still has one, then release the ER's finalizers.
+
+The agent writes straight to the in-process API server, not over HTTP, so the API
+server's request log counts only the programs under test. It records what it saw
+(first sight of each ER and of its deletion, registration times) for the trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ersctl.api import EphemeralRunner, ERPhase
+from simulation.trace import RunnerTrace
+
+
+class Cluster(Protocol):
+    """The EphemeralRunners of one set, read and written directly (no HTTP)."""
+
+    def runners(self) -> list[EphemeralRunner]: ...
+
+    def patch_status(self, name: str, status: Mapping[str, Any]) -> None: ...
+
+    def release_finalizers(self, name: str) -> None: ...
+
+
+class Service(Protocol):
+    """The scale-set service as the runner binary and ARC's runner controller see it."""
+
+    def register(self, runner_name: str) -> int:
+        """Register a JIT runner; returns its runner id."""
+        ...
+
+    def take_job(self, runner_id: int) -> str | None:
+        """Start the oldest job assigned to the scale set on this runner, if any."""
+        ...
+
+    def complete_job(self, job_id: str, runner_id: int, *, succeeded: bool = True) -> None:
+        """Finish the job (a failure when the runner died under it)."""
+        ...
+
+    def unregister(self, runner_id: int) -> None:
+        """Remove the registration; a runner already gone is fine."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentTiming:
+    """Delays of the simulated cluster, in seconds."""
+
+    registration_delay: float = 0.3
+    startup_delay: float = 0.3
+
+
+@dataclass(kw_only=True)
+class _Runner:
+    name: str
+    seen_at: float
+    patch_id: int
+    runner_id: int = 0
+    registered_at: float | None = None
+    online: bool = False
+    job_id: str | None = None
+    job_ends_at: float | None = None
+    done: bool = False
+    deleted_at: float | None = None
+    killed_job: str | None = None
+    released: bool = False
+
+
+class RunnerAgent:
+    """Drives every ER of one set through its life; call :meth:`step` periodically.
+
+    Not thread-safe: one thread calls :meth:`step`; :meth:`traces` may be called once
+    the loop has stopped. ``job_duration`` maps a service job id to its run time.
+    """
+
+    def __init__(
+        self,
+        *,
+        cluster: Cluster,
+        service: Service,
+        timing: AgentTiming,
+        job_duration: Callable[[str], float],
+        clock: Callable[[], float],
+    ) -> None:
+        self._cluster = cluster
+        self._service = service
+        self._timing = timing
+        self._job_duration = job_duration
+        self._clock = clock
+        self._runners: dict[str, _Runner] = {}
+        self.killed_jobs: list[tuple[str, str]] = []
+        """(runner name, job id) of every job whose runner was deleted under it."""
+
+    def step(self) -> None:
+        """One pass over the set's runners: at most one transition per runner."""
+        for er in self._cluster.runners():
+            now = self._clock()
+            state = self._runners.get(er.name)
+            if state is None:
+                state = _Runner(name=er.name, seen_at=now, patch_id=er.patch_id)
+                self._runners[er.name] = state
+            if er.is_deleting:
+                self._on_deleting(state, now)
+            else:
+                self._advance(state, now)
+
+    def _advance(self, state: _Runner, now: float) -> None:
+        timing = self._timing
+        if state.done:
+            return
+        if state.registered_at is None:
+            if now >= state.seen_at + timing.registration_delay:
+                self._register(state, now)
+        elif state.job_id is not None:
+            if state.job_ends_at is not None and now >= state.job_ends_at:
+                self._complete(state)
+        elif now >= state.registered_at + timing.startup_delay:
+            self._ask_for_job(state, now)
+
+    def _register(self, state: _Runner, now: float) -> None:
+        state.runner_id = self._service.register(state.name)
+        state.registered_at = now
+        self._cluster.patch_status(
+            state.name,
+            {
+                "phase": ERPhase.PENDING.value,
+                "runnerId": state.runner_id,
+                "runnerName": state.name,
+                "ready": False,
+            },
+        )
+
+    def _ask_for_job(self, state: _Runner, now: float) -> None:
+        if not state.online:
+            state.online = True
+            self._cluster.patch_status(state.name, {"ready": True})
+        job_id = self._service.take_job(state.runner_id)
+        if job_id is None:
+            return
+        state.job_id = job_id
+        state.job_ends_at = now + self._job_duration(job_id)
+        self._cluster.patch_status(state.name, {"phase": ERPhase.RUNNING.value})
+
+    def _complete(self, state: _Runner) -> None:
+        assert state.job_id is not None
+        self._service.complete_job(state.job_id, state.runner_id)
+        state.done = True
+        self._cluster.patch_status(state.name, {"phase": ERPhase.SUCCEEDED.value, "ready": False})
+
+    def _on_deleting(self, state: _Runner, now: float) -> None:
+        if state.deleted_at is None:
+            state.deleted_at = now
+            if state.job_id is not None and not state.done:
+                # The pod dies mid-job: the job is lost, which the report must show.
+                state.killed_job = state.job_id
+                self.killed_jobs.append((state.name, state.job_id))
+                self._service.complete_job(state.job_id, state.runner_id, succeeded=False)
+                state.done = True
+        if state.released:
+            return
+        if state.runner_id and not state.done:
+            # ARC's runner controller removes the registration before the ER goes away.
+            self._service.unregister(state.runner_id)
+        self._cluster.release_finalizers(state.name)
+        state.released = True
+
+    def counts(self) -> dict[str, int]:
+        """Runners the agent has seen, registered and released so far."""
+        states = self._runners.values()
+        return {
+            "seen": len(self._runners),
+            "registered": sum(1 for r in states if r.registered_at is not None),
+            "released": sum(1 for r in states if r.released),
+        }
+
+    def traces(self, *, origin: float) -> tuple[RunnerTrace, ...]:
+        """One record per runner ever seen, times relative to ``origin``."""
+
+        def rel(value: float | None) -> float | None:
+            return None if value is None else round(value - origin, 3)
+
+        return tuple(
+            RunnerTrace(
+                name=r.name,
+                created_at=round(r.seen_at - origin, 3),
+                patch_id=r.patch_id,
+                registered_at=rel(r.registered_at),
+                deleted_at=rel(r.deleted_at),
+            )
+            for r in sorted(self._runners.values(), key=lambda r: r.seen_at)
+        )
