@@ -1,0 +1,112 @@
+"""Deleting runners: terminated ones directly, live ones after the service lets them go.
+
+A live runner (pending or running) is first removed from GitHub's scale-set service
+and only then deleted, so the service never keeps a registration for a runner that
+no longer exists; a runner whose removal is refused with JobStillRunning is left to
+finish its job. A runner that never registered (``runnerId`` 0) has nothing to
+remove and is deleted directly.
+
+Every function tries all the runners it was given before it raises: one refused
+delete must not strand the rest. The first ``ErsctlError`` is re-raised at the end
+(the runtime requeues with backoff). A ``FieldError`` (unusable credentials) stops at
+once: every other runner would fail the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ersctl.api import EphemeralRunner, EphemeralRunnerSet
+from ersctl.errors import ErsctlError
+from ersctl.ports import RunnerRegistry, Writer
+from ersctl.runners import RunnerStates
+from ersctl.scaling import ScaleDown
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Removal:
+    """What a cleanup did: runners deleted, and runners left alone because they are busy."""
+
+    deleted: int = 0
+    busy: int = 0
+
+
+def delete_runners(writer: Writer, runners: Iterable[EphemeralRunner]) -> int:
+    """Delete ``runners`` (terminated ones: no service call); return how many were deleted."""
+    return sum(_attempt_all(runners, lambda runner: _delete(writer, runner)))
+
+
+def remove_and_delete(
+    registry: RunnerRegistry, writer: Writer, ers: EphemeralRunnerSet, runner: EphemeralRunner
+) -> bool:
+    """Remove ``runner`` from the service, then delete it. False when it is busy (kept)."""
+    if runner.runner_id != 0 and not registry.remove_runner(ers, runner.runner_id):
+        log.info("runner %s is still running a job; leaving it", runner.key)
+        return False
+    return _delete(writer, runner)
+
+
+def clean_up_runners(
+    registry: RunnerRegistry, writer: Writer, ers: EphemeralRunnerSet, states: RunnerStates
+) -> Removal:
+    """Delete terminated runners; remove pending and idle running ones; keep busy ones.
+
+    Used when the set is deleted, when a new runner spec is applied, and while the set
+    is Outdated. Runners already being deleted are left to their finalizers.
+    """
+    deleted = delete_runners(writer, states.terminated)
+    with_job = [r for r in states.running if r.has_job]
+    live = [*states.pending, *(r for r in states.running if not r.has_job)]
+    outcomes = _attempt_all(live, lambda r: remove_and_delete(registry, writer, ers, r))
+    return Removal(deleted=deleted + sum(outcomes), busy=len(with_job) + outcomes.count(False))
+
+
+def scale_down(
+    registry: RunnerRegistry, writer: Writer, ers: EphemeralRunnerSet, decision: ScaleDown
+) -> Removal:
+    """Remove up to ``decision.count`` runners, trying ``decision.candidates`` in order."""
+    removed = busy = 0
+    errors: list[ErsctlError] = []
+    for runner in decision.candidates:
+        if removed == decision.count:
+            break
+        try:
+            if remove_and_delete(registry, writer, ers, runner):
+                removed += 1
+            else:
+                busy += 1
+        except ErsctlError as exc:
+            errors.append(exc)
+    _raise_first(errors)
+    return Removal(deleted=removed, busy=busy)
+
+
+def _delete(writer: Writer, runner: EphemeralRunner) -> bool:
+    writer.delete_runner(runner)
+    return True
+
+
+def _attempt_all(
+    runners: Iterable[EphemeralRunner], action: Callable[[EphemeralRunner], bool]
+) -> list[bool]:
+    outcomes: list[bool] = []
+    errors: list[ErsctlError] = []
+    for runner in runners:
+        try:
+            outcomes.append(action(runner))
+        except ErsctlError as exc:
+            log.warning("cleaning up runner %s failed: %s", runner.key, exc)
+            errors.append(exc)
+    _raise_first(errors)
+    return outcomes
+
+
+def _raise_first(errors: list[ErsctlError]) -> None:
+    if errors:
+        if len(errors) > 1:
+            errors[0].add_note(f"{len(errors) - 1} more runner operation(s) failed")
+        raise errors[0]

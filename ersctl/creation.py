@@ -1,0 +1,99 @@
+"""Creating EphemeralRunners for a scale-up: the body (pure) and bounded-concurrency creates."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from ersctl import api
+from ersctl.errors import ErsctlError
+from ersctl.ports import Writer
+
+log = logging.getLogger(__name__)
+
+
+def runner_body(ers: api.EphemeralRunnerSet) -> dict[str, Any]:
+    """The EphemeralRunner a scale-up of ``ers`` creates.
+
+    ``generateName: <ers>-runner-``; labels from ``spec.ephemeralRunnerMetadata``, then
+    the ERS labels, then ``app.kubernetes.io/component: runner``; annotations from
+    ``spec.ephemeralRunnerMetadata`` plus the patch ID and actionable revision the
+    runner was created for; both runner finalizers; a controller ownerReference that
+    blocks the owner's deletion; the spec copied from ``spec.ephemeralRunnerSpec``.
+    Raises FieldError when the ERS has no runner spec.
+    """
+    template = ers.ephemeral_runner_metadata
+    labels = {**_str_map(template.get("labels")), **ers.labels, api.COMPONENT_LABEL: "runner"}
+    annotations = {
+        **_str_map(template.get("annotations")),
+        api.PATCH_ID_ANNOTATION: str(ers.patch_id),
+        api.ACTIONABLE_REVISION_ANNOTATION: str(ers.actionable_revision),
+    }
+    return {
+        "apiVersion": api.API_VERSION,
+        "kind": api.ER_KIND,
+        "metadata": {
+            "generateName": f"{ers.name}-runner-",
+            "namespace": ers.namespace,
+            "labels": labels,
+            "annotations": annotations,
+            "finalizers": [api.ER_FINALIZER, api.ER_REGISTRATION_FINALIZER],
+            "ownerReferences": [owner_reference(ers)],
+        },
+        "spec": copy.deepcopy(ers.ephemeral_runner_spec),
+    }
+
+
+def owner_reference(ers: api.EphemeralRunnerSet) -> dict[str, Any]:
+    """The controller ownerReference that ties a runner to ``ers``."""
+    return {
+        "apiVersion": api.API_VERSION,
+        "kind": api.ERS_KIND,
+        "name": ers.name,
+        "uid": ers.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreateResult:
+    """How many creates succeeded, and the errors of those that failed."""
+
+    created: int
+    errors: tuple[ErsctlError, ...]
+
+
+def create_runners(
+    writer: Writer, body: dict[str, Any], *, count: int, concurrency: int
+) -> CreateResult:
+    """Create ``count`` runners from ``body``, at most ``concurrency`` requests at a time.
+
+    Every create is attempted; failures are collected rather than raised, so one
+    refused create does not strand the others.
+    """
+    if count <= 0:
+        return CreateResult(created=0, errors=())
+    workers = max(1, min(concurrency, count))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="create-runner") as pool:
+        outcomes = list(pool.map(lambda _: _create_one(writer, body), range(count)))
+    errors = tuple(o for o in outcomes if o is not None)
+    return CreateResult(created=count - len(errors), errors=errors)
+
+
+def _create_one(writer: Writer, body: dict[str, Any]) -> ErsctlError | None:
+    try:
+        writer.create_runner(copy.deepcopy(body))
+    except ErsctlError as exc:
+        log.warning("creating a runner for %s failed: %s", body["metadata"]["generateName"], exc)
+        return exc
+    return None
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v) for k, v in value.items()}

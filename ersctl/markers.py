@@ -1,0 +1,141 @@
+"""The two status writers that carry an optimistic lock.
+
+Both re-read the EphemeralRunnerSet through the *API reader*, decide against that
+live copy, and send a merge patch on ``/status`` whose ``metadata.resourceVersion``
+is the live copy's: the API server accepts it only while the decision still holds,
+and a 409 re-reads and decides again (:class:`ConflictRetry`). A merge patch without
+that precondition can never conflict, so a retry-on-conflict around it would be
+inert while reading as protection.
+
+- :func:`record_cleanup_patch_id` writes ``status.finishedRunnerCleanupPatchID``.
+  It skips on *equality* and otherwise writes whatever patch ID it is given, lower
+  ones included: listener patch IDs go down (0 when idle at minimum, a restart
+  renumbers from 0, a wrap after 2^31-1), and a marker that refused to descend would
+  strand above every later ID, so the exact-match guard would never fire again.
+- :func:`advance_applied_revision` writes ``status.appliedActionableRevision``. It
+  only ever moves up (revisions derive from spec changes and only climb; moving it
+  back would redo the idle-runner cleanup), clears the marker when it advances
+  (patch IDs belong to one listener incarnation, and a spec change restarts the
+  listener), and derives the phase from an API-reader list of owned runners judged
+  against the new applied revision (the lock vouches for the ERS, not for a cached
+  list).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import tenacity
+
+from ersctl.api import EphemeralRunnerSet, ERSPhase, PatchID
+from ersctl.errors import ConflictError
+from ersctl.ports import ApiReader, Writer
+from ersctl.runners import classify
+
+T = TypeVar("T")
+
+CLEANUP_MARKER_FIELD = "finishedRunnerCleanupPatchID"
+APPLIED_REVISION_FIELD = "appliedActionableRevision"
+
+
+def _default_wait() -> tenacity.wait.wait_base:
+    return tenacity.wait_exponential(multiplier=0.01, max=0.5)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConflictRetry:
+    """How often an optimistic-locked write re-reads and retries after a 409.
+
+    ``wait`` is a tenacity wait strategy (``tenacity.wait_none()`` in tests that
+    provoke conflicts on purpose). When attempts run out the ``ConflictError``
+    propagates, and the runtime requeues the key with backoff: fail closed.
+    """
+
+    attempts: int = 5
+    wait: tenacity.wait.wait_base = field(default_factory=_default_wait)
+
+    def run(self, attempt: Callable[[], T]) -> T:
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(ConflictError),
+            stop=tenacity.stop_after_attempt(self.attempts),
+            wait=self.wait,
+            reraise=True,
+        )
+        return retrying(attempt)
+
+
+def record_cleanup_patch_id(
+    *,
+    api: ApiReader,
+    writer: Writer,
+    namespace: str,
+    name: str,
+    patch_id: PatchID,
+    retry: ConflictRetry,
+) -> EphemeralRunnerSet | None:
+    """Make the live marker equal ``patch_id``; return the live ERS (None when it is gone).
+
+    Raises ``ConflictError`` when every attempt lost the race, other ``KubeError``s as
+    they come.
+    """
+
+    def attempt() -> EphemeralRunnerSet | None:
+        live = api.get_ers(namespace, name)
+        # Equality, not >=: the marker must be able to move down with the patch ID.
+        if live is None or live.finished_runner_cleanup_patch_id == patch_id:
+            return live
+        return writer.patch_ers_status(live, _locked(live, {CLEANUP_MARKER_FIELD: patch_id}))
+
+    return retry.run(attempt)
+
+
+def advance_applied_revision(
+    *,
+    api: ApiReader,
+    writer: Writer,
+    namespace: str,
+    name: str,
+    target: int,
+    retry: ConflictRetry,
+) -> EphemeralRunnerSet | None:
+    """Raise the live applied revision to ``target`` (never lower it); fix the phase.
+
+    On an advance the marker is cleared. The phase is Outdated when an API-reader list
+    of owned runners holds an Outdated runner created at or after the applied revision
+    (``max(live, target)``), Running otherwise. Returns the live ERS after the write,
+    or None when it is gone.
+    """
+
+    def attempt() -> EphemeralRunnerSet | None:
+        live = api.get_ers(namespace, name)
+        if live is None:
+            return None
+        changes = _revision_changes(live, target)
+        applied = max(live.applied_actionable_revision, target)
+        states = classify(api.list_owned_runners(live), applied_revision=applied)
+        phase = ERSPhase.OUTDATED if states.outdated else ERSPhase.RUNNING
+        if live.phase != phase:
+            changes["phase"] = phase.value
+        if not changes:
+            return live
+        return writer.patch_ers_status(live, _locked(live, changes))
+
+    return retry.run(attempt)
+
+
+def _revision_changes(live: EphemeralRunnerSet, target: int) -> dict[str, Any]:
+    # Only an advance means the idle runners were just rebuilt and the listener
+    # restarted; a stale reconcile holding an older target must change nothing.
+    if live.applied_actionable_revision >= target:
+        return {}
+    changes: dict[str, Any] = {APPLIED_REVISION_FIELD: target}
+    if live.finished_runner_cleanup_patch_id != 0:
+        changes[CLEANUP_MARKER_FIELD] = 0
+    return changes
+
+
+def _locked(live: EphemeralRunnerSet, status: dict[str, Any]) -> dict[str, Any]:
+    """A status merge patch whose resourceVersion makes the server reject a stale write."""
+    return {"metadata": {"resourceVersion": live.resource_version}, "status": status}

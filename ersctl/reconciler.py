@@ -1,0 +1,348 @@
+"""The EphemeralRunnerSet reconciler: the reconcile contract of ``shared/DESIGN.md``, in order.
+
+1. Read the ERS from the cache; gone -> done.
+2. Being deleted: clean up its runners; once none are left, drop our finalizer.
+3. Malformed (replicas/patchID not a non-negative integer, no runner spec): a Warning
+   Event naming the field, and nothing else until it is fixed.
+4. No finalizer yet: add it and return.
+5. A new runner spec revision: clean up idle runners, advance the applied revision
+   (API reader, only upward, clears the marker, optimistic lock) and return.
+6. Phase Outdated: clean up runners and return.
+7. Classify the cached runners; delete stale Outdated ones and return.
+8. The scaling decision (``ersctl.scaling``): the finished-runner cleanup is an early
+   return that records the marker *before* deleting, and the scale-up guard reads
+   the marker through the API reader only.
+9. The status update (``ersctl.status``), which never carries a marker this
+   reconcile did not change.
+
+Why each rule of step 8 exists is argued in ``shared/reference/`` (ARC PR #4642).
+Raising means "requeue with backoff"; a Warning Event is recorded first.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Final
+
+from ersctl import status
+from ersctl.api import ERS_FINALIZER, EphemeralRunnerSet, ERSPhase, FieldError
+from ersctl.cleanup import Removal, clean_up_runners, delete_runners, scale_down
+from ersctl.creation import create_runners, runner_body
+from ersctl.credentials import CredentialsFieldError
+from ersctl.errors import ErsctlError, NotFoundError
+from ersctl.markers import ConflictRetry, advance_applied_revision, record_cleanup_patch_id
+from ersctl.ports import (
+    ApiReader,
+    CachedReader,
+    EventRecorder,
+    NoMetrics,
+    ReconcileMetrics,
+    Request,
+    Result,
+    RunnerRegistry,
+    Writer,
+)
+from ersctl.runners import RunnerStates, classify
+from ersctl.scaling import (
+    AlreadyServiced,
+    CleanUpFinished,
+    Hold,
+    ScaleDown,
+    ScaleUp,
+    decide,
+    scale_up_suppressed,
+)
+
+log = logging.getLogger(__name__)
+
+NORMAL: Final = "Normal"
+WARNING: Final = "Warning"
+
+
+class Reason(StrEnum):
+    """Reasons of the Events the reconciler records on the ERS."""
+
+    SCALED_UP = "ScaledUp"
+    SCALED_DOWN = "ScaledDown"
+    FINISHED_RUNNERS_DELETED = "FinishedRunnersDeleted"
+    SCALE_UP_SUPPRESSED = "ScaleUpSuppressed"
+    STALE_OUTDATED_DELETED = "StaleOutdatedRunnersDeleted"
+    REVISION_APPLIED = "RevisionApplied"
+    RUNNERS_CLEANED_UP = "RunnersCleanedUp"
+    INVALID_SPEC = "InvalidSpec"
+    CREATE_FAILED = "FailedCreateRunner"
+    RECONCILE_FAILED = "ReconcileFailed"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """What one reconcile did: ``action`` is a short keyword, ``detail`` one line for humans."""
+
+    action: str
+    detail: str = ""
+    result: Result = field(default_factory=Result)
+
+    def __str__(self) -> str:
+        return f"{self.action}: {self.detail}" if self.detail else self.action
+
+
+class EphemeralRunnerSetReconciler:
+    """Implements ``ersctl.ports.Reconciler`` for EphemeralRunnerSets. Thread-safe.
+
+    Holds no per-reconcile state, so the runtime may reconcile different keys on
+    different threads at once (never the same key twice at once).
+    """
+
+    def __init__(
+        self,
+        *,
+        cache: CachedReader,
+        api: ApiReader,
+        writer: Writer,
+        events: EventRecorder,
+        registry: RunnerRegistry,
+        metrics: ReconcileMetrics | None = None,
+        create_concurrency: int = 8,
+        conflict_retry: ConflictRetry | None = None,
+        credentials_retry_after: float = 30.0,
+    ) -> None:
+        self._cache = cache
+        self._api = api
+        self._writer = writer
+        self._events = events
+        self._registry = registry
+        self._metrics = metrics or NoMetrics()
+        self._create_concurrency = create_concurrency
+        self._retry = conflict_retry or ConflictRetry()
+        # The credentials Secret is not watched, so fixing it enqueues nothing: retry.
+        self._credentials_retry_after = credentials_retry_after
+
+    def reconcile(self, request: Request) -> Result:
+        """Reconcile one ERS. Raises (after a Warning Event) to requeue with backoff."""
+        return self.reconcile_with_outcome(request).result
+
+    def reconcile_with_outcome(self, request: Request) -> Outcome:
+        """Like :meth:`reconcile`, returning what was done (``ersctl reconcile --once``)."""
+        ers = self._cache.get_ers(request.namespace, request.name)
+        if ers is None:
+            return Outcome(action="none", detail="not found")
+        try:
+            outcome = self._reconcile(ers)
+        except FieldError as exc:
+            # Bad input: say which field, change no runner, keep the worker healthy.
+            self._event(ers, WARNING, Reason.INVALID_SPEC, str(exc))
+            retry = isinstance(exc, CredentialsFieldError)
+            after = self._credentials_retry_after if retry else None
+            return Outcome(action="invalid", detail=str(exc), result=Result(requeue_after=after))
+        except ErsctlError as exc:
+            self._event(ers, WARNING, Reason.RECONCILE_FAILED, str(exc))
+            raise
+        log.info("reconciled %s: %s", ers.key, outcome)
+        return outcome
+
+    # -- steps 2-7 ---------------------------------------------------------------------
+
+    def _reconcile(self, ers: EphemeralRunnerSet) -> Outcome:
+        if ers.is_deleting:
+            return self._finalize(ers)
+        validate(ers)
+        if not ers.has_finalizer(ERS_FINALIZER):
+            self._set_finalizers(ers, [*ers.finalizers, ERS_FINALIZER])
+            return Outcome(action="finalizer-added")
+        if ers.actionable_revision > ers.applied_actionable_revision:
+            return self._apply_revision(ers)
+        before = status.observed(ers)
+        states = self._classify(ers)
+        if ers.phase == ERSPhase.OUTDATED:
+            removal = self._clean_up(ers, states)
+            return Outcome(action="outdated", detail=_removal_text(removal))
+        if states.stale_outdated:
+            deleted = delete_runners(self._writer, states.stale_outdated)
+            self._deleted(ers, deleted, Reason.STALE_OUTDATED_DELETED, "stale Outdated")
+            status.update_status(self._writer, ers, before=before, states=states)
+            return Outcome(action="stale-outdated-deleted", detail=f"{deleted} runners")
+        return self._scale(ers, states, before)
+
+    def _finalize(self, ers: EphemeralRunnerSet) -> Outcome:
+        if not ers.has_finalizer(ERS_FINALIZER):
+            return Outcome(action="none", detail="being deleted; no finalizer of ours")
+        runners = self._cache.list_owned_runners(ers)
+        if not runners:
+            try:
+                self._set_finalizers(ers, [f for f in ers.finalizers if f != ERS_FINALIZER])
+            except NotFoundError:
+                return Outcome(action="none", detail="gone")
+            return Outcome(action="finalizer-removed")
+        removal = self._clean_up(ers, classify(runners, applied_revision=0))
+        left = len(runners) - removal.deleted
+        return Outcome(action="deleting", detail=f"{_removal_text(removal)}; {left} left")
+
+    def _apply_revision(self, ers: EphemeralRunnerSet) -> Outcome:
+        target = ers.actionable_revision
+        removal = self._clean_up(ers, self._classify(ers))
+        # Written last, after the cleanup succeeded: a crash midway leaves the applied
+        # revision behind the spec, so the next reconcile redoes the cleanup.
+        live = advance_applied_revision(
+            api=self._api,
+            writer=self._writer,
+            namespace=ers.namespace,
+            name=ers.name,
+            target=target,
+            retry=self._retry,
+        )
+        if live is None:
+            return Outcome(action="none", detail="gone")
+        message = f"Applied runner spec revision {target}: {_removal_text(removal)}"
+        self._event(ers, NORMAL, Reason.REVISION_APPLIED, message)
+        return Outcome(action="revision-applied", detail=message)
+
+    def _clean_up(self, ers: EphemeralRunnerSet, states: RunnerStates) -> Removal:
+        removal = clean_up_runners(self._registry, self._writer, ers, states)
+        self._deleted(ers, removal.deleted, Reason.RUNNERS_CLEANED_UP, "idle or terminated")
+        return removal
+
+    # -- step 8 ------------------------------------------------------------------------
+
+    def _scale(
+        self, ers: EphemeralRunnerSet, states: RunnerStates, before: status.StatusView
+    ) -> Outcome:
+        decision = decide(replicas=ers.replicas, patch_id=ers.patch_id, states=states)
+        match decision:
+            case CleanUpFinished():
+                return self._clean_up_finished(ers, states, decision, before)
+            case ScaleUp():
+                return self._scale_up(ers, states, decision, before)
+            case ScaleDown():
+                outcome = self._scale_down(ers, decision)
+            case AlreadyServiced():
+                outcome = Outcome(action="hold", detail=f"patch {ers.patch_id} already serviced")
+            case Hold(reason=reason):
+                outcome = Outcome(action="hold", detail=reason)
+        status.update_status(self._writer, ers, before=before, states=states)
+        return outcome
+
+    def _clean_up_finished(
+        self,
+        ers: EphemeralRunnerSet,
+        states: RunnerStates,
+        decision: CleanUpFinished,
+        before: status.StatusView,
+    ) -> Outcome:
+        # The marker first: a crash between the two steps then leaves a recorded
+        # marker and finished runners (redone next time), never deleted runners and
+        # no marker (which would let the next reconcile refill the gap).
+        live = record_cleanup_patch_id(
+            api=self._api,
+            writer=self._writer,
+            namespace=ers.namespace,
+            name=ers.name,
+            patch_id=decision.patch_id,
+            retry=self._retry,
+        )
+        if live is None:
+            return Outcome(action="none", detail="gone")
+        # The server holds the marker now; mirror it so step 9 neither repeats nor reverts it.
+        ers.finished_runner_cleanup_patch_id = decision.patch_id
+        before = replace(before, cleanup_patch_id=decision.patch_id)
+        deleted = delete_runners(self._writer, decision.runners)
+        self._deleted(
+            ers,
+            deleted,
+            Reason.FINISHED_RUNNERS_DELETED,
+            f"finished (patch {decision.patch_id}; scaling waits for the next patch)",
+        )
+        status.update_status(self._writer, ers, before=before, states=states)
+        return Outcome(action="cleanup-finished", detail=f"{deleted} runners")
+
+    def _scale_up(
+        self,
+        ers: EphemeralRunnerSet,
+        states: RunnerStates,
+        decision: ScaleUp,
+        before: status.StatusView,
+    ) -> Outcome:
+        if decision.guarded:
+            # Uncached, always: the cleanup that wrote the marker is what triggered this
+            # reconcile, often before the informer saw the write; and the marker can be
+            # cleared, so a cached hit is not trustworthy either.
+            live = self._api.get_ers(ers.namespace, ers.name)
+            if live is None:
+                return Outcome(action="none", detail="gone")
+            marker = live.finished_runner_cleanup_patch_id
+            if scale_up_suppressed(patch_id=decision.patch_id, marker=marker):
+                return self._suppress(
+                    ers, states, decision, replace(before, cleanup_patch_id=marker)
+                )
+        created = create_runners(
+            self._writer,
+            runner_body(ers),
+            count=decision.count,
+            concurrency=self._create_concurrency,
+        )
+        self._metrics.runners_created(ers, created.created)
+        if created.created:
+            message = f"Created {created.created} runners for patch {decision.patch_id}"
+            self._event(ers, NORMAL, Reason.SCALED_UP, message)
+        if created.errors:
+            message = f"{len(created.errors)} of {decision.count} runner creates failed"
+            self._event(ers, WARNING, Reason.CREATE_FAILED, f"{message}: {created.errors[0]}")
+            raise created.errors[0]
+        status.update_status(self._writer, ers, before=before, states=states)
+        return Outcome(action="scale-up", detail=f"{created.created} runners created")
+
+    def _suppress(
+        self,
+        ers: EphemeralRunnerSet,
+        states: RunnerStates,
+        decision: ScaleUp,
+        before: status.StatusView,
+    ) -> Outcome:
+        ers.finished_runner_cleanup_patch_id = before.cleanup_patch_id
+        message = (
+            f"Not creating {decision.count} runners: patch {decision.patch_id} was already "
+            "serviced by a finished-runner cleanup; waiting for the next patch"
+        )
+        self._metrics.scale_up_suppressed(ers)
+        self._event(ers, NORMAL, Reason.SCALE_UP_SUPPRESSED, message)
+        status.update_status(self._writer, ers, before=before, states=states)
+        return Outcome(action="suppressed", detail=message)
+
+    def _scale_down(self, ers: EphemeralRunnerSet, decision: ScaleDown) -> Outcome:
+        removal = scale_down(self._registry, self._writer, ers, decision)
+        self._metrics.runners_deleted(ers, removal.deleted)
+        if removal.deleted:
+            message = f"Removed {removal.deleted} of {decision.count} excess runners"
+            self._event(ers, NORMAL, Reason.SCALED_DOWN, message)
+        return Outcome(action="scale-down", detail=_removal_text(removal))
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _classify(self, ers: EphemeralRunnerSet) -> RunnerStates:
+        runners = self._cache.list_owned_runners(ers)
+        return classify(runners, applied_revision=ers.applied_actionable_revision)
+
+    def _set_finalizers(self, ers: EphemeralRunnerSet, finalizers: list[str]) -> None:
+        # A merge patch replaces the whole list: lock it so a finalizer someone else
+        # added meanwhile is not dropped (a 409 requeues and re-reads).
+        metadata = {"finalizers": finalizers, "resourceVersion": ers.resource_version}
+        self._writer.patch_ers(ers, {"metadata": metadata})
+
+    def _deleted(self, ers: EphemeralRunnerSet, count: int, reason: Reason, what: str) -> None:
+        self._metrics.runners_deleted(ers, count)
+        if count:
+            self._event(ers, NORMAL, reason, f"Deleted {count} {what} runners")
+
+    def _event(self, ers: EphemeralRunnerSet, type_: str, reason: Reason, message: str) -> None:
+        self._events.event(ers, type=type_, reason=reason.value, message=message)
+
+
+def validate(ers: EphemeralRunnerSet) -> None:
+    """Raise FieldError naming the first field of ``ers`` the controller cannot act on."""
+    _ = (ers.replicas, ers.patch_id, ers.actionable_revision, ers.ephemeral_runner_spec)
+    status.observed(ers)
+
+
+def _removal_text(removal: Removal) -> str:
+    return f"{removal.deleted} runners deleted, {removal.busy} busy kept"

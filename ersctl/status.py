@@ -1,0 +1,97 @@
+"""Step 9 of the reconcile: the status update (pure parts plus one thin write).
+
+The update recomputes the phase and the counts from the classified runners and
+*copies* the marker (``finishedRunnerCleanupPatchID``) and the applied revision from
+the in-memory object. The patch is the difference between the status as this
+reconcile started from (:func:`observed`) and the desired one, so the two copied
+fields appear in it only if this reconcile changed them in memory. That is what
+makes it safe to start the reconcile from a lagging cached object: a stale marker
+on both sides of the diff produces no entry, whereas computing the marker here (say
+from ``spec.patchID``) would overwrite, without a lock, a value this reconcile had
+no authority to change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+from ersctl.api import EphemeralRunnerSet, ERSPhase
+from ersctl.ports import Writer
+from ersctl.runners import RunnerStates
+
+_JSON_NAMES: Final = {
+    "phase": "phase",
+    "current": "currentReplicas",
+    "pending": "pendingEphemeralRunners",
+    "running": "runningEphemeralRunners",
+    "failed": "failedEphemeralRunners",
+    "applied_revision": "appliedActionableRevision",
+    "cleanup_patch_id": "finishedRunnerCleanupPatchID",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatusView:
+    """The ERS status fields the controller owns, as effective values (absent = 0/"")."""
+
+    phase: str
+    current: int
+    pending: int
+    running: int
+    failed: int
+    applied_revision: int
+    cleanup_patch_id: int
+
+
+def observed(ers: EphemeralRunnerSet) -> StatusView:
+    """The status as ``ers`` carries it (raises FieldError on a malformed field)."""
+    return StatusView(
+        phase=ers.phase,
+        current=ers.current_replicas,
+        pending=ers.pending_runners,
+        running=ers.running_runners,
+        failed=ers.failed_runners,
+        applied_revision=ers.applied_actionable_revision,
+        cleanup_patch_id=ers.finished_runner_cleanup_patch_id,
+    )
+
+
+def desired(ers: EphemeralRunnerSet, states: RunnerStates) -> StatusView:
+    """Phase and counts from ``states``; marker and applied revision copied from ``ers``.
+
+    Phase: Outdated when a runner reported Outdated against the applied spec;
+    Running when no phase was set yet; otherwise unchanged (only the revision
+    writer lifts Outdated, when a new spec is applied).
+    """
+    if states.outdated:
+        phase: str = ERSPhase.OUTDATED
+    else:
+        phase = ers.phase or ERSPhase.RUNNING
+    return StatusView(
+        phase=str(phase),
+        current=states.total,
+        pending=len(states.pending),
+        running=len(states.running),
+        failed=len(states.failed),
+        applied_revision=ers.applied_actionable_revision,
+        cleanup_patch_id=ers.finished_runner_cleanup_patch_id,
+    )
+
+
+def status_patch(before: StatusView, after: StatusView) -> dict[str, Any]:
+    """A ``/status`` merge patch carrying exactly the fields that differ (``{}`` if none)."""
+    old, new = asdict(before), asdict(after)
+    changed = {_JSON_NAMES[key]: value for key, value in new.items() if old[key] != value}
+    return {"status": changed} if changed else {}
+
+
+def update_status(
+    writer: Writer, ers: EphemeralRunnerSet, *, before: StatusView, states: RunnerStates
+) -> bool:
+    """Send the step-9 patch when something changed; return whether a request was sent."""
+    patch = status_patch(before, desired(ers, states))
+    if not patch:
+        return False
+    writer.patch_ers_status(ers, patch)
+    return True
