@@ -3,7 +3,7 @@
 Accepted forms: ``<scheme>://<host>/<org>``, ``<scheme>://<host>/<owner>/<repo>``,
 ``<scheme>://<host>/enterprises/<enterprise>`` (``enterprises`` in any case), with
 trailing slashes ignored. Hosted GitHub (github.com, www.github.com, github.localhost,
-``*.ghe.com``) has its REST API at ``https://api.<host>``; any other host is GitHub
+``*.ghe.com``) has its REST API at ``<scheme>://api.<host>``; any other host is GitHub
 Enterprise Server with the API under ``/api/v3``. Env ``GITHUB_ACTIONS_FORCE_GHES``
 (any value) forces the GHES form. Pure: no I/O.
 """
@@ -97,6 +97,7 @@ def parse_config_url(url: str, *, env: Mapping[str, str] | None = None) -> GitHu
 
 def _api_url(parts: SplitResult, *, hosted: bool) -> str:
     if hosted:
+        # The scheme is kept (as ARC does) so http://github.localhost reaches a local stack.
         host = parts.netloc.lower()
-        return "https://api.github.com" if host == "www.github.com" else f"https://api.{host}"
+        return f"{parts.scheme}://api.{host.removeprefix('www.')}"
     return f"{parts.scheme}://{parts.netloc}/api/v3"

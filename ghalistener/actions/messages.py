@@ -38,6 +38,7 @@ from ghalistener.actions.types import (
 T = TypeVar("T")
 JsonObject = dict[str, Any]
 BOM = b"\xef\xbb\xbf"
+_JOB_KINDS = frozenset({"JobAvailable", "JobAssigned", "JobStarted", "JobCompleted"})
 
 
 def decode_json(content: bytes, *, what: str) -> Any:
@@ -257,6 +258,8 @@ def parse_job_message(value: Any, *, what: str = "job message") -> JobMessage | 
     """Decode one job message; None for a messageType we do not know."""
     obj = as_object(value, what=what)
     kind = _field(obj, "messageType", str, what=what)
+    if kind not in _JOB_KINDS:
+        return None
     common = _common_job_fields(obj, what=f"{what} ({kind})")
     if kind == "JobAvailable":
         url = _field(obj, "acquireJobUrl", str, what=what, default="")

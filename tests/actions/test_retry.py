@@ -1,0 +1,111 @@
+"""The retry policy: what is retried, how often, how long between tries."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from ghalistener.actions import ActionsClient, PatCredentials, RetryPolicy
+from ghalistener.actions.errors import RequestError
+from tests.actions.conftest import Clock, GitHubMock, Sleeps
+
+SCALE_SET = {"id": 7, "name": "arc-runners"}
+PATH = "_apis/runtime/runnerscalesets/7"
+
+
+@pytest.mark.parametrize(
+    "status",
+    [pytest.param(500, id="500"), pytest.param(503, id="503"), pytest.param(429, id="429")],
+)
+def test_retryable_statuses_are_retried_until_success(
+    github: GitHubMock, client: ActionsClient, status: int
+) -> None:
+    route = github.service("GET", PATH)
+    route.side_effect = [
+        httpx.Response(status),
+        httpx.Response(status),
+        httpx.Response(200, json=SCALE_SET),
+    ]
+    assert client.get_runner_scale_set_by_id(7).id == 7
+    assert route.call_count == 3
+
+
+def test_retries_stop_at_four_and_the_last_response_is_surfaced(
+    github: GitHubMock, client: ActionsClient, sleeps: Sleeps
+) -> None:
+    route = github.service("GET", PATH)
+    route.side_effect = [httpx.Response(502)] * 4 + [
+        httpx.Response(503, json={"message": "last one"}, headers={"ActivityId": "act-5"})
+    ]
+    with pytest.raises(RequestError) as caught:
+        client.get_runner_scale_set_by_id(7)
+    assert route.call_count == 5
+    assert caught.value.status == 503
+    assert caught.value.activity_id == "act-5"
+    assert "last one" in str(caught.value)
+    assert len(sleeps.waits) == 4
+
+
+def test_connection_errors_are_retried_and_the_last_one_surfaced_without_a_status(
+    github: GitHubMock, client: ActionsClient, sleeps: Sleeps
+) -> None:
+    route = github.service("GET", PATH)
+    route.side_effect = httpx.ConnectError("connection refused")
+    with pytest.raises(RequestError) as caught:
+        client.get_runner_scale_set_by_id(7)
+    assert route.call_count == 5
+    assert caught.value.status is None
+    assert "ConnectError" in str(caught.value)
+    assert isinstance(caught.value.__cause__, httpx.ConnectError)
+
+
+def test_read_timeouts_are_retried(github: GitHubMock, client: ActionsClient) -> None:
+    route = github.service("GET", PATH)
+    route.side_effect = [httpx.ReadTimeout("slow"), httpx.Response(200, json=SCALE_SET)]
+    assert client.get_runner_scale_set_by_id(7).id == 7
+    assert route.call_count == 2
+
+
+@pytest.mark.parametrize(
+    "status",
+    [pytest.param(501, id="501"), pytest.param(400, id="400"), pytest.param(404, id="404")],
+)
+def test_other_errors_are_not_retried(
+    github: GitHubMock, client: ActionsClient, status: int
+) -> None:
+    route = github.service("GET", PATH)
+    route.return_value = httpx.Response(status)
+    with pytest.raises(RequestError):
+        client.get_runner_scale_set_by_id(7)
+    assert route.call_count == 1
+
+
+def test_every_wait_is_at_most_the_cap(github: GitHubMock, clock: Clock) -> None:
+    waits: list[float] = []
+    policy = RetryPolicy(max_retries=8, initial_wait=1.0, max_wait=30.0, sleep=waits.append)
+    route = github.service("GET", PATH)
+    route.return_value = httpx.Response(500)
+    with (
+        ActionsClient(
+            config_url="https://github.com/my-org",
+            credentials=PatCredentials(token="ghp_abcdefgh"),
+            retry=policy,
+            clock=clock,
+        ) as client,
+        pytest.raises(RequestError),
+    ):
+        client.get_runner_scale_set_by_id(7)
+    assert route.call_count == 9
+    assert len(waits) == 8
+    assert all(0 <= w <= 30.0 for w in waits)
+
+
+def test_jittered_waits_stay_below_the_exponential_envelope() -> None:
+    waits: list[float] = []
+    policy = RetryPolicy(max_retries=6, initial_wait=1.0, max_wait=30.0, sleep=waits.append)
+    transport = httpx.MockTransport(lambda request: httpx.Response(503))
+    with httpx.Client(transport=transport) as http:
+        response = policy.run(lambda: http.get("https://x.test/"))
+    assert response.status_code == 503
+    envelope = [min(30.0, 2.0**i) for i in range(6)]
+    assert all(w <= cap for w, cap in zip(waits, envelope, strict=True))
