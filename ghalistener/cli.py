@@ -19,15 +19,16 @@ from kubernetes import client as kube_client
 from kubernetes import config as kube_config
 
 from ghalistener import __version__
-from ghalistener.actions import ActionsClient, MessageSession, SystemInfo
+from ghalistener.actions import ActionsClient, SystemInfo
 from ghalistener.actions.errors import ActionsError
 from ghalistener.config import ListenerConfig, load_config
 from ghalistener.errors import ConfigError, ListenerError
-from ghalistener.listener import Listener, Session, SessionRetry
+from ghalistener.listener import Listener, SessionRetry
 from ghalistener.logs import configure_logging
 from ghalistener.metrics import ListenerMetrics, MetricsServer, ScaleSetLabels
 from ghalistener.publisher import KubePublisher
 from ghalistener.scaler import Scaler
+from ghalistener.sessions import SessionOpener
 
 EXIT_FATAL = 1
 EXIT_CONFIG = 2
@@ -90,14 +91,11 @@ def _serve(config: ListenerConfig, kubeconfig: str | None) -> None:
         server = MetricsServer(metrics, addr=config.metrics_addr, endpoint=config.metrics_endpoint)
         server.start()
 
-    def open_session() -> Session:
-        return MessageSession.open(
-            actions, scale_set_id=config.runner_scale_set_id, owner_name=socket.gethostname()
-        )
-
     listener = Listener(
         scale_set_id=config.runner_scale_set_id,
-        open_session=open_session,
+        open_session=SessionOpener(
+            client=actions, scale_set_id=config.runner_scale_set_id, owner_name=socket.gethostname()
+        ),
         scaler=Scaler(min_runners=config.min_runners, max_runners=config.max_runners),
         publisher=KubePublisher(
             api_client=api_client,
