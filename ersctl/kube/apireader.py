@@ -1,0 +1,71 @@
+"""The uncached API reader: GET/LIST straight to the API server.
+
+controller-runtime's ``APIReader``: use sparingly, every call is a request. The
+reconcile contract uses it where a lagging cache would create runners nobody asked
+for (the marker read of the scale-up guard, the re-reads before status writes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client
+
+from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, EphemeralRunner, EphemeralRunnerSet
+from ersctl.errors import NotFoundError, kube_call
+from ersctl.kube.wire import json_body
+
+
+class ApiReader:
+    """Implements ``ersctl.ports.ApiReader``. Raises ``ersctl.errors.KubeError``."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self._custom = client.CustomObjectsApi(api_client)
+        self._core = client.CoreV1Api(api_client)
+
+    def get_ers(self, namespace: str, name: str) -> EphemeralRunnerSet | None:
+        """The live ERS, or None when it does not exist."""
+        try:
+            with kube_call(f"get {ERS_PLURAL}/{namespace}/{name}"):
+                resp = self._custom.get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, ERS_PLURAL, name, _preload_content=False
+                )
+        except NotFoundError:
+            return None
+        return EphemeralRunnerSet(json_body(resp, action=f"get {ERS_PLURAL}/{namespace}/{name}"))
+
+    def list_ers(self, namespace: str | None = None) -> list[EphemeralRunnerSet]:
+        """Every live ERS (of one namespace, or cluster-wide)."""
+        return [EphemeralRunnerSet(item) for item in self._list(ERS_PLURAL, namespace)]
+
+    def list_owned_runners(self, ers: EphemeralRunnerSet) -> list[EphemeralRunner]:
+        """The live runners in ``ers.namespace`` controlled by ``ers`` (ownerReference uid)."""
+        runners = []
+        for item in self._list(ER_PLURAL, ers.namespace):
+            runner = EphemeralRunner(item)
+            owner = runner.controller_owner()
+            if owner is not None and owner.get("uid") == ers.uid:
+                runners.append(runner)
+        return runners
+
+    def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The live Secret as JSON (``data`` values base64-encoded), or None when absent."""
+        try:
+            with kube_call(f"get secrets/{namespace}/{name}"):
+                resp = self._core.read_namespaced_secret(name, namespace, _preload_content=False)
+        except NotFoundError:
+            return None
+        return json_body(resp, action=f"get secrets/{namespace}/{name}")
+
+    def _list(self, plural: str, namespace: str | None) -> list[dict[str, Any]]:
+        with kube_call(f"list {plural}"):
+            if namespace is None:
+                resp = self._custom.list_cluster_custom_object(
+                    GROUP, VERSION, plural, _preload_content=False
+                )
+            else:
+                resp = self._custom.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, plural, _preload_content=False
+                )
+        items = json_body(resp, action=f"list {plural}").get("items") or []
+        return [item for item in items if isinstance(item, dict)]

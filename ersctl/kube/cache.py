@@ -1,0 +1,63 @@
+"""The cached reader: the informer stores seen through ``ersctl.ports.CachedReader``.
+
+Reads never do I/O and may lag behind the API server by the watch latency (or more,
+when a watch is delayed). Every object handed out is a private deep copy, so the
+reconciler may mutate it freely without corrupting the cache other workers read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ersctl.api import EphemeralRunner, EphemeralRunnerSet
+from ersctl.kube.store import OWNER_UID_INDEX, Store
+
+
+class CachedReader:
+    """Implements ``ersctl.ports.CachedReader`` over an ERS store and a runner store.
+
+    ``runners`` must carry the ``owner-uid`` index
+    (:func:`ersctl.kube.store.controller_owner_uid`).
+    """
+
+    def __init__(self, *, sets: Store, runners: Store) -> None:
+        self._sets = sets
+        self._runners = runners
+
+    def get_ers(self, namespace: str, name: str) -> EphemeralRunnerSet | None:
+        """A copy of the cached ERS, or None when the cache does not hold it."""
+        raw = self._sets.get(namespace, name)
+        return None if raw is None else EphemeralRunnerSet(json_copy(raw))
+
+    def list_owned_runners(self, ers: EphemeralRunnerSet) -> list[EphemeralRunner]:
+        """Copies of the cached runners controlled by ``ers`` (by ownerReference uid),
+        oldest first (creationTimestamp, then name), so callers get a stable order."""
+        if not ers.uid:
+            return []
+        namespace = ers.namespace
+        owned = [
+            raw
+            for raw in self._runners.by_index(OWNER_UID_INDEX, ers.uid)
+            if (raw.get("metadata") or {}).get("namespace") == namespace
+        ]
+        owned.sort(key=_age_key)
+        return [EphemeralRunner(json_copy(raw)) for raw in owned]
+
+    def list_ers(self, namespace: str | None = None) -> list[EphemeralRunnerSet]:
+        """Copies of every cached ERS (optionally of one namespace)."""
+        return [EphemeralRunnerSet(json_copy(raw)) for raw in self._sets.values(namespace)]
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON document (dicts, lists, scalars); faster than copy.deepcopy
+    because it needs no memo for shared references, which JSON cannot have."""
+    if isinstance(value, dict):
+        return {key: json_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [json_copy(item) for item in value]
+    return value
+
+
+def _age_key(raw: dict[str, Any]) -> tuple[str, str]:
+    meta = raw.get("metadata") or {}
+    return (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))

@@ -1,0 +1,192 @@
+"""One controller: a work queue of Requests, event handlers that fill it, and workers.
+
+The worker loop is controller-runtime's: take a key (never one another worker holds),
+reconcile it, then
+
+- it raised: requeue with per-key exponential backoff;
+- it returned ``requeue_after``: forget the failures, requeue after that delay;
+- otherwise: forget the failures.
+
+``NotLeaderError`` (the write fence tripped because the lease was lost mid-reconcile)
+is not retried: this process is on its way out.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ersctl.errors import NotLeaderError
+from ersctl.kube.predicates import AlwaysPass, Predicate
+from ersctl.kube.queue import Backoff, WorkQueue
+from ersctl.kube.store import object_key
+from ersctl.metrics import ControllerMetrics
+from ersctl.ports import Reconciler, Request
+
+log = logging.getLogger(__name__)
+
+Json = Mapping[str, Any]
+
+
+class Controller:
+    """Reconciles the keys its handlers enqueue, with ``workers`` threads.
+
+    ``gate`` is asked before every reconcile; when it answers False the key is
+    dropped (the manager gates on holding the leader lease).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        *,
+        workers: int,
+        metrics: ControllerMetrics,
+        backoff: Backoff | None = None,
+        gate: Callable[[], bool] = lambda: True,
+    ) -> None:
+        if workers < 1:
+            raise ValueError("a controller needs at least one worker")
+        self.name = name
+        self.reconciler = reconciler
+        self.queue: WorkQueue[Request] = WorkQueue(backoff=backoff)
+        self._workers = workers
+        self._metrics = metrics
+        self._gate = gate
+        self._threads: list[threading.Thread] = []
+        metrics.track_queue_depth(name, self.queue.__len__)
+
+    def start(self) -> None:
+        """Start the worker threads (once)."""
+        if self._threads:
+            return
+        for i in range(self._workers):
+            thread = threading.Thread(
+                target=self._work, name=f"{self.name}-worker-{i}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop handing out keys and wait up to ``timeout`` for reconciles in flight."""
+        self.queue.shutdown()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def enqueue(self, request: Request) -> None:
+        self.queue.add(request)
+
+    def process_one(self) -> bool:
+        """Reconcile the next key; False once the queue is shut down."""
+        request = self.queue.get()
+        if request is None:
+            return False
+        try:
+            if self._gate():
+                self._reconcile(request)
+        finally:
+            self.queue.done(request)
+        return True
+
+    def _work(self) -> None:
+        while self.process_one():
+            pass
+
+    def _reconcile(self, request: Request) -> None:
+        started = time.monotonic()
+        try:
+            result = self.reconciler.reconcile(request)
+        except NotLeaderError as exc:
+            log.warning("%s %s: %s", self.name, request, exc)
+            return
+        except Exception as exc:
+            delay = self.queue.add_rate_limited(request)
+            self._metrics.observe_reconcile(
+                self.name, result="error", seconds=time.monotonic() - started
+            )
+            log.warning(
+                "%s %s: reconcile failed, retrying in %.3fs: %s: %s",
+                self.name,
+                request,
+                delay,
+                type(exc).__name__,
+                exc,
+            )
+            log.debug("%s %s: traceback", self.name, request, exc_info=True)
+            return
+        self.queue.forget(request)
+        outcome = "success"
+        if result.requeue_after is not None and result.requeue_after > 0:
+            self.queue.add_after(request, result.requeue_after)
+            outcome = "requeue_after"
+        self._metrics.observe_reconcile(
+            self.name, result=outcome, seconds=time.monotonic() - started
+        )
+
+
+class EnqueueSelf:
+    """Event handler for the primary resource: the object's own key, if ``predicate`` agrees."""
+
+    def __init__(self, controller: Controller, predicate: Predicate | None = None) -> None:
+        self._controller = controller
+        self._predicate = predicate or AlwaysPass()
+
+    def on_add(self, obj: Json) -> None:
+        if self._predicate.create(obj):
+            self._enqueue(obj)
+
+    def on_update(self, old: Json, new: Json) -> None:
+        if self._predicate.update(old, new):
+            self._enqueue(new)
+
+    def on_delete(self, obj: Json) -> None:
+        if self._predicate.delete(obj):
+            self._enqueue(obj)
+
+    def _enqueue(self, obj: Json) -> None:
+        namespace, name = object_key(obj)
+        self._controller.enqueue(Request(namespace, name))
+
+
+class EnqueueOwner:
+    """Event handler for owned resources: the key of the object's controller owner of
+    ``owner_kind`` (same namespace). Objects without such an owner are ignored."""
+
+    def __init__(
+        self, controller: Controller, owner_kind: str, predicate: Predicate | None = None
+    ) -> None:
+        self._controller = controller
+        self._owner_kind = owner_kind
+        self._predicate = predicate or AlwaysPass()
+
+    def on_add(self, obj: Json) -> None:
+        if self._predicate.create(obj):
+            self._enqueue(obj)
+
+    def on_update(self, old: Json, new: Json) -> None:
+        if self._predicate.update(old, new):
+            # Both owners: a runner moved between sets changes both.
+            self._enqueue(old, new)
+
+    def on_delete(self, obj: Json) -> None:
+        if self._predicate.delete(obj):
+            self._enqueue(obj)
+
+    def _enqueue(self, *objs: Json) -> None:
+        for request in {r for obj in objs for r in self._owners(obj)}:
+            self._controller.enqueue(request)
+
+    def _owners(self, obj: Json) -> Iterable[Request]:
+        meta = obj.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or ():
+            if (
+                isinstance(ref, dict)
+                and ref.get("controller") is True
+                and ref.get("kind") == self._owner_kind
+                and ref.get("name")
+            ):
+                yield Request(str(meta.get("namespace") or ""), str(ref["name"]))

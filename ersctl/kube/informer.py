@@ -1,0 +1,275 @@
+"""List+watch informers feeding a :class:`~ersctl.kube.store.Store`.
+
+An informer lists a resource, replaces its store with the result, then watches from
+the list's resourceVersion, applying each event to the store and telling its handlers.
+
+Recovery, like client-go's reflector:
+
+- the server ends a watch normally (its ``timeoutSeconds``): watch again from the last
+  resourceVersion seen, no relist;
+- 410 Gone (the resourceVersion was compacted), an ERROR event, a dropped or stalled
+  connection, or any API error: relist, after an exponential backoff that resets once
+  a list succeeds. A relist replays to the handlers only what changed (adds, updates,
+  and deletes for objects that vanished meanwhile), so no event is lost for good.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, cast
+
+import urllib3
+from kubernetes import client
+
+from ersctl.errors import GoneError, KubeError, kube_call
+from ersctl.kube.queue import Backoff
+from ersctl.kube.store import Delta, Json, Store
+from ersctl.kube.wire import json_body
+
+log = logging.getLogger(__name__)
+
+_RELIST_BACKOFF: Final = Backoff(base=0.5, cap=30.0)
+
+
+class EventHandler(Protocol):
+    """Told about every change an informer applies to its store (after it is applied)."""
+
+    def on_add(self, obj: Json) -> None: ...
+
+    def on_update(self, old: Json, new: Json) -> None: ...
+
+    def on_delete(self, obj: Json) -> None: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class CustomResource:
+    """Which custom resource to list and watch."""
+
+    group: str
+    version: str
+    plural: str
+
+
+class _WatchEnded(Exception):
+    """The watch stream failed in a way that calls for a relist."""
+
+
+class CustomResourceInformer:
+    """Keeps :attr:`store` in sync with one custom resource (one namespace or all).
+
+    ``run(stop)`` blocks until ``stop`` is set; call it in a thread. Handlers run on
+    that thread, in event order; an exception in a handler is logged and ignored.
+    """
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        resource: CustomResource,
+        *,
+        namespace: str | None = None,
+        store: Store | None = None,
+        watch_timeout: int = 300,
+        backoff: Backoff = _RELIST_BACKOFF,
+        on_relist: Callable[[], object] = lambda: None,
+    ) -> None:
+        self._api = client.CustomObjectsApi(api_client)
+        self.resource = resource
+        self.namespace = namespace
+        self.store = store if store is not None else Store()
+        self._watch_timeout = watch_timeout
+        self._backoff = backoff
+        self._handlers: list[EventHandler] = []
+        self._synced = threading.Event()
+        self._resp: urllib3.BaseHTTPResponse | None = None
+        self._lock = threading.Lock()
+        self._on_relist = on_relist
+
+    def add_handler(self, handler: EventHandler) -> None:
+        """Register ``handler``. Add handlers before :meth:`run`."""
+        self._handlers.append(handler)
+
+    def has_synced(self) -> bool:
+        """True once the first list has been applied to the store."""
+        return self._synced.is_set()
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        return self._synced.wait(timeout)
+
+    def run(self, stop: threading.Event) -> None:
+        """List, then watch, recovering as the module docstring says, until ``stop``."""
+        failures = 0
+        while not stop.is_set():
+            try:
+                resource_version = self._list()
+                failures = 0
+                self._watch_until_broken(resource_version, stop)
+            except (KubeError, _WatchEnded) as exc:
+                if stop.is_set():
+                    break
+                delay = 0.0 if isinstance(exc, GoneError) else self._backoff.delay(failures)
+                failures += 1
+                log.warning("%s informer: %s; relisting in %.2fs", self.resource.plural, exc, delay)
+                stop.wait(delay)
+
+    def interrupt(self) -> None:
+        """Break an open watch connection now (used at shutdown)."""
+        with self._lock:
+            resp = self._resp
+        if resp is not None:
+            _shutdown(resp)
+
+    def _list(self) -> str:
+        action = f"list {self.resource.plural}"
+        with kube_call(action):
+            resp = self._call(watch=False)
+        doc = json_body(resp, action=action)
+        items = [_trim(item) for item in doc.get("items") or ()]
+        deltas = self.store.replace(items)
+        if self._synced.is_set():
+            self._on_relist()
+        self._synced.set()
+        for delta in deltas:
+            self._dispatch(delta)
+        return str((doc.get("metadata") or {}).get("resourceVersion") or "")
+
+    def _watch_until_broken(self, resource_version: str, stop: threading.Event) -> None:
+        """Watch from ``resource_version`` again and again while streams end cleanly."""
+        while not stop.is_set():
+            resource_version = self._watch_once(resource_version, stop)
+
+    def _watch_once(self, resource_version: str, stop: threading.Event) -> str:
+        """One watch request; returns the last resourceVersion seen when it ends cleanly."""
+        # Spread reconnects of many informers, like client-go's randomized watch timeout.
+        timeout = random.randint(self._watch_timeout, self._watch_timeout * 2)  # noqa: S311
+        with kube_call(f"watch {self.resource.plural}"):
+            resp = self._call(
+                watch=True,
+                resource_version=resource_version,
+                timeout_seconds=timeout,
+                allow_watch_bookmarks=True,
+                _request_timeout=(10, timeout + 30),
+            )
+        with self._lock:
+            self._resp = resp
+        started, events = time.monotonic(), 0
+        try:
+            for event in _events(resp):
+                events += 1
+                resource_version = self._apply(event) or resource_version
+                if stop.is_set():
+                    break
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise _WatchEnded(f"watch connection dropped ({type(exc).__name__})") from exc
+        finally:
+            with self._lock:
+                self._resp = None
+            resp.close()
+            resp.release_conn()
+        if not events and not stop.is_set() and time.monotonic() - started < 1.0:
+            # A server that closes every watch at once would otherwise be hammered.
+            raise _WatchEnded("watch closed immediately")
+        return resource_version
+
+    def _call(self, **kwargs: Any) -> urllib3.BaseHTTPResponse:
+        group, version, plural = self.resource.group, self.resource.version, self.resource.plural
+        if self.namespace is None:
+            resp = self._api.list_cluster_custom_object(
+                group, version, plural, _preload_content=False, **kwargs
+            )
+        else:
+            resp = self._api.list_namespaced_custom_object(
+                group, version, self.namespace, plural, _preload_content=False, **kwargs
+            )
+        return cast(urllib3.BaseHTTPResponse, resp)
+
+    def _apply(self, event: dict[str, Any]) -> str | None:
+        """Apply one watch event; returns its resourceVersion (None for none)."""
+        kind, obj = event.get("type"), event.get("object")
+        if not isinstance(obj, dict):
+            raise _WatchEnded(f"malformed watch event {kind!r}")
+        if kind == "ERROR":
+            code = obj.get("code")
+            if code == 410:
+                raise GoneError(
+                    f"watch {self.resource.plural}",
+                    status=410,
+                    reason="Expired",
+                    message=str(obj.get("message") or ""),
+                )
+            raise _WatchEnded(f"watch error {code}: {obj.get('message')}")
+        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "") or None
+        if kind == "BOOKMARK":
+            return rv
+        obj = _trim(obj)
+        if kind == "DELETED":
+            self.store.delete(obj)
+            self._dispatch(Delta(obj, None))
+        elif kind in ("ADDED", "MODIFIED"):
+            old = self.store.upsert(obj)
+            if old is None or _rv(old) != rv:
+                self._dispatch(Delta(old, obj))
+        return rv
+
+    def _dispatch(self, delta: Delta) -> None:
+        for handler in self._handlers:
+            try:
+                if delta.old is None and delta.new is not None:
+                    handler.on_add(delta.new)
+                elif delta.new is None and delta.old is not None:
+                    handler.on_delete(delta.old)
+                elif delta.old is not None and delta.new is not None:
+                    handler.on_update(delta.old, delta.new)
+            except Exception:
+                log.exception("%s informer: event handler failed", self.resource.plural)
+
+
+def _lines(resp: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    """The newline-separated lines of a streamed response, as they arrive."""
+    buffer = b""
+    for chunk in resp.stream(amt=None, decode_content=False):
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        yield from lines
+    if buffer:
+        yield buffer
+
+
+def _events(resp: urllib3.BaseHTTPResponse) -> Iterator[dict[str, Any]]:
+    for line in _lines(resp):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError as exc:
+            raise _WatchEnded("watch stream sent a line that is not JSON") from exc
+        if not isinstance(event, dict):
+            raise _WatchEnded("watch stream sent a non-object event")
+        yield event
+
+
+def _trim(obj: Json) -> Json:
+    """Drop ``metadata.managedFields``: the cache never reads it and it is often the
+    largest part of an object (controller-runtime strips it for the same reason)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        meta.pop("managedFields")
+    return obj
+
+
+def _rv(obj: Json) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _shutdown(resp: urllib3.BaseHTTPResponse) -> None:
+    try:
+        shutdown = getattr(resp, "shutdown", None)
+        if callable(shutdown):
+            shutdown()
+    except OSError:  # already closed: nothing to interrupt
+        pass

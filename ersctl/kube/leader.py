@@ -1,0 +1,190 @@
+"""Leader election with a coordination.k8s.io Lease, via ``kubernetes.leaderelection``.
+
+Replicas of the controller must never reconcile at once: two reconciles of one set in
+two processes would both see the same shortfall and both create runners. One process
+holds the Lease and renews it every ``retry_period``; the others wait. When the holder
+cannot renew within ``renew_deadline`` (or finds another holder), the library calls
+``on_stopped_leading`` and :meth:`LeaderElector.run` returns.
+
+:meth:`LeaderElector.is_leading` is the fence the manager puts in front of every
+reconcile and every write. Beyond the library's flag it also requires a successful
+renew within ``renew_deadline``: a renew stuck in a slow request does not let a
+process keep acting on a lease that may already have expired for everyone else.
+
+On a clean stop the holder releases the Lease (clears ``holderIdentity``) so a
+successor takes over at its next retry instead of waiting out ``lease_duration``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.leaderelection import electionconfig, leaderelection
+from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
+
+from ersctl.errors import KubeError, kube_call
+
+log = logging.getLogger(__name__)
+
+
+def default_identity() -> str:
+    """``<hostname>_<random>``: unique per process, readable in ``kubectl get lease``."""
+    return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaderElectionConfig:
+    """Where the Lease lives and how it is held (seconds; client-go's defaults).
+
+    The library requires ``lease_duration`` > ``renew_deadline`` > 1.2 x
+    ``retry_period`` and ``retry_period`` >= 1; the Lease stores whole seconds, so
+    ``lease_duration`` is an int.
+    """
+
+    namespace: str
+    name: str = "ersctl-leader"
+    identity: str = field(default_factory=default_identity)
+    lease_duration: int = 15
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.retry_period < 1:
+            raise ValueError("leader election: retry_period must be >= 1 second")
+        if self.renew_deadline <= 1.2 * self.retry_period:
+            raise ValueError("leader election: renew_deadline must exceed 1.2 x retry_period")
+        if self.lease_duration <= self.renew_deadline:
+            raise ValueError("leader election: lease_duration must exceed renew_deadline")
+
+
+class _Stopped(Exception):
+    """Raised inside the library's loops to end them when we are asked to stop."""
+
+
+class _FencedLeaseLock(LeaseLock):
+    """The library's Lease lock on our API client, which can end the library's loops
+    (they have no stop of their own) and records when a renew last succeeded."""
+
+    def __init__(
+        self, api_client: client.ApiClient, cfg: LeaderElectionConfig, stop: threading.Event
+    ) -> None:
+        super().__init__(cfg.name, cfg.namespace, cfg.identity)  # type: ignore[no-untyped-call]
+        # The base class builds a client from the global default configuration.
+        self.api_instance = client.CoordinationV1Api(api_client)
+        self._stop = stop
+        self.last_write = float("-inf")
+
+    def get(self, name: str, namespace: str) -> tuple[bool, Any]:
+        self._check()
+        return super().get(name, namespace)  # type: ignore[no-untyped-call,no-any-return]
+
+    def create(self, name: str, namespace: str, election_record: Any) -> bool:
+        self._check()
+        ok: bool = super().create(name, namespace, election_record)  # type: ignore[no-untyped-call]
+        if ok:
+            self.last_write = time.monotonic()
+        return ok
+
+    def update(self, name: str, namespace: str, updated_record: Any) -> bool:
+        self._check()
+        ok: bool = super().update(name, namespace, updated_record)  # type: ignore[no-untyped-call]
+        if ok:
+            self.last_write = time.monotonic()
+        return ok
+
+    def _check(self) -> None:
+        if self._stop.is_set():
+            raise _Stopped
+
+
+class LeaderElector:
+    """Campaigns for the Lease; see the module docstring. One :meth:`run` per instance."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        config: LeaderElectionConfig,
+        *,
+        on_started_leading: Callable[[], None],
+        on_stopped_leading: Callable[[], None],
+    ) -> None:
+        self.config = config
+        self._api_client = api_client
+        self._on_started = on_started_leading
+        self._on_stopped = on_stopped_leading
+        self._leading = threading.Event()
+        self._lock: _FencedLeaseLock | None = None
+
+    def is_leading(self) -> bool:
+        """True while this process holds the Lease and renewed it recently enough."""
+        lock = self._lock
+        if lock is None or not self._leading.is_set():
+            return False
+        return time.monotonic() - lock.last_write < self.config.renew_deadline
+
+    def run(self, stop: threading.Event) -> bool:
+        """Campaign, lead, and return when leadership ends or ``stop`` is set.
+
+        Returns True when leadership was lost (the caller must stop reconciling and
+        should exit), False when it returned because of ``stop``.
+        """
+        self._lock = lock = _FencedLeaseLock(self._api_client, self.config, stop)
+        election = leaderelection.LeaderElection(  # type: ignore[no-untyped-call]
+            electionconfig.Config(  # type: ignore[no-untyped-call]
+                lock=lock,
+                lease_duration=self.config.lease_duration,
+                renew_deadline=self.config.renew_deadline,
+                retry_period=self.config.retry_period,
+                onstarted_leading=self._started,
+                onstopped_leading=self._stopped,
+            )
+        )
+        with contextlib.suppress(_Stopped):
+            election.run()  # type: ignore[no-untyped-call]
+        if not stop.is_set():
+            return True  # the library returns only after leadership ended
+        if self._leading.is_set():
+            self._leading.clear()
+            self._on_stopped()
+            self._release()
+        return False
+
+    def _started(self) -> None:
+        log.info(
+            "acquired lease %s/%s as %s",
+            self.config.namespace,
+            self.config.name,
+            self.config.identity,
+        )
+        self._leading.set()
+        self._on_started()
+
+    def _stopped(self) -> None:
+        if not self._leading.is_set():
+            return
+        self._leading.clear()
+        log.warning("lost lease %s/%s", self.config.namespace, self.config.name)
+        self._on_stopped()
+
+    def _release(self) -> None:
+        """Clear ``holderIdentity`` if we still hold the Lease (optimistic lock)."""
+        api = client.CoordinationV1Api(self._api_client)
+        try:
+            with kube_call(f"release lease {self.config.namespace}/{self.config.name}"):
+                lease = api.read_namespaced_lease(self.config.name, self.config.namespace)
+                if lease.spec is None or lease.spec.holder_identity != self.config.identity:
+                    return
+                lease.spec.holder_identity = None
+                api.replace_namespaced_lease(self.config.name, self.config.namespace, lease)
+        except (KubeError, ApiException) as exc:
+            log.info("could not release the lease (a successor waits it out): %s", exc)

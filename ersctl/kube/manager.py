@@ -1,0 +1,239 @@
+"""The manager: shared informers, the cache, the API reader, the writer, the event
+recorder, leader election and the controllers, started and stopped together.
+
+Usage::
+
+    manager = Manager(api_client, namespace="arc-runners", leader_election=config)
+    reconciler = SomeReconciler(reader=manager.reader, api_reader=manager.api_reader,
+                                writer=manager.writer, events=manager.events, ...)
+    manager.add_controller("ephemeralrunnerset", reconciler, primary=ERS_PLURAL,
+                           owns=[ER_PLURAL], predicates=ERS_CONTROLLER_PREDICATES)
+    manager.run(stop_event)        # blocks; raises LeadershipLost if the lease is lost
+
+Order at start: informers (every replica keeps a warm cache) -> wait for the caches
+to sync -> campaign for the lease (when enabled) -> workers and periodic resync while
+leading. Losing the lease stops reconciling at once: the workers' gate and the write
+fence close, the queues shut down, and :meth:`Manager.run` raises.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+from kubernetes import client
+
+from ersctl.api import ER_KIND, ER_PLURAL, ERS_KIND, ERS_PLURAL, GROUP, VERSION
+from ersctl.errors import ErsctlError
+from ersctl.kube.apireader import ApiReader
+from ersctl.kube.cache import CachedReader
+from ersctl.kube.controller import Controller, EnqueueOwner, EnqueueSelf
+from ersctl.kube.events import EventRecorder
+from ersctl.kube.informer import CustomResource, CustomResourceInformer
+from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
+from ersctl.kube.predicates import ERS_PREDICATE, RUNNER_PREDICATE, Predicate
+from ersctl.kube.queue import Backoff
+from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
+from ersctl.kube.writer import Writer
+from ersctl.metrics import ControllerMetrics
+from ersctl.ports import Reconciler, Request
+
+log = logging.getLogger(__name__)
+
+KINDS: Final = {ERS_PLURAL: ERS_KIND, ER_PLURAL: ER_KIND}
+"""The resources the manager can watch: plural -> kind."""
+
+ERS_CONTROLLER_PREDICATES: Final[Mapping[str, Predicate]] = {
+    ERS_PLURAL: ERS_PREDICATE,
+    ER_PLURAL: RUNNER_PREDICATE,
+}
+"""ARC's event filters for the EphemeralRunnerSet controller."""
+
+
+class LeadershipLost(ErsctlError):
+    """The leader lease was lost; the manager stopped reconciling."""
+
+
+class Manager:
+    """See the module docstring. Build, add controllers, then :meth:`run` once."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        namespace: str | None = None,
+        workers: int = 2,
+        leader_election: LeaderElectionConfig | None = None,
+        resync_period: float = 600.0,
+        backoff: Backoff | None = None,
+        watch_timeout: int = 300,
+        relist_backoff: Backoff | None = None,
+        metrics: ControllerMetrics | None = None,
+    ) -> None:
+        self._api_client = api_client
+        self.namespace = namespace
+        self.workers = workers
+        self.resync_period = resync_period
+        self.metrics = metrics if metrics is not None else ControllerMetrics()
+        self._backoff = backoff
+        self._watch_timeout = watch_timeout
+        self._relist_backoff = relist_backoff
+        self._informers: dict[str, CustomResourceInformer] = {}
+        self._controllers: list[tuple[Controller, str]] = []  # (controller, primary plural)
+        self._elector = (
+            None
+            if leader_election is None
+            else LeaderElector(
+                api_client,
+                leader_election,
+                on_started_leading=self._start_leading,
+                on_stopped_leading=self._stop_reconciling,
+            )
+        )
+        self._halt = threading.Event()  # stop requested or lease lost
+        self._lost = threading.Event()
+        self.metrics.leader.set_function(lambda: 1.0 if self.is_leading() else 0.0)
+        identity = leader_election.identity if leader_election else ""
+        self.reader = CachedReader(
+            sets=self._informer(ERS_PLURAL).store, runners=self._informer(ER_PLURAL).store
+        )
+        self.api_reader = ApiReader(api_client)
+        self.writer = Writer(api_client, fence=self.is_leading)
+        self.events = EventRecorder(api_client, instance=identity, fence=self.is_leading)
+
+    def is_leading(self) -> bool:
+        """May this process reconcile and write now? Always True without leader election."""
+        if self._lost.is_set():
+            return False
+        return self._elector is None or self._elector.is_leading()
+
+    def has_synced(self) -> bool:
+        """True once every informer has applied its first list (readiness)."""
+        return all(informer.has_synced() for informer in self._informers.values())
+
+    def add_controller(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        *,
+        primary: str,
+        owns: Sequence[str] = (),
+        predicates: Mapping[str, Predicate] | None = None,
+        workers: int | None = None,
+    ) -> Controller:
+        """Register a controller for ``primary``, enqueued also by events on ``owns``
+        (mapped to their controller owner of ``primary``'s kind). ``predicates`` maps a
+        resource plural to its event filter (default: every event passes)."""
+        predicates = predicates or {}
+        controller = Controller(
+            name,
+            reconciler,
+            workers=workers or self.workers,
+            metrics=self.metrics,
+            backoff=self._backoff,
+            gate=self.is_leading,
+        )
+        self._informer(primary).add_handler(EnqueueSelf(controller, predicates.get(primary)))
+        for plural in owns:
+            self._informer(plural).add_handler(
+                EnqueueOwner(controller, KINDS[primary], predicates.get(plural))
+            )
+        self._controllers.append((controller, primary))
+        return controller
+
+    def run(self, stop: threading.Event) -> None:
+        """Run until ``stop`` is set. Raises :class:`LeadershipLost` if the lease is lost."""
+        threads = [
+            self._start_thread(f"informer-{plural}", inf.run, self._halt)
+            for plural, inf in self._informers.items()
+        ]
+        try:
+            if self._wait_for_sync(stop):
+                if self._elector is None:
+                    self._start_leading()
+                else:
+                    threads.append(self._start_thread("leader-election", self._campaign, stop))
+                threads.append(self._start_thread("resync", self._resync_loop, self._halt))
+                while not stop.is_set() and not self._halt.is_set():
+                    stop.wait(0.1)
+        finally:
+            self._halt.set()
+            for controller, _ in self._controllers:
+                controller.shutdown()
+            for informer in self._informers.values():
+                informer.interrupt()
+            for thread in threads:  # the campaign thread records a lost lease before it ends
+                thread.join(timeout=10)
+        if self._lost.is_set():
+            raise LeadershipLost("lost the leader lease; stopped reconciling")
+
+    def _informer(self, plural: str) -> CustomResourceInformer:
+        if plural not in KINDS:
+            raise ValueError(f"the manager cannot watch {plural!r}; known: {sorted(KINDS)}")
+        informer = self._informers.get(plural)
+        if informer is None:
+            store = Store(indexers={OWNER_UID_INDEX: controller_owner_uid})
+            informer = CustomResourceInformer(
+                self._api_client,
+                CustomResource(group=GROUP, version=VERSION, plural=plural),
+                namespace=self.namespace,
+                store=store,
+                watch_timeout=self._watch_timeout,
+                on_relist=self.metrics.relists.labels(plural).inc,
+                **({"backoff": self._relist_backoff} if self._relist_backoff else {}),
+            )
+            self._informers[plural] = informer
+        return informer
+
+    def _wait_for_sync(self, stop: threading.Event) -> bool:
+        while not self.has_synced():
+            if stop.wait(0.02):
+                return False
+        log.info(
+            "caches synced: %s",
+            ", ".join(f"{plural}={len(inf.store)}" for plural, inf in self._informers.items()),
+        )
+        return True
+
+    def _campaign(self, stop: threading.Event) -> None:
+        assert self._elector is not None
+        if self._elector.run(stop):
+            self._lost.set()
+            self._stop_reconciling()
+
+    def _start_leading(self) -> None:
+        for controller, _ in self._controllers:
+            controller.start()
+        self.resync()
+
+    def _stop_reconciling(self) -> None:
+        # The gate and the write fence already answer False (is_leading); shutting
+        # the queues down also stops idle workers from picking up more keys.
+        self._halt.set()
+        for controller, _ in self._controllers:
+            controller.queue.shutdown()
+
+    def resync(self) -> None:
+        """Enqueue every cached object of every controller's primary resource."""
+        for controller, primary in self._controllers:
+            for namespace, name in self._informers[primary].store.list_keys():
+                controller.enqueue(Request(namespace, name))
+
+    def _resync_loop(self, halt: threading.Event) -> None:
+        last = time.monotonic()
+        while not halt.wait(min(1.0, self.resync_period)):
+            if time.monotonic() - last >= self.resync_period:
+                last = time.monotonic()
+                if self.is_leading():
+                    self.resync()
+
+    @staticmethod
+    def _start_thread(
+        name: str, target: Callable[[threading.Event], object], arg: threading.Event
+    ) -> threading.Thread:
+        thread = threading.Thread(target=target, args=(arg,), name=name, daemon=True)
+        thread.start()
+        return thread

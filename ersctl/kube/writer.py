@@ -1,0 +1,108 @@
+"""The writer: creates, deletes and merge patches, straight to the API server.
+
+Every patch is a JSON merge patch with its content type named explicitly; status
+writes go to the ``/status`` subresource. A ``metadata.resourceVersion`` inside a
+patch body is the optimistic lock (409 -> ``ConflictError`` when stale).
+
+The optional ``fence`` is asked before every write; when it answers False the write
+raises ``NotLeaderError`` instead of reaching the server. The manager fences writes
+with "do I still hold the leader lease?", so a reconcile that was mid-flight when the
+lease was lost cannot write another thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+
+from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, EphemeralRunner, EphemeralRunnerSet
+from ersctl.errors import NotFoundError, NotLeaderError, kube_call
+from ersctl.kube.wire import MERGE_PATCH, json_body
+
+
+class Writer:
+    """Implements ``ersctl.ports.Writer``. Raises ``ersctl.errors.KubeError``."""
+
+    def __init__(
+        self, api_client: client.ApiClient, *, fence: Callable[[], bool] | None = None
+    ) -> None:
+        self._custom = client.CustomObjectsApi(api_client)
+        self._fence = fence
+
+    def create_runner(self, body: dict[str, Any]) -> EphemeralRunner:
+        """Create an EphemeralRunner in ``body.metadata.namespace`` (``generateName`` allowed)."""
+        namespace = str((body.get("metadata") or {}).get("namespace") or "")
+        if not namespace:
+            raise ValueError("create_runner: body.metadata.namespace is required")
+        action = f"create {ER_PLURAL} in {namespace}"
+        self._check_fence(action)
+        with kube_call(action):
+            resp = self._custom.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, ER_PLURAL, body, _preload_content=False
+            )
+        return EphemeralRunner(json_body(resp, action=action))
+
+    def delete_runner(self, runner: EphemeralRunner) -> None:
+        """Delete ``runner`` (its finalizers still hold it until removed). NotFound is success."""
+        action = f"delete {ER_PLURAL}/{runner.key}"
+        self._check_fence(action)
+        try:
+            with kube_call(action):
+                self._custom.delete_namespaced_custom_object(
+                    GROUP, VERSION, runner.namespace, ER_PLURAL, runner.name
+                )
+        except NotFoundError:
+            return
+
+    def patch_ers(self, ers: EphemeralRunnerSet, patch: dict[str, Any]) -> EphemeralRunnerSet:
+        """JSON merge patch on the ERS main resource (finalizers, spec)."""
+        return EphemeralRunnerSet(self._patch(ERS_PLURAL, ers.namespace, ers.name, patch))
+
+    def patch_ers_status(
+        self, ers: EphemeralRunnerSet, patch: dict[str, Any]
+    ) -> EphemeralRunnerSet:
+        """JSON merge patch on the ERS ``/status`` subresource."""
+        return EphemeralRunnerSet(
+            self._patch(ERS_PLURAL, ers.namespace, ers.name, patch, status=True)
+        )
+
+    def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
+        """JSON merge patch on an EphemeralRunner's main resource (finalizers)."""
+        return EphemeralRunner(self._patch(ER_PLURAL, runner.namespace, runner.name, patch))
+
+    def patch_runner_status(
+        self, runner: EphemeralRunner, patch: dict[str, Any]
+    ) -> EphemeralRunner:
+        """JSON merge patch on an EphemeralRunner's ``/status`` subresource."""
+        return EphemeralRunner(
+            self._patch(ER_PLURAL, runner.namespace, runner.name, patch, status=True)
+        )
+
+    def _patch(
+        self, plural: str, namespace: str, name: str, patch: dict[str, Any], *, status: bool = False
+    ) -> dict[str, Any]:
+        action = f"patch {plural}/{namespace}/{name}{'/status' if status else ''}"
+        self._check_fence(action)
+        call = (
+            self._custom.patch_namespaced_custom_object_status
+            if status
+            else self._custom.patch_namespaced_custom_object
+        )
+        with kube_call(action):
+            resp = call(
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                name,
+                patch,
+                _content_type=MERGE_PATCH,
+                _preload_content=False,
+            )
+        return json_body(resp, action=action)
+
+    def _check_fence(self, action: str) -> None:
+        if self._fence is not None and not self._fence():
+            raise NotLeaderError(f"{action}: refused, this process no longer holds the lease")
