@@ -1,0 +1,208 @@
+"""Credentials from the ERS's Secret, and runner removal through the scale-set client."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import respx
+
+from ersctl.api import EphemeralRunner, EphemeralRunnerSet, RunnerID
+from ersctl.credentials import (
+    CredentialsFieldError,
+    RunnerServiceError,
+    SecretRunnerRegistry,
+    credentials_from_secret,
+)
+from ghalistener.actions.auth import AppCredentials, PatCredentials
+from tests.controller.github import CONFIG_URL, PAT, FakeGitHub, no_sleep_client
+from tests.controller.objects import RUNNER_SPEC, ers_doc
+
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEsecretKEYmaterial\n-----END RSA PRIVATE KEY-----\n"
+
+
+def b64(value: str) -> str:
+    return base64.b64encode(value.encode()).decode()
+
+
+def secret(version: str = "1", **data: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "github-config", "namespace": "arc", "resourceVersion": version},
+        "data": {key: b64(value) for key, value in data.items()},
+    }
+
+
+@dataclass
+class Secrets:
+    """An ``ApiReader`` holding only Secrets (the registry needs nothing else)."""
+
+    items: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    reads: int = 0
+
+    def get_ers(self, namespace: str, name: str) -> EphemeralRunnerSet | None:
+        raise AssertionError("the registry reads no ERS")
+
+    def list_owned_runners(self, ers: EphemeralRunnerSet) -> list[EphemeralRunner]:
+        raise AssertionError("the registry lists no runners")
+
+    def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.reads += 1
+        return self.items.get((namespace, name))
+
+
+def scale_set() -> EphemeralRunnerSet:
+    return EphemeralRunnerSet(ers_doc(runner_spec={**RUNNER_SPEC, "githubConfigUrl": CONFIG_URL}))
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    with respx.mock(assert_all_called=False) as router:
+        fake = FakeGitHub(router)
+        fake.install()
+        yield fake
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        pytest.param({"github_token": "ghp_x1234567"}, PatCredentials, id="a token"),
+        pytest.param(
+            {
+                "github_app_id": "123",
+                "github_app_installation_id": "456",
+                "github_app_private_key": PEM,
+            },
+            AppCredentials,
+            id="a GitHub App",
+        ),
+    ],
+)
+def test_the_secret_yields_the_credentials_it_holds(data: dict[str, str], expected: type) -> None:
+    assert isinstance(credentials_from_secret(secret(**data), where="arc/s"), expected)
+
+
+@pytest.mark.parametrize(
+    ("doc", "complaint"),
+    [
+        pytest.param(secret(), "neither github_token nor", id="no usable key"),
+        pytest.param(
+            secret(github_app_id="1", github_app_private_key=PEM),
+            "lacks github_app_installation_id",
+            id="a partial GitHub App",
+        ),
+        pytest.param(
+            secret(github_app_id="1", github_app_installation_id="x", github_app_private_key=PEM),
+            "not a positive integer",
+            id="a non-numeric installation id",
+        ),
+        pytest.param(
+            secret(github_app_id="1", github_app_installation_id="2", github_app_private_key="k"),
+            "PEM",
+            id="a private key that is no PEM",
+        ),
+        pytest.param(
+            {"metadata": {}, "data": {"github_token": "%%%not-base64"}},
+            "not base64",
+            id="data that is not base64",
+        ),
+    ],
+)
+def test_a_malformed_secret_names_the_field_and_never_the_value(
+    doc: dict[str, Any], complaint: str
+) -> None:
+    with pytest.raises(CredentialsFieldError) as caught:
+        credentials_from_secret(doc, where="arc/github-config")
+
+    assert caught.value.path == "spec.ephemeralRunnerSpec.githubConfigSecret"
+    assert complaint in str(caught.value)
+    assert "MIIEsecretKEYmaterial" not in str(caught.value)
+
+
+def test_removing_a_runner_authenticates_with_the_secret_and_deletes_it_from_the_service(
+    github: FakeGitHub,
+) -> None:
+    registry = SecretRunnerRegistry(
+        client_factory=no_sleep_client,
+        api=Secrets({("arc", "github-config"): secret(github_token=PAT)}),
+    )
+
+    assert registry.remove_runner(scale_set(), RunnerID(41)) is True
+    assert github.removed == [41]
+
+
+@pytest.mark.parametrize(
+    ("busy", "unknown", "expected"),
+    [
+        pytest.param({41}, set(), False, id="JobStillRunning means keep the runner"),
+        pytest.param(set(), {41}, True, id="an unknown runner counts as removed"),
+    ],
+)
+def test_service_answers_that_are_not_failures(
+    github: FakeGitHub, busy: set[int], unknown: set[int], expected: bool
+) -> None:
+    github.busy, github.unknown = busy, unknown
+    registry = SecretRunnerRegistry(
+        client_factory=no_sleep_client,
+        api=Secrets({("arc", "github-config"): secret(github_token=PAT)}),
+    )
+
+    assert registry.remove_runner(scale_set(), RunnerID(41)) is expected
+    assert github.removed == []
+
+
+def test_other_service_errors_are_runner_service_errors_without_the_token(
+    github: FakeGitHub,
+) -> None:
+    github.fail_with = 403
+    registry = SecretRunnerRegistry(
+        client_factory=no_sleep_client,
+        api=Secrets({("arc", "github-config"): secret(github_token=PAT)}),
+    )
+
+    with pytest.raises(RunnerServiceError) as caught:
+        registry.remove_runner(scale_set(), RunnerID(41))
+
+    assert PAT not in str(caught.value)
+
+
+def test_a_missing_secret_names_the_field(github: FakeGitHub) -> None:
+    registry = SecretRunnerRegistry(client_factory=no_sleep_client, api=Secrets())
+
+    with pytest.raises(CredentialsFieldError, match="Secret arc/github-config not found"):
+        registry.remove_runner(scale_set(), RunnerID(41))
+    assert github.attempts == []
+
+
+def test_one_client_per_secret_version(github: FakeGitHub) -> None:
+    secrets = Secrets({("arc", "github-config"): secret("1", github_token=PAT)})
+    registry = SecretRunnerRegistry(client_factory=no_sleep_client, api=secrets)
+
+    registry.remove_runner(scale_set(), RunnerID(1))
+    registry.remove_runner(scale_set(), RunnerID(2))
+    assert github.auth_calls == 1, "an unchanged Secret reuses the client and its tokens"
+
+    secrets.items[("arc", "github-config")] = secret("2", github_token=PAT)
+    registry.remove_runner(scale_set(), RunnerID(3))
+    assert github.auth_calls == 2, "a new Secret version builds a new client"
+    assert github.removed == [1, 2, 3]
+
+
+def test_no_secret_value_reaches_the_logs(
+    github: FakeGitHub, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    github.fail_with = 500
+    registry = SecretRunnerRegistry(
+        client_factory=no_sleep_client,
+        api=Secrets({("arc", "github-config"): secret(github_token=PAT)}),
+    )
+
+    with pytest.raises(RunnerServiceError):
+        registry.remove_runner(scale_set(), RunnerID(41))
+
+    assert PAT not in caplog.text
+    assert "AREGcontrollerSECRET" not in caplog.text

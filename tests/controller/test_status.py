@@ -1,0 +1,83 @@
+"""Step 9: the status patch carries what changed, and never a marker it did not change."""
+
+from __future__ import annotations
+
+import pytest
+
+from ersctl.api import EphemeralRunner, EphemeralRunnerSet
+from ersctl.runners import classify
+from ersctl.status import desired, observed, status_patch
+from tests.controller.objects import ers_doc, runner
+
+
+def ers(**status: object) -> EphemeralRunnerSet:
+    return EphemeralRunnerSet(ers_doc(replicas=2, patch_id=9, status=dict(status)))
+
+
+def patch_for(item: EphemeralRunnerSet, runners: list[EphemeralRunner]) -> dict[str, object]:
+    states = classify(runners, applied_revision=item.applied_actionable_revision)
+    return status_patch(observed(item), desired(item, states))
+
+
+def test_an_unchanged_status_yields_no_patch() -> None:
+    item = ers(
+        phase="Running",
+        currentReplicas=1,
+        pendingEphemeralRunners=0,
+        runningEphemeralRunners=1,
+        failedEphemeralRunners=0,
+        finishedRunnerCleanupPatchID=4,
+        appliedActionableRevision=2,
+    )
+
+    assert patch_for(item, [runner("Running")]) == {}
+
+
+def test_counts_and_a_first_phase_are_written() -> None:
+    patch = patch_for(ers(), [runner("Running"), runner("Pending"), runner("Failed")])
+
+    assert patch == {
+        "status": {
+            "phase": "Running",
+            "currentReplicas": 3,
+            "pendingEphemeralRunners": 1,
+            "runningEphemeralRunners": 1,
+            "failedEphemeralRunners": 1,
+        }
+    }
+
+
+def test_the_marker_is_copied_not_computed_from_the_spec_patch_id() -> None:
+    # spec.patchID (9) and the marker (4) differ on purpose: with equal values a
+    # status update that computed the marker from the spec would look the same.
+    item = ers(finishedRunnerCleanupPatchID=4, appliedActionableRevision=1)
+
+    patch = patch_for(item, [])
+
+    assert patch == {"status": {"phase": "Running"}}
+
+
+def test_a_marker_changed_in_memory_is_carried() -> None:
+    item = ers(phase="Running")
+    before = observed(item)
+    item.finished_runner_cleanup_patch_id = 9
+
+    patch = status_patch(before, desired(item, classify([], applied_revision=0)))
+
+    assert patch == {"status": {"finishedRunnerCleanupPatchID": 9}}
+
+
+@pytest.mark.parametrize(
+    ("current", "runners", "expected"),
+    [
+        pytest.param("", [], "Running", id="no phase yet becomes Running"),
+        pytest.param(
+            "Running", [runner("Outdated", revision=0)], "Outdated", id="a current Outdated runner"
+        ),
+        pytest.param("Outdated", [], "Outdated", id="Outdated stays until a revision is applied"),
+    ],
+)
+def test_the_phase(current: str, runners: list[EphemeralRunner], expected: str) -> None:
+    item = ers(phase=current) if current else ers()
+
+    assert desired(item, classify(runners, applied_revision=0)).phase == expected
