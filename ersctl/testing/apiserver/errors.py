@@ -1,0 +1,165 @@
+"""API errors as ``metav1.Status`` documents.
+
+Every failure the emulator reports, over HTTP or through the Python API, is a
+:class:`StatusError` carrying the HTTP code, the machine-readable ``reason`` and the
+message the real kube-apiserver would write (same wording, so client code that matches
+on messages behaves the same against both).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ersctl.testing.apiserver.resources import ResourceType
+
+JsonObject = dict[str, Any]
+
+
+class StatusError(Exception):
+    """A request failed; ``status`` is the ``metav1.Status`` body sent to the client."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        *,
+        details: JsonObject | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+
+    @property
+    def status(self) -> JsonObject:
+        body: JsonObject = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details is not None:
+            body["details"] = self.details
+        return body
+
+
+def _details(rt: ResourceType, name: str) -> JsonObject:
+    # The real server puts the plural resource name in "kind" (sic).
+    details: JsonObject = {"name": name, "kind": rt.plural}
+    if rt.group:
+        details["group"] = rt.group
+    return details
+
+
+def not_found(rt: ResourceType, name: str) -> StatusError:
+    return StatusError(
+        404, "NotFound", f'{rt.qualified} "{name}" not found', details=_details(rt, name)
+    )
+
+
+def namespace_not_found(namespace: str) -> StatusError:
+    return StatusError(
+        404,
+        "NotFound",
+        f'namespaces "{namespace}" not found',
+        details={"name": namespace, "kind": "namespaces"},
+    )
+
+
+def already_exists(rt: ResourceType, name: str) -> StatusError:
+    return StatusError(
+        409,
+        "AlreadyExists",
+        f'{rt.qualified} "{name}" already exists',
+        details=_details(rt, name),
+    )
+
+
+def conflict(rt: ResourceType, name: str, why: str | None = None) -> StatusError:
+    why = why or (
+        "the object has been modified; please apply your changes to the latest version "
+        "and try again"
+    )
+    return StatusError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {rt.qualified} "{name}": {why}',
+        details=_details(rt, name),
+    )
+
+
+def invalid(rt: ResourceType, name: str, field: str, kind: str, problem: str) -> StatusError:
+    """422 Invalid for one field; ``kind`` is the cause type, e.g. ``FieldValueRequired``."""
+    group_kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
+    message = f"{field}: {problem}"
+    details = _details(rt, name)
+    details["kind"] = rt.kind
+    details["causes"] = [{"reason": kind, "message": problem, "field": field}]
+    return StatusError(
+        422, "Invalid", f'{group_kind} "{name}" is invalid: {message}', details=details
+    )
+
+
+def bad_request(message: str) -> StatusError:
+    return StatusError(400, "BadRequest", message)
+
+
+def forbidden(message: str) -> StatusError:
+    return StatusError(403, "Forbidden", message)
+
+
+def resource_not_found() -> StatusError:
+    return StatusError(404, "NotFound", "the server could not find the requested resource")
+
+
+def method_not_allowed() -> StatusError:
+    return StatusError(
+        405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
+    )
+
+
+def unsupported_media_type(content_type: str, accepted: list[str]) -> StatusError:
+    return StatusError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types include: "
+        f"{', '.join(accepted)}",
+    )
+
+
+def expired(message: str) -> StatusError:
+    return StatusError(410, "Expired", message)
+
+
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+def injected(code: int) -> StatusError:
+    """The error a test asked for with ``ApiServer.inject_fault``."""
+    reason = _REASONS.get(code, "Unknown" if code >= 400 else "")
+    return StatusError(code, reason, f"injected fault: HTTP {code}")
+
+
+def internal(
+    message: str = "an error on the server has prevented the request from succeeding",
+) -> StatusError:
+    return StatusError(500, "InternalError", message)

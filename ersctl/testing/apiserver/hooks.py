@@ -1,0 +1,101 @@
+"""Test hooks: the request log and fault injection."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestRecord:
+    """One HTTP request as the server received it, and the status it answered.
+
+    ``verb`` is the Kubernetes verb (get, list, watch, create, update, patch, delete,
+    deletecollection) or "" for non-resource paths (discovery, /version)."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    content_type: str
+    body: bytes
+    status: int
+    verb: str = ""
+    resource: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    subresource: str | None = None
+
+
+class RequestLog:
+    """Thread-safe, append-only log of requests, in the order they were answered."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: list[RequestRecord] = []
+
+    def append(self, record: RequestRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    def records(self) -> list[RequestRecord]:
+        with self._lock:
+            return list(self._records)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._records.clear()
+
+
+@dataclass(kw_only=True)
+class Fault:
+    """Fail (or, with ``latency`` > 0, delay) the next ``times`` matching requests.
+    ``None`` in a filter field matches anything."""
+
+    verb: str | None
+    resource: str | None
+    name: str | None
+    subresource: str | None
+    code: int
+    times: int
+    latency: float
+    remaining: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.remaining = self.times
+
+    def matches(self, verb: str, resource: str | None, name: str | None, sub: str | None) -> bool:
+        return (
+            self.remaining > 0
+            and self.verb in (None, verb)
+            and self.resource in (None, resource)
+            and self.name in (None, name)
+            and self.subresource in (None, sub)
+        )
+
+
+class Faults:
+    """The armed faults; :meth:`take` consumes one use of the first match."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._faults: list[Fault] = []
+
+    def add(self, fault: Fault) -> None:
+        with self._lock:
+            self._faults.append(fault)
+
+    def take(
+        self, verb: str, resource: str | None, name: str | None, subresource: str | None
+    ) -> Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.matches(verb, resource, name, subresource):
+                    fault.remaining -= 1
+                    if fault.remaining == 0:
+                        self._faults.remove(fault)
+                    return fault
+        return None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._faults.clear()

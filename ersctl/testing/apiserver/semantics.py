@@ -1,0 +1,201 @@
+"""What the API server does to an object on create and update, as pure functions.
+
+Mirrors kube-apiserver's generic registry and strategies:
+
+- create: server-set ``uid``, ``creationTimestamp``, ``generation: 1`` (custom
+  resources and CRDs), ``generateName``; a custom resource with a status subresource
+  loses any ``status`` in the request; pods and namespaces get their initial status.
+- update of the main resource: ``status`` is kept from the stored object when the type
+  has a status subresource; ``uid``, ``creationTimestamp``, ``generation``,
+  ``deletionTimestamp`` cannot be changed by the client; ``generation`` is bumped when
+  anything outside ``metadata`` (and ``status``) changes.
+- update of ``/status``: only ``status`` is taken from the request; everything else
+  stays as stored.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import secrets
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from ersctl.testing.apiserver import errors
+from ersctl.testing.apiserver.resources import ResourceType
+
+JsonObject = dict[str, Any]
+
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SERVER_OWNED = ("uid", "creationTimestamp", "generation", "deletionTimestamp")
+
+
+def timestamp(now: float) -> str:
+    """RFC 3339 with second precision, as ``metav1.Time`` marshals."""
+    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def generated_name(prefix: str) -> str:
+    """``generateName`` + 5 random characters (the prefix cut to 58 characters)."""
+    suffix = "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+    return prefix[:58] + suffix
+
+
+def metadata_of(obj: JsonObject) -> JsonObject:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def check_shape(rt: ResourceType, obj: Any) -> JsonObject:
+    """The request body as an object; 400 when it is not one, or names another kind."""
+    if not isinstance(obj, dict):
+        raise errors.bad_request("the request body must be a JSON object")
+    if "metadata" in obj and not isinstance(obj["metadata"], dict):
+        raise errors.bad_request("metadata must be an object")
+    kind = obj.get("kind")
+    api_version = obj.get("apiVersion")
+    if kind not in (None, "", rt.kind):
+        raise errors.bad_request(
+            f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
+        )
+    if api_version not in (None, "") and _group_of(str(api_version)) != rt.group:
+        raise errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected "
+            f"API version ({rt.api_version})"
+        )
+    return obj
+
+
+def _group_of(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+def _validate_metadata(rt: ResourceType, obj: JsonObject) -> None:
+    meta = obj["metadata"]
+    name = meta.get("name", "")
+    pattern = _LABEL_RE if rt.plural == "namespaces" else _SUBDOMAIN_RE
+    limit = 63 if rt.plural == "namespaces" else 253
+    if not isinstance(name, str) or not pattern.match(name) or len(name) > limit:
+        raise errors.invalid(
+            rt,
+            str(name),
+            "metadata.name",
+            "FieldValueInvalid",
+            f'Invalid value: "{name}": a lowercase RFC 1123 name must consist of lower case '
+            "alphanumeric characters, '-' or '.', and must start and end with an "
+            "alphanumeric character",
+        )
+    for section in ("labels", "annotations"):
+        values = meta.get(section)
+        if values is None:
+            continue
+        if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
+            raise errors.bad_request(f"metadata.{section} must be a map of strings")
+    finalizers = meta.get("finalizers")
+    if finalizers is not None and (
+        not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
+    ):
+        raise errors.bad_request("metadata.finalizers must be a list of strings")
+    owners = meta.get("ownerReferences")
+    if owners is not None and not isinstance(owners, list):
+        raise errors.bad_request("metadata.ownerReferences must be a list")
+
+
+def prepare_create(rt: ResourceType, body: Any, namespace: str, now: float) -> JsonObject:
+    """The object to store for a create request (without resourceVersion)."""
+    obj = copy.deepcopy(check_shape(rt, body))
+    obj["apiVersion"] = rt.api_version
+    obj["kind"] = rt.kind
+    meta = obj.setdefault("metadata", {})
+    if rt.namespaced:
+        if meta.get("namespace") not in (None, "", namespace):
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent "
+                "on the request"
+            )
+        meta["namespace"] = namespace
+    else:
+        meta.pop("namespace", None)
+    if not meta.get("name"):
+        prefix = meta.get("generateName")
+        if not prefix:
+            raise errors.invalid(
+                rt,
+                "",
+                "metadata.name",
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+            )
+        meta["name"] = generated_name(str(prefix))
+    for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+        meta.pop(key, None)
+    meta["uid"] = str(uuid.uuid4())
+    meta["creationTimestamp"] = timestamp(now)
+    if rt.tracks_generation:
+        meta["generation"] = 1
+    else:
+        meta.pop("generation", None)
+    _initial_status(rt, obj)
+    _validate_metadata(rt, obj)
+    return obj
+
+
+def _initial_status(rt: ResourceType, obj: JsonObject) -> None:
+    if rt.custom and rt.has_status:
+        obj.pop("status", None)
+    elif rt.plural == "pods":
+        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+    elif rt.plural == "namespaces":
+        obj["status"] = {"phase": "Active"}
+        obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+
+
+def _without(obj: JsonObject, *keys: str) -> JsonObject:
+    return {k: v for k, v in obj.items() if k not in keys}
+
+
+def prepare_update(
+    rt: ResourceType, old: JsonObject, body: Any, subresource: str | None
+) -> JsonObject:
+    """The object to store for an update of ``old`` with ``body`` (precondition checked
+    by the caller; the result carries no resourceVersion)."""
+    new: JsonObject = copy.deepcopy(check_shape(rt, body))
+    if subresource == "status":
+        merged = copy.deepcopy(old)
+        if "status" in new:
+            merged["status"] = new["status"]
+        else:
+            merged.pop("status", None)
+        merged["metadata"].pop("resourceVersion", None)
+        return merged
+    new["apiVersion"] = old["apiVersion"]
+    new["kind"] = old["kind"]
+    meta = new.setdefault("metadata", {})
+    old_meta = old["metadata"]
+    for key in _SERVER_OWNED:
+        if key in old_meta:
+            meta[key] = old_meta[key]
+        else:
+            meta.pop(key, None)
+    if "deletionGracePeriodSeconds" in old_meta:
+        meta["deletionGracePeriodSeconds"] = old_meta["deletionGracePeriodSeconds"]
+    meta.pop("resourceVersion", None)
+    if rt.has_status:
+        if "status" in old:
+            new["status"] = old["status"]
+        else:
+            new.pop("status", None)
+    if rt.tracks_generation and _without(new, "metadata") != _without(old, "metadata"):
+        meta["generation"] = int(old_meta.get("generation", 0)) + 1
+    _validate_metadata(rt, new)
+    return new
+
+
+def same_content(a: JsonObject, b: JsonObject) -> bool:
+    """Equal apart from ``metadata.resourceVersion`` (a no-op write is not stored)."""
+    meta_a = _without(metadata_of(a), "resourceVersion")
+    meta_b = _without(metadata_of(b), "resourceVersion")
+    return meta_a == meta_b and _without(a, "metadata") == _without(b, "metadata")

@@ -1,0 +1,228 @@
+"""The :class:`ApiServer` facade: lifecycle, kubeconfig, client, test hooks, direct
+object access."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import kubernetes.client
+import yaml
+
+from ersctl.crds import load_crds
+from ersctl.testing.apiserver import errors, patching
+from ersctl.testing.apiserver.gc import GarbageCollector
+from ersctl.testing.apiserver.hooks import Fault, Faults, RequestLog
+from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType
+from ersctl.testing.apiserver.serving import Backend, KubeHTTPServer
+from ersctl.testing.apiserver.store import DeleteOptions, Store
+
+JsonObject = dict[str, Any]
+
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+class ApiServer:
+    """An in-process Kubernetes API server on real HTTP (see the package docstring).
+
+    Use as a context manager or call :meth:`start` / :meth:`stop`. The direct-access
+    methods have the same semantics as the HTTP API (resourceVersion, generation,
+    finalizers, watch events) and raise :class:`StatusError` where the HTTP API would
+    answer with an error status.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        crds: bool = True,
+        gc: bool = True,
+        history_limit: int = 10_000,
+    ) -> None:
+        """``history_limit``: watch events retained per resource; a watch from an older
+        resourceVersion gets 410 Expired, as from a real server's bounded watch cache."""
+        self._address = (host, port)
+        self.request_log = RequestLog()
+        self._faults = Faults()
+        self._registry = Registry()
+        self._store = Store(self._registry, history_limit=history_limit)
+        self._gc = GarbageCollector(self._store) if gc else None
+        self._http: KubeHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        for name in INITIAL_NAMESPACES:
+            self._store.create(self._resolve("namespaces"), "", {"metadata": {"name": name}})
+        if crds:
+            for crd in load_crds():
+                self._store.create(CRD_TYPE, "", crd)
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> ApiServer:
+        """Bind and serve on a background thread. Returns self."""
+        if self._http is not None:
+            return self
+        backend = Backend(self._store, self.request_log, self._faults)
+        self._http = KubeHTTPServer(self._address, backend)
+        self._thread = threading.Thread(
+            target=self._http.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name="apiserver-http",
+            daemon=True,
+        )
+        self._thread.start()
+        if self._gc is not None:
+            self._gc.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: end watches, close connections, stop the collector."""
+        if self._http is None:
+            return
+        self._store.close_watchers()
+        self._http.shutdown()
+        self._http.close_connections()
+        self._http.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._gc is not None:
+            self._gc.stop()
+        self._http = None
+
+    def __enter__(self) -> ApiServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``; valid after :meth:`start`."""
+        if self._http is None:
+            raise RuntimeError("the API server is not started")
+        host, port = self._http.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    # -- clients -------------------------------------------------------------
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        """Write a kubeconfig (context ``ersctl-testing``) pointing at this server."""
+        name = "ersctl-testing"
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": name, "cluster": {"server": self.url}}],
+            "users": [{"name": name, "user": {}}],
+            "contexts": [
+                {"name": name, "context": {"cluster": name, "user": name, "namespace": "default"}}
+            ],
+            "current-context": name,
+            "preferences": {},
+        }
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        return path
+
+    def api_client(self) -> Any:
+        """A new ``kubernetes.client.ApiClient`` for this server (caller closes it)."""
+        configuration = kubernetes.client.Configuration()
+        configuration.host = self.url
+        return kubernetes.client.ApiClient(configuration=configuration)
+
+    # -- test hooks ------------------------------------------------------------
+
+    def inject_fault(
+        self,
+        *,
+        verb: str | None = None,
+        resource: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+        code: int = 500,
+        times: int = 1,
+        latency: float = 0.0,
+    ) -> None:
+        """Fail the next ``times`` requests matching all given filters with ``code``
+        (a Status body, nothing changed), or, when ``latency`` > 0, delay them by
+        ``latency`` seconds and then serve them normally."""
+        self._faults.add(
+            Fault(
+                verb=verb,
+                resource=resource,
+                name=name,
+                subresource=subresource,
+                code=code,
+                times=times,
+                latency=latency,
+            )
+        )
+
+    def set_watch_delay(self, resource: str, seconds: float) -> None:
+        """Deliver watch events of ``resource`` (plural) ``seconds`` after their
+        commit, to every watcher, keeping their order; other resources are unaffected.
+        0 restores immediate delivery."""
+        self._store.set_delay(self._resolve(resource), seconds)
+
+    def wait_for_gc(self, timeout: float = 5.0) -> bool:
+        """Wait until the garbage collector has nothing queued. False on timeout."""
+        return True if self._gc is None else self._gc.wait_idle(timeout)
+
+    # -- direct access -----------------------------------------------------------
+
+    def _resolve(self, resource: str) -> ResourceType:
+        try:
+            return self._registry.resolve(resource)
+        except KeyError:
+            raise errors.resource_not_found() from None
+
+    def get_object(self, resource: str, namespace: str, name: str) -> JsonObject | None:
+        """A copy of the object, or None when it does not exist."""
+        try:
+            entry = self._store.get(self._resolve(resource), namespace, name)
+        except errors.StatusError as exc:
+            if exc.code == 404:
+                return None
+            raise
+        return dict(json.loads(entry.raw))
+
+    def list_objects(self, resource: str, namespace: str | None = None) -> list[JsonObject]:
+        """Copies of the objects (all namespaces when ``namespace`` is None)."""
+        entries, _ = self._store.list_entries(self._resolve(resource), namespace)
+        return [json.loads(entry.raw) for entry in entries]
+
+    def create_object(self, resource: str, obj: JsonObject) -> JsonObject:
+        """Create ``obj`` (namespace from its metadata); returns the stored object."""
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        entry = self._store.create(self._resolve(resource), namespace, obj)
+        return dict(json.loads(entry.raw))
+
+    def patch_object(
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        patch: JsonObject,
+        *,
+        subresource: str | None = None,
+    ) -> JsonObject:
+        """Apply a JSON merge patch (a ``metadata.resourceVersion`` in it is a
+        precondition); returns the stored object."""
+        rt = self._resolve(resource)
+        entry = self._store.patch(
+            rt, namespace, name, lambda current: patching.merge_patch(current, patch), subresource
+        )
+        return dict(json.loads(entry.raw))
+
+    def delete_object(self, resource: str, namespace: str, name: str) -> None:
+        """Delete (an object with finalizers only gets a deletionTimestamp). Raises
+        :class:`StatusError` 404 when it does not exist."""
+        self._store.delete(self._resolve(resource), namespace, name, DeleteOptions())

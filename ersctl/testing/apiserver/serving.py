@@ -1,0 +1,239 @@
+"""The HTTP layer: a ThreadingHTTPServer whose handler parses requests, applies test
+faults, dispatches to discovery or :class:`~.verbs.Verbs`, writes the response (or a
+chunked watch stream), and records every request in the request log.
+
+Any failure becomes a ``metav1.Status`` body; unexpected exceptions are logged here
+and answered with a generic 500, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import select
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from ersctl.testing.apiserver import discovery, errors
+from ersctl.testing.apiserver.hooks import Faults, RequestLog, RequestRecord
+from ersctl.testing.apiserver.routing import GroupVersionPath, ResourceRequest, parse_resource
+from ersctl.testing.apiserver.store import Store
+from ersctl.testing.apiserver.verbs import Response, Verbs, WatchResponse
+from ersctl.testing.apiserver.watching import encode
+
+log = logging.getLogger(__name__)
+
+_POLL_SECONDS = 0.5
+
+
+class Backend:
+    """What the handler needs from the server: store, verbs, hooks."""
+
+    def __init__(self, store: Store, request_log: RequestLog, faults: Faults) -> None:
+        self.store = store
+        self.verbs = Verbs(store)
+        self.request_log = request_log
+        self.faults = faults
+
+
+class KubeHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], backend: Backend) -> None:
+        super().__init__(address, KubeRequestHandler)
+        self.backend = backend
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+
+    def track(self, conn: socket.socket, alive: bool) -> None:
+        with self._connections_lock:
+            if alive:
+                self._connections.add(conn)
+            else:
+                self._connections.discard(conn)
+
+    def close_connections(self) -> None:
+        """Shut down kept-alive client connections so their threads end."""
+        with self._connections_lock:
+            conns = list(self._connections)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+
+def _status_response(exc: errors.StatusError) -> Response:
+    return Response(exc.code, encode(exc.status))
+
+
+class KubeRequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: KubeHTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection, True)
+
+    def finish(self) -> None:
+        self.server.track(self.connection, False)
+        with contextlib.suppress(OSError):
+            super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks: list[bytes] = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _handle(self) -> None:
+        backend = self.server.backend
+        url = urlsplit(self.path)
+        query = parse_qs(url.query, keep_blank_values=True)
+        content_type = self.headers.get("Content-Type", "")
+        body = b""
+        record: dict[str, Any] = {}
+        try:
+            body = self._read_body()
+            result = self._dispatch(url.path, query, content_type, body, record)
+        except errors.StatusError as exc:
+            result = _status_response(exc)
+        except Exception:  # a bug must not take the server down or leak a trace
+            log.exception("%s %s failed", self.command, self.path)
+            result = _status_response(errors.internal())
+        status = 200 if isinstance(result, WatchResponse) else result.status
+        backend.request_log.append(
+            RequestRecord(
+                method=self.command,
+                path=url.path,
+                query=query,
+                content_type=content_type,
+                body=body,
+                status=status,
+                **record,
+            )
+        )
+        if isinstance(result, WatchResponse):
+            self._stream(result)
+        else:
+            self._send(result)
+
+    def _dispatch(
+        self,
+        path: str,
+        query: dict[str, list[str]],
+        content_type: str,
+        body: bytes,
+        record: dict[str, Any],
+    ) -> Response | WatchResponse:
+        backend = self.server.backend
+        watch = (query.get("watch") or [""])[0] in ("true", "1")
+        parsed = parse_resource(self.command, path, watch, backend.store.registry)
+        if not isinstance(parsed, ResourceRequest):
+            if self.command not in ("GET", "HEAD"):
+                raise errors.method_not_allowed()
+            return self._non_resource(path, parsed)
+        record.update(
+            verb=parsed.verb,
+            resource=parsed.rt.plural,
+            namespace=parsed.namespace,
+            name=parsed.name,
+            subresource=parsed.subresource,
+        )
+        fault = backend.faults.take(parsed.verb, parsed.rt.plural, parsed.name, parsed.subresource)
+        if fault is not None:
+            if fault.latency > 0:
+                time.sleep(fault.latency)
+            else:
+                raise errors.injected(fault.code)
+        accept = self.headers.get("Accept", "")
+        return backend.verbs.handle(parsed, query, content_type, body, accept)
+
+    def _non_resource(self, path: str, parsed: GroupVersionPath | None) -> Response:
+        registry = self.server.backend.store.registry
+        doc: Any = None
+        stripped = path.rstrip("/") or "/"
+        if isinstance(parsed, GroupVersionPath):
+            if parsed.version is None:
+                doc = discovery.group(registry, parsed.group)
+            else:
+                doc = discovery.resource_list(registry, parsed.group, parsed.version)
+        elif stripped == "/version":
+            doc = discovery.VERSION_INFO
+        elif stripped == "/api":
+            host, port = self.server.server_address[:2]
+            doc = discovery.core_versions(f"{host!s}:{port}")
+        elif stripped == "/apis":
+            doc = discovery.group_list(registry)
+        elif stripped in ("/healthz", "/livez", "/readyz"):
+            return Response(200, b"ok", "text/plain; charset=utf-8")
+        if doc is None:
+            raise errors.resource_not_found()
+        return Response(200, encode(doc))
+
+    def _send(self, response: Response) -> None:
+        try:
+            self.send_response(response.status)
+            self.send_header("Content-Type", response.content_type)
+            self.send_header("Content-Length", str(len(response.body)))
+            self.send_header("Cache-Control", "no-cache, private")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(response.body)
+        except OSError:
+            self.close_connection = True
+
+    def _client_gone(self) -> bool:
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _stream(self, response: WatchResponse) -> None:
+        store = self.server.backend.store
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Cache-Control", "no-cache, private")
+            self.end_headers()
+            self.wfile.flush()
+            if response.first:
+                self._chunk(response.first)
+            watcher = response.watcher
+            while watcher is not None:
+                line = watcher.next_line(response.deadline, _POLL_SECONDS)
+                if line is not None:
+                    self._chunk(line)
+                elif watcher.closed or time.monotonic() >= response.deadline or self._client_gone():
+                    break
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+        finally:
+            if response.watcher is not None:
+                store.unwatch(response.watcher)

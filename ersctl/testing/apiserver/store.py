@@ -1,0 +1,495 @@
+"""The object store: one lock, one global resourceVersion, watch fan-out.
+
+Every write happens under :attr:`Store.lock`, takes the next resourceVersion, and is
+offered to the watchers of its resource before the lock is released, so each watcher
+sees events in commit order. Stored objects are never mutated after they are stored
+(writes replace them), which lets readers share them and their cached JSON encoding.
+
+Container-like lifecycles live here too: a deleted namespace (or CRD) is kept with a
+``deletionTimestamp`` until everything inside it is gone.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ersctl.testing.apiserver import errors, semantics
+from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType, types_from_crd
+from ersctl.testing.apiserver.watching import (
+    History,
+    Predicate,
+    TooOld,
+    Watcher,
+    WatchEvent,
+    encode,
+    event_line,
+)
+
+JsonObject = dict[str, Any]
+Key = tuple[str, str]  # (namespace or "", name)
+Observer = Callable[[ResourceType, WatchEvent], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A stored object and its JSON encoding (both immutable by convention)."""
+
+    obj: JsonObject
+    raw: bytes
+
+    @property
+    def rv(self) -> str:
+        return str(self.obj["metadata"]["resourceVersion"])
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteOptions:
+    uid: str | None = None
+    resource_version: str | None = None
+    propagation: str = "Background"
+
+
+class Store:
+    """All objects of all resource types. Thread-safe."""
+
+    def __init__(
+        self, registry: Registry, *, history_limit: int, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.lock = threading.RLock()
+        self.registry = registry
+        self._clock = clock
+        self._history_limit = history_limit
+        self._rv = 0
+        self._objects: dict[str, dict[Key, Entry]] = defaultdict(dict)
+        self._history: dict[str, History] = {}
+        self._watchers: dict[str, set[Watcher]] = defaultdict(set)
+        self._delays: dict[str, float] = {}
+        self.observers: list[Observer] = []
+
+    # -- reads ---------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        with self.lock:
+            return self._rv
+
+    def _key(self, rt: ResourceType, namespace: str, name: str) -> Key:
+        return (namespace if rt.namespaced else "", name)
+
+    def get(self, rt: ResourceType, namespace: str, name: str) -> Entry:
+        """The stored entry; raises NotFound."""
+        with self.lock:
+            entry = self._objects[rt.storage_key].get(self._key(rt, namespace, name))
+        if entry is None:
+            raise errors.not_found(rt, name)
+        return entry
+
+    def list_entries(
+        self, rt: ResourceType, namespace: str | None, predicates: Sequence[Predicate] = ()
+    ) -> tuple[list[Entry], int]:
+        """Entries sorted by (namespace, name), and the list's resourceVersion."""
+        with self.lock:
+            items = sorted(self._objects[rt.storage_key].items())
+            rv = self._rv
+        return [
+            entry
+            for (ns, _), entry in items
+            if (namespace is None or ns == namespace)
+            and all(predicate(entry.obj) for predicate in predicates)
+        ], rv
+
+    # -- commits -------------------------------------------------------------
+
+    def _history_of(self, rt: ResourceType) -> History:
+        history = self._history.get(rt.storage_key)
+        if history is None:
+            history = History(limit=self._history_limit, floor=self._rv)
+            self._history[rt.storage_key] = history
+        return history
+
+    def _publish(self, rt: ResourceType, event: WatchEvent) -> None:
+        self._history_of(rt).append(event)
+        for watcher in self._watchers[rt.storage_key]:
+            watcher.offer(event)
+        for observer in self.observers:
+            observer(rt, event)
+
+    def _commit(self, rt: ResourceType, key: Key, obj: JsonObject, old: Entry | None) -> Entry:
+        self._rv += 1
+        obj["metadata"]["resourceVersion"] = str(self._rv)
+        entry = Entry(obj, encode(obj))
+        self._objects[rt.storage_key][key] = entry
+        kind = "ADDED" if old is None else "MODIFIED"
+        self._publish(
+            rt,
+            WatchEvent(
+                kind,
+                self._rv,
+                rt.storage_key,
+                key[0],
+                obj,
+                entry.raw,
+                None if old is None else old.obj,
+            ),
+        )
+        return entry
+
+    def _remove(self, rt: ResourceType, key: Key, current: Entry) -> JsonObject:
+        """Delete for good; the DELETED event carries the last stored state."""
+        self._rv += 1
+        gone = dict(current.obj)
+        gone["metadata"] = {**current.obj["metadata"], "resourceVersion": str(self._rv)}
+        del self._objects[rt.storage_key][key]
+        self._publish(
+            rt, WatchEvent("DELETED", self._rv, rt.storage_key, key[0], gone, encode(gone), None)
+        )
+        if rt.plural == "namespaces":
+            return gone
+        if rt.storage_key == CRD_TYPE.storage_key:
+            self._stop_serving(gone)
+        if key[0]:
+            self._finish_namespace(key[0])
+        if rt.custom:
+            self._finish_crd_of(rt)
+        return gone
+
+    # -- writes --------------------------------------------------------------
+
+    def create(self, rt: ResourceType, namespace: str, body: Any) -> Entry:
+        """Store a new object. Raises AlreadyExists, Invalid, BadRequest, NotFound
+        (namespace) or Forbidden (namespace terminating)."""
+        with self.lock:
+            obj = semantics.prepare_create(rt, body, namespace, self._clock())
+            if rt.namespaced:
+                self._check_namespace_open(namespace)
+            if rt.storage_key == CRD_TYPE.storage_key:
+                self._accept_crd(obj)
+            key = self._key(rt, namespace, obj["metadata"]["name"])
+            while key in self._objects[rt.storage_key]:
+                if not obj["metadata"].get("generateName"):
+                    raise errors.already_exists(rt, key[1])
+                obj["metadata"]["name"] = semantics.generated_name(obj["metadata"]["generateName"])
+                key = self._key(rt, namespace, obj["metadata"]["name"])
+            entry = self._commit(rt, key, obj, None)
+            if rt.storage_key == CRD_TYPE.storage_key:
+                self._serve(entry.obj)
+            return entry
+
+    def update(
+        self, rt: ResourceType, namespace: str, name: str, body: Any, subresource: str | None
+    ) -> Entry:
+        """PUT semantics. Raises NotFound, Conflict (stale resourceVersion), Invalid,
+        BadRequest."""
+        with self.lock:
+            current = self.get(rt, namespace, name)
+            semantics.check_shape(rt, body)
+            self._check_identity(rt, namespace, name, body)
+            if not semantics.metadata_of(body).get("resourceVersion") and not (
+                rt.unconditional_update
+            ):
+                raise errors.invalid(
+                    rt,
+                    name,
+                    "metadata.resourceVersion",
+                    "FieldValueInvalid",
+                    "Invalid value: 0x0: must be specified for an update",
+                )
+            return self._update(rt, current, body, subresource)
+
+    def patch(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        apply: Callable[[JsonObject], Any],
+        subresource: str | None,
+    ) -> Entry:
+        """Apply ``apply`` to a copy of the stored object, then update with the result.
+
+        A ``metadata.resourceVersion`` left in the result by the patch is a
+        precondition (409 Conflict when stale)."""
+        with self.lock:
+            current = self.get(rt, namespace, name)
+            patched = apply(copy.deepcopy(current.obj))
+            semantics.check_shape(rt, patched)
+            self._check_identity(rt, namespace, name, patched)
+            return self._update(rt, current, patched, subresource)
+
+    def _check_identity(self, rt: ResourceType, namespace: str, name: str, body: Any) -> None:
+        meta = semantics.metadata_of(body)
+        if meta.get("name", name) != name:
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on "
+                f"the URL ({name})"
+            )
+        if rt.namespaced and meta.get("namespace", namespace) not in (namespace, ""):
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent "
+                "on the request"
+            )
+
+    def _update(
+        self, rt: ResourceType, current: Entry, body: JsonObject, subresource: str | None
+    ) -> Entry:
+        wanted = semantics.metadata_of(body).get("resourceVersion")
+        name = current.obj["metadata"]["name"]
+        if wanted and str(wanted) != current.rv:
+            raise errors.conflict(rt, name)
+        new = semantics.prepare_update(rt, current.obj, body, subresource)
+        new["metadata"]["resourceVersion"] = current.rv
+        if semantics.same_content(new, current.obj):
+            return current  # like etcd's GuaranteedUpdate: no write, no event
+        if rt.storage_key == CRD_TYPE.storage_key and subresource is None:
+            self._accept_crd(new)
+        key = self._key(rt, current.obj["metadata"].get("namespace", ""), name)
+        meta = new["metadata"]
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not self._is_container_in_use(rt, current.obj)
+        ):
+            gone = self._remove(rt, key, current)
+            return Entry(gone, encode(gone))
+        entry = self._commit(rt, key, new, current)
+        if rt.storage_key == CRD_TYPE.storage_key:
+            self._serve(entry.obj)
+        return entry
+
+    def delete(
+        self, rt: ResourceType, namespace: str, name: str, options: DeleteOptions
+    ) -> tuple[JsonObject, bool]:
+        """Delete an object: returns (object, deleted_now). An object with finalizers
+        (or a non-empty namespace/CRD) is only marked with ``deletionTimestamp``.
+        Raises NotFound, Conflict (failed precondition)."""
+        with self.lock:
+            current = self.get(rt, namespace, name)
+            self._check_preconditions(rt, current, options)
+            key = self._key(rt, namespace, name)
+            if options.propagation == "Orphan":
+                self._orphan_dependents(current.obj)
+            meta = current.obj["metadata"]
+            container = rt.plural == "namespaces" or rt.storage_key == CRD_TYPE.storage_key
+            if not meta.get("finalizers") and not container:
+                return self._remove(rt, key, current), True
+            if not meta.get("deletionTimestamp"):
+                marked = copy.deepcopy(current.obj)
+                marked["metadata"]["deletionTimestamp"] = semantics.timestamp(self._clock())
+                marked["metadata"]["deletionGracePeriodSeconds"] = 0
+                if rt.plural == "namespaces":
+                    marked.setdefault("status", {})["phase"] = "Terminating"
+                current = self._commit(rt, key, marked, current)
+            if container:
+                self._empty_container(rt, current.obj)
+                remaining = self._objects[rt.storage_key].get(key)
+                if remaining is None:
+                    return current.obj, True
+                current = remaining
+            return current.obj, False
+
+    def _check_preconditions(
+        self, rt: ResourceType, current: Entry, options: DeleteOptions
+    ) -> None:
+        name = current.obj["metadata"]["name"]
+        uid = current.obj["metadata"].get("uid")
+        if options.uid and options.uid != uid:
+            raise errors.conflict(
+                rt,
+                name,
+                f"Precondition failed: UID in precondition: {options.uid}, UID in object "
+                f"meta: {uid}",
+            )
+        if options.resource_version and options.resource_version != current.rv:
+            raise errors.conflict(
+                rt,
+                name,
+                "Precondition failed: ResourceVersion in precondition: "
+                f"{options.resource_version}, ResourceVersion in object meta: {current.rv}",
+            )
+
+    def _orphan_dependents(self, owner: JsonObject) -> None:
+        uid = owner["metadata"].get("uid")
+        for storage_key, objects in list(self._objects.items()):
+            for key, entry in list(objects.items()):
+                refs = entry.obj["metadata"].get("ownerReferences") or []
+                kept = [ref for ref in refs if ref.get("uid") != uid]
+                if len(kept) != len(refs):
+                    rt = self._type_of(storage_key)
+                    new = copy.deepcopy(entry.obj)
+                    new["metadata"]["ownerReferences"] = kept
+                    if not kept:
+                        del new["metadata"]["ownerReferences"]
+                    if rt is not None:
+                        self._commit(rt, key, new, entry)
+
+    def _type_of(self, storage_key: str) -> ResourceType | None:
+        for rt in self.registry.all():
+            if rt.storage_key == storage_key:
+                return rt
+        return None
+
+    # -- namespaces and CRDs -------------------------------------------------
+
+    def _check_namespace_open(self, namespace: str) -> None:
+        ns_type = self.registry.resolve("namespaces")
+        entry = self._objects[ns_type.storage_key].get(("", namespace))
+        if entry is None:
+            raise errors.namespace_not_found(namespace)
+        if entry.obj["metadata"].get("deletionTimestamp"):
+            raise errors.forbidden(
+                f"unable to create new content in namespace {namespace} because it is being "
+                "terminated"
+            )
+
+    def _contents(self, rt: ResourceType, container: JsonObject) -> list[tuple[ResourceType, Key]]:
+        name = container["metadata"]["name"]
+        found = []
+        if rt.plural == "namespaces":
+            for served in self.registry.all():
+                if served.namespaced:
+                    for key in self._objects[served.storage_key]:
+                        if key[0] == name:
+                            found.append((served, key))
+        else:
+            for served in self.registry.all():
+                if served.custom and f"{served.plural}.{served.group}" == name:
+                    found.extend((served, key) for key in self._objects[served.storage_key])
+        return list(dict.fromkeys(found))
+
+    def _is_container_in_use(self, rt: ResourceType, obj: JsonObject) -> bool:
+        container = rt.plural == "namespaces" or rt.storage_key == CRD_TYPE.storage_key
+        return container and bool(self._contents(rt, obj))
+
+    def _empty_container(self, rt: ResourceType, container: JsonObject) -> None:
+        """Delete everything inside (honouring finalizers), then the container if empty."""
+        for served, key in self._contents(rt, container):
+            if key in self._objects[served.storage_key]:
+                self.delete(served, key[0], key[1], DeleteOptions())
+        self._finish_container(rt, container["metadata"]["name"])
+
+    def _finish_container(self, rt: ResourceType, name: str) -> None:
+        entry = self._objects[rt.storage_key].get(("", name))
+        if entry is None or not entry.obj["metadata"].get("deletionTimestamp"):
+            return
+        if entry.obj["metadata"].get("finalizers") or self._contents(rt, entry.obj):
+            return
+        self._remove(rt, ("", name), entry)
+
+    def _finish_namespace(self, namespace: str) -> None:
+        self._finish_container(self.registry.resolve("namespaces"), namespace)
+
+    def _finish_crd_of(self, rt: ResourceType) -> None:
+        self._finish_container(CRD_TYPE, f"{rt.plural}.{rt.group}")
+
+    def _accept_crd(self, crd: JsonObject) -> None:
+        try:
+            types = types_from_crd(crd)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise errors.invalid(
+                CRD_TYPE,
+                str(crd["metadata"].get("name")),
+                "spec",
+                "FieldValueInvalid",
+                f"Invalid value: malformed CustomResourceDefinition ({exc})",
+            ) from exc
+        if not types:
+            raise errors.invalid(
+                CRD_TYPE,
+                str(crd["metadata"].get("name")),
+                "spec.versions",
+                "FieldValueInvalid",
+                "Invalid value: no served version",
+            )
+        expected = f"{types[0].plural}.{types[0].group}"
+        if crd["metadata"]["name"] != expected:
+            raise errors.invalid(
+                CRD_TYPE,
+                str(crd["metadata"]["name"]),
+                "metadata.name",
+                "FieldValueInvalid",
+                f'Invalid value: "{crd["metadata"]["name"]}": must be spec.names.plural+"."+spec.group',
+            )
+        names = crd["spec"]["names"]
+        crd["status"] = {
+            "acceptedNames": copy.deepcopy(names),
+            "conditions": [
+                {
+                    "type": "NamesAccepted",
+                    "status": "True",
+                    "reason": "NoConflicts",
+                    "message": "no conflicts found",
+                },
+                {
+                    "type": "Established",
+                    "status": "True",
+                    "reason": "InitialNamesAccepted",
+                    "message": "the initial names have been accepted",
+                },
+            ],
+            "storedVersions": [
+                v["name"] for v in crd["spec"]["versions"] if v.get("storage", True)
+            ],
+        }
+
+    def _serve(self, crd: JsonObject) -> None:
+        types = types_from_crd(crd)
+        self.registry.serve_crd(crd["metadata"]["name"], types)
+        for rt in types:
+            self._history_of(rt)
+
+    def _stop_serving(self, crd: JsonObject) -> None:
+        for rt in self.registry.unserve_crd(crd["metadata"]["name"]):
+            self._objects.pop(rt.storage_key, None)
+            for watcher in self._watchers.pop(rt.storage_key, set()):
+                watcher.close()
+
+    # -- watch ---------------------------------------------------------------
+
+    def set_delay(self, rt: ResourceType, seconds: float) -> None:
+        with self.lock:
+            self._delays[rt.storage_key] = seconds
+
+    def watch(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        predicates: list[Predicate],
+        since: int | None,
+    ) -> Watcher:
+        """A registered watcher. ``since`` None: synthetic ADDED events for the current
+        objects first; otherwise every event after ``since`` is replayed. Raises
+        :class:`TooOld` when ``since`` is older than the retained history."""
+        storage_key = rt.storage_key
+        watcher = Watcher(
+            storage_key=storage_key,
+            namespace=namespace,
+            predicates=predicates,
+            delay=lambda: self._delays.get(storage_key, 0.0),
+        )
+        with self.lock:
+            if since is None:
+                entries, _ = self.list_entries(rt, namespace, predicates)
+                watcher.preload([event_line("ADDED", entry.raw) for entry in entries])
+            else:
+                replay = self._history_of(rt).since(since)
+                watcher.preload([line for e in replay if (line := watcher.render(e))])
+            self._watchers[storage_key].add(watcher)
+        return watcher
+
+    def unwatch(self, watcher: Watcher) -> None:
+        with self.lock:
+            self._watchers[watcher.storage_key].discard(watcher)
+
+    def close_watchers(self) -> None:
+        with self.lock:
+            for watchers in self._watchers.values():
+                for watcher in watchers:
+                    watcher.close()
+
+
+__all__ = ["DeleteOptions", "Entry", "Store", "TooOld"]

@@ -1,0 +1,237 @@
+"""Resource verbs over HTTP: request body/query in, :class:`Response` or
+:class:`WatchResponse` out. No socket handling here (see :mod:`.http`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ersctl.testing.apiserver import errors, patching, tables
+from ersctl.testing.apiserver.routing import ResourceRequest
+from ersctl.testing.apiserver.selectors import parse_field_selector, parse_label_selector
+from ersctl.testing.apiserver.store import DeleteOptions, Entry, Store
+from ersctl.testing.apiserver.watching import Predicate, TooOld, Watcher, encode, event_line
+
+JsonObject = dict[str, Any]
+Query = dict[str, list[str]]
+
+DEFAULT_WATCH_TIMEOUT = 1800.0
+_PATCH_TYPES = [patching.JSON_PATCH, patching.MERGE_PATCH, patching.APPLY_PATCH]
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+
+
+@dataclass(frozen=True)
+class WatchResponse:
+    """A watch stream: ``first`` lines (e.g. an ERROR event) then the watcher's."""
+
+    watcher: Watcher | None
+    deadline: float
+    first: bytes = b""
+
+
+def _one(query: Query, key: str) -> str | None:
+    values = query.get(key)
+    return values[0] if values else None
+
+
+def decode_json(body: bytes) -> Any:
+    if not body.strip():
+        raise errors.bad_request("the request body is empty")
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+
+
+def _predicates(req: ResourceRequest, query: Query) -> list[Predicate]:
+    try:
+        label = parse_label_selector(_one(query, "labelSelector"))
+        field = parse_field_selector(_one(query, "fieldSelector"), req.rt.plural)
+    except ValueError as exc:
+        raise errors.bad_request(str(exc)) from None
+    return [p for p in (label, field) if p is not None]
+
+
+def _named(name: str) -> Predicate:
+    def matches(obj: JsonObject) -> bool:
+        return bool(obj["metadata"].get("name") == name)
+
+    return matches
+
+
+class Verbs:
+    """Executes resource requests against a :class:`Store`."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def handle(
+        self, req: ResourceRequest, query: Query, content_type: str, body: bytes, accept: str
+    ) -> Response | WatchResponse:
+        handler: Callable[..., Response | WatchResponse] = getattr(self, f"_{req.verb}")
+        return handler(req, query, content_type, body, accept)
+
+    def _ns(self, req: ResourceRequest) -> str:
+        return req.namespace or ""
+
+    def _object(self, entry: Entry, status: int = 200) -> Response:
+        return Response(status, entry.raw)
+
+    def _get(
+        self, req: ResourceRequest, query: Query, ct: str, body: bytes, accept: str
+    ) -> Response:
+        assert req.name is not None
+        entry = self._store.get(req.rt, self._ns(req), req.name)
+        if tables.wants_table(accept):
+            return Response(200, encode(tables.table(req.rt, [entry.obj], entry.rv)))
+        return self._object(entry)
+
+    def _list(
+        self, req: ResourceRequest, query: Query, ct: str, body: bytes, accept: str
+    ) -> Response:
+        entries, rv = self._store.list_entries(req.rt, req.namespace, _predicates(req, query))
+        if tables.wants_table(accept):
+            return Response(200, encode(tables.table(req.rt, [e.obj for e in entries], str(rv))))
+        head = encode(
+            {
+                "kind": req.rt.list_kind,
+                "apiVersion": req.rt.api_version,
+                "metadata": {"resourceVersion": str(rv)},
+            }
+        )
+        return Response(200, head[:-1] + b',"items":[' + b",".join(e.raw for e in entries) + b"]}")
+
+    def _watch(
+        self, req: ResourceRequest, query: Query, ct: str, body: bytes, accept: str
+    ) -> WatchResponse:
+        raw_rv = _one(query, "resourceVersion") or ""
+        try:
+            since = None if raw_rv in ("", "0") else int(raw_rv)
+            timeout = float(_one(query, "timeoutSeconds") or DEFAULT_WATCH_TIMEOUT)
+        except ValueError:
+            raise errors.bad_request(f'invalid resource version "{raw_rv}"') from None
+        predicates = _predicates(req, query)
+        if req.name is not None:
+            predicates.append(_named(req.name))
+        deadline = time.monotonic() + max(timeout, 0.0)
+        try:
+            watcher = self._store.watch(req.rt, req.namespace, predicates, since)
+        except TooOld as exc:
+            # As kube's watch cache: 200, then an ERROR event carrying 410 Expired.
+            status = errors.expired(str(exc)).status
+            return WatchResponse(None, deadline, event_line("ERROR", encode(status)))
+        return WatchResponse(watcher, deadline)
+
+    def _create(
+        self, req: ResourceRequest, query: Query, ct: str, body: bytes, accept: str
+    ) -> Response:
+        entry = self._store.create(req.rt, self._ns(req), decode_json(body))
+        return self._object(entry, 201)
+
+    def _update(
+        self, req: ResourceRequest, query: Query, ct: str, body: bytes, accept: str
+    ) -> Response:
+        assert req.name is not None
+        entry = self._store.update(
+            req.rt, self._ns(req), req.name, decode_json(body), req.subresource
+        )
+        return self._object(entry)
+
+    def _patch(
+        self, req: ResourceRequest, query: Query, ct: str, body: bytes, accept: str
+    ) -> Response:
+        assert req.name is not None
+        media = ct.split(";")[0].strip().lower()
+        if media == patching.MERGE_PATCH:
+            apply = patching.merge_patch
+        elif media == patching.JSON_PATCH:
+            apply = patching.json_patch
+        elif media == patching.STRATEGIC_MERGE_PATCH and not req.rt.custom:
+            apply = patching.strategic_merge_patch
+        else:
+            # Strategic merge needs Go struct tags, which custom resources do not have.
+            raise errors.unsupported_media_type(media, _PATCH_TYPES)
+        document = decode_json(body)
+
+        def patched(current: JsonObject) -> Any:
+            try:
+                return apply(current, document)
+            except patching.PatchError as exc:
+                if exc.malformed:
+                    raise errors.bad_request(str(exc)) from None
+                raise errors.StatusError(422, "Invalid", str(exc)) from None
+
+        entry = self._store.patch(req.rt, self._ns(req), req.name, patched, req.subresource)
+        return self._object(entry)
+
+    def _delete_options(self, query: Query, body: bytes) -> DeleteOptions:
+        doc: JsonObject = {}
+        if body.strip():
+            parsed = decode_json(body)
+            if not isinstance(parsed, dict):
+                raise errors.bad_request("DeleteOptions must be a JSON object")
+            doc = parsed
+        pre = doc.get("preconditions") or {}
+        propagation = doc.get("propagationPolicy") or _one(query, "propagationPolicy")
+        if doc.get("orphanDependents") is True:
+            propagation = "Orphan"
+        return DeleteOptions(
+            uid=pre.get("uid"),
+            resource_version=pre.get("resourceVersion"),
+            propagation=str(propagation or "Background"),
+        )
+
+    def _delete(
+        self, req: ResourceRequest, query: Query, ct: str, body: bytes, accept: str
+    ) -> Response:
+        assert req.name is not None
+        options = self._delete_options(query, body)
+        obj, deleted = self._store.delete(req.rt, self._ns(req), req.name, options)
+        if deleted and req.rt.plural != "pods":
+            details: JsonObject = {"name": req.name, "kind": req.rt.plural}
+            if req.rt.group:
+                details["group"] = req.rt.group
+            details["uid"] = obj["metadata"].get("uid")
+            status = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": details,
+            }
+            return Response(200, encode(status))
+        return Response(200, encode(obj))
+
+    def _deletecollection(
+        self, req: ResourceRequest, query: Query, ct: str, body: bytes, accept: str
+    ) -> Response:
+        options = self._delete_options(query, body)
+        entries, _ = self._store.list_entries(req.rt, req.namespace, _predicates(req, query))
+        items = []
+        for entry in entries:
+            meta = entry.obj["metadata"]
+            try:
+                obj, _ = self._store.delete(
+                    req.rt, meta.get("namespace", ""), meta["name"], options
+                )
+            except errors.StatusError as exc:
+                if exc.code != 404:
+                    raise
+                continue
+            items.append(obj)
+        doc = {
+            "kind": req.rt.list_kind,
+            "apiVersion": req.rt.api_version,
+            "metadata": {"resourceVersion": str(self._store.resource_version)},
+            "items": items,
+        }
+        return Response(200, encode(doc))

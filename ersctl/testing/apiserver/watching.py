@@ -1,0 +1,158 @@
+"""Watch events, the bounded event history, and per-client watchers.
+
+Writers call :meth:`Watcher.offer` while holding the store lock; it only renders a
+line and puts it on the watcher's own queue, so a slow client never blocks a writer.
+The HTTP thread serving the watch drains the queue (:meth:`Watcher.next_line`),
+honouring the per-resource delivery delay that emulates a lagging informer cache.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+JsonObject = dict[str, Any]
+Predicate = Callable[[JsonObject], bool]
+
+
+def encode(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def event_line(event_type: str, raw_object: bytes) -> bytes:
+    return b'{"type":"' + event_type.encode() + b'","object":' + raw_object + b"}\n"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One committed change. ``obj``/``raw`` are the object as the event carries it;
+    ``old`` is the previous stored state (for selector transitions)."""
+
+    type: str
+    rv: int
+    storage_key: str
+    namespace: str
+    obj: JsonObject
+    raw: bytes
+    old: JsonObject | None
+    committed_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def line(self) -> bytes:
+        return event_line(self.type, self.raw)
+
+
+class TooOld(Exception):
+    """The requested resourceVersion is older than the retained history."""
+
+    def __init__(self, requested: int, oldest: int) -> None:
+        super().__init__(f"too old resource version: {requested} ({oldest})")
+
+
+class History:
+    """The last ``limit`` events of one resource, oldest first."""
+
+    def __init__(self, *, limit: int, floor: int) -> None:
+        self._events: deque[WatchEvent] = deque()
+        self._limit = limit
+        # Every event with rv > floor is retained.
+        self._floor = floor
+
+    def append(self, event: WatchEvent) -> None:
+        if len(self._events) >= self._limit:
+            self._floor = self._events.popleft().rv
+        self._events.append(event)
+
+    def since(self, rv: int) -> list[WatchEvent]:
+        """Events after ``rv``, oldest first. Raises :class:`TooOld`."""
+        if rv < self._floor:
+            raise TooOld(rv, self._floor + 1)
+        return [event for event in self._events if event.rv > rv]
+
+
+_CLOSED = b""
+
+
+class Watcher:
+    """One watch request's filter and queue of rendered event lines."""
+
+    def __init__(
+        self,
+        *,
+        storage_key: str,
+        namespace: str | None,
+        predicates: list[Predicate],
+        delay: Callable[[], float],
+    ) -> None:
+        self.storage_key = storage_key
+        self._namespace = namespace
+        self._predicates = predicates
+        self._delay = delay
+        self._queue: queue.SimpleQueue[tuple[float, bytes]] = queue.SimpleQueue()
+        self.closed = False
+
+    def _passes(self, obj: JsonObject | None, namespace: str) -> bool:
+        if obj is None:
+            return False
+        if self._namespace is not None and namespace != self._namespace:
+            return False
+        return all(predicate(obj) for predicate in self._predicates)
+
+    def render(self, event: WatchEvent) -> bytes | None:
+        """The line this watcher sees for ``event``, or None. An update that moves an
+        object into (out of) the selection is an ADDED (DELETED), as in kube's cacher."""
+        now_passes = self._passes(event.obj, event.namespace)
+        if event.type != "MODIFIED":
+            return event.line if now_passes else None
+        old_passes = self._passes(event.old, event.namespace)
+        if now_passes:
+            return event.line if old_passes else event_line("ADDED", event.raw)
+        if old_passes and event.old is not None:
+            old = dict(event.old)
+            old["metadata"] = {**old["metadata"], "resourceVersion": str(event.rv)}
+            return event_line("DELETED", encode(old))
+        return None
+
+    def offer(self, event: WatchEvent) -> None:
+        """Queue ``event`` if it passes the filter. Never blocks."""
+        line = self.render(event)
+        if line is not None:
+            self._queue.put((event.committed_at + self._delay(), line))
+
+    def preload(self, lines: list[bytes]) -> None:
+        """Initial lines (synthetic ADDED or replayed history), delivered first."""
+        now = time.monotonic()
+        for line in lines:
+            self._queue.put((now, line))
+
+    def close(self) -> None:
+        self.closed = True
+        self._queue.put((0.0, _CLOSED))
+
+    def next_line(self, deadline: float, poll: float) -> bytes | None:
+        """The next line, waiting for one at most ``poll`` seconds. Returns None on
+        timeout, when closed, or when the watch ``deadline`` (monotonic) passes first."""
+        remaining = min(deadline - time.monotonic(), poll)
+        if self.closed or remaining <= 0:
+            return None
+        try:
+            due, line = self._queue.get(timeout=remaining)
+        except queue.Empty:
+            return None
+        if line == _CLOSED:
+            return None
+        if due > deadline:
+            # The watch ends first; the client resumes from its last resourceVersion
+            # and gets this event replayed from the history.
+            time.sleep(max(0.0, deadline - time.monotonic()))
+            self.closed = True
+            return None
+        wait = due - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        return line
