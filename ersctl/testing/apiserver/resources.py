@@ -114,6 +114,32 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         namespaced=True,
     ),
     CRD_TYPE,
+    # Stored, not acted on (no RBAC enforcement, no pods from Deployments): served so
+    # that `kubectl apply` of the deployment base (examples/deploy) works end to end.
+    _core("serviceaccounts", "ServiceAccount", short_names=("sa",)),
+    *(
+        ResourceType(
+            group="rbac.authorization.k8s.io",
+            version="v1",
+            plural=f"{kind.lower()}s",
+            singular=kind.lower(),
+            kind=kind,
+            namespaced=not kind.startswith("Cluster"),
+        )
+        for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
+    ),
+    ResourceType(
+        group="apps",
+        version="v1",
+        plural="deployments",
+        singular="deployment",
+        kind="Deployment",
+        namespaced=True,
+        short_names=("deploy",),
+        categories=("all",),
+        has_status=True,
+        tracks_generation=True,
+    ),
 )
 
 
