@@ -1,0 +1,391 @@
+"""The real listener against a respx-mocked scale-set service and the embedded API server.
+
+Every scaling assertion reads what the EphemeralRunnerSet actually received: the
+merge patches in the API server's request log, as (replicas, patchID) pairs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from ersctl.testing.apiserver import ApiServer
+from ghalistener.actions import ActionsClient
+from ghalistener.errors import KubernetesError, SessionHeldError
+from ghalistener.listener import Listener, SessionRetry
+from ghalistener.metrics import ListenerMetrics, ScaleSetLabels
+from ghalistener.publisher import MERGE_PATCH, KubePublisher, KubeRetry
+from ghalistener.scaler import Scaler
+from ghalistener.sessions import SessionOpener
+from tests.listener.github import SCALE_SET_ID, TIMEOUT, Message, ScaleSetService, job
+
+NAMESPACE = "arc"
+ERS_NAME = "runners"
+
+
+def ers_manifest() -> dict[str, Any]:
+    return {
+        "apiVersion": "actions.github.com/v1alpha1",
+        "kind": "EphemeralRunnerSet",
+        "metadata": {"name": ERS_NAME, "namespace": NAMESPACE},
+        "spec": {
+            "replicas": 0,
+            "patchID": 0,
+            "ephemeralRunnerSpec": {
+                "githubConfigUrl": "https://github.com/octo",
+                "githubConfigSecret": "creds",
+                "runnerScaleSetId": SCALE_SET_ID,
+                "spec": {"containers": [{"name": "runner", "image": "runner:latest"}]},
+            },
+        },
+    }
+
+
+def runner_manifest(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "actions.github.com/v1alpha1",
+        "kind": "EphemeralRunner",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "githubConfigUrl": "https://github.com/octo",
+            "githubConfigSecret": "creds",
+            "runnerScaleSetId": SCALE_SET_ID,
+            "spec": {"containers": [{"name": "runner", "image": "runner:latest"}]},
+        },
+    }
+
+
+@dataclass
+class Harness:
+    service: ScaleSetService
+    apiserver: ApiServer
+    actions: ActionsClient
+    kube: Any
+
+    def listener(
+        self,
+        *,
+        min_runners: int = 0,
+        max_runners: int = 10,
+        session_retry: SessionRetry | None = None,
+        kube_retry: KubeRetry | None = None,
+        metrics: ListenerMetrics | None = None,
+    ) -> Listener:
+        listener = Listener(
+            scale_set_id=SCALE_SET_ID,
+            open_session=SessionOpener(
+                client=self.actions, scale_set_id=SCALE_SET_ID, owner_name="test-host"
+            ),
+            scaler=Scaler(min_runners=min_runners, max_runners=max_runners),
+            publisher=KubePublisher(
+                api_client=self.kube,
+                namespace=NAMESPACE,
+                name=ERS_NAME,
+                retry=kube_retry or KubeRetry(sleep=lambda _: None),
+            ),
+            metrics=metrics,
+            session_retry=session_retry or SessionRetry(interval=0.0, attempts=3),
+        )
+        # When the script runs out, stop: the poll in flight is abandoned.
+        self.service.on_exhausted = listener.request_stop
+        return listener
+
+    def ers_patches(self) -> list[Any]:
+        return [
+            r
+            for r in self.apiserver.request_log.records()
+            if r.verb == "patch" and r.resource == "ephemeralrunnersets" and r.status < 300
+        ]
+
+    def published(self) -> list[tuple[int, int]]:
+        pairs = []
+        for record in self.ers_patches():
+            spec = json.loads(record.body)["spec"]
+            pairs.append((spec["replicas"], spec["patchID"]))
+        return pairs
+
+    def ers_spec(self) -> dict[str, Any]:
+        obj = self.apiserver.get_object("ephemeralrunnersets", NAMESPACE, ERS_NAME)
+        assert obj is not None
+        return dict(obj["spec"])
+
+
+@pytest.fixture
+def harness(
+    service: ScaleSetService, apiserver: ApiServer, kube_client: Any, actions: ActionsClient
+) -> Harness:
+    apiserver.create_object(
+        "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+    )
+    apiserver.create_object("ephemeralrunnersets", ers_manifest())
+    apiserver.request_log.clear()
+    return Harness(service=service, apiserver=apiserver, actions=actions, kube=kube_client)
+
+
+def started(request_id: int, runner: str) -> dict[str, Any]:
+    return job("JobStarted", request_id, runnerId=request_id, runnerName=runner)
+
+
+def completed(request_id: int, runner: str) -> dict[str, Any]:
+    return job(
+        "JobCompleted", request_id, runnerId=request_id, runnerName=runner, result="succeeded"
+    )
+
+
+# --- the (replicas, patchID) sequence -------------------------------------------------
+
+
+def test_idle_at_the_minimum_publishes_zero(harness: Harness) -> None:
+    harness.service.steps = [TIMEOUT, TIMEOUT, Message(1, 0), TIMEOUT]
+    harness.listener(min_runners=1).run()
+    assert harness.published() == [(1, 0), (1, 0), (1, 0), (1, 0), (1, 0)]
+    assert harness.ers_spec()["replicas"] == 1
+
+
+def test_jobs_assigned_and_completed_publish_fresh_ids(harness: Harness) -> None:
+    harness.service.steps = [
+        Message(1, 2, (job("JobAvailable", 11), job("JobAvailable", 12))),
+        TIMEOUT,
+        Message(2, 2, (started(11, "r-11"), started(12, "r-12"))),
+        Message(3, 1, (completed(11, "r-11"),)),
+        TIMEOUT,
+        Message(4, 0, (completed(12, "r-12"),)),
+        TIMEOUT,
+        TIMEOUT,
+    ]
+    harness.listener().run()
+    assert harness.published() == [
+        (0, 0),  # the session's statistics: the first ID after a start is 0
+        (2, 1),  # two jobs assigned
+        (2, 2),  # 202: recomputed, a new ID
+        (2, 3),  # started: dirty
+        (1, 4),  # one completed: a fresh ID, never 0
+        (1, 5),  # 202
+        (0, 6),  # the last completed: fresh even though back at the minimum
+        (0, 0),  # idle at the minimum, nothing dirty
+        (0, 0),
+    ]
+    assert harness.service.entries("acquire") == [("acquire", (11, 12))]
+
+
+def test_every_timeout_recomputes_the_desired_count(harness: Harness) -> None:
+    harness.service.assigned_at_open = 3
+    harness.service.steps = [TIMEOUT, TIMEOUT, TIMEOUT]
+    harness.listener(max_runners=5).run()
+    assert harness.published() == [(3, 0), (3, 1), (3, 2), (3, 3)]
+
+
+def test_the_target_is_capped_by_max_runners_and_sent_as_capacity(harness: Harness) -> None:
+    harness.service.steps = [Message(1, 9)]
+    harness.listener(min_runners=1, max_runners=4).run()
+    assert harness.published() == [(1, 0), (4, 1)]
+
+
+def test_a_restart_numbers_from_zero_again(harness: Harness) -> None:
+    harness.service.steps = [Message(1, 2), TIMEOUT]
+    harness.listener().run()
+    harness.service.assigned_at_open = 2
+    harness.service.steps = [TIMEOUT]
+    harness.listener().run()
+    assert harness.published() == [(0, 0), (2, 1), (2, 2), (2, 0), (2, 1)]
+    assert harness.service.entries("session-deleted") == [
+        ("session-deleted", "s1"),
+        ("session-deleted", "s2"),
+    ]
+
+
+def test_each_patch_is_a_merge_patch_of_replicas_and_patch_id_only(harness: Harness) -> None:
+    harness.service.steps = [Message(1, 1)]
+    harness.listener().run()
+    for record in harness.ers_patches():
+        assert record.content_type.startswith(MERGE_PATCH)
+        assert set(json.loads(record.body)) == {"spec"}
+        assert set(json.loads(record.body)["spec"]) == {"replicas", "patchID"}
+        assert (record.namespace, record.name) == (NAMESPACE, ERS_NAME)
+
+
+# --- runners, acks, acquisitions ------------------------------------------------------
+
+
+def test_job_started_writes_the_job_fields_and_an_unknown_runner_is_skipped(
+    harness: Harness,
+) -> None:
+    harness.apiserver.create_object("ephemeralrunners", runner_manifest("r-11"))
+    harness.service.steps = [Message(1, 2, (started(11, "r-11"), started(12, "r-gone")))]
+    harness.listener().run()
+    runner = harness.apiserver.get_object("ephemeralrunners", NAMESPACE, "r-11")
+    assert runner is not None
+    assert {
+        k: runner["status"][k] for k in runner["status"] if k.startswith(("job", "workflow"))
+    } == {
+        "jobRequestId": 11,
+        "jobId": "job-11",
+        "jobRepositoryName": "octo/app",
+        "jobWorkflowRef": "octo/app/.github/workflows/ci.yml@refs/heads/main",
+        "workflowRunId": 1011,
+        "jobDisplayName": "build 11",
+    }
+    status_patches = [
+        (r.name, r.status)
+        for r in harness.apiserver.request_log.records()
+        if r.resource == "ephemeralrunners" and r.subresource == "status" and r.verb == "patch"
+    ]
+    assert status_patches == [("r-11", 200), ("r-gone", 404)]
+    assert harness.service.entries("ack") == [("ack", "s1", 1)], "the 404 did not stop the message"
+
+
+def test_each_ack_comes_after_its_message_was_handled(harness: Harness) -> None:
+    harness.apiserver.create_object("ephemeralrunners", runner_manifest("r-11"))
+    seen_at_ack: dict[int, tuple[int, bool]] = {}
+
+    def record_state(message_id: int) -> None:
+        runner = harness.apiserver.get_object("ephemeralrunners", NAMESPACE, "r-11")
+        has_job = bool(runner and runner.get("status", {}).get("jobId"))
+        seen_at_ack[message_id] = (len(harness.published()), has_job)
+
+    harness.service.on_ack = record_state
+    harness.service.steps = [
+        Message(1, 1, (job("JobAvailable", 11),)),
+        Message(2, 1, (started(11, "r-11"),)),
+        Message(3, 0, (completed(11, "r-11"),)),
+    ]
+    harness.listener().run()
+    # When message k was acked, its own desired-count patch (the (k+1)-th) had landed.
+    assert seen_at_ack == {1: (2, False), 2: (3, True), 3: (4, True)}
+    acquire_at = harness.service.journal.index(("acquire", (11,)))
+    assert acquire_at < harness.service.journal.index(("ack", "s1", 1))
+
+
+def test_a_crash_mid_message_redelivers_it_and_reaches_the_same_end_state(
+    harness: Harness,
+) -> None:
+    harness.apiserver.create_object("ephemeralrunners", runner_manifest("r-11"))
+    harness.service.steps = [
+        Message(1, 1, (job("JobAvailable", 11),)),
+        Message(2, 1, (started(11, "r-11"),)),
+        Message(3, 0, (completed(11, "r-11"),)),
+    ]
+    harness.apiserver.inject_fault(
+        verb="patch", resource="ephemeralrunners", subresource="status", code=500, times=2
+    )
+    with pytest.raises(KubernetesError, match="500"):
+        harness.listener(kube_retry=KubeRetry(attempts=2, sleep=lambda _: None)).run()
+    assert harness.service.entries("ack") == [("ack", "s1", 1)], "message 2 was not acked"
+    assert ("session-deleted", "s1") in harness.service.journal
+
+    harness.listener().run()  # a new incarnation: message 2 comes back to session s2
+    assert harness.service.entries("deliver")[1:3] == [("deliver", "s1", 2), ("deliver", "s2", 2)]
+    assert harness.service.entries("ack") == [("ack", "s1", 1), ("ack", "s2", 2), ("ack", "s2", 3)]
+    runner = harness.apiserver.get_object("ephemeralrunners", NAMESPACE, "r-11")
+    assert runner is not None and runner["status"]["jobId"] == "job-11"
+    assert harness.ers_spec()["replicas"] == 0
+    # The new incarnation numbers from 0 again and handles 2 and 3 exactly as the first would.
+    assert harness.published()[-3:] == [(0, 0), (1, 1), (0, 2)]
+
+
+# --- sessions -------------------------------------------------------------------------
+
+
+def test_an_expired_queue_token_is_refreshed_and_the_poll_retried(harness: Harness) -> None:
+    harness.service.expire_next_poll = True
+    harness.service.steps = [Message(1, 1)]
+    harness.listener().run()
+    assert harness.service.entries("refresh") == [("refresh", "s1")]
+    assert harness.service.entries("ack") == [("ack", "s1", 1)]
+    assert harness.published() == [(0, 0), (1, 1)]
+
+
+def test_a_404_on_the_poll_opens_a_new_session_and_publishes_its_statistics(
+    harness: Harness,
+) -> None:
+    harness.service.assigned_at_open = 1
+    harness.service.drop_on_next = "poll"
+    harness.service.steps = [TIMEOUT]
+    harness.listener().run()
+    assert harness.service.entries("session-created") == [
+        ("session-created", "s1"),
+        ("session-created", "s2"),
+    ]
+    assert harness.service.entries("poll-denied") == [("poll-denied", "s1", 404)]
+    assert harness.published() == [(1, 0), (1, 1), (1, 2)]
+    assert harness.service.entries("session-deleted") == [("session-deleted", "s2")]
+
+
+def test_a_session_dropped_on_the_ack_redelivers_the_message_to_the_new_session(
+    harness: Harness,
+) -> None:
+    harness.service.drop_on_next = "ack"
+    harness.service.steps = [Message(1, 2, (job("JobAvailable", 11),))]
+    harness.listener().run()
+    assert harness.service.entries("deliver") == [("deliver", "s1", 1), ("deliver", "s2", 1)]
+    assert harness.service.entries("ack") == [("ack", "s2", 1)]
+    # s1: (0,0) then (2,1); s2 opens with its statistics (0 assigned) then the redelivery.
+    assert harness.published() == [(0, 0), (2, 1), (0, 2), (2, 3)]
+
+
+def test_a_session_held_elsewhere_is_retried_until_free(harness: Harness) -> None:
+    harness.service.conflicts = 2
+    harness.service.steps = [TIMEOUT]
+    harness.listener(session_retry=SessionRetry(interval=0.01, attempts=3)).run()
+    assert len(harness.service.entries("session-conflict")) == 2
+    assert harness.published() == [(0, 0), (0, 0)]
+
+
+def test_a_session_held_through_every_attempt_gives_up(harness: Harness) -> None:
+    harness.service.conflicts = 10
+    listener = harness.listener(session_retry=SessionRetry(interval=0.01, attempts=4))
+    with pytest.raises(SessionHeldError, match="another listener holds the message session"):
+        listener.run()
+    assert len(harness.service.entries("session-conflict")) == 4
+    assert harness.published() == []
+
+
+# --- Kubernetes failures --------------------------------------------------------------
+
+
+def test_a_failed_ers_patch_is_retried(harness: Harness) -> None:
+    harness.apiserver.inject_fault(verb="patch", resource="ephemeralrunnersets", code=503, times=2)
+    waits: list[float] = []
+    harness.service.steps = [Message(1, 1)]
+    harness.listener(kube_retry=KubeRetry(attempts=3, sleep=waits.append)).run()
+    assert harness.published() == [(0, 0), (1, 1)]
+    assert len(waits) == 2 and waits[1] > waits[0], "exponential backoff between tries"
+
+
+def test_a_persistent_ers_patch_failure_is_fatal(harness: Harness) -> None:
+    harness.apiserver.inject_fault(verb="patch", resource="ephemeralrunnersets", code=500, times=50)
+    with pytest.raises(KubernetesError, match="EphemeralRunnerSet arc/runners: 500"):
+        harness.listener(kube_retry=KubeRetry(attempts=3, sleep=lambda _: None)).run()
+    assert harness.service.entries("session-deleted") == [("session-deleted", "s1")]
+
+
+def test_a_missing_ers_is_fatal_without_retries(harness: Harness) -> None:
+    harness.apiserver.delete_object("ephemeralrunnersets", NAMESPACE, ERS_NAME)
+    harness.apiserver.request_log.clear()
+    with pytest.raises(KubernetesError, match="404"):
+        harness.listener().run()
+    assert len([r for r in harness.apiserver.request_log.records() if r.verb == "patch"]) == 1
+
+
+def test_metrics_follow_the_statistics_and_jobs(harness: Harness) -> None:
+    metrics = ListenerMetrics(
+        ScaleSetLabels(name=ERS_NAME, namespace=NAMESPACE, organization="octo")
+    )
+    harness.service.steps = [
+        Message(1, 2, (started(11, "r-x"),)),
+        Message(2, 1, (completed(11, "r-x"),)),
+    ]
+    harness.listener(metrics=metrics).run()
+    values = {
+        (sample.name, sample.labels.get("job_result", "")): sample.value
+        for family in text_string_to_metric_families(metrics.render().decode())
+        for sample in family.samples
+    }
+    assert values[("gha_assigned_jobs", "")] == 1
+    assert values[("gha_desired_runners", "")] == 1
+    assert values[("gha_started_jobs_total", "")] == 1
+    assert values[("gha_completed_jobs_total", "succeeded")] == 1
