@@ -10,6 +10,7 @@ in strict mode so a misspelt field fails; custom resources against the
 
 from __future__ import annotations
 
+import copy
 import re
 import shutil
 import subprocess
@@ -40,8 +41,14 @@ def render() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def rendered() -> list[dict[str, Any]]:
+def rendered_once() -> list[dict[str, Any]]:
     return render()
+
+
+@pytest.fixture
+def rendered(rendered_once: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A fresh copy per test: tests change documents to check that validation bites."""
+    return copy.deepcopy(rendered_once)
 
 
 def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
