@@ -21,7 +21,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Final
 
 from kubernetes import client
@@ -55,6 +56,10 @@ ERS_CONTROLLER_PREDICATES: Final[Mapping[str, Predicate]] = {
 
 class LeadershipLost(ErsctlError):
     """The leader lease was lost; the manager stopped reconciling."""
+
+
+class CacheSyncError(ErsctlError):
+    """The informers could not list their resources in time."""
 
 
 class Manager:
@@ -146,10 +151,7 @@ class Manager:
 
     def run(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set. Raises :class:`LeadershipLost` if the lease is lost."""
-        threads = [
-            self._start_thread(f"informer-{plural}", inf.run, self._halt)
-            for plural, inf in self._informers.items()
-        ]
+        threads = self._start_informers()
         try:
             if self._wait_for_sync(stop):
                 if self._elector is None:
@@ -163,12 +165,40 @@ class Manager:
             self._halt.set()
             for controller, _ in self._controllers:
                 controller.shutdown()
-            for informer in self._informers.values():
-                informer.interrupt()
-            for thread in threads:  # the campaign thread records a lost lease before it ends
-                thread.join(timeout=10)
+            self._stop_informers(threads)
         if self._lost.is_set():
             raise LeadershipLost("lost the leader lease; stopped reconciling")
+
+    @contextmanager
+    def caches(self, timeout: float = 60.0) -> Iterator[None]:
+        """Run only the informers (no campaign, no workers) while the block runs; for
+        one-off passes such as ``ersctl reconcile --once``. Raises :class:`CacheSyncError`
+        when they do not sync within ``timeout``."""
+        threads = self._start_informers()
+        try:
+            deadline = threading.Event()
+            timer = threading.Timer(timeout, deadline.set)
+            timer.start()
+            synced = self._wait_for_sync(deadline)
+            timer.cancel()
+            if not synced:
+                raise CacheSyncError(f"caches did not sync within {timeout:g}s")
+            yield
+        finally:
+            self._halt.set()
+            self._stop_informers(threads)
+
+    def _start_informers(self) -> list[threading.Thread]:
+        return [
+            self._start_thread(f"informer-{plural}", informer.run, self._halt)
+            for plural, informer in self._informers.items()
+        ]
+
+    def _stop_informers(self, threads: list[threading.Thread]) -> None:
+        for informer in self._informers.values():
+            informer.interrupt()
+        for thread in threads:  # the campaign thread records a lost lease before it ends
+            thread.join(timeout=10)
 
     def _informer(self, plural: str) -> CustomResourceInformer:
         if plural not in KINDS:

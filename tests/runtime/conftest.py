@@ -1,0 +1,74 @@
+"""Helpers for the runtime tests: object bodies, polling, a free port."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ersctl.api import API_VERSION, ER_KIND, ERS_KIND
+
+T = TypeVar("T")
+
+
+def ers_body(
+    name: str, *, namespace: str = "default", replicas: int = 0, patch_id: int = 0, **spec: Any
+) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": ERS_KIND,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "patchID": patch_id,
+            "ephemeralRunnerSpec": {
+                "githubConfigUrl": "https://github.com/octo-org",
+                "githubConfigSecret": "github-secret",
+                "runnerScaleSetId": 1,
+            },
+            **spec,
+        },
+    }
+
+
+def runner_body(
+    name: str, owner: dict[str, Any] | None, *, namespace: str = "default", phase: str = "Running"
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": API_VERSION,
+                "kind": ERS_KIND,
+                "name": owner["metadata"]["name"],
+                "uid": owner["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": ER_KIND,
+        "metadata": meta,
+        "spec": {"githubConfigUrl": "https://github.com/octo-org"},
+        "status": {"phase": phase},
+    }
+
+
+def wait_for(check: Callable[[], T], *, timeout: float = 5.0, interval: float = 0.01) -> T:
+    """Poll ``check`` until it returns something truthy; fail with its last value."""
+    deadline = time.monotonic() + timeout
+    value = check()
+    while not value:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
+        time.sleep(interval)
+        value = check()
+    return value
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

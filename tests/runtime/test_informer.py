@@ -1,0 +1,180 @@
+"""Informers against the embedded API server: list, watch, and recovery by relisting."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION
+from ersctl.kube.informer import CustomResource, CustomResourceInformer
+from ersctl.kube.queue import Backoff
+from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
+from ersctl.testing.apiserver import ApiServer
+from tests.runtime.conftest import ers_body, free_port, runner_body, wait_for
+
+ERS = CustomResource(group=GROUP, version=VERSION, plural=ERS_PLURAL)
+FAST = Backoff(base=0.02, cap=0.2)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+
+    def on_add(self, obj: dict[str, Any]) -> None:
+        self._record("add", obj)
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self._record("update", new)
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        self._record("delete", obj)
+
+    def _record(self, kind: str, obj: dict[str, Any]) -> None:
+        with self._lock:
+            self.events.append((kind, obj["metadata"]["name"]))
+
+    def seen(self, kind: str, name: str) -> bool:
+        with self._lock:
+            return (kind, name) in self.events
+
+
+def start(informer: CustomResourceInformer) -> tuple[threading.Event, threading.Thread]:
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
+    thread.start()
+    assert informer.wait_for_sync(5)
+    return stop, thread
+
+
+@pytest.fixture
+def running() -> Iterator[list[tuple[CustomResourceInformer, threading.Event, threading.Thread]]]:
+    started: list[tuple[CustomResourceInformer, threading.Event, threading.Thread]] = []
+    yield started
+    for informer, stop, thread in started:
+        stop.set()
+        informer.interrupt()
+        thread.join(5)
+
+
+def make(
+    server: ApiServer, running: list[Any], **kwargs: Any
+) -> tuple[CustomResourceInformer, Recorder]:
+    informer = CustomResourceInformer(server.api_client(), ERS, backoff=FAST, **kwargs)
+    recorder = Recorder()
+    informer.add_handler(recorder)
+    stop, thread = start(informer)
+    running.append((informer, stop, thread))
+    return informer, recorder
+
+
+def lists(server: ApiServer, resource: str = ERS_PLURAL) -> int:
+    return sum(
+        1 for r in server.request_log.records() if r.verb == "list" and r.resource == resource
+    )
+
+
+def test_the_store_follows_adds_updates_and_deletes(
+    apiserver: ApiServer, running: list[Any]
+) -> None:
+    apiserver.create_object(ERS_PLURAL, ers_body("before"))
+    informer, recorder = make(apiserver, running)
+    assert recorder.seen("add", "before")
+
+    apiserver.create_object(ERS_PLURAL, ers_body("after"))
+    apiserver.patch_object(ERS_PLURAL, "default", "before", {"spec": {"replicas": 4}})
+    apiserver.delete_object(ERS_PLURAL, "default", "after")
+
+    wait_for(lambda: recorder.seen("delete", "after"))
+    assert recorder.events == [
+        ("add", "before"),
+        ("add", "after"),
+        ("update", "before"),
+        ("delete", "after"),
+    ]
+    stored = informer.store.get("default", "before")
+    assert stored is not None and stored["spec"]["replicas"] == 4
+    assert informer.store.get("default", "after") is None
+
+
+def test_a_namespaced_informer_sees_only_its_namespace(
+    apiserver: ApiServer, running: list[Any]
+) -> None:
+    apiserver.create_object("namespaces", {"metadata": {"name": "other"}})
+    apiserver.create_object(ERS_PLURAL, ers_body("mine"))
+    apiserver.create_object(ERS_PLURAL, ers_body("theirs", namespace="other"))
+    informer, recorder = make(apiserver, running, namespace="default")
+    apiserver.create_object(ERS_PLURAL, ers_body("theirs-too", namespace="other"))
+    apiserver.create_object(ERS_PLURAL, ers_body("mine-too"))
+
+    wait_for(lambda: recorder.seen("add", "mine-too"))
+    assert sorted(name for _, name in informer.store.list_keys()) == ["mine", "mine-too"]
+
+
+def test_a_watch_answered_with_410_expired_relists_and_catches_up(running: list[Any]) -> None:
+    with ApiServer(history_limit=3, gc=False) as server:
+        server.create_object(ERS_PLURAL, ers_body("old"))
+        # Hold the first watch back while more changes than the history keeps happen.
+        server.inject_fault(verb="watch", resource=ERS_PLURAL, latency=0.6)
+        informer, recorder = make(server, running)
+        for i in range(6):
+            server.create_object(ERS_PLURAL, ers_body(f"new-{i}"))
+        server.delete_object(ERS_PLURAL, "default", "old")
+
+        wait_for(lambda: informer.store.get("default", "old") is None, timeout=5)
+        expired = [r for r in server.request_log.records() if r.verb == "watch"]
+        assert lists(server) == 2
+        assert len(informer.store) == 6
+        assert recorder.seen("delete", "old") and recorder.seen("add", "new-5")
+        assert expired  # the informer watched (and was told 410) before relisting
+
+
+def test_a_dropped_connection_relists_with_backoff_and_replays_what_was_missed(
+    running: list[Any],
+) -> None:
+    server = ApiServer(port=free_port(), gc=False).start()
+    try:
+        server.create_object(ERS_PLURAL, ers_body("stays"))
+        server.create_object(ERS_PLURAL, ers_body("goes"))
+        informer, recorder = make(server, running)
+
+        server.stop()  # every connection drops; the informer keeps retrying
+        server.create_object(ERS_PLURAL, ers_body("born-while-down"))
+        server.delete_object(ERS_PLURAL, "default", "goes")
+        server.start()
+
+        wait_for(lambda: recorder.seen("add", "born-while-down"), timeout=5)
+        wait_for(lambda: recorder.seen("delete", "goes"), timeout=5)
+        assert sorted(name for _, name in informer.store.list_keys()) == [
+            "born-while-down",
+            "stays",
+        ]
+        assert lists(server) >= 2
+        # The store stays live: the watch resumed after the relist.
+        server.patch_object(ERS_PLURAL, "default", "stays", {"spec": {"replicas": 2}})
+        wait_for(lambda: recorder.seen("update", "stays"))
+    finally:
+        server.stop()
+
+
+def test_runners_are_indexed_by_their_controller_owner_as_events_arrive(
+    apiserver: ApiServer, running: list[Any]
+) -> None:
+    owner = apiserver.create_object(ERS_PLURAL, ers_body("set"))
+    informer = CustomResourceInformer(
+        apiserver.api_client(),
+        CustomResource(group=GROUP, version=VERSION, plural=ER_PLURAL),
+        store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
+        backoff=FAST,
+    )
+    stop, thread = start(informer)
+    running.append((informer, stop, thread))
+    apiserver.create_object(ER_PLURAL, runner_body("r1", owner))
+    apiserver.create_object(ER_PLURAL, runner_body("orphan", None))
+
+    uid = owner["metadata"]["uid"]
+    wait_for(lambda: informer.store.by_index(OWNER_UID_INDEX, uid))
+    assert [r["metadata"]["name"] for r in informer.store.by_index(OWNER_UID_INDEX, uid)] == ["r1"]
