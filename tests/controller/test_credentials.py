@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import respx
 
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet, RunnerID
 from ersctl.credentials import (
@@ -56,14 +54,6 @@ class Secrets:
 
 def scale_set() -> EphemeralRunnerSet:
     return EphemeralRunnerSet(ers_doc(runner_spec={**RUNNER_SPEC, "githubConfigUrl": CONFIG_URL}))
-
-
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    with respx.mock(assert_all_called=False) as router:
-        fake = FakeGitHub(router)
-        fake.install()
-        yield fake
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,32 @@
+"""Fixtures of the controller tests: the real reconciler against the embedded API server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import respx
+
+from ersctl.testing.apiserver import ApiServer
+from tests.controller.github import FakeGitHub
+from tests.controller.harness import Cluster
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    """GitHub's auth chain and runner removal, mocked with respx."""
+    with respx.mock(assert_all_called=False) as router:
+        fake = FakeGitHub(router)
+        fake.install()
+        yield fake
+
+
+@pytest.fixture
+def cluster(github: FakeGitHub) -> Iterator[Cluster]:
+    """A started API server, informers synced, and the reconciler wired to them."""
+    with ApiServer() as server:
+        harness = Cluster(server, github)
+        try:
+            yield harness
+        finally:
+            harness.close()

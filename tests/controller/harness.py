@@ -1,0 +1,282 @@
+"""The real reconciler wired to the embedded API server, driven one pass at a time.
+
+Everything the reconciler touches is real: list+watch informers feeding the cache,
+the uncached API reader, the writer and the event recorder, all through the official
+``kubernetes`` client over HTTP; GitHub is respx (``FakeGitHub``). A test calls
+:meth:`Cluster.reconcile` for one pass, after :meth:`Cluster.sync` has waited until
+the cache holds what the server holds (unless the test wants the cache to lag).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+
+from ersctl import api
+from ersctl.credentials import SecretRunnerRegistry
+from ersctl.kube.apireader import ApiReader
+from ersctl.kube.cache import CachedReader
+from ersctl.kube.events import EventRecorder
+from ersctl.kube.informer import CustomResource, CustomResourceInformer
+from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
+from ersctl.kube.writer import Writer
+from ersctl.ports import Request
+from ersctl.reconciler import EphemeralRunnerSetReconciler, Outcome
+from ersctl.testing.apiserver import ApiServer
+from ersctl.testing.apiserver.hooks import RequestRecord
+from tests.controller.github import PAT, FakeGitHub, no_sleep_client
+from tests.controller.objects import ers_doc
+
+NAMESPACE = "arc"
+SYNC_TIMEOUT = 5.0
+
+
+@dataclass
+class Cluster:
+    """One API server, one reconciler, and helpers to arrange and inspect state."""
+
+    server: ApiServer
+    github: FakeGitHub
+    api_client: client.ApiClient = field(init=False)
+    reconciler: EphemeralRunnerSetReconciler = field(init=False)
+    cache: CachedReader = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.api_client = self.server.api_client()
+        self.custom = client.CustomObjectsApi(self.api_client)
+        self.core = client.CoreV1Api(self.api_client)
+        self._stop = threading.Event()
+        self._informers = [self._informer(api.ERS_PLURAL), self._informer(api.ER_PLURAL)]
+        self.cache = CachedReader(sets=self._informers[0].store, runners=self._informers[1].store)
+        self.api_reader = ApiReader(self.api_client)
+        self.writer = Writer(self.api_client)
+        self.registry = SecretRunnerRegistry(api=self.api_reader, client_factory=no_sleep_client)
+        self.reconciler = EphemeralRunnerSetReconciler(
+            cache=self.cache,
+            api=self.api_reader,
+            writer=self.writer,
+            events=EventRecorder(self.api_client),
+            registry=self.registry,
+        )
+        self._threads = [
+            threading.Thread(target=inf.run, args=(self._stop,), daemon=True)
+            for inf in self._informers
+        ]
+        for thread in self._threads:
+            thread.start()
+        for informer in self._informers:
+            assert informer.wait_for_sync(SYNC_TIMEOUT)
+        self.core.create_namespace({"metadata": {"name": NAMESPACE}})
+        self.core.create_namespaced_secret(
+            NAMESPACE,
+            {
+                "metadata": {"name": "github-config"},
+                "data": {"github_token": base64.b64encode(PAT.encode()).decode()},
+            },
+        )
+
+    def _informer(self, plural: str) -> CustomResourceInformer:
+        return CustomResourceInformer(
+            self.api_client,
+            CustomResource(group=api.GROUP, version=api.VERSION, plural=plural),
+            store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
+            watch_timeout=30,
+        )
+
+    def close(self) -> None:
+        self._stop.set()
+        for informer in self._informers:
+            informer.interrupt()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self.registry.close()
+
+    # -- arranging -------------------------------------------------------------------
+
+    def create_ers(self, name: str = "runners", **fields: Any) -> dict[str, Any]:
+        """Create an ERS through the official client; ``status`` (if given) is applied
+        through ``/status`` as a controller would have written it. Finalizer included
+        unless ``finalizers`` says otherwise."""
+        status = fields.pop("status", None)
+        fields.setdefault("finalizers", [api.ERS_FINALIZER])
+        created: dict[str, Any] = self.custom.create_namespaced_custom_object(
+            api.GROUP, api.VERSION, NAMESPACE, api.ERS_PLURAL, ers_doc(name, **fields)
+        )
+        if status:
+            created = self.patch_ers_status(name, status)
+        return created
+
+    def patch_ers(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        """What the listener does: a merge patch on the spec."""
+        return self._merge(
+            self.custom.patch_namespaced_custom_object, name, {"spec": spec}, api.ERS_PLURAL
+        )
+
+    def patch_ers_status(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        return self._merge(
+            self.custom.patch_namespaced_custom_object_status,
+            name,
+            {"status": status},
+            api.ERS_PLURAL,
+        )
+
+    def add_runner(
+        self,
+        ers: str = "runners",
+        *,
+        phase: str | None = None,
+        patch_id: int = 0,
+        revision: int = 0,
+        runner_id: int = 0,
+        job_id: str = "",
+        finalizers: list[str] | None = None,
+    ) -> str:
+        """A runner owned by ``ers``, as the controller and the runner pod left it."""
+        owner = self.server.get_object(api.ERS_PLURAL, NAMESPACE, ers)
+        assert owner is not None
+        set_view = api.EphemeralRunnerSet(owner)
+        body = {
+            "apiVersion": api.API_VERSION,
+            "kind": api.ER_KIND,
+            "metadata": {
+                "generateName": f"{ers}-runner-",
+                "annotations": {
+                    api.PATCH_ID_ANNOTATION: str(patch_id),
+                    api.ACTIONABLE_REVISION_ANNOTATION: str(revision),
+                },
+                "finalizers": finalizers if finalizers is not None else [api.ER_FINALIZER],
+                "ownerReferences": [
+                    {
+                        "apiVersion": api.API_VERSION,
+                        "kind": api.ERS_KIND,
+                        "name": ers,
+                        "uid": set_view.uid,
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": set_view.spec.get("ephemeralRunnerSpec") or {},
+        }
+        created = self.custom.create_namespaced_custom_object(
+            api.GROUP, api.VERSION, NAMESPACE, api.ER_PLURAL, body
+        )
+        name = str(created["metadata"]["name"])
+        status: dict[str, Any] = {}
+        if phase:
+            status["phase"] = phase
+        if runner_id:
+            status["runnerId"] = runner_id
+        if job_id:
+            status["jobId"] = job_id
+        if status:
+            self.set_runner_status(name, **status)
+        return name
+
+    def set_runner_status(self, name: str, **status: Any) -> None:
+        self._merge(
+            self.custom.patch_namespaced_custom_object_status,
+            name,
+            {"status": status},
+            api.ER_PLURAL,
+        )
+
+    def release_runner(self, name: str) -> None:
+        """What the EphemeralRunner controller does last: drop the runner's finalizers."""
+        self._merge(
+            self.custom.patch_namespaced_custom_object,
+            name,
+            {"metadata": {"finalizers": None}},
+            api.ER_PLURAL,
+        )
+
+    def delete_runner(self, name: str) -> None:
+        self.custom.delete_namespaced_custom_object(
+            api.GROUP, api.VERSION, NAMESPACE, api.ER_PLURAL, name
+        )
+
+    def _merge(self, call: Any, name: str, body: dict[str, Any], plural: str) -> dict[str, Any]:
+        result: dict[str, Any] = call(
+            api.GROUP,
+            api.VERSION,
+            NAMESPACE,
+            plural,
+            name,
+            body,
+            _content_type="application/merge-patch+json",
+        )
+        return result
+
+    # -- driving ---------------------------------------------------------------------
+
+    def reconcile(self, name: str = "runners", *, sync: bool = True) -> Outcome:
+        """One reconcile pass, after the cache caught up with the server (by default)."""
+        if sync:
+            self.sync()
+        return self.reconciler.reconcile_with_outcome(Request(NAMESPACE, name))
+
+    def sync(self, *, sets: bool = True, runners: bool = True) -> None:
+        """Wait until the cache holds exactly the server's objects, by resourceVersion."""
+        stores = [(api.ERS_PLURAL, self._informers[0].store, sets)]
+        stores.append((api.ER_PLURAL, self._informers[1].store, runners))
+        deadline = time.monotonic() + SYNC_TIMEOUT
+        while any(want and not self._in_sync(plural, store) for plural, store, want in stores):
+            assert time.monotonic() < deadline, "the informer cache did not catch up"
+            time.sleep(0.005)
+
+    def _in_sync(self, plural: str, store: Store) -> bool:
+        server = {
+            (o["metadata"]["namespace"], o["metadata"]["name"]): o["metadata"]["resourceVersion"]
+            for o in self.server.list_objects(plural)
+        }
+        cached = {
+            key: (store.get(*key) or {}).get("metadata", {}).get("resourceVersion")
+            for key in store.list_keys()
+        }
+        return server == cached
+
+    # -- inspecting ------------------------------------------------------------------
+
+    def ers(self, name: str = "runners") -> api.EphemeralRunnerSet:
+        doc = self.server.get_object(api.ERS_PLURAL, NAMESPACE, name)
+        assert doc is not None, f"ERS {name} is gone"
+        return api.EphemeralRunnerSet(doc)
+
+    def runners(self, ers: str = "runners") -> list[api.EphemeralRunner]:
+        """The server's runners controlled by ``ers``, deleting ones included."""
+        owner = self.server.get_object(api.ERS_PLURAL, NAMESPACE, ers)
+        uid = (owner or {}).get("metadata", {}).get("uid")
+        return [
+            api.EphemeralRunner(doc)
+            for doc in self.server.list_objects(api.ER_PLURAL, NAMESPACE)
+            if any(ref.get("uid") == uid for ref in doc["metadata"].get("ownerReferences", []))
+            or (owner is None and doc["metadata"]["name"].startswith(f"{ers}-runner-"))
+        ]
+
+    def live_runner_names(self, ers: str = "runners") -> set[str]:
+        return {r.name for r in self.runners(ers) if not r.is_deleting}
+
+    def events(self, reason: str | None = None) -> list[dict[str, Any]]:
+        items = self.server.list_objects("events", NAMESPACE)
+        return [e for e in items if reason is None or e.get("reason") == reason]
+
+    def requests(
+        self, *, verb: str, resource: str, subresource: str | None = None
+    ) -> list[RequestRecord]:
+        return [
+            r
+            for r in self.server.request_log.records()
+            if r.verb == verb and r.resource == resource and r.subresource == subresource
+        ]
+
+
+def body(record: RequestRecord) -> dict[str, Any]:
+    """The JSON body of a logged request."""
+    decoded: dict[str, Any] = json.loads(record.body)
+    return decoded
