@@ -1,0 +1,127 @@
+"""Revision advance, crash consistency of the cleanup, and deleting the set."""
+
+from __future__ import annotations
+
+import pytest
+
+from ersctl import api
+from ersctl.errors import KubeError
+from tests.controller.harness import NAMESPACE, Cluster
+
+
+def test_a_revision_advance_rebuilds_idle_runners_keeps_busy_ones_and_clears_the_marker(
+    cluster: Cluster,
+) -> None:
+    cluster.create_ers(
+        replicas=3,
+        patch_id=5,
+        actionable_revision=2,
+        status={"appliedActionableRevision": 1, "finishedRunnerCleanupPatchID": 5},
+    )
+    idle = cluster.add_runner(phase="Running", patch_id=4, revision=1, runner_id=11)
+    pending = cluster.add_runner(phase="Pending", patch_id=4, revision=1)
+    busy = cluster.add_runner(phase="Running", patch_id=4, revision=1, runner_id=13, job_id="j")
+
+    assert cluster.reconcile().action == "revision-applied"
+
+    assert cluster.github.removed == [11], "the idle runner left the service first"
+    assert cluster.live_runner_names() == {busy}
+    assert {r.name for r in cluster.runners() if r.is_deleting} == {idle, pending}
+    ers = cluster.ers()
+    assert ers.applied_actionable_revision == 2
+    assert ers.finished_runner_cleanup_patch_id == 0
+    assert ers.phase == "Running"
+
+
+def test_a_reconcile_holding_an_older_target_cannot_move_the_applied_revision_back(
+    cluster: Cluster,
+) -> None:
+    cluster.create_ers(replicas=0, actionable_revision=2, status={"appliedActionableRevision": 1})
+    cluster.sync()
+    # The cache keeps showing revision 2 > applied 1 while another pass (or replica)
+    # has since applied revision 3.
+    cluster.server.set_watch_delay(api.ERS_PLURAL, 3.0)
+    cluster.patch_ers("runners", {"actionableRevision": 3})
+    cluster.patch_ers_status("runners", {"appliedActionableRevision": 3})
+
+    cluster.reconcile(sync=False)
+
+    assert cluster.ers().applied_actionable_revision == 3
+
+
+@pytest.mark.parametrize(
+    ("fault", "finished_runners", "deleted_before_the_crash"),
+    [
+        pytest.param(
+            {"verb": "patch", "resource": api.ERS_PLURAL, "subresource": "status"},
+            1,
+            0,
+            id="the marker write fails",
+        ),
+        pytest.param(
+            {"verb": "delete", "resource": api.ER_PLURAL},
+            1,
+            0,
+            id="after the marker write, before the deletions",
+        ),
+        pytest.param(
+            {"verb": "delete", "resource": api.ER_PLURAL, "second": True},
+            2,
+            1,
+            id="midway through the deletions",
+        ),
+    ],
+)
+def test_a_crash_during_the_cleanup_never_creates_a_runner_for_the_serviced_patch(
+    cluster: Cluster,
+    fault: dict[str, object],
+    finished_runners: int,
+    deleted_before_the_crash: int,
+) -> None:
+    cluster.create_ers(replicas=2, patch_id=5)
+    done = [
+        cluster.add_runner(phase="Succeeded", patch_id=4, runner_id=i + 1, finalizers=[])
+        for i in range(finished_runners)
+    ]
+    busy = cluster.add_runner(phase="Running", patch_id=4, runner_id=9, job_id="job")
+    target = sorted(done)[-1] if fault.pop("second", False) else None
+    cluster.server.inject_fault(**fault, name=target, code=500, times=1)  # type: ignore[arg-type]
+
+    with pytest.raises(KubeError, match="500"):
+        cluster.reconcile()
+    assert len(cluster.runners()) == finished_runners + 1 - deleted_before_the_crash
+    assert cluster.events("ReconcileFailed")
+    for _ in range(3):
+        cluster.reconcile()
+        assert cluster.live_runner_names() == {busy}
+
+    assert cluster.ers().finished_runner_cleanup_patch_id == 5
+
+
+def test_deleting_the_set_removes_idle_runners_lets_busy_ones_finish_then_drops_the_finalizer(
+    cluster: Cluster,
+) -> None:
+    cluster.create_ers(replicas=3, patch_id=2)
+    idle = cluster.add_runner(phase="Running", patch_id=1, runner_id=21)
+    unregistered = cluster.add_runner(phase="Pending", patch_id=1)
+    busy = cluster.add_runner(phase="Running", patch_id=1, runner_id=23, job_id="job")
+    cluster.github.busy = {23}
+    cluster.custom.delete_namespaced_custom_object(
+        api.GROUP, api.VERSION, NAMESPACE, api.ERS_PLURAL, "runners"
+    )
+
+    assert cluster.reconcile().action == "deleting"
+
+    assert cluster.github.removed == [21]
+    assert cluster.live_runner_names() == {busy}, "the busy runner keeps its job"
+    for name in (idle, unregistered):
+        cluster.release_runner(name)
+    assert cluster.reconcile().action == "deleting"
+    assert cluster.ers().has_finalizer(api.ERS_FINALIZER), "a runner is left"
+
+    cluster.set_runner_status(busy, phase="Succeeded")
+    cluster.reconcile()
+    cluster.release_runner(busy)
+
+    assert cluster.reconcile().action == "finalizer-removed"
+    assert cluster.server.get_object(api.ERS_PLURAL, NAMESPACE, "runners") is None
