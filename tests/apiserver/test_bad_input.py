@@ -1,0 +1,161 @@
+"""Bad input answered with metav1.Status JSON, no stack traces, and the server keeps
+serving. Raw HTTP (httpx) because the official client cannot send malformed bodies."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from ersctl.testing.apiserver import ApiServer
+
+ERS = "/apis/actions.github.com/v1alpha1/namespaces/default/ephemeralrunnersets"
+
+
+@pytest.fixture
+def http(apiserver: ApiServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=apiserver.url, timeout=5) as http_client:
+        yield http_client
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "content_type", "code", "reason"),
+    [
+        pytest.param(
+            "POST",
+            ERS,
+            b'{"metadata": {',
+            "application/json",
+            400,
+            "BadRequest",
+            id="malformed JSON on create",
+        ),
+        pytest.param(
+            "PATCH",
+            f"{ERS}/a",
+            b"{nope",
+            "application/merge-patch+json",
+            400,
+            "BadRequest",
+            id="malformed JSON on patch",
+        ),
+        pytest.param(
+            "POST",
+            ERS,
+            b"[1, 2]",
+            "application/json",
+            400,
+            "BadRequest",
+            id="body is not an object",
+        ),
+        pytest.param(
+            "POST",
+            ERS,
+            b'{"kind": "Pod", "metadata": {"name": "x"}}',
+            "application/json",
+            400,
+            "BadRequest",
+            id="wrong kind",
+        ),
+        pytest.param(
+            "GET",
+            "/apis/actions.github.com/v1alpha1/namespaces/default/widgets",
+            b"",
+            "",
+            404,
+            "NotFound",
+            id="unknown resource",
+        ),
+        pytest.param(
+            "GET",
+            "/apis/nothing.example.com/v1/things",
+            b"",
+            "",
+            404,
+            "NotFound",
+            id="unknown group",
+        ),
+        pytest.param("GET", f"{ERS}/a/scale", b"", "", 404, "NotFound", id="unknown subresource"),
+        pytest.param(
+            "POST",
+            f"{ERS}/a",
+            b"{}",
+            "application/json",
+            405,
+            "MethodNotAllowed",
+            id="POST to an object",
+        ),
+        pytest.param(
+            "PUT", ERS, b"{}", "application/json", 405, "MethodNotAllowed", id="PUT to a collection"
+        ),
+        pytest.param(
+            "PATCH",
+            f"{ERS}/a",
+            b"{}",
+            "text/plain",
+            415,
+            "UnsupportedMediaType",
+            id="unknown patch type",
+        ),
+        pytest.param(
+            "GET",
+            f"{ERS}?labelSelector=a%20in%20",
+            b"",
+            "",
+            400,
+            "BadRequest",
+            id="bad label selector",
+        ),
+        pytest.param(
+            "GET",
+            f"{ERS}?fieldSelector=spec.replicas%3D1",
+            b"",
+            "",
+            400,
+            "BadRequest",
+            id="unsupported field selector",
+        ),
+    ],
+)
+def test_bad_requests_get_a_status_and_the_server_keeps_serving(
+    apiserver: ApiServer,
+    http: httpx.Client,
+    method: str,
+    path: str,
+    body: bytes,
+    content_type: str,
+    code: int,
+    reason: str,
+) -> None:
+    apiserver.create_object(
+        "ephemeralrunnersets", {"metadata": {"name": "a", "namespace": "default"}, "spec": {}}
+    )
+    headers = {"Content-Type": content_type} if content_type else {}
+
+    response = http.request(method, path, content=body, headers=headers)
+
+    assert response.status_code == code
+    status = response.json()
+    assert status["kind"] == "Status" and status["status"] == "Failure"
+    assert (status["code"], status["reason"]) == (code, reason)
+    assert "Traceback" not in response.text
+    assert http.get(f"{ERS}/a").status_code == 200
+
+
+def test_injected_faults_fail_only_matching_requests_and_change_nothing(
+    apiserver: ApiServer, http: httpx.Client
+) -> None:
+    apiserver.create_object(
+        "ephemeralrunnersets", {"metadata": {"name": "a", "namespace": "default"}, "spec": {}}
+    )
+    apiserver.inject_fault(verb="patch", resource="ephemeralrunnersets", code=503, times=2)
+    merge = {"Content-Type": "application/merge-patch+json"}
+    patch = json.dumps({"spec": {"replicas": 3}})
+
+    codes = [http.patch(f"{ERS}/a", content=patch, headers=merge).status_code for _ in range(3)]
+
+    assert codes == [503, 503, 200]
+    assert http.get(f"{ERS}/a").status_code == 200
+    assert [r.status for r in apiserver.request_log.records() if r.verb == "patch"] == codes

@@ -1,0 +1,173 @@
+"""The Python-side test hooks: request log, fault injection, direct object access."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiException
+
+from ersctl import api
+from ersctl.testing.apiserver import ApiServer, StatusError
+from tests.apiserver.conftest import Objects, ers_body
+
+
+def test_the_request_log_records_what_the_client_sent(apiserver: ApiServer, ers: Objects) -> None:
+    ers.create(ers_body("a"))
+    apiserver.request_log.clear()
+
+    ers.patch("a", {"spec": {"replicas": 2}}, status=False)
+    ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+
+    records = apiserver.request_log.records()
+    assert [
+        (r.method, r.verb, r.resource, r.namespace, r.name, r.subresource, r.status)
+        for r in records
+    ] == [
+        ("PATCH", "patch", "ephemeralrunnersets", "default", "a", None, 200),
+        ("PATCH", "patch", "ephemeralrunnersets", "default", "a", "status", 200),
+    ]
+    assert records[0].content_type == "application/merge-patch+json"
+    assert json.loads(records[1].body) == {"status": {"phase": "Running"}}
+    assert records[1].path.endswith("/ephemeralrunnersets/a/status")
+
+
+def test_the_request_log_keeps_query_parameters(apiserver: ApiServer, ers: Objects) -> None:
+    ers.list(label_selector="a=b")
+
+    record = apiserver.request_log.records()[-1]
+
+    assert (record.verb, record.query["labelSelector"]) == ("list", ["a=b"])
+
+
+def test_a_fault_matches_verb_resource_name_and_subresource(
+    apiserver: ApiServer, ers: Objects
+) -> None:
+    ers.create(ers_body("a"))
+    ers.create(ers_body("b"))
+    apiserver.inject_fault(
+        verb="patch", resource="ephemeralrunnersets", name="a", subresource="status", code=409
+    )
+
+    ers.patch("b", {"status": {"phase": "Running"}}, status=True)
+    ers.patch("a", {"spec": {"replicas": 2}})
+    with pytest.raises(ApiException) as caught:
+        ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+    ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+
+    assert caught.value.status == 409
+    assert json.loads(caught.value.body)["reason"] == "Conflict"
+
+
+def test_a_latency_fault_delays_and_then_serves(apiserver: ApiServer, ers: Objects) -> None:
+    apiserver.inject_fault(verb="list", latency=0.3)
+
+    started = time.monotonic()
+    listed = ers.list()
+    elapsed = time.monotonic() - started
+
+    assert listed["items"] == []
+    assert elapsed >= 0.3
+
+
+def test_direct_access_has_the_same_semantics_as_http(apiserver: ApiServer, ers: Objects) -> None:
+    created = apiserver.create_object(
+        "ephemeralrunnersets", ers_body("a") | {"status": {"phase": "Running"}}
+    )
+    assert "status" not in created and created["metadata"]["generation"] == 1
+
+    apiserver.patch_object(
+        "ephemeralrunnersets",
+        "default",
+        "a",
+        {"status": {"phase": "Running"}},
+        subresource="status",
+    )
+    patched = apiserver.patch_object(
+        "ephemeralrunnersets", "default", "a", {"spec": {"replicas": 4}}
+    )
+    assert patched["metadata"]["generation"] == 2
+    assert ers.get("a") == patched == apiserver.get_object("ephemeralrunnersets", "default", "a")
+
+    with pytest.raises(StatusError) as caught:
+        apiserver.patch_object(
+            "ephemeralrunnersets",
+            "default",
+            "a",
+            {"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}},
+        )
+    assert caught.value.code == 409
+
+    apiserver.delete_object("ephemeralrunnersets", "default", "a")
+    assert apiserver.get_object("ephemeralrunnersets", "default", "a") is None
+    assert apiserver.list_objects("ephemeralrunnersets") == []
+
+
+def test_direct_reads_return_copies(apiserver: ApiServer) -> None:
+    apiserver.create_object("ephemeralrunnersets", ers_body("a"))
+
+    apiserver.get_object("ephemeralrunnersets", "default", "a")["spec"]["replicas"] = 99  # type: ignore[index]
+
+    assert apiserver.get_object("ephemeralrunnersets", "default", "a")["spec"]["replicas"] == 1  # type: ignore[index]
+
+
+def test_core_resources_and_leases_are_served(apiserver: ApiServer, kube_client: object) -> None:
+    core = client.CoreV1Api(kube_client)
+    leases = client.CoordinationV1Api(kube_client)
+
+    core.create_namespaced_secret(
+        "default",
+        client.V1Secret(metadata=client.V1ObjectMeta(name="s"), string_data={"token": "x"}),
+    )
+    core.create_namespaced_pod(
+        "default",
+        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+    )
+    core.create_namespaced_event(
+        "default",
+        {
+            "metadata": {"name": "e"},
+            "involvedObject": {"kind": "Pod", "name": "p"},
+            "reason": "Test",
+            "message": "hello",
+        },
+    )
+    lease = leases.create_namespaced_lease(
+        "default", {"metadata": {"name": "l"}, "spec": {"holderIdentity": "me"}}
+    )
+
+    assert core.read_namespaced_pod("p", "default").status.phase == "Pending"
+    assert [e.reason for e in core.list_namespaced_event("default").items] == ["Test"]
+    assert lease.spec.holder_identity == "me"
+    assert [ns.metadata.name for ns in core.list_namespace().items][:1] == ["default"]
+    assert apiserver.get_object("secrets", "default", "s") is not None
+
+
+def test_creating_a_crd_starts_serving_its_resource() -> None:
+    with ApiServer(crds=False) as server:
+        api_client = server.api_client()
+        extensions = client.ApiextensionsV1Api(api_client)
+        custom = client.CustomObjectsApi(api_client)
+        with pytest.raises(ApiException) as before:
+            custom.list_namespaced_custom_object(api.GROUP, api.VERSION, "default", api.ERS_PLURAL)
+
+        from ersctl.crds import load_crds
+
+        for crd in load_crds():
+            extensions.create_custom_resource_definition(crd)
+        custom.create_namespaced_custom_object(
+            api.GROUP, api.VERSION, "default", api.ERS_PLURAL, ers_body("a")
+        )
+        listed = custom.list_namespaced_custom_object(
+            api.GROUP, api.VERSION, "default", api.ERS_PLURAL
+        )
+        established = extensions.read_custom_resource_definition(
+            f"{api.ERS_PLURAL}.{api.GROUP}"
+        ).status.conditions
+        api_client.close()
+
+    assert before.value.status == 404
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["a"]
+    assert any(c.type == "Established" and c.status == "True" for c in established)

@@ -1,0 +1,200 @@
+"""Watch over HTTP with ``kubernetes.watch.Watch``: replay from a resourceVersion in
+commit order, 410 for an expired one, selectors, and the watch delay hook."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client, watch
+from kubernetes.client import ApiException
+
+from ersctl import api
+from ersctl.testing.apiserver import ApiServer
+from tests.apiserver.conftest import Objects, ers_body
+
+
+def _events(
+    custom: client.CustomObjectsApi, plural: str, count: int, **kwargs: Any
+) -> list[tuple[str, str, int]]:
+    """The first ``count`` events as (type, name, resourceVersion)."""
+    kwargs.setdefault("timeout_seconds", 5)
+    stream = watch.Watch()
+    seen = []
+    for event in stream.stream(
+        custom.list_namespaced_custom_object, api.GROUP, api.VERSION, "default", plural, **kwargs
+    ):
+        meta = event["object"]["metadata"]
+        seen.append((event["type"], meta["name"], int(meta["resourceVersion"])))
+        if len(seen) == count:
+            stream.stop()
+    return seen
+
+
+def test_watch_from_a_resource_version_replays_later_events_in_commit_order(
+    ers: Objects, custom: client.CustomObjectsApi
+) -> None:
+    start = ers.list()["metadata"]["resourceVersion"]
+    ers.create(ers_body("a"))
+    ers.patch("a", {"spec": {"replicas": 2}})
+    ers.create(ers_body("b"))
+    ers.delete("a")
+
+    seen = _events(custom, api.ERS_PLURAL, 4, resource_version=start)
+
+    assert [(kind, name) for kind, name, _ in seen] == [
+        ("ADDED", "a"),
+        ("MODIFIED", "a"),
+        ("ADDED", "b"),
+        ("DELETED", "a"),
+    ]
+    versions = [rv for _, _, rv in seen]
+    assert versions == sorted(versions) and len(set(versions)) == 4
+
+
+def test_watch_without_resource_version_starts_with_the_current_objects(
+    ers: Objects, custom: client.CustomObjectsApi
+) -> None:
+    ers.create(ers_body("a"))
+    ers.create(ers_body("b"))
+
+    seen = _events(custom, api.ERS_PLURAL, 2)
+
+    assert [(kind, name) for kind, name, _ in seen] == [("ADDED", "a"), ("ADDED", "b")]
+
+
+def test_a_live_watch_sees_writes_made_after_it_started(
+    ers: Objects, custom: client.CustomObjectsApi
+) -> None:
+    start = ers.list()["metadata"]["resourceVersion"]
+    writer = threading.Timer(0.1, lambda: ers.create(ers_body("late")))
+    writer.start()
+
+    seen = _events(custom, api.ERS_PLURAL, 1, resource_version=start)
+
+    writer.join()
+    assert seen[0][:2] == ("ADDED", "late")
+
+
+def test_a_resource_version_older_than_the_history_gets_410_expired() -> None:
+    with ApiServer(history_limit=3) as server:
+        api_client = server.api_client()
+        custom = client.CustomObjectsApi(api_client)
+        objects = Objects(custom, api.ERS_PLURAL)
+        start = objects.list()["metadata"]["resourceVersion"]
+        objects.create(ers_body("a"))
+        for replicas in range(2, 6):
+            objects.patch("a", {"spec": {"replicas": replicas}})
+
+        with pytest.raises(ApiException) as caught:
+            _events(custom, api.ERS_PLURAL, 1, resource_version=start)
+        recent = _events(
+            custom,
+            api.ERS_PLURAL,
+            1,
+            resource_version=str(int(objects.get("a")["metadata"]["resourceVersion"]) - 1),
+        )
+        api_client.close()
+
+    assert caught.value.status == 410
+    assert "Expired" in str(caught.value.reason)
+    assert recent[0][0] == "MODIFIED"
+
+
+def test_label_selector_turns_updates_into_added_and_deleted(
+    ers: Objects, custom: client.CustomObjectsApi
+) -> None:
+    start = ers.list()["metadata"]["resourceVersion"]
+    ers.create(ers_body("a"))
+    ers.patch("a", {"metadata": {"labels": {"team": "x"}}})
+    ers.patch("a", {"spec": {"replicas": 4}})
+    ers.patch("a", {"metadata": {"labels": {"team": "y"}}})
+
+    seen = _events(custom, api.ERS_PLURAL, 3, resource_version=start, label_selector="team=x")
+
+    assert [kind for kind, _, _ in seen] == ["ADDED", "MODIFIED", "DELETED"]
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        pytest.param("team=x", ["a"], id="equals"),
+        pytest.param("team!=x", ["b", "c"], id="not equals (includes unlabelled)"),
+        pytest.param("team in (x,y)", ["a", "b"], id="in"),
+        pytest.param("team notin (x)", ["b", "c"], id="notin"),
+        pytest.param("team", ["a", "b"], id="exists"),
+        pytest.param("!team", ["c"], id="does not exist"),
+        pytest.param("team==y,tier=1", ["b"], id="conjunction"),
+    ],
+)
+def test_list_filters_by_label_selector(ers: Objects, selector: str, expected: list[str]) -> None:
+    ers.create(ers_body("a", labels={"team": "x"}))
+    ers.create(ers_body("b", labels={"team": "y", "tier": "1"}))
+    ers.create(ers_body("c"))
+
+    listed = ers.list(label_selector=selector)
+
+    assert [item["metadata"]["name"] for item in listed["items"]] == expected
+
+
+def test_list_filters_by_field_selector_and_reports_its_resource_version(ers: Objects) -> None:
+    ers.create(ers_body("a"))
+    last = ers.create(ers_body("b"))
+
+    listed = ers.list(field_selector="metadata.name=b")
+
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["b"]
+    assert listed["metadata"]["resourceVersion"] == last["metadata"]["resourceVersion"]
+
+
+def _watch_in_background(
+    custom: client.CustomObjectsApi, plural: str, start: str
+) -> tuple[queue.Queue[tuple[str, float]], watch.Watch]:
+    arrivals: queue.Queue[tuple[str, float]] = queue.Queue()
+    stream = watch.Watch()
+
+    def run() -> None:
+        for event in stream.stream(
+            custom.list_namespaced_custom_object,
+            api.GROUP,
+            api.VERSION,
+            "default",
+            plural,
+            resource_version=start,
+            timeout_seconds=5,
+        ):
+            arrivals.put((event["object"]["metadata"]["name"], time.monotonic()))
+            stream.stop()
+
+    threading.Thread(target=run, daemon=True).start()
+    return arrivals, stream
+
+
+@pytest.fixture
+def delayed(apiserver: ApiServer) -> Iterator[ApiServer]:
+    apiserver.set_watch_delay(api.ERS_PLURAL, 0.5)
+    yield apiserver
+
+
+def test_the_watch_delay_hook_delays_only_the_chosen_resource(
+    delayed: ApiServer, ers: Objects, runners: Objects, custom: client.CustomObjectsApi
+) -> None:
+    start = ers.list()["metadata"]["resourceVersion"]
+    ers_events, _ = _watch_in_background(custom, api.ERS_PLURAL, start)
+    er_events, _ = _watch_in_background(custom, api.ER_PLURAL, start)
+    time.sleep(0.1)  # let both watches connect
+
+    written = time.monotonic()
+    ers.create(ers_body("set"))
+    runners.create({"metadata": {"name": "runner"}, "spec": {}})
+
+    er_name, er_at = er_events.get(timeout=5)
+    ers_name, ers_at = ers_events.get(timeout=5)
+    assert (er_name, ers_name) == ("runner", "set")
+    assert er_at - written < 0.4
+    assert ers_at - written >= 0.5
+    assert ers.get("set")  # reads are not delayed, only watch delivery

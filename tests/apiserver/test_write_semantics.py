@@ -1,0 +1,324 @@
+"""Write semantics over HTTP with the official client: resourceVersion preconditions,
+the status subresource, generation, create defaults, no-op writes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from kubernetes.client import ApiException
+
+from ersctl import api
+from tests.apiserver.conftest import JSON_PATCH, STRATEGIC, Objects, ers_body
+
+
+def _status_of(exc: ApiException) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(exc.body)
+    return body
+
+
+def test_create_sets_server_fields_and_generation_one(ers: Objects) -> None:
+    created = ers.create(ers_body("a"))
+
+    meta = created["metadata"]
+    assert meta["uid"] and meta["creationTimestamp"].endswith("Z")
+    assert meta["generation"] == 1
+    assert int(meta["resourceVersion"]) > 0
+    assert ers.get("a") == created
+
+
+def test_create_with_generate_name_gets_a_unique_name(runners: Objects) -> None:
+    first = runners.create({"metadata": {"generateName": "arc-runner-"}, "spec": {}})
+    second = runners.create({"metadata": {"generateName": "arc-runner-"}, "spec": {}})
+
+    assert first["metadata"]["name"].startswith("arc-runner-")
+    assert len(first["metadata"]["name"]) == len("arc-runner-") + 5
+    assert first["metadata"]["name"] != second["metadata"]["name"]
+
+
+def test_create_of_an_existing_name_is_409_already_exists(ers: Objects) -> None:
+    ers.create(ers_body("a"))
+
+    with pytest.raises(ApiException) as caught:
+        ers.create(ers_body("a"))
+
+    assert caught.value.status == 409
+    assert _status_of(caught.value)["reason"] == "AlreadyExists"
+
+
+def test_create_without_name_or_generate_name_is_422_invalid(ers: Objects) -> None:
+    with pytest.raises(ApiException) as caught:
+        ers.create({"metadata": {}, "spec": {}})
+
+    assert caught.value.status == 422
+    status = _status_of(caught.value)
+    assert status["reason"] == "Invalid"
+    assert status["details"]["causes"][0]["field"] == "metadata.name"
+
+
+def test_create_in_a_missing_namespace_is_404(custom: Any) -> None:
+    with pytest.raises(ApiException) as caught:
+        custom.create_namespaced_custom_object(
+            api.GROUP,
+            api.VERSION,
+            "nowhere",
+            api.ERS_PLURAL,
+            ers_body("a") | {"metadata": {"name": "a"}},
+        )
+
+    assert caught.value.status == 404
+    assert 'namespaces "nowhere" not found' in _status_of(caught.value)["message"]
+
+
+def test_create_ignores_status_when_the_status_subresource_exists(ers: Objects) -> None:
+    created = ers.create(ers_body("a") | {"status": {"phase": "Running"}})
+
+    assert "status" not in created
+
+
+def test_resource_version_increases_across_all_objects(ers: Objects, runners: Objects) -> None:
+    a = ers.create(ers_body("a"))
+    runner = runners.create({"metadata": {"generateName": "r-"}, "spec": {}})
+    b = ers.patch("a", {"spec": {"replicas": 5}})
+
+    versions = [int(o["metadata"]["resourceVersion"]) for o in (a, runner, b)]
+    assert versions == sorted(versions) and len(set(versions)) == 3
+
+
+def test_merge_patch_with_a_stale_resource_version_is_409_and_changes_nothing(
+    ers: Objects,
+) -> None:
+    created = ers.create(ers_body("a", replicas=1))
+    current = ers.patch("a", {"spec": {"replicas": 2}})
+
+    with pytest.raises(ApiException) as caught:
+        ers.patch(
+            "a",
+            {
+                "metadata": {"resourceVersion": created["metadata"]["resourceVersion"]},
+                "spec": {"replicas": 9},
+            },
+        )
+
+    assert caught.value.status == 409
+    assert _status_of(caught.value)["reason"] == "Conflict"
+    assert ers.get("a") == current
+
+
+def test_merge_patch_with_the_current_resource_version_succeeds(ers: Objects) -> None:
+    created = ers.create(ers_body("a", replicas=1))
+
+    patched = ers.patch(
+        "a",
+        {
+            "metadata": {"resourceVersion": created["metadata"]["resourceVersion"]},
+            "spec": {"replicas": 4},
+        },
+    )
+
+    assert patched["spec"]["replicas"] == 4
+    assert int(patched["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
+
+
+def test_status_precondition_on_the_status_subresource_is_honoured_too(ers: Objects) -> None:
+    created = ers.create(ers_body("a"))
+    ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+
+    with pytest.raises(ApiException) as caught:
+        ers.patch(
+            "a",
+            {
+                "metadata": {"resourceVersion": created["metadata"]["resourceVersion"]},
+                "status": {"finishedRunnerCleanupPatchID": 3},
+            },
+            status=True,
+        )
+
+    assert caught.value.status == 409
+    assert "finishedRunnerCleanupPatchID" not in ers.get("a")["status"]
+
+
+def test_status_sent_to_the_main_resource_is_ignored(ers: Objects) -> None:
+    ers.create(ers_body("a"))
+    ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+
+    patched = ers.patch("a", {"spec": {"replicas": 3}, "status": {"phase": "Outdated"}})
+
+    assert patched["status"] == {"phase": "Running"}
+    assert patched["spec"]["replicas"] == 3
+
+
+def test_put_to_the_main_resource_keeps_the_stored_status(ers: Objects) -> None:
+    ers.create(ers_body("a"))
+    ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+    body = ers.get("a")
+    body["status"] = {"phase": "Outdated"}
+    body["spec"]["replicas"] = 7
+
+    replaced = ers.replace("a", body)
+
+    assert replaced["status"] == {"phase": "Running"}
+    assert replaced["spec"]["replicas"] == 7
+
+
+def test_writes_to_status_change_only_status(ers: Objects) -> None:
+    ers.create(ers_body("a", replicas=1))
+
+    patched = ers.patch(
+        "a",
+        {
+            "metadata": {"labels": {"x": "y"}},
+            "spec": {"replicas": 8},
+            "status": {"phase": "Running"},
+        },
+        status=True,
+    )
+
+    assert patched["status"] == {"phase": "Running"}
+    assert patched["spec"]["replicas"] == 1
+    assert "labels" not in patched["metadata"]
+
+
+@pytest.mark.parametrize(
+    ("patch", "status", "bumped"),
+    [
+        pytest.param({"spec": {"replicas": 2}}, False, True, id="spec change bumps"),
+        pytest.param(
+            {"metadata": {"labels": {"a": "b"}}}, False, False, id="label change does not"
+        ),
+        pytest.param(
+            {"metadata": {"finalizers": ["x/y"]}}, False, False, id="finalizer change does not"
+        ),
+        pytest.param({"status": {"phase": "Running"}}, True, False, id="status change does not"),
+    ],
+)
+def test_generation_moves_only_on_changes_outside_metadata_and_status(
+    ers: Objects, patch: dict[str, Any], status: bool, bumped: bool
+) -> None:
+    ers.create(ers_body("a", replicas=1))
+
+    patched = ers.patch("a", patch, status=status)
+
+    assert patched["metadata"]["generation"] == (2 if bumped else 1)
+
+
+def test_a_no_op_patch_does_not_change_the_resource_version(ers: Objects) -> None:
+    created = ers.create(ers_body("a", replicas=1))
+
+    patched = ers.patch("a", {"spec": {"replicas": 1}})
+
+    assert patched["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+def test_put_with_a_stale_resource_version_is_409(ers: Objects) -> None:
+    created = ers.create(ers_body("a"))
+    ers.patch("a", {"spec": {"replicas": 2}})
+
+    created["spec"]["replicas"] = 5
+    with pytest.raises(ApiException) as caught:
+        ers.replace("a", created)
+
+    assert caught.value.status == 409
+    assert ers.get("a")["spec"]["replicas"] == 2
+
+
+def test_put_of_a_custom_resource_without_resource_version_is_422(ers: Objects) -> None:
+    created = ers.create(ers_body("a"))
+    del created["metadata"]["resourceVersion"]
+
+    with pytest.raises(ApiException) as caught:
+        ers.replace("a", created)
+
+    assert caught.value.status == 422
+
+
+def test_clients_cannot_change_server_owned_metadata(ers: Objects) -> None:
+    created = ers.create(ers_body("a"))
+
+    patched = ers.patch(
+        "a",
+        {
+            "metadata": {
+                "uid": "forged",
+                "generation": 42,
+                "creationTimestamp": "2001-01-01T00:00:00Z",
+            }
+        },
+    )
+
+    for field in ("uid", "generation", "creationTimestamp"):
+        assert patched["metadata"][field] == created["metadata"][field]
+
+
+def test_json_patch_applies_operations_and_a_failed_test_changes_nothing(ers: Objects) -> None:
+    ers.create(ers_body("a", replicas=1))
+
+    patched = ers.patch(
+        "a",
+        [
+            {"op": "test", "path": "/spec/replicas", "value": 1},
+            {"op": "replace", "path": "/spec/replicas", "value": 6},
+            {"op": "add", "path": "/metadata/labels", "value": {"k": "v"}},
+        ],
+        content_type=JSON_PATCH,
+    )
+    assert patched["spec"]["replicas"] == 6 and patched["metadata"]["labels"] == {"k": "v"}
+
+    with pytest.raises(ApiException) as caught:
+        ers.patch(
+            "a",
+            [
+                {"op": "test", "path": "/spec/replicas", "value": 1},
+                {"op": "replace", "path": "/spec/replicas", "value": 0},
+            ],
+            content_type=JSON_PATCH,
+        )
+    assert caught.value.status == 422
+    assert ers.get("a") == patched
+
+
+def test_json_patch_replacing_resource_version_is_a_precondition(ers: Objects) -> None:
+    created = ers.create(ers_body("a"))
+    ers.patch("a", {"spec": {"replicas": 3}})
+
+    with pytest.raises(ApiException) as caught:
+        ers.patch(
+            "a",
+            [
+                {
+                    "op": "replace",
+                    "path": "/metadata/resourceVersion",
+                    "value": created["metadata"]["resourceVersion"],
+                },
+                {"op": "replace", "path": "/spec/replicas", "value": 0},
+            ],
+            content_type=JSON_PATCH,
+        )
+
+    assert caught.value.status == 409
+
+
+def test_strategic_merge_patch_is_415_for_custom_resources(ers: Objects) -> None:
+    ers.create(ers_body("a"))
+
+    with pytest.raises(ApiException) as caught:
+        ers.patch(
+            "a", {"spec": {"replicas": 3}}, content_type="application/strategic-merge-patch+json"
+        )
+
+    assert caught.value.status == 415
+    assert _status_of(caught.value)["reason"] == "UnsupportedMediaType"
+
+
+def test_strategic_merge_patch_works_for_core_types(core: Any) -> None:
+    core.create_namespaced_secret(
+        "default", {"metadata": {"name": "s"}, "stringData": {}, "data": {"a": "eA=="}}
+    )
+
+    patched = core.patch_namespaced_secret(
+        "s", "default", {"metadata": {"labels": {"k": "v"}}}, _content_type=STRATEGIC
+    )
+
+    assert patched.metadata.labels == {"k": "v"}
+    assert patched.data == {"a": "eA=="}
