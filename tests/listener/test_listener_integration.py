@@ -172,6 +172,15 @@ def test_jobs_assigned_and_completed_publish_fresh_ids(harness: Harness) -> None
     assert harness.service.entries("acquire") == [("acquire", (11, 12))]
 
 
+def test_a_job_completed_at_the_minimum_still_publishes_a_fresh_id(harness: Harness) -> None:
+    # A job assigned and taken back (canceled) never moves the target off the minimum;
+    # the completion must still reach the controller as a new, non-zero ID.
+    canceled = job("JobCompleted", 21, result="canceled")
+    harness.service.steps = [TIMEOUT, Message(1, 0, (job("JobAssigned", 21), canceled)), TIMEOUT]
+    harness.listener().run()
+    assert harness.published() == [(0, 0), (0, 0), (0, 2), (0, 0)]
+
+
 def test_every_timeout_recomputes_the_desired_count(harness: Harness) -> None:
     harness.service.assigned_at_open = 3
     harness.service.steps = [TIMEOUT, TIMEOUT, TIMEOUT]
