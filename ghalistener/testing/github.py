@@ -1,0 +1,97 @@
+"""A simulated GitHub (GHES-style) with its runner scale-set service, over HTTP.
+
+Run::
+
+    python -m ghalistener.testing.github --port 8765 [--host 127.0.0.1] [--hold 50]
+        [--scale-set arc-runners ...] [--admin-token-ttl 3600]
+
+It prints ``ready http://127.0.0.1:8765`` once serving, then runs until SIGINT/SIGTERM.
+Point a client at the config URL ``http://127.0.0.1:8765/<org>`` with any PAT: the
+REST API is under ``/api/v3`` (installation token, registration token by scope, admin
+connection), the actions service under ``/_services/actions/``. Scale sets named with
+``--scale-set`` are created at start with ids 1, 2, ... in runner group 1 ("Default").
+
+Control API (JSON in, JSON out; errors are ``{"error": "..."}`` with 4xx):
+
+==========================================  ======================================================
+``GET  /_sim/health``                       ``{"ok": true, "endpoints": [names faults can target]}``
+``GET  /_sim/state``                        scale sets (+statistics, unacked message ids), sessions,
+                                            jobs (requestId, state, runnerId, result), runners, faults
+``GET  /_sim/events?since=SEQ``             ``{"events": [{"seq", "time", "kind", ...}]}``; kinds:
+                                            token.issued, admin.connected, scaleset.*, session.*,
+                                            job.available/assigned/started/completed, jobs.acquired,
+                                            message.delivered/acked, runner.registered/online/
+                                            removed/deregistered, tokens.expired, fault.injected
+``POST /_sim/scalesets``                    ``{"name", "runnerGroupId"?, "labels"?}`` -> scale set
+``GET  /_sim/scalesets/{id}/statistics``    statistics computed from the model
+``POST /_sim/jobs``                         ``{"scaleSetId", "count"?=1, "repository"?="org/repo",
+                                            "displayName"?, "workflowRef"?, "labels"?}``
+                                            -> ``{"requestIds": [...]}`` (jobs become available)
+``POST /_sim/jobs/{id}/complete``           ``{"result"?="succeeded"}``: finish a running job
+``POST /_sim/jobs/{id}/cancel``             ``{"requeue"?=true}``: JobCompleted "canceled", then
+                                            available again (at most 3 times)
+``POST /_sim/runners/connect``              ``{"jitConfig": encodedJITConfig}`` -> the runner
+                                            (``id``, ``name``, ``runnerScaleSetId``); marks it online
+``POST /_sim/runners/{id}/start``           ``{"requestId"?}``: start that (else the oldest)
+                                            assigned job of the runner's scale set on this idle
+                                            runner -> ``{"requestId"}``; 409 if none or busy
+``POST /_sim/runners/{id}/complete``        ``{"result"?="succeeded"}``: finish the runner's job;
+                                            an ephemeral runner is then deregistered
+``POST /_sim/tokens/expire``                ``{"kind"?: "all" | "admin" | "queue"}``: the next call
+                                            with such a token gets 401
+``POST /_sim/faults``                       ``{"endpoint"?="*", "status"?, "body"?, "bom"?,
+                                            "latency"?, "times"?=1}``: next ``times`` requests to the
+                                            endpoint answer ``status``, or 200 with the raw ``body``,
+                                            or the real answer after a UTF-8 BOM; ``latency`` seconds
+                                            first; ``times`` -1 = until cleared
+``DELETE /_sim/faults``                     clear all faults
+``PATCH /_sim/settings``                    ``{"holdSeconds"?, "ephemeral"?, "adminTokenTtl"?}``
+==========================================  ======================================================
+
+A runner agent's life: ``generatejitconfig`` (through the service, as the controller
+does) -> ``POST /_sim/runners/connect`` with the JIT config -> ``POST
+/_sim/runners/{id}/start`` once the listener has acquired a job (it is then assigned)
+-> ``POST /_sim/runners/{id}/complete``.
+
+Job lifecycle: available -> acquired (acquirejobs) -> assigned (while assigned +
+running < the last ``X-ScaleSetMaxCapacity``) -> running -> completed. Statistics:
+totalAssignedJobs counts assigned + running jobs. One message session per scale set
+(409 for a second); a message stays queued until acknowledged and is delivered again
+to the next session (or to a poll with a lower ``lastMessageId``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from ghalistener.testing.model import GitHubSimulator
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve until SIGINT/SIGTERM; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m ghalistener.testing.github")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--hold", type=float, default=50.0, help="long-poll hold, seconds")
+    parser.add_argument("--admin-token-ttl", type=float, default=3600.0)
+    parser.add_argument("--scale-set", action="append", default=[], help="create at start")
+    args = parser.parse_args(argv)
+
+    simulator = GitHubSimulator(hold_seconds=args.hold, admin_token_ttl=args.admin_token_ttl)
+    for name in args.scale_set:
+        simulator.create_scale_set(name)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    with simulator.serve(host=args.host, port=args.port) as server:
+        print(f"ready {server.url}", flush=True)
+        stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""The simulator over real HTTP: a threaded server answering like a GHES host.
+
+One thread per connection (HTTP/1.1 keep-alive), so a held long poll does not block
+other clients. Config URL for clients: ``<server.url>/<org>``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, urlsplit
+
+from ghalistener.testing.control import dispatch
+from ghalistener.testing.service import SimRequest
+
+if TYPE_CHECKING:
+    from ghalistener.testing.model import GitHubSimulator
+
+log = logging.getLogger(__name__)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def _serve(self) -> None:
+        parts = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        request = SimRequest(
+            method=self.command,
+            path=parts.path,
+            query=dict(parse_qsl(parts.query)),
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=self.rfile.read(length) if length else b"",
+            base_url=self.server.base_url,
+        )
+        response = dispatch(self.server.simulator, request)
+        self.send_response(response.status)
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(response.body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(response.body)
+
+    do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _serve
+
+    def log_message(self, format: str, *args: object) -> None:
+        log.debug("simulator: " + format, *args)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    simulator: GitHubSimulator
+    base_url: str
+
+
+class SimulatorServer:
+    """A started/stoppable HTTP front end of one ``GitHubSimulator`` (context manager)."""
+
+    def __init__(
+        self, simulator: GitHubSimulator, *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self.simulator = simulator
+        self._server = _Server((host, port), _Handler)
+        self._server.simulator = simulator
+        bound_host, bound_port = self._server.server_address[:2]
+        self.url = f"http://{bound_host!s}:{bound_port}"
+        self._server.base_url = self.url
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="github-sim", daemon=True
+        )
+
+    def start(self) -> None:
+        """Serve in a background thread."""
+        self._thread.start()
+
+    def config_url(self, org: str = "my-org") -> str:
+        """The GHES-style configuration URL of an organization on this server."""
+        return f"{self.url}/{org}"
+
+    def stop(self) -> None:
+        """Release held long polls, stop serving and close the socket."""
+        self.simulator.close()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> SimulatorServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
