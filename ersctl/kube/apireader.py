@@ -41,12 +41,15 @@ class ApiReader:
     def list_owned_runners(self, ers: EphemeralRunnerSet) -> list[EphemeralRunner]:
         """The live runners in ``ers.namespace`` controlled by ``ers`` (ownerReference uid)."""
         runners = []
-        for item in self._list(ER_PLURAL, ers.namespace):
-            runner = EphemeralRunner(item)
+        for runner in self.list_runners(ers.namespace):
             owner = runner.controller_owner()
             if owner is not None and owner.get("uid") == ers.uid:
                 runners.append(runner)
         return runners
+
+    def list_runners(self, namespace: str | None = None) -> list[EphemeralRunner]:
+        """Every live EphemeralRunner (of one namespace, or cluster-wide)."""
+        return [EphemeralRunner(item) for item in self._list(ER_PLURAL, namespace)]
 
     def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The live Secret as JSON (``data`` values base64-encoded), or None when absent."""

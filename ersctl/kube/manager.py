@@ -235,9 +235,10 @@ class Manager:
             self._stop_reconciling()
 
     def _start_leading(self) -> None:
+        # No resync needed here: the informers' adds have been queueing every key
+        # since they synced (a follower fills its queues, it just does not work them).
         for controller, _ in self._controllers:
             controller.start()
-        self.resync()
 
     def _stop_reconciling(self) -> None:
         # The gate and the write fence already answer False (is_leading); shutting
