@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
@@ -23,9 +24,12 @@ class ProgramExited(RuntimeError):
 class Program:
     """One long-running program under test. Not thread-safe: one owner drives it."""
 
-    def __init__(self, *, name: str, args: list[str], log_path: Path) -> None:
+    def __init__(
+        self, *, name: str, args: list[str], log_path: Path, env: Mapping[str, str] | None = None
+    ) -> None:
         self.name = name
         self.args = args
+        self.env = dict(env or {})
         self.log_path = log_path
         self.starts = 0
         self._proc: subprocess.Popen[bytes] | None = None
@@ -35,7 +39,7 @@ class Program:
         self._log = self.log_path.open("ab")
         self._log.write(f"--- start {self.starts + 1}: {' '.join(self.args)}\n".encode())
         self._log.flush()
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         self._proc = subprocess.Popen(
             [sys.executable, "-m", *self.args], stdout=self._log, stderr=subprocess.STDOUT, env=env
         )

@@ -1,0 +1,144 @@
+"""The GitHub side of the simulation: the simulator, its HTTP server, and the agent's port.
+
+One :class:`GitHubSide` owns a ``GitHubSimulator`` (in this process, so its event log
+and statistics are read directly) served over HTTP for the programs under test, with
+one organisation's runner scale set. It queues the workload's jobs, answers the
+runner agent's calls (:class:`simulation.agent.Service`) in process, injects faults
+into the HTTP answers, and turns the simulator's event log into job records.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+from ghalistener.testing import GitHubSimulator, SimError
+from simulation.trace import JobTrace
+from simulation.workload import JobArrival
+
+ORG = "sim-org"
+SCALE_SET_NAME = "arc-runner-set"
+SIM_TOKEN = "ghp_simulated_not_a_secret"  # noqa: S105 (the simulator accepts any token)
+
+
+class GitHubSide:
+    """Start with ``with GitHubSide(...) as github:``; ``config_url`` is valid inside."""
+
+    def __init__(self, *, long_poll: float) -> None:
+        self.sim = GitHubSimulator(hold_seconds=long_poll)
+        self.scale_set_id = int(self.sim.create_scale_set(SCALE_SET_NAME)["id"])
+        self.token = SIM_TOKEN
+        self._server: Any = None
+        self._durations: dict[str, float] = {}
+        self._names: dict[str, str] = {}
+        self._jit: dict[int, str] = {}
+
+    def __enter__(self) -> GitHubSide:
+        self._server = self.sim.serve(port=0)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.sim.close()
+        if self._server is not None:
+            self._server.stop()
+
+    @property
+    def config_url(self) -> str:
+        return f"{self._server.url}/{ORG}"
+
+    # -- workload -------------------------------------------------------------------
+
+    def enqueue(self, job: JobArrival) -> None:
+        request_id = str(self.sim.enqueue_job(self.scale_set_id, display_name=job.name))
+        self._durations[request_id] = job.duration
+        self._names[request_id] = job.name
+
+    def job_duration(self, job_id: str) -> float:
+        return self._durations.get(job_id, 1.0)
+
+    # -- the agent's port (simulation.agent.Service) ----------------------------------
+
+    def register(self, runner_name: str) -> int:
+        config = self.sim.generate_jit_config(self.scale_set_id, runner_name)
+        runner_id = int(config["runner"]["id"])
+        self._jit[runner_id] = str(config["encodedJITConfig"])
+        return runner_id
+
+    def take_job(self, runner_id: int) -> str | None:
+        try:
+            jit = self._jit.pop(runner_id, None)
+            if jit is not None:
+                self.sim.connect_runner(jit)  # the runner process comes online
+            return str(self.sim.start_job(runner_id))
+        except SimError as exc:
+            if exc.status in (404, 409):  # removed meanwhile, or nothing assigned yet
+                return None
+            raise
+
+    def complete_job(self, job_id: str, runner_id: int, *, succeeded: bool = True) -> None:
+        self.sim.complete_job(int(job_id), result="succeeded" if succeeded else "failed")
+
+    def unregister(self, runner_id: int) -> None:
+        try:
+            self.sim.remove_runner(runner_id)
+        except SimError as exc:
+            if exc.status != 404:
+                raise
+
+    # -- faults ---------------------------------------------------------------------------
+
+    def fail_next(self, *, code: int, times: int) -> None:
+        """The next ``times`` HTTP requests (any endpoint) get ``code``."""
+        self.sim.faults.inject(status=code, times=times)
+
+    def expire_tokens(self) -> None:
+        self.sim.expire_tokens("all")
+
+    # -- observation ------------------------------------------------------------------------
+
+    def assigned_jobs(self) -> int:
+        return self.sim.statistics(self.scale_set_id).total_assigned_jobs
+
+    def job_counts(self) -> tuple[int, int, int]:
+        """(waiting, running, completed) over the queued jobs."""
+        states = [job["state"] for job in self.sim.state()["jobs"]]
+        running = states.count("running")
+        done = states.count("completed")
+        return len(states) - running - done, running, done
+
+    def jobs_done(self) -> int:
+        return self.job_counts()[2]
+
+    def job_traces(self, *, origin: float) -> tuple[JobTrace, ...]:
+        """One record per queued job, from the simulator's event log.
+
+        queued = first ``job.available``; started = ``job.started`` (on the runner named
+        by its ``runner.registered`` event); completed = a ``job.completed`` with result
+        "succeeded" (a failed or canceled job did not complete).
+        """
+        runner_names: dict[int, str] = {}
+        jobs: dict[int, dict[str, Any]] = {}
+        for event in self.sim.events:
+            kind, at = event["kind"], round(float(event["time"]) - origin, 3)
+            if kind == "runner.registered":
+                runner_names[int(event["runner_id"])] = str(event["name"])
+                continue
+            if not kind.startswith("job."):
+                continue
+            record = jobs.setdefault(int(event["request_id"]), {"queued_at": at})
+            if kind == "job.started":
+                record["started_at"] = at
+                record["runner"] = runner_names.get(int(event["runner_id"]))
+            elif kind == "job.completed":
+                record["result"] = event.get("result") or None
+                if event.get("result") == "succeeded":
+                    record["completed_at"] = at
+        return tuple(
+            JobTrace(name=self._names.get(str(request_id), f"request-{request_id}"), **fields)
+            for request_id, fields in sorted(jobs.items())
+        )

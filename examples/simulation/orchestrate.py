@@ -1,0 +1,349 @@
+"""Run the whole system once: servers, the real programs, the agent, a workload.
+
+:func:`run_simulation` starts, in this process, the embedded Kubernetes API server and
+the GitHub simulator's HTTP server; creates the EphemeralRunnerSet and its credentials
+Secret; starts ``ghalistener run`` and ``ersctl reconcile`` (or the benchmark's
+baseline controller) as subprocesses through their command lines; then drives one
+loop that queues the workload's jobs on time, fires the fault schedule, steps the
+runner agent and samples the system, until every job is done and the set is back at
+``min_runners`` (or the drain deadline passes). It returns the run's
+:class:`~simulation.trace.Trace`; logs of both programs stay in ``workdir``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ersctl.api import ER_PLURAL, ERS_PLURAL, EphemeralRunner, EphemeralRunnerSet
+from ersctl.testing.apiserver import ApiServer
+from simulation.agent import AgentTiming, RunnerAgent
+from simulation.faults import Fault, FaultKind, fault_plan
+from simulation.github_side import GitHubSide
+from simulation.live import LiveLine, Progress
+from simulation.processes import Program
+from simulation.trace import Mark, Sample, Trace, count_traffic
+from simulation.workload import JobArrival, WorkloadSpec, generate, last_finish
+
+NAMESPACE = "arc-runners"
+ERS_NAME = "arc-runner-set"
+SECRET_NAME = "github-credentials"  # noqa: S105 (a Secret name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimulationConfig:
+    """One run. ``controller`` is the ``python -m`` module and command of the controller."""
+
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    timing: AgentTiming = field(default_factory=AgentTiming)
+    label: str = "ersctl"
+    min_runners: int = 0
+    max_runners: int = 30
+    faults: bool = False
+    long_poll: float = 1.0
+    drain_timeout: float = 30.0
+    tick: float = 0.05
+    sample_every: float = 0.2
+    controller: tuple[str, ...] = ("ersctl", "reconcile")
+    controller_env: Mapping[str, str] = field(default_factory=dict)
+
+
+def run_simulation(config: SimulationConfig, *, workdir: Path, live: LiveLine) -> Trace:
+    """Run ``config`` end to end and return what happened (see the module docstring)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    with ApiServer() as api, GitHubSide(long_poll=config.long_poll) as github:
+        sim = _Simulation(config=config, api=api, github=github, workdir=workdir, live=live)
+        try:
+            sim.start()
+            sim.loop()
+        finally:
+            sim.stop()
+        return sim.trace()
+
+
+class _Simulation:
+    def __init__(
+        self,
+        *,
+        config: SimulationConfig,
+        api: ApiServer,
+        github: GitHubSide,
+        workdir: Path,
+        live: LiveLine,
+    ) -> None:
+        self.config = config
+        self.api = api
+        self.github = github
+        self.workdir = workdir
+        self.live = live
+        self.jobs = generate(config.workload)
+        self.faults = fault_plan(config.workload.window) if config.faults else ()
+        self.origin = time.time()
+        self.samples: list[Sample] = []
+        self.marks: list[Mark] = []
+        self.restarts: list[threading.Thread] = []
+        self.agent = RunnerAgent(
+            cluster=_DirectCluster(api),
+            service=github,
+            timing=config.timing,
+            job_duration=github.job_duration,
+            clock=time.time,
+        )
+        kubeconfig = api.write_kubeconfig(workdir / "kubeconfig")
+        self.listener = Program(
+            name="ghalistener",
+            log_path=workdir / "ghalistener.log",
+            args=[
+                "ghalistener",
+                "run",
+                "--config",
+                str(self._listener_config()),
+                "--kubeconfig",
+                str(kubeconfig),
+            ],
+        )
+        self.controller = Program(
+            name="controller",
+            log_path=workdir / "controller.log",
+            args=[
+                *config.controller,
+                "--kubeconfig",
+                str(kubeconfig),
+                "--namespace",
+                NAMESPACE,
+                "--no-leader-elect",
+            ],
+            env=config.controller_env,
+        )
+
+    # -- setup and teardown -------------------------------------------------------------
+
+    def _listener_config(self) -> Path:
+        path = self.workdir / "listener-config.json"
+        config = {
+            "configure_url": self.github.config_url,
+            "github_token": self.github.token,
+            "ephemeral_runner_set_namespace": NAMESPACE,
+            "ephemeral_runner_set_name": ERS_NAME,
+            "runner_scale_set_id": self.github.scale_set_id,
+            "min_runners": self.config.min_runners,
+            "max_runners": self.config.max_runners,
+            "log_level": "info",
+            "log_format": "text",
+            "session_retry_interval": 1.0,
+        }
+        path.write_text(json.dumps(config, indent=2))
+        path.chmod(0o600)
+        return path
+
+    def start(self) -> None:
+        self._create_objects()
+        self.controller.start()
+        self.listener.start()
+        self.origin = time.time()
+
+    def _create_objects(self) -> None:
+        token = base64.b64encode(self.github.token.encode()).decode()
+        self.api.create_object(
+            "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        )
+        self.api.create_object(
+            "secrets",
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "Opaque",
+                "metadata": {"name": SECRET_NAME, "namespace": NAMESPACE},
+                "data": {"github_token": token},
+            },
+        )
+        self.api.create_object(ERS_PLURAL, _ers_document(self.github))
+
+    def stop(self) -> None:
+        for thread in self.restarts:
+            thread.join()
+        self.listener.stop()
+        self.controller.stop()
+        self.live.close()
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def loop(self) -> None:
+        queue = list(self.jobs)
+        faults = list(self.faults)
+        deadline = last_finish(self.jobs) + self.config.drain_timeout
+        next_sample = 0.0
+        while True:
+            now = time.time() - self.origin
+            while queue and queue[0].at <= now:
+                self._enqueue(queue.pop(0))
+            while faults and faults[0].at <= now:
+                self._fire(faults.pop(0), now)
+            self.agent.step()
+            if now >= next_sample:
+                next_sample = now + self.config.sample_every
+                sample = self._sample(now)
+                self.live.update(self._progress(sample))
+                if not queue and not faults and self._settled(sample):
+                    return
+            if now > deadline:
+                self.live.note(f"drain deadline passed after {now:.1f}s; stopping")
+                return
+            self._check_programs()
+            time.sleep(self.config.tick)
+
+    def _enqueue(self, job: JobArrival) -> None:
+        self.github.enqueue(job)
+
+    def _settled(self, sample: Sample) -> bool:
+        done = self.github.jobs_done() == len(self.jobs)
+        at_min = sample.replicas == self.config.min_runners == sample.live_runners
+        return done and at_min and all(not t.is_alive() for t in self.restarts)
+
+    def _check_programs(self) -> None:
+        if any(t.is_alive() for t in self.restarts):
+            return
+        self.listener.check_alive()
+        self.controller.check_alive()
+
+    # -- faults ---------------------------------------------------------------------------
+
+    def _fire(self, fault: Fault, now: float) -> None:
+        self.marks.append(Mark(at=round(now, 2), label=fault.label))
+        self.live.note(f"[{now:5.1f}s] fault: {fault.label}")
+        actions: dict[FaultKind, Callable[[], None]] = {
+            FaultKind.GITHUB_5XX: lambda: self.github.fail_next(code=503, times=4),
+            FaultKind.TOKEN_EXPIRY: self.github.expire_tokens,
+            FaultKind.API_CONFLICTS: lambda: self.api.inject_fault(
+                verb="patch", resource=ERS_PLURAL, subresource="status", code=409, times=3
+            ),
+            FaultKind.API_LATENCY: lambda: self.api.inject_fault(latency=0.3, times=25),
+            FaultKind.LISTENER_RESTART: lambda: self._restart(self.listener, graceful=True),
+            FaultKind.CONTROLLER_RESTART: lambda: self._restart(self.controller, graceful=False),
+        }
+        actions[fault.kind]()
+
+    def _restart(self, program: Program, *, graceful: bool) -> None:
+        thread = threading.Thread(
+            target=program.restart,
+            kwargs={"graceful": graceful},
+            name=f"restart-{program.name}",
+            daemon=True,
+        )
+        self.restarts = [t for t in self.restarts if t.is_alive()] + [thread]
+        thread.start()
+
+    # -- observation ----------------------------------------------------------------------
+
+    def _sample(self, now: float) -> Sample:
+        raw = self.api.get_object(ERS_PLURAL, NAMESPACE, ERS_NAME) or {}
+        ers = EphemeralRunnerSet(raw)
+        phases = {"pending": 0, "running": 0, "finished": 0, "deleting": 0}
+        for obj in self.api.list_objects(ER_PLURAL, NAMESPACE):
+            phases[_bucket(EphemeralRunner(obj))] += 1
+        sample = Sample(
+            at=round(now, 3),
+            assigned_jobs=self.github.assigned_jobs(),
+            replicas=ers.replicas,
+            patch_id=ers.patch_id,
+            marker=ers.finished_runner_cleanup_patch_id,
+            **phases,
+        )
+        self.samples.append(sample)
+        return sample
+
+    def _progress(self, sample: Sample) -> Progress:
+        queued, running, done = self.github.job_counts()
+        return Progress(
+            elapsed=sample.at,
+            jobs_total=len(self.jobs),
+            jobs_queued=queued,
+            jobs_running=running,
+            jobs_done=done,
+            pending=sample.pending,
+            running=sample.running,
+            finished=sample.finished,
+            deleting=sample.deleting,
+            replicas=sample.replicas,
+            patch_id=sample.patch_id,
+            marker=sample.marker,
+        )
+
+    def trace(self) -> Trace:
+        final = self.samples[-1] if self.samples else None
+        verbs = [r.verb or "other" for r in self.api.request_log.records()]
+        return Trace(
+            label=self.config.label,
+            seed=self.config.workload.seed,
+            min_runners=self.config.min_runners,
+            max_runners=self.config.max_runners,
+            elapsed=time.time() - self.origin,
+            jobs=self.github.job_traces(origin=self.origin),
+            runners=self.agent.traces(origin=self.origin),
+            samples=tuple(self.samples),
+            api=count_traffic(verbs),
+            marks=tuple(self.marks),
+            final_replicas=final.replicas if final else 0,
+            final_runners=final.live_runners if final else 0,
+        )
+
+
+def _bucket(runner: EphemeralRunner) -> str:
+    if runner.is_deleting:
+        return "deleting"
+    if runner.phase == "Running":
+        return "running"
+    if runner.is_done:
+        return "finished"
+    return "pending"
+
+
+def _ers_document(github: GitHubSide) -> dict[str, Any]:
+    return {
+        "apiVersion": "actions.github.com/v1alpha1",
+        "kind": "EphemeralRunnerSet",
+        "metadata": {
+            "name": ERS_NAME,
+            "namespace": NAMESPACE,
+            "labels": {"app.kubernetes.io/name": ERS_NAME},
+        },
+        "spec": {
+            "replicas": 0,
+            "patchID": 0,
+            "ephemeralRunnerSpec": {
+                "githubConfigUrl": github.config_url,
+                "githubConfigSecret": SECRET_NAME,
+                "runnerScaleSetId": github.scale_set_id,
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "runner", "image": "ghcr.io/actions/actions-runner:latest"}
+                    ],
+                },
+            },
+        },
+    }
+
+
+class _DirectCluster:
+    """The agent's view of the cluster: in-process calls, absent from the request log."""
+
+    def __init__(self, api: ApiServer) -> None:
+        self._api = api
+
+    def runners(self) -> list[EphemeralRunner]:
+        return [EphemeralRunner(obj) for obj in self._api.list_objects(ER_PLURAL, NAMESPACE)]
+
+    def patch_status(self, name: str, status: Mapping[str, Any]) -> None:
+        self._api.patch_object(
+            ER_PLURAL, NAMESPACE, name, {"status": dict(status)}, subresource="status"
+        )
+
+    def release_finalizers(self, name: str) -> None:
+        self._api.patch_object(ER_PLURAL, NAMESPACE, name, {"metadata": {"finalizers": None}})
