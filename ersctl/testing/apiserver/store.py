@@ -25,10 +25,10 @@ from ersctl.testing.apiserver.watching import (
     History,
     Predicate,
     TooOld,
+    Transform,
     Watcher,
     WatchEvent,
     encode,
-    event_line,
 )
 
 JsonObject = dict[str, Any]
@@ -460,6 +460,7 @@ class Store:
         namespace: str | None,
         predicates: list[Predicate],
         since: int | None,
+        transform: Transform | None = None,
     ) -> Watcher:
         """A registered watcher. ``since`` None: synthetic ADDED events for the current
         objects first; otherwise every event after ``since`` is replayed. Raises
@@ -470,11 +471,12 @@ class Store:
             namespace=namespace,
             predicates=predicates,
             delay=lambda: self._delays.get(storage_key, 0.0),
+            transform=transform,
         )
         with self.lock:
             if since is None:
                 entries, _ = self.list_entries(rt, namespace, predicates)
-                watcher.preload([event_line("ADDED", entry.raw) for entry in entries])
+                watcher.preload([watcher.added_line(entry.obj, entry.raw) for entry in entries])
             else:
                 replay = self._history_of(rt).since(since)
                 watcher.preload([line for e in replay if (line := watcher.render(e))])

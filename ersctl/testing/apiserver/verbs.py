@@ -13,7 +13,14 @@ from ersctl.testing.apiserver import errors, patching, tables
 from ersctl.testing.apiserver.routing import ResourceRequest
 from ersctl.testing.apiserver.selectors import parse_field_selector, parse_label_selector
 from ersctl.testing.apiserver.store import DeleteOptions, Entry, Store
-from ersctl.testing.apiserver.watching import Predicate, TooOld, Watcher, encode, event_line
+from ersctl.testing.apiserver.watching import (
+    Predicate,
+    TooOld,
+    Transform,
+    Watcher,
+    encode,
+    event_line,
+)
 
 JsonObject = dict[str, Any]
 Query = dict[str, list[str]]
@@ -124,12 +131,25 @@ class Verbs:
             predicates.append(_named(req.name))
         deadline = time.monotonic() + max(timeout, 0.0)
         try:
-            watcher = self._store.watch(req.rt, req.namespace, predicates, since)
+            watcher = self._store.watch(
+                req.rt, req.namespace, predicates, since, self._watch_transform(req, accept)
+            )
         except TooOld as exc:
             # As kube's watch cache: 200, then an ERROR event carrying 410 Expired.
             status = errors.expired(str(exc)).status
             return WatchResponse(None, deadline, event_line("ERROR", encode(status)))
         return WatchResponse(watcher, deadline)
+
+    def _watch_transform(self, req: ResourceRequest, accept: str) -> Transform | None:
+        if not tables.wants_table(accept):
+            return None
+        rt = req.rt
+
+        def one_row_table(obj: JsonObject) -> bytes:
+            rv = str(obj["metadata"].get("resourceVersion", ""))
+            return encode(tables.table(rt, [obj], rv))
+
+        return one_row_table
 
     def _create(
         self, req: ResourceRequest, query: Query, ct: str, body: bytes, accept: str

@@ -18,6 +18,7 @@ from typing import Any
 
 JsonObject = dict[str, Any]
 Predicate = Callable[[JsonObject], bool]
+Transform = Callable[[JsonObject], bytes]
 
 
 def encode(obj: Any) -> bytes:
@@ -88,8 +89,12 @@ class Watcher:
         namespace: str | None,
         predicates: list[Predicate],
         delay: Callable[[], float],
+        transform: Transform | None = None,
     ) -> None:
+        """``transform``: how to encode an event's object for this client (e.g. as a
+        one-row Table for kubectl); None sends the object itself."""
         self.storage_key = storage_key
+        self.transform = transform
         self._namespace = namespace
         self._predicates = predicates
         self._delay = delay
@@ -108,15 +113,24 @@ class Watcher:
         object into (out of) the selection is an ADDED (DELETED), as in kube's cacher."""
         now_passes = self._passes(event.obj, event.namespace)
         if event.type != "MODIFIED":
-            return event.line if now_passes else None
+            return self._line(event.type, event.obj, event.raw) if now_passes else None
         old_passes = self._passes(event.old, event.namespace)
         if now_passes:
-            return event.line if old_passes else event_line("ADDED", event.raw)
+            return self._line("MODIFIED" if old_passes else "ADDED", event.obj, event.raw)
         if old_passes and event.old is not None:
             old = dict(event.old)
             old["metadata"] = {**old["metadata"], "resourceVersion": str(event.rv)}
-            return event_line("DELETED", encode(old))
+            return self._line("DELETED", old, None)
         return None
+
+    def added_line(self, obj: JsonObject, raw: bytes) -> bytes:
+        """The synthetic ADDED line for an object that exists when the watch starts."""
+        return self._line("ADDED", obj, raw)
+
+    def _line(self, event_type: str, obj: JsonObject, raw: bytes | None) -> bytes:
+        if self.transform is not None:
+            return event_line(event_type, self.transform(obj))
+        return event_line(event_type, encode(obj) if raw is None else raw)
 
     def offer(self, event: WatchEvent) -> None:
         """Queue ``event`` if it passes the filter. Never blocks."""
