@@ -1,0 +1,184 @@
+"""``ghalistener run`` as a real process, against the GitHub simulator's HTTP server and
+the standalone embedded API server: it scales the ERS, serves metrics, logs no secret,
+and a SIGTERM during a long poll deletes its session and exits 0 within 2 s."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from kubernetes import client as kube_client
+from kubernetes import config as kube_config
+from prometheus_client.parser import text_string_to_metric_families
+
+from ersctl.api import ERS_PLURAL, GROUP, VERSION
+from tests.listener.processes import Server, ready_server, sim, start_listener
+
+TOKEN = "ghp_subprocessSECRETtoken0123456789"
+NAMESPACE = "arc"
+ERS_NAME = "runners"
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(condition: Callable[[], bool], *, timeout: float = 15.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def create_ers(kubeconfig: Path) -> kube_client.CustomObjectsApi:
+    api_client = kube_config.new_client_from_config(config_file=str(kubeconfig))
+    kube_client.CoreV1Api(api_client).create_namespace({"metadata": {"name": NAMESPACE}})
+    custom = kube_client.CustomObjectsApi(api_client)
+    custom.create_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        NAMESPACE,
+        ERS_PLURAL,
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "EphemeralRunnerSet",
+            "metadata": {"name": ERS_NAME},
+            "spec": {
+                "replicas": 0,
+                "patchID": 0,
+                "ephemeralRunnerSpec": {
+                    "githubConfigUrl": "http://example/octo",
+                    "githubConfigSecret": "creds",
+                    "runnerScaleSetId": 1,
+                    "spec": {"containers": [{"name": "runner", "image": "runner"}]},
+                },
+            },
+        },
+    )
+    return custom
+
+
+def listener_config(github: Server, **more: Any) -> dict[str, Any]:
+    return {
+        "configure_url": f"{github.url}/octo",
+        "github_token": TOKEN,
+        "ephemeral_runner_set_namespace": NAMESPACE,
+        "ephemeral_runner_set_name": ERS_NAME,
+        "runner_scale_set_id": 1,
+        "min_runners": 0,
+        "max_runners": 5,
+        "log_level": "debug",
+        "log_format": "json",
+        **more,
+    }
+
+
+def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
+    tmp_path: Path,
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    with (
+        ready_server("ersctl.testing.apiserver", "--port", "0", "--kubeconfig", str(kubeconfig)),
+        ready_server(
+            "ghalistener.testing.github", "--port", "0", "--hold", "30", "--scale-set", "runners"
+        ) as github,
+    ):
+        custom = create_ers(kubeconfig)
+        metrics_port = free_port()
+        config = listener_config(github, metrics_addr=f"127.0.0.1:{metrics_port}")
+        listener = start_listener(config, tmp_path, kubeconfig)
+        try:
+
+            def spec() -> dict[str, Any]:
+                obj = custom.get_namespaced_custom_object(
+                    GROUP, VERSION, NAMESPACE, ERS_PLURAL, ERS_NAME
+                )
+                return dict(obj["spec"])
+
+            wait_until(lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session")
+            sim(github, "POST", "/jobs", {"scaleSetId": 1, "count": 2})
+            wait_until(lambda: spec()["replicas"] == 2, what="replicas 2")
+            assert spec()["patchID"] > 0
+
+            scrape = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
+            gauges = {
+                sample.name: (sample.labels, sample.value)
+                for family in text_string_to_metric_families(scrape)
+                for sample in family.samples
+            }
+            labels, assigned = gauges["gha_assigned_jobs"]
+            assert assigned == 2
+            assert labels == {
+                "name": ERS_NAME,
+                "namespace": NAMESPACE,
+                "organization": "octo",
+                "repository": "",
+                "enterprise": "",
+            }
+            assert gauges["gha_desired_runners"][1] == 2
+
+            time.sleep(0.5)  # the listener is now inside a 30 s long poll
+            stopped_at = time.monotonic()
+            listener.send_signal(signal.SIGTERM)
+            code = listener.wait(timeout=10)
+            elapsed = time.monotonic() - stopped_at
+        finally:
+            if listener.poll() is None:
+                listener.kill()
+        stderr = listener.stderr.read() if listener.stderr else ""
+        assert code == 0, stderr
+        assert elapsed < 2.0, f"took {elapsed:.2f} s to stop"
+        kinds = [event["kind"] for event in sim(github, "GET", "/events")["events"]]
+        assert "session.deleted" in kinds
+        assert sim(github, "GET", "/state")["sessions"] == []
+        assert TOKEN not in stderr
+        lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+        scaling = [line for line in lines if line["msg"] == "published desired runner count"]
+        assert scaling and {"replicas", "patch_id", "assigned_jobs", "scale_set_id"} <= set(
+            scaling[-1]
+        )
+
+
+def test_a_second_listener_gives_up_when_the_session_stays_held(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    with (
+        ready_server("ersctl.testing.apiserver", "--port", "0", "--kubeconfig", str(kubeconfig)),
+        ready_server(
+            "ghalistener.testing.github", "--port", "0", "--hold", "30", "--scale-set", "runners"
+        ) as github,
+    ):
+        create_ers(kubeconfig)
+        first = start_listener(listener_config(github), tmp_path, kubeconfig)
+        try:
+            wait_until(lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session")
+            (tmp_path / "second").mkdir()
+            second = start_listener(
+                listener_config(github, session_retry_interval=0.05, session_retry_attempts=3),
+                tmp_path / "second",
+                kubeconfig,
+            )
+            _, stderr = second.communicate(timeout=30)
+        finally:
+            first.send_signal(signal.SIGTERM)
+            try:
+                first.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                first.kill()
+        assert second.returncode == 1
+        assert (
+            "another listener holds the message session of scale set 1" in stderr.splitlines()[-1]
+        )
