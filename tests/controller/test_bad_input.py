@@ -1,0 +1,89 @@
+"""Bad input never stops the controller: a Warning Event naming the field, nothing else."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from ersctl import api
+from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
+from ersctl.kube.queue import Backoff
+from tests.controller.harness import Cluster
+
+
+@pytest.fixture
+def start_runtime(cluster: Cluster) -> Iterator[Callable[[], Manager]]:
+    """Starts the real runtime (informers, queue, workers) running the reconciler."""
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def start() -> Manager:
+        manager = _manager(cluster)
+        thread = threading.Thread(target=manager.run, args=(stop,), daemon=True)
+        thread.start()
+        threads.append(thread)
+        return manager
+
+    yield start
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=10)
+
+
+def _manager(cluster: Cluster) -> Manager:
+    manager = Manager(cluster.api_client, workers=2, backoff=Backoff(base=0.05, cap=0.5))
+    reconciler = type(cluster.reconciler)(
+        cache=manager.reader,
+        api=manager.api_reader,
+        writer=manager.writer,
+        events=manager.events,
+        registry=cluster.registry,
+    )
+    manager.add_controller(
+        "ephemeralrunnerset",
+        reconciler,
+        primary=api.ERS_PLURAL,
+        owns=[api.ER_PLURAL],
+        predicates=ERS_CONTROLLER_PREDICATES,
+    )
+    return manager
+
+
+def eventually(check: Callable[[], bool], *, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.02)
+
+
+def warnings_for(cluster: Cluster, name: str) -> list[str]:
+    return [
+        str(e.get("message"))
+        for e in cluster.events("InvalidSpec")
+        if e["involvedObject"]["name"] == name and e["type"] == "Warning"
+    ]
+
+
+def test_a_malformed_set_gets_a_warning_and_is_left_alone_while_a_healthy_one_scales(
+    cluster: Cluster, start_runtime: Callable[[], Manager]
+) -> None:
+    cluster.create_ers("broken", replicas=1, patch_id=3)
+    finished = cluster.add_runner("broken", phase="Succeeded", patch_id=2, runner_id=1)
+    cluster.patch_ers("broken", {"ephemeralRunnerSpec": None})
+    cluster.create_ers("negative", replicas=-1, patch_id=4)
+    cluster.create_ers("healthy", replicas=2, patch_id=1)
+    cluster.sync()
+
+    start_runtime()
+
+    eventually(lambda: len(cluster.live_runner_names("healthy")) == 2)
+    eventually(lambda: bool(warnings_for(cluster, "broken") and warnings_for(cluster, "negative")))
+
+    assert warnings_for(cluster, "broken") == ["spec.ephemeralRunnerSpec: is missing"]
+    assert warnings_for(cluster, "negative") == ["spec.replicas: must be >= 0, got -1"]
+    assert cluster.live_runner_names("broken") == {finished}, "the finished runner is untouched"
+    assert cluster.ers("broken").finished_runner_cleanup_patch_id == 0
+    assert cluster.runners("negative") == []
