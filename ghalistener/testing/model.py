@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import ssl
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -361,10 +362,12 @@ class GitHubSimulator(SimulatorCore):
                 "faults": self.faults.describe(),
             }
 
-    def serve(self, *, host: str = "127.0.0.1", port: int = 0) -> SimulatorServer:
-        """Start the threaded HTTP server on this model; returns it (``.url``, ``.stop()``)."""
+    def serve(
+        self, *, host: str = "127.0.0.1", port: int = 0, tls: ssl.SSLContext | None = None
+    ) -> SimulatorServer:
+        """Start the threaded HTTP(S) server on this model; returns it (``.url``, ``.stop()``)."""
         from ghalistener.testing.server import SimulatorServer
 
-        server = SimulatorServer(self, host=host, port=port)
+        server = SimulatorServer(self, host=host, port=port, tls=tls)
         server.start()
         return server

@@ -1,12 +1,15 @@
 """The simulator over real HTTP: a threaded server answering like a GHES host.
 
 One thread per connection (HTTP/1.1 keep-alive), so a held long poll does not block
-other clients. Config URL for clients: ``<server.url>/<org>``.
+other clients. Config URL for clients: ``<server.url>/<org>``. Given a server-side
+``ssl.SSLContext`` it speaks HTTPS (to test custom root CAs). Requests in absolute form
+(``GET http://host/path``) are served too, so it can stand in for an HTTP proxy.
 """
 
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
@@ -61,13 +64,21 @@ class SimulatorServer:
     """A started/stoppable HTTP front end of one ``GitHubSimulator`` (context manager)."""
 
     def __init__(
-        self, simulator: GitHubSimulator, *, host: str = "127.0.0.1", port: int = 0
+        self,
+        simulator: GitHubSimulator,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.simulator = simulator
         self._server = _Server((host, port), _Handler)
         self._server.simulator = simulator
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         bound_host, bound_port = self._server.server_address[:2]
-        self.url = f"http://{bound_host!s}:{bound_port}"
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://{bound_host!s}:{bound_port}"
         self._server.base_url = self.url
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="github-sim", daemon=True

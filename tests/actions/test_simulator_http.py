@@ -1,0 +1,167 @@
+"""End to end over real HTTP: ActionsClient against the simulator's threaded server."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from ghalistener.actions import ActionsClient, MessageSession, PatCredentials, RetryPolicy
+from ghalistener.actions.types import JobAssigned, JobAvailable, JobCompleted, JobStarted
+from ghalistener.testing import GitHubSimulator, SimulatorServer
+
+
+@pytest.fixture
+def sim() -> GitHubSimulator:
+    simulator = GitHubSimulator(hold_seconds=0.2)
+    simulator.create_scale_set("arc-runners")
+    return simulator
+
+
+@pytest.fixture
+def server(sim: GitHubSimulator) -> Iterator[SimulatorServer]:
+    with sim.serve(port=0) as running:
+        yield running
+
+
+@pytest.fixture
+def control(server: SimulatorServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=10) as http:
+        yield http
+
+
+@pytest.fixture
+def client(server: SimulatorServer) -> Iterator[ActionsClient]:
+    with ActionsClient(
+        config_url=server.config_url("my-org"),
+        credentials=PatCredentials(token="ghp_simulated_pat"),
+        retry=RetryPolicy(sleep=lambda _: None),
+    ) as actions_client:
+        yield actions_client
+
+
+def post(control: httpx.Client, path: str, body: dict[str, Any] | None = None) -> Any:
+    response = control.post(path, json=body or {})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def poll_jobs(session: MessageSession, last: int = 0) -> tuple[int, list[object]]:
+    """Poll until a message with jobs arrives (acking empty ones); return its id and jobs."""
+    for _ in range(20):
+        message = session.get_message(last_message_id=last, max_capacity=5)
+        if message is None:
+            continue
+        session.delete_message(message.message_id)
+        last = message.message_id
+        if message.jobs:
+            return message.message_id, list(message.jobs)
+    raise AssertionError("no job message arrived")
+
+
+def test_session_job_message_acquire_and_ack_over_http(
+    sim: GitHubSimulator, client: ActionsClient, control: httpx.Client
+) -> None:
+    with MessageSession.open(client, scale_set_id=1, owner_name="listener-1") as session:
+        request_ids = post(control, "/_sim/jobs", {"scaleSetId": 1, "repository": "my-org/app"})[
+            "requestIds"
+        ]
+
+        message = session.get_message(last_message_id=0, max_capacity=5)
+        assert message is not None
+        jobs = [j for j in message.jobs if isinstance(j, JobAvailable)]
+        assert [j.runner_request_id for j in jobs] == request_ids
+        assert session.acquire_jobs(request_ids) == request_ids
+        session.delete_message(message.message_id)
+
+        state = control.get("/_sim/state").json()
+        assert state["jobs"][0]["state"] == "assigned"
+        assert state["scaleSets"][0]["unackedMessages"] == []
+        assert state["sessions"][0]["ownerName"] == "listener-1"
+        kinds = [e["kind"] for e in control.get("/_sim/events").json()["events"]]
+        assert {"message.delivered", "jobs.acquired", "message.acked"} <= set(kinds)
+    assert control.get("/_sim/state").json()["sessions"] == []
+
+
+def test_a_runner_agent_registers_starts_and_completes_a_job(
+    client: ActionsClient, control: httpx.Client
+) -> None:
+    with MessageSession.open(client, scale_set_id=1, owner_name="listener-1") as session:
+        (request_id,) = post(control, "/_sim/jobs", {"scaleSetId": 1})["requestIds"]
+        _, jobs = poll_jobs(session)
+        session.acquire_jobs([request_id])
+        _, jobs = poll_jobs(session)
+        assert isinstance(jobs[0], JobAssigned)
+
+        jit = client.generate_jit_runner_config(1, "runner-1")
+        runner = post(control, "/_sim/runners/connect", {"jitConfig": jit.encoded_jit_config})
+        assert (runner["id"], runner["status"]) == (jit.runner_id, "online")
+        assert post(control, f"/_sim/runners/{runner['id']}/start")["requestId"] == request_id
+        _, jobs = poll_jobs(session)
+        assert isinstance(jobs[0], JobStarted) and jobs[0].runner_name == "runner-1"
+        stats = control.get("/_sim/scalesets/1/statistics").json()
+        assert stats["totalRunningJobs"] == 1 and stats["totalBusyRunners"] == 1
+
+        post(control, f"/_sim/runners/{runner['id']}/complete", {"result": "failed"})
+        _, jobs = poll_jobs(session)
+        assert isinstance(jobs[0], JobCompleted) and jobs[0].result == "failed"
+
+
+def test_a_held_long_poll_is_answered_as_soon_as_a_job_arrives(
+    sim: GitHubSimulator, client: ActionsClient
+) -> None:
+    sim.hold_seconds = 30.0
+    with MessageSession.open(client, scale_set_id=1, owner_name="l") as session:
+        first = session.get_message(last_message_id=0, max_capacity=1)  # initial statistics
+        assert first is not None
+        session.delete_message(first.message_id)
+        timer = threading.Timer(0.1, lambda: sim.enqueue_job(1))
+        timer.start()
+        message = session.get_message(last_message_id=first.message_id, max_capacity=1)
+        timer.join()
+        assert message is not None and len(message.jobs) == 1
+
+
+def test_an_empty_long_poll_is_a_202_none(client: ActionsClient) -> None:
+    with MessageSession.open(client, scale_set_id=1, owner_name="l") as session:
+        first = session.get_message(last_message_id=0, max_capacity=1)
+        assert first is not None
+        session.delete_message(first.message_id)
+        assert session.get_message(last_message_id=first.message_id, max_capacity=1) is None
+
+
+def test_control_api_faults_and_token_expiry(
+    sim: GitHubSimulator, client: ActionsClient, control: httpx.Client
+) -> None:
+    post(control, "/_sim/faults", {"endpoint": "get_scale_set", "status": 500, "times": 2})
+    assert client.get_runner_scale_set_by_id(1).id == 1
+    assert control.post("/_sim/faults", json={"endpoint": "nope"}).status_code == 400
+    post(control, "/_sim/tokens/expire", {"kind": "admin"})
+    assert client.get_runner_scale_set_by_id(1).id == 1
+    kinds = [e["kind"] for e in sim.events]
+    assert kinds.count("admin.connected") == 2
+    assert control.post("/_sim/runners/99/start").status_code == 404
+    assert control.get("/_sim/unknown").status_code == 404
+
+
+def test_the_module_runs_as_a_server_that_reports_ready() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ghalistener.testing.github", "--port", "0", "--scale-set", "arc"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        assert line.startswith("ready http://127.0.0.1:")
+        url = line.removeprefix("ready ")
+        state = httpx.get(f"{url}/_sim/state", timeout=5).json()
+        assert state["scaleSets"][0]["name"] == "arc"
+    finally:
+        process.terminate()
+        assert process.wait(timeout=10) == 0

@@ -1,0 +1,194 @@
+"""Transport settings: long-poll timeout, custom root CA, proxies from the environment."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from ghalistener.actions import ActionsClient, MessageSession, PatCredentials, RetryPolicy
+from ghalistener.actions.errors import ActionsError, RequestError
+from ghalistener.testing import GitHubSimulator, SimulatorServer
+from tests.actions.conftest import QUEUE_URL, GitHubMock, session_json
+
+
+def test_the_long_poll_reads_longer_than_the_services_hold(
+    github: GitHubMock, client: ActionsClient
+) -> None:
+    github.service(
+        "POST", "_apis/runtime/runnerscalesets/7/sessions"
+    ).return_value = httpx.Response(200, json=session_json())
+    github.service(
+        "DELETE", "_apis/runtime/runnerscalesets/7/sessions/s-1"
+    ).return_value = httpx.Response(204)
+    poll = github.router.get(url__startswith=QUEUE_URL.split("?")[0])
+    poll.return_value = httpx.Response(202)
+    with MessageSession.open(client, scale_set_id=7, owner_name="h") as session:
+        session.get_message(last_message_id=0, max_capacity=1)
+    poll_timeout = poll.calls.last.request.extensions["timeout"]
+    assert poll_timeout["read"] > 50
+    create = github.router.calls[2].request  # registration, admin, then the session create
+    assert create.extensions["timeout"]["read"] <= 50
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def _certificates(tmp_path: Path) -> tuple[str, ssl.SSLContext]:
+    """A throwaway CA (PEM) and a server context whose leaf is signed by it for 127.0.0.1."""
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(_name("sim CA"))
+        .issuer_name(_name("sim CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    leaf_key = ec.generate_private_key(ec.SECP256R1())
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(_name("127.0.0.1"))
+        .issuer_name(ca.subject)
+        .public_key(leaf_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "leaf.pem", tmp_path / "leaf.key"
+    cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        leaf_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    return ca.public_bytes(serialization.Encoding.PEM).decode(), context
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path) -> Iterator[tuple[SimulatorServer, str]]:
+    ca_pem, context = _certificates(tmp_path)
+    simulator = GitHubSimulator(hold_seconds=0.0)
+    simulator.create_scale_set("arc-runners")
+    with simulator.serve(tls=context) as server:
+        yield server, ca_pem
+
+
+def test_a_custom_root_ca_lets_the_client_trust_a_private_server(
+    tls_server: tuple[SimulatorServer, str],
+) -> None:
+    server, ca_pem = tls_server
+    assert server.url.startswith("https://")
+    with ActionsClient(
+        config_url=server.config_url(),
+        credentials=PatCredentials(token="ghp_tls_test"),
+        root_ca=ca_pem,
+        retry=RetryPolicy(max_retries=0),
+    ) as client:
+        assert client.get_runner_scale_set_by_id(1).name == "arc-runners"
+
+
+def test_without_the_root_ca_the_private_server_is_not_trusted(
+    tls_server: tuple[SimulatorServer, str],
+) -> None:
+    server, _ = tls_server
+    with (
+        ActionsClient(
+            config_url=server.config_url(),
+            credentials=PatCredentials(token="ghp_tls_test"),
+            retry=RetryPolicy(max_retries=0),
+        ) as client,
+        pytest.raises(RequestError) as caught,
+    ):
+        client.get_runner_scale_set_by_id(1)
+    assert caught.value.status is None
+
+
+def test_a_root_ca_that_is_no_certificate_is_a_clear_error() -> None:
+    with pytest.raises(ActionsError, match="server_root_ca"):
+        ActionsClient(
+            config_url="https://github.com/o",
+            credentials=PatCredentials(token="ghp_x_123456"),
+            root_ca="-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----\n",
+        )
+
+
+@pytest.fixture
+def proxy() -> Iterator[SimulatorServer]:
+    """The simulator also answers absolute-form requests, so it can act as the proxy."""
+    simulator = GitHubSimulator(hold_seconds=0.0)
+    simulator.create_scale_set("arc-runners")
+    with simulator.serve() as server:
+        yield server
+
+
+def _proxied_client() -> ActionsClient:
+    return ActionsClient(
+        config_url="http://ghes.proxied.invalid/my-org",
+        credentials=PatCredentials(token="ghp_proxy_test"),
+        retry=RetryPolicy(max_retries=0),
+    )
+
+
+def test_requests_go_through_the_proxy_named_in_the_environment(
+    proxy: SimulatorServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with _proxied_client() as client:
+        # ghes.proxied.invalid does not resolve: only the proxy can answer.
+        assert client.get_runner_scale_set_by_id(1).id == 1
+
+
+def test_no_proxy_bypasses_the_proxy(
+    proxy: SimulatorServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("NO_PROXY", "ghes.proxied.invalid")
+    with _proxied_client() as client, pytest.raises(RequestError) as caught:
+        client.get_runner_scale_set_by_id(1)
+    assert caught.value.status is None
