@@ -1,0 +1,136 @@
+"""Kubernetes-backed ports of the runner reconciler (``ersctl.runner.ports``).
+
+EphemeralRunner writes go through the runtime's :class:`~ersctl.kube.writer.Writer`
+(merge patches, the leader fence); reads of the runner, its Pod and its Secret are
+uncached GETs, so each decision sees the live object. Every call runs inside
+``ersctl.errors.kube_call``: ``kubernetes.client.ApiException`` never leaves here.
+Secret documents are returned to the caller, never logged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+
+from ersctl.api import ER_PLURAL, GROUP, VERSION, EphemeralRunner
+from ersctl.errors import ConflictError, NotFoundError, NotLeaderError, kube_call
+from ersctl.kube.wire import json_body
+from ersctl.kube.writer import Writer
+
+
+class KubeRunnerResources:
+    """Implements ``RunnerStore``, ``PodStore`` and ``SecretStore``. Thread-safe.
+
+    ``fence`` is asked before every write; False raises ``NotLeaderError``.
+    """
+
+    def __init__(
+        self, api_client: client.ApiClient, *, fence: Callable[[], bool] | None = None
+    ) -> None:
+        self._core = client.CoreV1Api(api_client)
+        self._custom = client.CustomObjectsApi(api_client)
+        self._writer = Writer(api_client, fence=fence)
+        self._fence = fence
+
+    # -- EphemeralRunners ---------------------------------------------------------------
+
+    def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
+        action = f"get {ER_PLURAL}/{namespace}/{name}"
+        try:
+            with kube_call(action):
+                resp = self._custom.get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, ER_PLURAL, name, _preload_content=False
+                )
+        except NotFoundError:
+            return None
+        return EphemeralRunner(json_body(resp, action=action))
+
+    def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
+        return self._writer.patch_runner(runner, patch)
+
+    def patch_runner_status(
+        self, runner: EphemeralRunner, patch: dict[str, Any]
+    ) -> EphemeralRunner:
+        return self._writer.patch_runner_status(runner, patch)
+
+    def delete_runner(self, runner: EphemeralRunner) -> None:
+        self._writer.delete_runner(runner)
+
+    # -- Pods -----------------------------------------------------------------------------
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        action = f"get pods/{namespace}/{name}"
+        try:
+            with kube_call(action):
+                resp = self._core.read_namespaced_pod(name, namespace, _preload_content=False)
+        except NotFoundError:
+            return None
+        return json_body(resp, action=action)
+
+    def create_pod(self, body: dict[str, Any]) -> dict[str, Any]:
+        namespace = body["metadata"]["namespace"]
+        action = f"create pods/{namespace}/{body['metadata']['name']}"
+        self._check_fence(action)
+        with kube_call(action):
+            # A dict body is sent as is: the pod template may hold fields this client's
+            # models do not know, which a V1Pod round trip would drop.
+            resp = self._core.create_namespaced_pod(
+                namespace,
+                body,  # type: ignore[arg-type]
+                _preload_content=False,
+            )
+        return json_body(resp, action=action)
+
+    def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
+        action = f"delete pods/{namespace}/{name}"
+        self._check_fence(action)
+        options = (
+            client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)) if uid else None
+        )
+        try:
+            with kube_call(action):
+                # Raw response: the client's models reject Pods some kubelets and emulators
+                # write (e.g. container statuses without an image), and we need no body.
+                self._core.delete_namespaced_pod(
+                    name, namespace, body=options, _preload_content=False
+                )
+        except (NotFoundError, ConflictError):
+            return  # gone, or already replaced by another Pod (the uid precondition)
+
+    # -- Secrets --------------------------------------------------------------------------
+
+    def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
+        action = f"get secrets/{namespace}/{name}"
+        try:
+            with kube_call(action):
+                resp = self._core.read_namespaced_secret(name, namespace, _preload_content=False)
+        except NotFoundError:
+            return None
+        return json_body(resp, action=action)
+
+    def create_secret(self, body: dict[str, Any]) -> dict[str, Any]:
+        namespace = body["metadata"]["namespace"]
+        action = f"create secrets/{namespace}/{body['metadata']['name']}"
+        self._check_fence(action)
+        with kube_call(action):
+            resp = self._core.create_namespaced_secret(
+                namespace,
+                body,  # type: ignore[arg-type]
+                _preload_content=False,
+            )
+        return json_body(resp, action=action)
+
+    def delete_secret(self, namespace: str, name: str) -> None:
+        action = f"delete secrets/{namespace}/{name}"
+        self._check_fence(action)
+        try:
+            with kube_call(action):
+                self._core.delete_namespaced_secret(name, namespace, _preload_content=False)
+        except NotFoundError:
+            return
+
+    def _check_fence(self, action: str) -> None:
+        if self._fence is not None and not self._fence():
+            raise NotLeaderError(f"{action}: not the leader")

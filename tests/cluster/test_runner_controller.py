@@ -1,0 +1,241 @@
+"""The EphemeralRunner reconciler against the embedded API server and the GitHub
+simulator: registration, the JIT Secret and Pod, phases driven by the Pod status the
+test writes, failure backoff and the Failed limit, Outdated, RunnerExists, and the
+registration finalizer."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from typing import Any
+
+import pytest
+
+from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
+from ersctl.runner.reconciler import RetryLater
+from tests.cluster.conftest import NAMESPACE, TOKEN, Harness
+
+RUNNER = "arc-runner-abcde"
+
+
+def terminated(code: int, phase: str) -> dict[str, Any]:
+    return {
+        "phase": phase,
+        "containerStatuses": [{"name": "runner", "state": {"terminated": {"exitCode": code}}}],
+    }
+
+
+RUNNING = {
+    "phase": "Running",
+    "conditions": [{"type": "Ready", "status": "True"}],
+    "containerStatuses": [{"name": "runner", "state": {"running": {}}}],
+}
+
+
+def owner_of(doc: dict[str, Any]) -> tuple[str, str, bool]:
+    (ref,) = doc["metadata"]["ownerReferences"]
+    return ref["kind"], ref["uid"], ref["controller"]
+
+
+def test_a_new_runner_is_registered_and_gets_a_jit_secret_and_a_pod_it_owns(h: Harness) -> None:
+    created = h.create_runner()
+    h.settle()
+
+    registered = h.sim_runners()
+    assert list(registered) == [RUNNER]  # runner name = ER name
+    runner = h.runner()
+    assert runner is not None
+    assert set(runner.finalizers) == {ER_FINALIZER, ER_REGISTRATION_FINALIZER}
+    assert (runner.runner_id, runner.runner_name) == (registered[RUNNER], RUNNER)
+
+    secret = h.secret()
+    assert secret is not None
+    assert owner_of(secret) == ("EphemeralRunner", created.uid, True)
+    jit = base64.b64decode(secret["data"]["jitToken"]).decode()
+    assert h.sim.connect_runner(jit)["id"] == registered[RUNNER]  # a working JIT config
+
+    pod = h.pod()
+    assert pod is not None
+    assert owner_of(pod) == ("EphemeralRunner", created.uid, True)
+    assert pod["metadata"]["labels"]["app.kubernetes.io/component"] == "runner"
+    assert pod["metadata"]["annotations"]["actions.github.com/patch-id"] == "3"
+    (container,) = pod["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["ACTIONS_RUNNER_INPUT_JITCONFIG"]["valueFrom"] == {
+        "secretKeyRef": {"name": RUNNER, "key": "jitToken"}
+    }
+    assert env["ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE"]["value"] == "1"
+    assert jit not in str(pod)  # by reference only
+
+
+def test_the_phase_follows_the_pod_from_pending_to_running_to_succeeded(h: Harness) -> None:
+    h.create_runner()
+    h.settle()
+    h.set_pod_status({"phase": "Pending"})
+    h.settle()
+    assert h.runner().phase == "Pending"  # type: ignore[union-attr]
+
+    h.set_pod_status(RUNNING)
+    h.settle()
+    runner = h.runner()
+    assert runner is not None and (runner.phase, runner.ready) == ("Running", True)
+
+    h.set_pod_status(terminated(0, "Succeeded"))
+    h.settle()
+    runner = h.runner()
+    assert runner is not None and (runner.phase, runner.ready) == ("Succeeded", False)
+    # a finished runner's Pod and JIT config go at once; the set deletes the ER itself
+    assert h.pod() is None and h.secret() is None
+
+
+def test_a_failed_pod_is_recreated_after_a_backoff_and_counted(h: Harness) -> None:
+    h.create_runner()
+    h.settle()
+    first = h.pod()
+    assert first is not None
+    h.set_pod_status(terminated(1, "Failed"))
+
+    result = h.reconcile()
+    assert result.requeue_after == 5.0
+    runner = h.runner()
+    assert runner is not None and list(runner.failures) == [first["metadata"]["uid"]]
+    assert h.pod() is None
+    assert h.events("RunnerPodFailed")
+
+    assert h.settle().requeue_after == 5.0  # inside the backoff: no new Pod
+    assert h.pod() is None
+    h.clock.advance(5.0)
+    h.settle()
+    second = h.pod()
+    assert second is not None and second["metadata"]["uid"] != first["metadata"]["uid"]
+
+
+def test_the_runner_turns_failed_at_the_configured_failure_limit(h: Harness) -> None:
+    h.create_runner()  # the harness configures max_failures=3
+    h.settle()
+    for attempt in range(3):
+        h.set_pod_status(terminated(2, "Failed"))
+        h.settle()
+        h.clock.advance(60.0)
+        h.settle()
+        runner = h.runner()
+        assert runner is not None and len(runner.failures) == attempt + 1
+    runner = h.runner()
+    assert runner is not None
+    assert (runner.phase, runner.status.get("reason")) == ("Failed", "TooManyPodFailures")
+    assert h.pod() is None and h.secret() is None
+    assert h.events("TooManyPodFailures")
+    h.clock.advance(3600.0)
+    h.settle()
+    assert h.pod() is None  # Failed is final
+
+
+def test_the_deprecated_version_exit_code_makes_the_runner_outdated(h: Harness) -> None:
+    h.create_runner()
+    h.settle()
+    h.set_pod_status(terminated(7, "Failed"))
+    h.settle()
+    runner = h.runner()
+    assert runner is not None
+    assert (runner.phase, runner.status.get("reason")) == ("Outdated", "RunnerVersionDeprecated")
+    assert runner.failures == {}  # not a failure to retry: no new Pod
+    assert h.pod() is None
+    assert h.events("RunnerVersionDeprecated")
+
+
+def test_a_runner_exists_answer_replaces_the_stale_registration_of_that_name(h: Harness) -> None:
+    # A registration of this name whose JIT config was lost (a crash after generating it).
+    stale = h.sim.generate_jit_config(h.scale_set_id, RUNNER)["runner"]["id"]
+    h.create_runner()
+    h.settle()
+    registered = h.sim_runners()
+    assert list(registered) == [RUNNER]
+    assert registered[RUNNER] != stale
+    runner = h.runner()
+    assert runner is not None and runner.runner_id == registered[RUNNER]
+    assert h.pod() is not None
+    assert h.events("RegistrationReplaced")
+
+
+def test_a_runner_name_registered_to_another_scale_set_is_never_taken_over(h: Harness) -> None:
+    other = h.sim.create_scale_set(name="someone-else")["id"]
+    h.sim.generate_jit_config(other, RUNNER)
+    h.create_runner()
+    with pytest.raises(RetryLater):
+        h.reconcile()
+    assert h.sim_runners() == {RUNNER: h.sim_runners()[RUNNER]}  # still theirs
+    assert h.events("RunnerNameTaken")
+    runner = h.runner()
+    assert runner is not None and runner.is_deleting  # the set will make another
+
+
+def test_deleting_a_runner_removes_its_registration_then_lets_it_go(h: Harness) -> None:
+    h.create_runner()
+    h.settle()
+    assert RUNNER in h.sim_runners()
+    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    h.settle()
+    assert RUNNER not in h.sim_runners()
+    assert h.runner() is None
+
+
+def test_a_registration_already_gone_counts_as_removed(h: Harness) -> None:
+    h.create_runner()
+    h.settle()
+    h.sim.remove_runner(h.sim_runners()[RUNNER])  # RunnerNotFound from now on
+    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    h.settle()
+    assert h.runner() is None
+
+
+def test_a_busy_runner_is_not_forced_off_and_its_removal_is_retried(h: Harness) -> None:
+    h.create_runner()
+    h.settle()
+    runner_id = h.sim_runners()[RUNNER]
+    scale_set = h.scale_set_id
+    request = h.sim.enqueue_job(scale_set)
+    session = h.sim.create_session(scale_set, "listener")
+    h.sim.acquire_jobs(scale_set, session.queue_token, [request])
+    h.sim.start_job(runner_id, request)
+    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+
+    result = h.settle()
+    assert result.requeue_after == 30.0
+    runner = h.runner()
+    assert runner is not None and runner.has_finalizer(ER_REGISTRATION_FINALIZER)
+    assert RUNNER in h.sim_runners()
+
+    h.sim.complete_job(runner_id=runner_id)
+    h.settle()
+    assert h.runner() is None
+
+
+def test_missing_credentials_are_a_warning_event_naming_the_field_and_change_nothing(
+    h: Harness,
+) -> None:
+    h.create_runner(githubConfigSecret="no-such-secret")
+    with pytest.raises(ValueError, match="githubConfigSecret"):
+        h.reconcile()
+    (event,) = h.events("InvalidRunner")
+    assert "githubConfigSecret" in event["message"]
+    assert h.secret() is None and h.pod() is None
+    assert h.sim_runners() == {}
+
+
+def test_no_secret_is_ever_logged_or_recorded(h: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    h.create_runner()
+    h.settle()
+    secret = h.secret()
+    assert secret is not None
+    jit = base64.b64decode(secret["data"]["jitToken"]).decode()
+    h.set_pod_status(terminated(1, "Failed"))
+    h.settle()
+    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    h.settle()
+
+    recorded = caplog.text + str(h.server.list_objects("events", NAMESPACE))
+    recorded += str(h.server.list_objects("ephemeralrunners", NAMESPACE))
+    for value in (jit, secret["data"]["jitToken"], TOKEN):
+        assert value not in recorded
+    assert "arc-runner-abcde" in caplog.text  # the logs did say what happened
