@@ -10,7 +10,7 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
-from typing import Final
+from typing import Final, TextIO
 
 _TEXT_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

@@ -1,0 +1,205 @@
+"""The ersctl CLI against the embedded API server: status, rollout, --once, and two
+controller processes of which only the lease holder reconciles."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ersctl.api import ER_PLURAL, ERS_PLURAL
+from ersctl.cli import main
+from ersctl.testing.apiserver import ApiServer
+from tests.runtime.conftest import ers_body, free_port, runner_body, wait_for
+
+
+@pytest.fixture
+def kubeconfig(apiserver: ApiServer, tmp_path: Path) -> str:
+    return str(apiserver.write_kubeconfig(tmp_path / "kubeconfig"))
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    """Exit code and stdout (stdout and stderr when it failed)."""
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout if result.exit_code == 0 else result.output
+
+
+def test_status_prints_one_row_per_set_with_runner_counts_and_guard_fields(
+    apiserver: ApiServer, kubeconfig: str
+) -> None:
+    owner = apiserver.create_object(ERS_PLURAL, ers_body("web", replicas=3, patch_id=7))
+    apiserver.patch_object(ERS_PLURAL, "default", "web", {"status": {
+        "phase": "Running", "finishedRunnerCleanupPatchID": 6, "appliedActionableRevision": 2,
+    }}, subresource="status")  # fmt: skip
+    for name, phase in [("r1", "Running"), ("r2", "Pending"), ("r3", "Succeeded")]:
+        apiserver.create_object(ER_PLURAL, runner_body(name, owner))
+        apiserver.patch_object(
+            ER_PLURAL, "default", name, {"status": {"phase": phase}}, subresource="status"
+        )
+    apiserver.create_object(ERS_PLURAL, ers_body("idle"))
+
+    code, out = invoke("status", "--kubeconfig", kubeconfig)
+
+    assert code == 0, out
+    header, idle, web = out.splitlines()
+    assert header.split() == [
+        "NAMESPACE", "NAME", "DESIRED", "CURRENT", "PENDING", "RUNNING", "FINISHED",
+        "DELETING", "PATCH-ID", "MARKER", "APPLIED-REV", "PHASE",
+    ]  # fmt: skip
+    assert idle.split() == ["default", "idle", "0", "0", "0", "0", "0", "0", "0", "0", "0", "-"]
+    assert web.split() == ["default", "web", "3", "2", "1", "1", "1", "0", "7", "6", "2", "Running"]
+
+
+def test_status_names_a_malformed_field_and_still_prints_the_others(
+    apiserver: ApiServer, kubeconfig: str
+) -> None:
+    apiserver.create_object(ERS_PLURAL, ers_body("bad", replicas=-1))
+    apiserver.create_object(ERS_PLURAL, ers_body("good", replicas=1))
+
+    code, out = invoke("status", "--kubeconfig", kubeconfig)
+
+    assert code == 0, out
+    assert "default/bad: invalid: spec.replicas: must be >= 0, got -1" in out
+    assert any(line.split()[:3] == ["default", "good", "1"] for line in out.splitlines())
+
+
+def test_status_of_a_missing_set_is_one_line_and_exit_1(kubeconfig: str) -> None:
+    code, out = invoke("status", "default/nope", "--kubeconfig", kubeconfig)
+    assert code == 1
+    assert out.strip() == "Error: EphemeralRunnerSet default/nope not found"
+
+
+def test_rollout_bumps_the_actionable_revision_with_a_resource_version_precondition(
+    apiserver: ApiServer, kubeconfig: str
+) -> None:
+    apiserver.create_object(ERS_PLURAL, ers_body("web", actionableRevision=4))
+    apiserver.inject_fault(verb="patch", resource=ERS_PLURAL, code=409)  # lost one race
+    apiserver.request_log.clear()
+
+    code, out = invoke("rollout", "default/web", "--kubeconfig", kubeconfig)
+
+    assert code == 0, out
+    assert out.strip() == "default/web: actionableRevision 4 -> 5"
+    assert apiserver.get_object(ERS_PLURAL, "default", "web")["spec"]["actionableRevision"] == 5  # type: ignore[index]
+    patches = [r for r in apiserver.request_log.records() if r.verb == "patch"]
+    assert [p.status for p in patches] == [409, 200]
+    assert all(json.loads(p.body)["metadata"]["resourceVersion"] for p in patches)
+    assert patches[0].content_type == "application/merge-patch+json"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["rollout", "no-slash"], "expected NAMESPACE/NAME", id="rollout-bad-key"),
+        pytest.param(["reconcile", "--once", "a/b/c"], "expected NAMESPACE/NAME", id="once-bad-key"),
+        pytest.param(["status", "--kubeconfig", "/nonexistent/kubeconfig"],
+                     "cannot load Kubernetes configuration", id="missing-kubeconfig"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_clear_line_and_a_non_zero_exit(args: list[str], message: str) -> None:
+    code, out = invoke(*args)
+    assert code != 0
+    assert message in out
+
+
+def test_reconcile_once_prints_its_decision_and_acts_once(
+    apiserver: ApiServer, kubeconfig: str
+) -> None:
+    apiserver.create_object(ERS_PLURAL, ers_body("web", replicas=2, patch_id=1))
+
+    first = invoke("reconcile", "--once", "default/web", "--kubeconfig", kubeconfig)
+    second = invoke("reconcile", "--once", "default/web", "--kubeconfig", kubeconfig)
+
+    assert first == (0, "default/web: finalizer-added\n")
+    assert second[0] == 0 and second[1].startswith("default/web: scale-up")
+    assert len(apiserver.list_objects(ER_PLURAL)) == 2
+
+
+# -- two controller processes -----------------------------------------------------------
+
+
+def scrape(port: int) -> dict[str, float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
+        text = resp.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
+
+
+def reconciles(port: int) -> float:
+    return sum(v for k, v in scrape(port).items() if k.startswith("ersctl_reconcile_total"))
+
+
+@pytest.fixture
+def controllers(kubeconfig: str) -> Iterator[list[tuple[subprocess.Popen[str], int]]]:
+    procs: list[tuple[subprocess.Popen[str], int]] = []
+    for _ in range(2):
+        port = free_port()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ersctl", "reconcile", "--kubeconfig", kubeconfig,
+             "--namespace", "default", "--lease-duration", "2", "--renew-deadline", "1.5",
+             "--retry-period", "1", "--metrics-addr", f"127.0.0.1:{port}",
+             "--log-format", "json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        procs.append((proc, port))
+    yield procs
+    for proc, _ in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=10)
+
+
+def ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+def test_two_controller_processes_only_the_lease_holder_reconciles(
+    apiserver: ApiServer, controllers: list[tuple[subprocess.Popen[str], int]]
+) -> None:
+    for _, port in controllers:
+        wait_for(lambda port=port: ready(port), timeout=20, interval=0.1)
+    apiserver.create_object(ERS_PLURAL, ers_body("web", replicas=2, patch_id=1))
+    wait_for(lambda: len(apiserver.list_objects(ER_PLURAL)) == 2, timeout=10)
+    lease = apiserver.get_object("leases", "default", "ersctl-leader")
+    assert lease is not None
+    by_leading = sorted(controllers, key=lambda c: scrape(c[1])["ersctl_leader"], reverse=True)
+    (leader, leader_port), (follower, follower_port) = by_leading
+
+    time.sleep(1.0)  # the follower keeps campaigning and being refused
+    assert scrape(leader_port)["ersctl_leader"] == 1.0
+    assert scrape(follower_port)["ersctl_leader"] == 0.0
+    assert reconciles(leader_port) >= 2
+    assert reconciles(follower_port) == 0
+    assert len(apiserver.list_objects(ER_PLURAL)) == 2
+
+    leader.send_signal(signal.SIGTERM)
+    assert leader.wait(timeout=10) == 0
+    apiserver.patch_object(ERS_PLURAL, "default", "web", {"spec": {"replicas": 3, "patchID": 2}})
+    wait_for(lambda: len(apiserver.list_objects(ER_PLURAL)) == 3, timeout=10)
+    wait_for(lambda: reconciles(follower_port) >= 1)
+    time.sleep(0.5)
+    assert len(apiserver.list_objects(ER_PLURAL)) == 3
+
+    follower.send_signal(signal.SIGTERM)
+    assert follower.wait(timeout=10) == 0
+    _, err = follower.communicate(timeout=5)
+    assert all(json.loads(line)["level"] for line in err.splitlines() if line.strip())

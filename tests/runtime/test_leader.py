@@ -1,0 +1,102 @@
+"""Leader election: two managers (own clients, own identities) against one server."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from ersctl.api import ER_PLURAL, ERS_PLURAL, EphemeralRunnerSet
+from ersctl.errors import NotLeaderError
+from ersctl.kube.leader import LeaderElectionConfig
+from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, LeadershipLost, Manager
+from ersctl.testing.apiserver import ApiServer
+from tests.runtime.conftest import ers_body, wait_for
+from tests.runtime.test_manager import Recording, Running
+
+LEASE = "ersctl-test-leader"
+
+
+def election(identity: str) -> LeaderElectionConfig:
+    # The library's minimums: retry >= 1 s, renew > 1.2 x retry, lease > renew.
+    return LeaderElectionConfig(
+        namespace="default", name=LEASE, identity=identity,
+        lease_duration=2, renew_deadline=1.5, retry_period=1.0,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def candidates(apiserver: ApiServer) -> Iterator[Callable[[str], tuple[Running, Recording]]]:
+    started: list[Running] = []
+
+    def start(identity: str) -> tuple[Running, Recording]:
+        manager = Manager(apiserver.api_client(), leader_election=election(identity))
+        reconciler = Recording()
+        manager.add_controller(
+            "test", reconciler, primary=ERS_PLURAL, owns=[ER_PLURAL],
+            predicates=ERS_CONTROLLER_PREDICATES,
+        )  # fmt: skip
+        running = Running(manager).start()
+        started.append(running)
+        return running, reconciler
+
+    yield start
+    for running in started:
+        running.halt()
+
+
+def holder(apiserver: ApiServer) -> str | None:
+    lease = apiserver.get_object("leases", "default", LEASE)
+    return None if lease is None else lease["spec"].get("holderIdentity")
+
+
+def test_only_the_lease_holder_reconciles_and_a_clean_stop_hands_over_at_once(
+    apiserver: ApiServer, candidates: Callable[[str], tuple[Running, Recording]]
+) -> None:
+    apiserver.create_object(ERS_PLURAL, ers_body("set"))
+    first, first_calls = candidates("first")
+    wait_for(lambda: holder(apiserver) == "first")
+    second, second_calls = candidates("second")
+    wait_for(lambda: first_calls.count() == 1)
+
+    apiserver.patch_object(ERS_PLURAL, "default", "set", {"spec": {"replicas": 3}})
+    wait_for(lambda: first_calls.count() == 2)
+    time.sleep(1.2)  # past a retry period: the follower tried and was refused
+
+    assert second_calls.count() == 0
+    assert first.manager.is_leading() and not second.manager.is_leading()
+
+    handed_over = time.monotonic()
+    first.halt()  # releases the Lease instead of letting it expire
+    assert first.error is None
+    wait_for(lambda: second_calls.count() >= 1, timeout=3)
+    assert holder(apiserver) == "second"
+    assert time.monotonic() - handed_over < 2.0  # faster than waiting out the lease
+
+
+def test_losing_the_lease_stops_reconciling_and_writing_at_once(
+    apiserver: ApiServer, candidates: Callable[[str], tuple[Running, Recording]]
+) -> None:
+    created = apiserver.create_object(ERS_PLURAL, ers_body("set"))
+    leader, calls = candidates("leader")
+    wait_for(lambda: calls.count() == 1)
+
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    stolen = time.monotonic()
+    apiserver.patch_object("leases", "default", LEASE, {"spec": {
+        "holderIdentity": "intruder", "leaseDurationSeconds": 60, "renewTime": now,
+    }})  # fmt: skip
+    wait_for(lambda: not leader.manager.is_leading(), timeout=4)
+    lost_after = time.monotonic() - stolen
+    apiserver.patch_object(ERS_PLURAL, "default", "set", {"spec": {"replicas": 2}})
+    leader.thread.join(5)
+
+    assert lost_after < 1.5 + 1.0 + 0.5  # within renew deadline + one retry
+    assert isinstance(leader.error, LeadershipLost)
+    time.sleep(0.2)
+    assert calls.count() == 1
+    with pytest.raises(NotLeaderError):
+        leader.manager.writer.patch_ers(EphemeralRunnerSet(created), {"spec": {"replicas": 5}})
+    assert apiserver.get_object(ERS_PLURAL, "default", "set")["spec"]["replicas"] == 2  # type: ignore[index]
