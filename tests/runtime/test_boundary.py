@@ -1,0 +1,153 @@
+"""The error boundary, the event recorder, and the metrics/probe server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from ersctl.api import ERS_PLURAL, EphemeralRunnerSet
+from ersctl.errors import ConflictError, GoneError, KubeError, NotFoundError, translate
+from ersctl.kube.apireader import ApiReader
+from ersctl.kube.events import EventRecorder
+from ersctl.metrics import ControllerMetrics, MetricsServer, parse_addr
+from ersctl.testing.apiserver import ApiServer
+from tests.runtime.conftest import ers_body
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        pytest.param(404, NotFoundError, id="404"),
+        pytest.param(409, ConflictError, id="409"),
+        pytest.param(410, GoneError, id="410"),
+        pytest.param(500, KubeError, id="500"),
+    ],
+)
+def test_api_exceptions_become_one_tree_with_the_servers_reason(status: int, kind: type) -> None:
+    exc = ApiException(status=status, reason="X")
+    exc.body = '{"kind":"Status","reason":"Because","message":"' + "m" * 600 + '"}'
+
+    error = translate(exc, action="get things/ns/a")
+
+    assert type(error) is kind and error.status == status and error.reason == "Because"
+    assert str(error).startswith(f"get things/ns/a: HTTP {status} Because: mmm")
+    assert len(str(error)) < 320  # the body is cut
+
+
+def test_a_refused_connection_is_a_kube_error_not_a_library_exception() -> None:
+    configuration = client.Configuration()
+    configuration.host = "http://127.0.0.1:9"  # discard port: nothing listens
+    configuration.retries = 0
+    reader = ApiReader(client.ApiClient(configuration))
+
+    with pytest.raises(KubeError) as caught:
+        reader.get_ers("ns", "a")
+
+    assert caught.value.status == 0
+    assert not isinstance(caught.value, ApiException)
+
+
+def test_errors_never_carry_the_clients_bearer_token(apiserver: ApiServer) -> None:
+    configuration = client.Configuration()
+    configuration.host = apiserver.url
+    configuration.api_key = {"authorization": "Bearer s3cr3t-t0ken"}
+    reader = ApiReader(client.ApiClient(configuration))
+    apiserver.inject_fault(verb="get", resource="secrets", code=500)
+
+    with pytest.raises(KubeError) as caught:
+        reader.get_secret("default", "github-secret")
+
+    assert "s3cr3t" not in str(caught.value) and "s3cr3t" not in repr(caught.value.__dict__)
+    assert any(r.verb == "get" and r.resource == "secrets" for r in apiserver.request_log.records())
+
+
+def events(apiserver: ApiServer) -> list[dict[str, Any]]:
+    return apiserver.list_objects("events", "default")
+
+
+def test_repeated_events_are_aggregated_into_one_with_a_count(apiserver: ApiServer) -> None:
+    ers = EphemeralRunnerSet(apiserver.create_object(ERS_PLURAL, ers_body("web")))
+    recorder = EventRecorder(apiserver.api_client())
+
+    for _ in range(3):
+        recorder.event(ers, type="Normal", reason="ScaleUpSuppressed", message="patch 4 serviced")
+    recorder.event(ers, type="Warning", reason="InvalidSpec", message="spec.replicas: bad")
+
+    by_reason = {e["reason"]: e for e in events(apiserver)}
+    assert sorted(by_reason) == ["InvalidSpec", "ScaleUpSuppressed"]
+    suppressed = by_reason["ScaleUpSuppressed"]
+    assert suppressed["count"] == 3 and suppressed["type"] == "Normal"
+    assert suppressed["involvedObject"]["uid"] == ers.uid
+    assert suppressed["involvedObject"]["kind"] == "EphemeralRunnerSet"
+    assert by_reason["InvalidSpec"]["count"] == 1
+
+
+def test_an_event_that_cannot_be_written_is_dropped_without_raising(apiserver: ApiServer) -> None:
+    ers = EphemeralRunnerSet(apiserver.create_object(ERS_PLURAL, ers_body("web")))
+    apiserver.inject_fault(verb="create", resource="events", code=500)
+
+    EventRecorder(apiserver.api_client()).event(ers, type="Warning", reason="R", message="m")
+
+    assert events(apiserver) == []
+
+
+def test_a_fenced_recorder_stays_silent(apiserver: ApiServer) -> None:
+    ers = EphemeralRunnerSet(apiserver.create_object(ERS_PLURAL, ers_body("web")))
+    EventRecorder(apiserver.api_client(), fence=lambda: False).event(
+        ers, type="Normal", reason="R", message="m"
+    )
+    assert events(apiserver) == []
+
+
+def get(url: str) -> tuple[int, str]:
+    resp = httpx.get(url, timeout=2)
+    return resp.status_code, resp.text
+
+
+def test_metrics_health_and_readiness_share_one_server() -> None:
+    metrics = ControllerMetrics()
+    synced = False
+    server = MetricsServer(metrics.registry, host="127.0.0.1", port=0, ready=lambda: synced)
+    server.start()
+    try:
+        ers = EphemeralRunnerSet(ers_body("web"))
+        metrics.runners_created(ers, 3)
+        metrics.scale_up_suppressed(ers)
+        metrics.observe_reconcile("ers", result="error", seconds=0.01)
+        base = f"http://127.0.0.1:{server.port}"
+
+        assert get(f"{base}/healthz") == (200, "ok\n")
+        assert get(f"{base}/readyz")[0] == 503
+        synced = True
+        assert get(f"{base}/readyz") == (200, "ok\n")
+        status, text = get(f"{base}/metrics")
+        assert status == 200
+        assert 'ersctl_runners_created_total{name="web",namespace="default"} 3.0' in text
+        assert 'ersctl_scale_up_suppressed_total{name="web",namespace="default"} 1.0' in text
+        assert 'ersctl_reconcile_errors_total{controller="ers"} 1.0' in text
+        assert get(f"{base}/nope")[0] == 404
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    ("addr", "expected"),
+    [
+        pytest.param(":8080", ("0.0.0.0", 8080), id="port-only"),
+        pytest.param("127.0.0.1:9000", ("127.0.0.1", 9000), id="host-and-port"),
+        pytest.param("0", None, id="disabled"),
+    ],
+)
+def test_metrics_addresses_parse_like_controller_runtimes(
+    addr: str, expected: tuple[str, int] | None
+) -> None:
+    assert parse_addr(addr) == expected
+
+
+def test_a_malformed_metrics_address_is_refused() -> None:
+    with pytest.raises(ValueError, match="expected HOST:PORT"):
+        parse_addr("localhost")
