@@ -81,8 +81,12 @@ class SimulatorServer:
         self.url = f"{scheme}://{bound_host!s}:{bound_port}"
         self._server.base_url = self.url
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="github-sim", daemon=True
+            target=self._serve, name="github-sim", daemon=True
         )
+
+    def _serve(self) -> None:
+        # A short poll interval makes stop() quick (tests start and stop many servers).
+        self._server.serve_forever(poll_interval=0.05)
 
     def start(self) -> None:
         """Serve in a background thread."""
