@@ -161,10 +161,6 @@ class Listener:
         """Ask ``run()`` to return soon. Safe from signal handlers and other threads."""
         self._stop_requested = True
 
-    @property
-    def stop_requested(self) -> bool:
-        return self._stop_requested
-
     def run(self) -> None:
         """Serve until stopped; always deletes the open session on the way out."""
         try:
