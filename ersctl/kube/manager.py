@@ -200,7 +200,18 @@ class Manager:
         for thread in threads:  # the campaign thread records a lost lease before it ends
             thread.join(timeout=10)
 
+    def add_informer(self, plural: str, informer: CustomResourceInformer) -> None:
+        """Watch one more resource through ``informer`` (e.g. the runner controller's
+        Pods), so controllers may name ``plural`` in ``owns``; it runs, syncs (readiness
+        waits for it) and stops with the others. Call before :meth:`add_controller`."""
+        if plural in self._informers:
+            raise ValueError(f"the manager watches {plural!r} already")
+        self._informers[plural] = informer
+
     def _informer(self, plural: str) -> CustomResourceInformer:
+        added = self._informers.get(plural)
+        if added is not None:
+            return added
         if plural not in KINDS:
             raise ValueError(f"the manager cannot watch {plural!r}; known: {sorted(KINDS)}")
         informer = self._informers.get(plural)
