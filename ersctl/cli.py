@@ -33,6 +33,8 @@ from ersctl.logs import configure_logging
 from ersctl.metrics import ControllerMetrics, MetricsServer, parse_addr
 from ersctl.ports import Request
 from ersctl.reconciler import EphemeralRunnerSetReconciler
+from ersctl.runner.controller import RunnerController, add_runner_controller
+from ersctl.runner.phases import FailurePolicy
 from ersctl.statustable import render_table, rows_for
 
 log = logging.getLogger("ersctl")
@@ -48,6 +50,9 @@ class ControllerOptions:
     workers: int = 2
     leader_election: LeaderElectionConfig | None = None
     resync_period: float = 600.0
+    runner_controller: bool = False
+    """Also run the EphemeralRunner controller (JIT registration and runner Pods)."""
+    runner_max_failures: int = 5
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,13 @@ class Controller:
     manager: Manager
     reconciler: EphemeralRunnerSetReconciler
     registry: SecretRunnerRegistry
+    runner: RunnerController | None = None
+
+    def close(self) -> None:
+        """Close the controllers' service clients (after the manager has stopped)."""
+        self.registry.close()
+        if self.runner is not None:
+            self.runner.close()
 
 
 def build_controller(
@@ -87,7 +99,11 @@ def build_controller(
         owns=[ER_PLURAL],
         predicates=ERS_CONTROLLER_PREDICATES,
     )
-    return Controller(manager=manager, reconciler=reconciler, registry=registry)
+    runner = None
+    if options.runner_controller:
+        policy = FailurePolicy(max_failures=options.runner_max_failures)
+        runner = add_runner_controller(manager, api, policy=policy)
+    return Controller(manager=manager, reconciler=reconciler, registry=registry, runner=runner)
 
 
 def parse_key(value: str) -> Request:
@@ -149,6 +165,21 @@ def main() -> None:
 @click.option("--retry-period", type=click.FloatRange(min=1.0), default=2.0, show_default=True)
 @click.option("--resync-period", type=click.FloatRange(min=1.0), default=600.0, show_default=True)
 @click.option(
+    "--runner-controller/--no-runner-controller",
+    default=False,
+    show_default=True,
+    help="Also run the EphemeralRunner controller: register each runner (JIT config in "
+    "a Secret) and run its Pod. Needed on a real cluster; off where something else "
+    "plays that part (ARC's controller, the simulation's runner agent).",
+)
+@click.option(
+    "--runner-max-failures",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Failed runner Pods before an EphemeralRunner turns Failed.",
+)
+@click.option(
     "--metrics-addr",
     default=":8080",
     show_default=True,
@@ -178,6 +209,8 @@ def reconcile(
     renew_deadline: float,
     retry_period: float,
     resync_period: float,
+    runner_controller: bool,
+    runner_max_failures: int,
     metrics_addr: str,
     once: Request | None,
     log_format: str,
@@ -204,6 +237,8 @@ def reconcile(
             workers=workers,
             leader_election=election,
             resync_period=resync_period,
+            runner_controller=runner_controller,
+            runner_max_failures=runner_max_failures,
         )
         _run_until_signalled(api, options, metrics_addr)
     except (ErsctlError, ValueError, OSError) as exc:
@@ -242,7 +277,7 @@ def _run_until_signalled(
     finally:
         if server is not None:
             server.stop()
-        controller.registry.close()
+        controller.close()
     log.info("stopped")
 
 

@@ -1,0 +1,104 @@
+"""Registers the EphemeralRunner controller on the runtime's manager.
+
+The controller's primary resource is ``ephemeralrunners`` (every update passes, as
+ARC's ResourceVersionChangedPredicate: phase, finalizers and deletion all matter);
+it owns the runner Pods, watched through :class:`RunnerPodInformer` and mapped to the
+EphemeralRunner named by their controller ownerReference. JIT Secrets are not
+watched: the controller creates and deletes them itself, and a cluster-wide Secret
+watch would need ``list``/``watch`` on every Secret (see examples/deploy RBAC).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import urllib3
+from kubernetes import client
+
+from ersctl.api import ER_PLURAL
+from ersctl.credentials import ClientFactory
+from ersctl.kube.informer import CustomResource, CustomResourceInformer
+from ersctl.kube.manager import Manager
+from ersctl.kube.predicates import AlwaysPass
+from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
+from ersctl.runner.kube import KubeRunnerResources
+from ersctl.runner.phases import FailurePolicy
+from ersctl.runner.pods import RUNNER_POD_LABEL
+from ersctl.runner.reconciler import RunnerReconciler
+from ersctl.runner.service import SecretRunnerServices
+
+CONTROLLER_NAME: Final = "ephemeralrunner"
+PODS: Final = "pods"
+RUNNER_POD_SELECTOR: Final = f"{RUNNER_POD_LABEL}=True"
+
+
+class RunnerPodInformer(CustomResourceInformer):
+    """List+watch of runner Pods only (label ``actions-ephemeral-runner=True``), with
+    the recovery of the runtime's informer; the cache never holds other Pods."""
+
+    def __init__(self, api_client: client.ApiClient, *, namespace: str | None = None) -> None:
+        super().__init__(
+            api_client,
+            CustomResource(group="", version="v1", plural=PODS),
+            namespace=namespace,
+            store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
+        )
+        self._core = client.CoreV1Api(api_client)
+
+    def _call(self, **kwargs: Any) -> urllib3.BaseHTTPResponse:
+        options = {"label_selector": RUNNER_POD_SELECTOR, "_preload_content": False, **kwargs}
+        if self.namespace is None:
+            return self._core.list_pod_for_all_namespaces(**options)  # type: ignore[return-value]
+        return self._core.list_namespaced_pod(self.namespace, **options)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class RunnerController:
+    """The registered controller's parts; :meth:`close` when the manager has stopped."""
+
+    reconciler: RunnerReconciler
+    services: SecretRunnerServices
+
+    def close(self) -> None:
+        self.services.close()
+
+
+def add_runner_controller(
+    manager: Manager,
+    api_client: client.ApiClient,
+    *,
+    policy: FailurePolicy | None = None,
+    client_factory: ClientFactory | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> RunnerController:
+    """Build the runner reconciler and register it (and the Pod informer) on ``manager``.
+
+    Writes are fenced by the manager's leadership, like the set controller's.
+    """
+    resources = KubeRunnerResources(api_client, fence=manager.is_leading)
+    services = (
+        SecretRunnerServices(get_secret=resources.get_secret)
+        if client_factory is None
+        else SecretRunnerServices(get_secret=resources.get_secret, client_factory=client_factory)
+    )
+    reconciler = RunnerReconciler(
+        runners=resources,
+        pods=resources,
+        secrets=resources,
+        services=services,
+        events=manager.events,
+        policy=policy,
+        clock=clock,
+    )
+    manager.add_informer(PODS, RunnerPodInformer(api_client, namespace=manager.namespace))
+    manager.add_controller(
+        CONTROLLER_NAME,
+        reconciler,
+        primary=ER_PLURAL,
+        owns=[PODS],
+        predicates={ER_PLURAL: AlwaysPass(), PODS: AlwaysPass()},
+    )
+    return RunnerController(reconciler=reconciler, services=services)
