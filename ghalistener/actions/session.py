@@ -26,8 +26,9 @@ T = TypeVar("T")
 class MessageSession:
     """An open message session of one scale set.
 
-    Calls are serialized by a lock (a refresh replaces the session for everyone).
-    ``close`` deletes the session server-side and may be called more than once.
+    get/ack/acquire/refresh are serialized by a lock (a refresh replaces the session for
+    everyone). ``close`` deletes the session server-side and may be called more than
+    once, from any thread.
     """
 
     def __init__(
@@ -37,6 +38,7 @@ class MessageSession:
         self._scale_set_id = scale_set_id
         self._session = session
         self._lock = threading.RLock()
+        self._close_lock = threading.Lock()
         self._closed = False
 
     @classmethod
@@ -94,12 +96,16 @@ class MessageSession:
             )
 
     def close(self) -> None:
-        """Delete the session server-side (once; later calls do nothing)."""
-        with self._lock:
+        """Delete the session server-side (once; later calls do nothing).
+
+        Safe to call from another thread while a long poll is held: it does not wait for
+        the poll, which then ends (the service answers it with 404 or 202).
+        """
+        with self._close_lock:
             if self._closed:
                 return
             self._closed = True
-            self._client.delete_message_session(self._scale_set_id, self._session.session_id)
+        self._client.delete_message_session(self._scale_set_id, self._session.session_id)
 
     def _with_refresh(self, call: Callable[[RunnerScaleSetSession], T]) -> T:
         # The queue token is short-lived; the service says so with a 401. One refresh

@@ -119,14 +119,16 @@ class SimulatorCore:
 
     # -- authentication chain ---------------------------------------------------------
 
-    def issue_token(self, purpose: str) -> dict[str, str]:
+    def issue_token(self, purpose: str, *, scope: str = "") -> dict[str, str]:
         """An installation or registration token (any credential is accepted)."""
         with self._cond:
             token = f"sim_{purpose}_{secrets.token_hex(12)}"
-            self._event("token.issued", purpose=purpose)
+            self._event("token.issued", purpose=purpose, scope=scope)
             return {"token": token, "expires_at": _iso(self._clock() + 3600)}
 
-    def admin_connection(self, registration_token: str, service_url: str) -> dict[str, str]:
+    def admin_connection(
+        self, registration_token: str, service_url: str, *, config_url: str = ""
+    ) -> dict[str, str]:
         """The actions service URL and a fresh admin JWT (exp = now + admin_token_ttl)."""
         if not registration_token:
             raise SimError(401, "RemoteAuth registration token required")
@@ -139,7 +141,7 @@ class SimulatorCore:
             }
             token = jwt.encode(claims, self._secret, algorithm="HS256")
             self.admin_tokens.add(token)
-            self._event("admin.connected")
+            self._event("admin.connected", config_url=config_url)
             return {"url": service_url, "token": token}
 
     def check_admin_token(self, token: str) -> None:
@@ -317,10 +319,11 @@ class SimulatorCore:
         """A runner process presents its JIT config and goes online; returns its reference."""
         try:
             payload = json.loads(base64.b64decode(encoded_jit_config))
-            runner = self.runners.get(int(payload["runnerId"]))
+            runner_id = int(payload["runnerId"])
         except (ValueError, KeyError, TypeError):
             raise SimError(400, "not a JIT config issued by this simulator") from None
         with self._cond:
+            runner = self.runners.get(runner_id)
             if runner is None or runner.jit_secret != payload.get("secret"):
                 raise SimError(
                     404, "runner of this JIT config is not registered", "AgentNotFoundException"
@@ -340,6 +343,20 @@ class SimulatorCore:
                     "GitHub.DistributedTask.WebApi.AgentNotFoundException",
                 )
             return found
+
+    def find_runners(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Wire forms of the registered runners (only the one called ``name`` if given)."""
+        with self._cond:
+            return [r.wire() for r in self.runners.values() if name is None or r.name == name]
+
+    def find_runner_groups(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Wire forms of the runner groups (only the one called ``name`` if given)."""
+        with self._cond:
+            return [
+                {"id": gid, "name": gname, "size": 0, "isDefaultGroup": gid == 1}
+                for gid, gname in self.runner_groups.items()
+                if name is None or gname == name
+            ]
 
     def remove_runner(self, runner_id: int) -> None:
         """Deregister an idle runner; a busy one is refused with JobStillRunningException."""

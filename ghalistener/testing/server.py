@@ -80,9 +80,7 @@ class SimulatorServer:
         scheme = "https" if tls is not None else "http"
         self.url = f"{scheme}://{bound_host!s}:{bound_port}"
         self._server.base_url = self.url
-        self._thread = threading.Thread(
-            target=self._serve, name="github-sim", daemon=True
-        )
+        self._thread = threading.Thread(target=self._serve, name="github-sim", daemon=True)
 
     def _serve(self) -> None:
         # A short poll interval makes stop() quick (tests start and stop many servers).

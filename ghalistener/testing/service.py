@@ -142,7 +142,9 @@ def _int(value: str, what: str) -> int:
 
 # -- GitHub REST: the authentication chain -----------------------------------------------
 
-_REG = r"/(?:orgs/[^/]+|repos/[^/]+/[^/]+|enterprises/[^/]+)/actions/runners/registration-token"
+_REG = (
+    r"/(?P<scope>orgs/[^/]+|repos/[^/]+/[^/]+|enterprises/[^/]+)/actions/runners/registration-token"
+)
 
 
 @route("POST", r"/app/installations/(?P<installation>\d+)/access_tokens", "installation_token")
@@ -153,10 +155,10 @@ def _installation_token(sim: GitHubSimulator, req: SimRequest, _: dict[str, str]
 
 
 @route("POST", _REG, "registration_token")
-def _registration_token(sim: GitHubSimulator, req: SimRequest, _: dict[str, str]) -> SimResponse:
+def _registration_token(sim: GitHubSimulator, req: SimRequest, p: dict[str, str]) -> SimResponse:
     if not req.bearer():
         raise SimError(401, "Bad credentials")
-    return SimResponse.of(201, sim.issue_token("registration"))
+    return SimResponse.of(201, sim.issue_token("registration", scope=p["scope"]))
 
 
 @route("POST", r"/actions/runner-registration", "admin_connection")
@@ -165,7 +167,10 @@ def _admin_connection(sim: GitHubSimulator, req: SimRequest, _: dict[str, str]) 
     if not isinstance(body, dict) or body.get("runner_event") != "register" or not body.get("url"):
         raise SimError(400, "body must be {url, runner_event: register}")
     service_url = f"{req.base_url.rstrip('/')}{SERVICE_PREFIX}/"
-    return SimResponse.of(200, sim.admin_connection(req.bearer("RemoteAuth"), service_url))
+    token = req.bearer("RemoteAuth")
+    return SimResponse.of(
+        200, sim.admin_connection(token, service_url, config_url=str(body["url"]))
+    )
 
 
 # -- the scale-set service ----------------------------------------------------------------
@@ -302,12 +307,7 @@ def _generate_jit_config(sim: GitHubSimulator, req: SimRequest, p: dict[str, str
 @route("GET", SERVICE_PREFIX + r"/_apis/runtime/runnergroups/?", "runner_groups")
 def _runner_groups(sim: GitHubSimulator, req: SimRequest, _: dict[str, str]) -> SimResponse:
     _admin(sim, req)
-    name = req.query.get("groupName")
-    groups = [
-        {"id": gid, "name": gname, "size": 0, "isDefaultGroup": gid == 1}
-        for gid, gname in sim.runner_groups.items()
-        if name is None or gname == name
-    ]
+    groups = sim.find_runner_groups(req.query.get("groupName"))
     return SimResponse.of(200, {"count": len(groups), "value": groups})
 
 
@@ -320,8 +320,7 @@ def _get_runner(sim: GitHubSimulator, req: SimRequest, p: dict[str, str]) -> Sim
 @route("GET", _AGENTS, "list_runners")
 def _list_runners(sim: GitHubSimulator, req: SimRequest, _: dict[str, str]) -> SimResponse:
     _admin(sim, req)
-    name = req.query.get("agentName")
-    found = [r.wire() for r in list(sim.runners.values()) if name is None or r.name == name]
+    found = sim.find_runners(req.query.get("agentName"))
     return SimResponse.of(200, {"count": len(found), "value": found})
 
 

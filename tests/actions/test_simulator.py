@@ -275,3 +275,28 @@ def test_the_event_log_tells_the_story(sim: GitHubSimulator, session: MessageSes
     ):
         assert kind in kinds
     assert json.dumps(sim.state())  # JSON-able
+
+
+@pytest.mark.parametrize(
+    ("path", "scope"),
+    [
+        pytest.param("my-org", "orgs/my-org", id="organization"),
+        pytest.param("my-org/my-repo", "repos/my-org/my-repo", id="repository"),
+        pytest.param("enterprises/my-ent", "enterprises/my-ent", id="enterprise"),
+    ],
+)
+def test_every_scope_gets_its_registration_token_and_admin_connection(
+    sim: GitHubSimulator, path: str, scope: str
+) -> None:
+    with respx.mock(assert_all_mocked=True) as router:
+        mount(router, sim, base_url="https://ghes.sim")
+        with ActionsClient(
+            config_url=f"https://ghes.sim/{path}/",
+            credentials=PatCredentials(token="ghp_anything_goes"),
+            retry=RetryPolicy(sleep=lambda _: None),
+        ) as client:
+            assert client.get_runner_scale_set_by_id(1).id == 1
+    issued = [e for e in sim.events if e["kind"] == "token.issued"]
+    assert issued[-1]["scope"] == scope
+    connected = [e for e in sim.events if e["kind"] == "admin.connected"]
+    assert connected[-1]["config_url"] == f"https://ghes.sim/{path}"

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from ghalistener.actions import ActionsClient, MessageSession, PatCredentials, RetryPolicy
+from ghalistener.actions.errors import SessionNotFoundError
 from ghalistener.actions.types import JobAssigned, JobAvailable, JobCompleted, JobStarted
 from ghalistener.testing import GitHubSimulator, SimulatorServer
 
@@ -165,3 +166,19 @@ def test_the_module_runs_as_a_server_that_reports_ready() -> None:
     finally:
         process.terminate()
         assert process.wait(timeout=10) == 0
+
+
+def test_closing_from_another_thread_ends_a_held_poll(
+    sim: GitHubSimulator, client: ActionsClient
+) -> None:
+    sim.hold_seconds = 30.0
+    session = MessageSession.open(client, scale_set_id=1, owner_name="l")
+    first = session.get_message(last_message_id=0, max_capacity=1)
+    assert first is not None
+    session.delete_message(first.message_id)
+    closer = threading.Timer(0.1, session.close)
+    closer.start()
+    with pytest.raises(SessionNotFoundError):
+        session.get_message(last_message_id=first.message_id, max_capacity=1)
+    closer.join()
+    assert sim.state()["sessions"] == []
