@@ -100,3 +100,18 @@ def test_losing_the_lease_stops_reconciling_and_writing_at_once(
     with pytest.raises(NotLeaderError):
         leader.manager.writer.patch_ers(EphemeralRunnerSet(created), {"spec": {"replicas": 5}})
     assert apiserver.get_object(ERS_PLURAL, "default", "set")["spec"]["replicas"] == 2  # type: ignore[index]
+
+
+def test_a_renew_stuck_in_a_slow_request_stops_reconciling_before_the_lease_can_expire(
+    apiserver: ApiServer, candidates: Callable[[str], tuple[Running, Recording]]
+) -> None:
+    leader, _ = candidates("leader")
+    wait_for(leader.manager.is_leading)
+
+    apiserver.inject_fault(verb="update", resource="leases", latency=3.0)
+    armed = time.monotonic()
+    # The library still believes it leads (its renew call has not returned), but the
+    # last successful renew is older than the renew deadline: others may take over.
+    wait_for(lambda: not leader.manager.is_leading(), timeout=2.5)
+
+    assert time.monotonic() - armed < 1.5 + 0.3
