@@ -6,7 +6,6 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -175,9 +174,9 @@ def _watch_in_background(
 
 
 @pytest.fixture
-def delayed(apiserver: ApiServer) -> Iterator[ApiServer]:
+def delayed(apiserver: ApiServer) -> ApiServer:
     apiserver.set_watch_delay(api.ERS_PLURAL, 0.5)
-    yield apiserver
+    return apiserver
 
 
 def test_the_watch_delay_hook_delays_only_the_chosen_resource(

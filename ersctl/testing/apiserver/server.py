@@ -69,7 +69,7 @@ class ApiServer:
         self._http = KubeHTTPServer(self._address, backend)
         self._thread = threading.Thread(
             target=self._http.serve_forever,
-            kwargs={"poll_interval": 0.1},
+            kwargs={"poll_interval": 0.02},
             name="apiserver-http",
             daemon=True,
         )

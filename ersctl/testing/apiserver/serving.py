@@ -72,6 +72,8 @@ def _status_response(exc: errors.StatusError) -> Response:
 
 class KubeRequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; without this, delayed ACKs add ~40 ms.
+    disable_nagle_algorithm = True
     server: KubeHTTPServer
 
     def setup(self) -> None:
