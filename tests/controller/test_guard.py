@@ -20,15 +20,15 @@ def test_a_stale_patch_cleans_up_the_finished_runner_and_creates_nothing_until_a
 
     outcome = cluster.reconcile()
 
-    assert outcome.action == "cleanup-finished"
-    assert cluster.ers().finished_runner_cleanup_patch_id == 5
     assert cluster.live_runner_names() == {busy}, "cleaned up, and nothing created in that pass"
+    assert cluster.ers().finished_runner_cleanup_patch_id == 5
+    assert outcome.action == "cleanup-finished"
     cluster.release_runner(finished)  # the runner controller finishes the deletion
 
     outcome = cluster.reconcile()
 
-    assert outcome.action == "suppressed"
     assert cluster.live_runner_names() == {busy}, "nothing created while the patch ID is unchanged"
+    assert outcome.action == "suppressed"
     assert cluster.events("ScaleUpSuppressed")
 
     cluster.patch_ers("runners", {"replicas": 2, "patchID": 6})
@@ -60,8 +60,10 @@ def test_scale_up_is_suppressed_for_a_serviced_patch_id_and_resumes_on_a_new_one
 ) -> None:
     cluster.create_ers(replicas=2, patch_id=7, status={"finishedRunnerCleanupPatchID": 7})
 
-    assert cluster.reconcile().action == "suppressed"
+    outcome = cluster.reconcile()
+
     assert cluster.runners() == []
+    assert outcome.action == "suppressed"
 
     cluster.patch_ers("runners", {"patchID": 8})
 
@@ -73,7 +75,8 @@ def test_scale_up_is_never_suppressed_at_patch_id_zero(cluster: Cluster) -> None
     # Patch 0 is "idle at minimum: force this state"; a marker of 0 must not block it.
     cluster.create_ers(replicas=1, patch_id=0, status={"finishedRunnerCleanupPatchID": 0})
 
-    assert cluster.reconcile().action == "scale-up"
+    cluster.reconcile()
+
     assert len(cluster.runners()) == 1
 
 
@@ -149,5 +152,23 @@ def test_with_set_events_delayed_the_reconcile_after_a_cleanup_creates_no_runner
     cached = cluster.cache.get_ers("arc", "runners")
     assert cached is not None and cached.finished_runner_cleanup_patch_id == 0, "cache lags"
 
-    assert cluster.reconcile(sync=False).action == "suppressed"
-    assert cluster.live_runner_names() == {busy}
+    cluster.reconcile(sync=False)
+
+    assert cluster.live_runner_names() == {busy}, "a runner was created from the lagging cache"
+
+
+def test_the_guard_has_no_cached_fast_path_a_cleared_marker_is_honoured(
+    cluster: Cluster,
+) -> None:
+    # The cache still shows the marker equal to the patch ID, but the server has
+    # cleared it (a revision advance does that): a cached hit must not suppress.
+    cluster.create_ers(replicas=2, patch_id=5, status={"finishedRunnerCleanupPatchID": 5})
+    cluster.sync()
+    cluster.server.set_watch_delay(api.ERS_PLURAL, 3.0)
+    cluster.patch_ers_status("runners", {"finishedRunnerCleanupPatchID": 0})
+    cached = cluster.cache.get_ers("arc", "runners")
+    assert cached is not None and cached.finished_runner_cleanup_patch_id == 5, "cache lags"
+
+    cluster.reconcile(sync=False)
+
+    assert len(cluster.runners()) == 2, "a cached marker the server had cleared suppressed"
