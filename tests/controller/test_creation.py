@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from typing import Any
+
 import pytest
 
 from ersctl import api
-from ersctl.creation import runner_body
+from ersctl.creation import CreateResult, create_runners, runner_body
+from ersctl.errors import KubeError
 from tests.controller.objects import RUNNER_SPEC, ers_doc
 
 
@@ -75,3 +80,47 @@ def test_a_set_without_a_runner_template_names_the_field() -> None:
 
     with pytest.raises(api.FieldError, match=r"spec\.ephemeralRunnerSpec"):
         runner_body(ers)
+
+
+class CountingWriter:
+    """A ``Writer`` that only creates, slowly, counting how many creates overlap."""
+
+    def __init__(self, *, fail_every: int = 0) -> None:
+        self.lock = threading.Lock()
+        self.in_flight = self.most_in_flight = self.calls = 0
+        self.fail_every = fail_every
+
+    def create_runner(self, body: dict[str, Any]) -> api.EphemeralRunner:
+        with self.lock:
+            self.calls += 1
+            call = self.calls
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        time.sleep(0.01)
+        with self.lock:
+            self.in_flight -= 1
+        if self.fail_every and call % self.fail_every == 0:
+            raise KubeError("create ephemeralrunners", status=500, reason="InternalError")
+        return api.EphemeralRunner(body)
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"a scale-up only creates; it called {name}")
+
+
+def test_creates_run_concurrently_up_to_the_bound() -> None:
+    writer = CountingWriter()
+
+    result = create_runners(writer, runner_body(scale_set()), count=12, concurrency=4)
+
+    assert result == CreateResult(created=12, errors=())
+    assert writer.most_in_flight == 4
+
+
+def test_a_failed_create_does_not_stop_the_others_and_is_reported() -> None:
+    writer = CountingWriter(fail_every=3)
+
+    result = create_runners(writer, runner_body(scale_set()), count=6, concurrency=2)
+
+    assert writer.calls == 6
+    assert result.created == 4
+    assert [e.status for e in result.errors] == [500, 500]

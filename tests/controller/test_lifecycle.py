@@ -109,7 +109,7 @@ def test_a_crash_during_the_cleanup_never_creates_a_runner_for_the_serviced_patc
     ]
     busy = cluster.add_runner(phase="Running", patch_id=4, runner_id=9, job_id="job")
     target = sorted(done)[-1] if fault.pop("second", False) else None
-    cluster.server.inject_fault(**fault, name=target, code=500, times=1)  # type: ignore[arg-type]
+    cluster.server.inject_fault(**fault, name=target, code=500, times=1)
 
     with pytest.raises(KubeError, match="500"):
         cluster.reconcile()
