@@ -113,6 +113,15 @@ class Harness:
         return {r["name"]: int(r["id"]) for r in self.sim.state()["runners"]}
 
 
+def actions_client(config_url: str, credentials: Credentials) -> ActionsClient:
+    """The production client with a retry policy that never sleeps."""
+    return ActionsClient(
+        config_url=config_url,
+        credentials=credentials,
+        retry=RetryPolicy(max_retries=1, sleep=lambda _: None),
+    )
+
+
 def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
@@ -141,14 +150,6 @@ def harness(apiserver: ApiServer, sim: GitHubSimulator) -> Iterator[Harness]:
     )
     api_client = apiserver.api_client()
     resources = KubeRunnerResources(api_client)
-
-    def actions_client(config_url: str, credentials: Credentials) -> ActionsClient:
-        return ActionsClient(
-            config_url=config_url,
-            credentials=credentials,
-            retry=RetryPolicy(max_retries=1, sleep=lambda _: None),
-        )
-
     services = SecretRunnerServices(get_secret=resources.get_secret, client_factory=actions_client)
     clock = Clock()
     reconciler = RunnerReconciler(

@@ -1,0 +1,118 @@
+"""The runner controller running on the runtime's manager (watch-driven, no test-driven
+reconciles), and ``ersctl reconcile --runner-controller`` as users start it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ersctl.kube.manager import Manager
+from ersctl.runner.controller import CONTROLLER_NAME, add_runner_controller
+from ersctl.runner.phases import FailurePolicy
+from tests.cluster.conftest import NAMESPACE, Harness, actions_client
+from tests.cluster.test_runner_controller import RUNNING, terminated
+
+RUNNER = "arc-runner-abcde"
+
+
+def wait_for(condition: Callable[[], object], *, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+def phase(h: Harness) -> str | None:
+    runner = h.runner()
+    return runner.phase if runner is not None else None
+
+
+@pytest.fixture
+def manager(h: Harness) -> Iterator[Manager]:
+    api_client = h.server.api_client()
+    manager = Manager(api_client, namespace=NAMESPACE, workers=2)
+    controller = add_runner_controller(
+        manager, api_client, policy=FailurePolicy(max_failures=3), client_factory=actions_client
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=manager.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield manager
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        controller.close()
+        api_client.close()
+
+
+def test_the_manager_drives_a_runner_from_creation_to_removal_on_watch_events(
+    h: Harness, manager: Manager
+) -> None:
+    h.create_runner()
+    wait_for(lambda: h.pod() is not None)
+    h.set_pod_status(RUNNING)
+    wait_for(lambda: phase(h) == "Running")
+    h.set_pod_status(terminated(0, "Succeeded"))
+    wait_for(lambda: phase(h) == "Succeeded" and h.pod() is None and h.secret() is None)
+    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    wait_for(lambda: h.runner() is None)
+    assert h.sim_runners() == {}
+    reconciles = manager.metrics.value(
+        "ersctl_reconcile_total", {"controller": CONTROLLER_NAME, "result": "success"}
+    )
+    assert reconciles >= 4
+
+
+def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_path: Path) -> None:
+    kubeconfig = h.server.write_kubeconfig(tmp_path / "kubeconfig")
+    h.create_runner()
+    args = [
+        sys.executable,
+        "-m",
+        "ersctl",
+        "reconcile",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--namespace",
+        NAMESPACE,
+        "--no-leader-elect",
+        "--metrics-addr",
+        "0",
+    ]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    log_off = tmp_path / "off.log"
+    with log_off.open("wb") as out:
+        without = subprocess.Popen(
+            [*args, "--no-runner-controller"], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+        try:
+            # Once its caches synced it would have acted on the runner within moments.
+            wait_for(lambda: "caches synced" in log_off.read_text(errors="replace"), timeout=20)
+            time.sleep(0.5)
+            assert h.pod() is None  # off: nothing touches runner Pods
+        finally:
+            without.send_signal(signal.SIGTERM)
+            without.wait(timeout=10)
+    log_on = tmp_path / "on.log"
+    with log_on.open("wb") as out:
+        with_runner = subprocess.Popen(
+            [*args, "--runner-controller"], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+        try:
+            wait_for(lambda: h.pod() is not None, timeout=20)
+            h.set_pod_status(RUNNING)
+            wait_for(lambda: phase(h) == "Running")
+        finally:
+            with_runner.send_signal(signal.SIGTERM)
+            with_runner.wait(timeout=15)
+    assert with_runner.returncode == 0, log_on.read_text(errors="replace")[-2000:]
