@@ -1,0 +1,161 @@
+"""Benchmark (not a test): CPU time and API requests of one reconcile, by cached runners.
+
+Run: ``python -m tests.controller.bench_reconcile [--runners 1000 10000] [--repeat 21]``
+
+The production wiring (``ersctl.cli.build_controller``: informers, cache, API reader,
+writer, event recorder, registry) against the embedded API server in this process.
+CPU is ``time.thread_time()`` of the reconciling thread only (the server and the
+informers run on other threads); requests come from the server's request log, watch
+streams excluded. Reported per scenario: median and max CPU ms, median wall ms, and
+the requests each reconcile sent (the same every repetition, or a range).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ersctl import api
+from ersctl.cli import ControllerOptions, build_controller
+from ersctl.ports import Request
+from ersctl.reconciler import EphemeralRunnerSetReconciler
+from ersctl.testing.apiserver import ApiServer
+from tests.controller.objects import ers_doc
+
+NAMESPACE = "bench"
+NAME = "runners"
+
+
+@dataclass(frozen=True)
+class Sample:
+    cpu_ms: float
+    wall_ms: float
+    requests: tuple[str, ...]
+    action: str
+
+
+def populate(server: ApiServer, count: int) -> None:
+    server.create_object("namespaces", {"metadata": {"name": NAMESPACE}})
+    server.create_object(
+        "secrets",
+        {
+            "metadata": {"name": "github-config", "namespace": NAMESPACE},
+            "data": {"github_token": base64.b64encode(b"ghp_benchmark").decode()},
+        },
+    )
+    doc = ers_doc(NAME, namespace=NAMESPACE, replicas=count, patch_id=7)
+    doc["metadata"]["finalizers"] = [api.ERS_FINALIZER]
+    ers = server.create_object(api.ERS_PLURAL, doc)
+    owner = {
+        "apiVersion": api.API_VERSION,
+        "kind": api.ERS_KIND,
+        "name": NAME,
+        "uid": ers["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    for i in range(count):
+        name = f"{NAME}-runner-{i:05d}"
+        server.create_object(
+            api.ER_PLURAL,
+            {
+                "apiVersion": api.API_VERSION,
+                "kind": api.ER_KIND,
+                "metadata": {
+                    "name": name,
+                    "namespace": NAMESPACE,
+                    "annotations": {api.PATCH_ID_ANNOTATION: "7"},
+                    "finalizers": [api.ER_FINALIZER],
+                    "ownerReferences": [owner],
+                },
+                "spec": doc["spec"]["ephemeralRunnerSpec"],
+            },
+        )
+        status = {"phase": "Running", "runnerId": i + 1, "runnerName": name}
+        if i % 2:
+            status["jobId"] = f"job-{i}"
+        server.patch_object(
+            api.ER_PLURAL, NAMESPACE, name, {"status": status}, subresource="status"
+        )
+
+
+def measure(server: ApiServer, reconciler: EphemeralRunnerSetReconciler) -> Sample:
+    server.request_log.clear()
+    wall, cpu = time.perf_counter(), time.thread_time()
+    outcome = reconciler.reconcile_with_outcome(Request(NAMESPACE, NAME))
+    cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+    requests = tuple(
+        f"{r.verb} {r.resource}{'/' + r.subresource if r.subresource else ''}"
+        for r in server.request_log.records()
+        if r.verb != "watch"
+    )
+    return Sample(cpu * 1000, wall * 1000, requests, outcome.action)
+
+
+def wait_until(check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 60
+    while not check():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def report(label: str, count: int, samples: list[Sample]) -> None:
+    cpu = [s.cpu_ms for s in samples]
+    counts = sorted({len(s.requests) for s in samples})
+    kinds = sorted({k for s in samples for k in s.requests})
+    print(
+        f"{count:>6} runners | {label:<34} | cpu median {statistics.median(cpu):7.2f} ms"
+        f" max {max(cpu):7.2f} | wall median {statistics.median(s.wall_ms for s in samples):7.2f}"
+        f" ms | requests {'/'.join(map(str, counts))} {kinds} | {samples[-1].action}"
+    )
+
+
+def run(count: int, repeat: int) -> None:
+    with ApiServer() as server:
+        populate(server, count)
+        controller = build_controller(server.api_client(), ControllerOptions(namespace=NAMESPACE))
+        reconciler = controller.reconciler
+        with controller.manager.caches():
+            cache = controller.manager.reader
+            wait_until(lambda: len(cache.list_owned_runners(_cached(cache))) == count)
+            measure(server, reconciler)  # settles the status counts
+            time.sleep(0.2)
+            steady = [measure(server, reconciler) for _ in range(repeat)]
+            report("steady state (patch serviced)", count, steady)
+
+            server.patch_object(api.ERS_PLURAL, NAMESPACE, NAME, {"spec": {"patchID": 8}})
+            wait_until(lambda: _cached(cache).patch_id == 8)
+            same = [measure(server, reconciler) for _ in range(repeat)]
+            report("new patch ID, same replicas", count, same)
+
+            ups = []
+            for patch_id in range(9, 9 + 5):
+                spec = {"patchID": patch_id, "replicas": count + patch_id - 8}
+                server.patch_object(api.ERS_PLURAL, NAMESPACE, NAME, {"spec": spec})
+                wait_until(lambda p=patch_id: _cached(cache).patch_id == p)  # type: ignore[misc]
+                ups.append(measure(server, reconciler))
+            report("scale up by one (guarded)", count, ups)
+        controller.registry.close()
+
+
+def _cached(cache: object) -> api.EphemeralRunnerSet:
+    ers = cache.get_ers(NAMESPACE, NAME)  # type: ignore[attr-defined]
+    assert ers is not None
+    return ers  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runners", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--repeat", type=int, default=21)
+    args = parser.parse_args()
+    for count in args.runners:
+        run(count, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
