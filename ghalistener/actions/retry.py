@@ -1,6 +1,7 @@
 """The one HTTP retry policy of the client (tenacity), built in one place.
 
-Retried: connection and read failures (no response), 429, and 5xx except 501.
+Retried: connection and read failures (no response; not TLS certificate failures),
+429, and 5xx except 501.
 Never retried: any other status, including the long poll's 202 (a normal answer).
 Backoff: exponential with full jitter, capped at ``max_wait`` seconds between tries,
 at most ``max_retries`` retries after the first try. The last outcome is surfaced:
@@ -9,6 +10,7 @@ the last response (mapped to an error by the caller) or the last transport error
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -27,6 +29,21 @@ Sleeper = Callable[[float], None]
 def is_retryable_status(status: int) -> bool:
     """True for 429 and 5xx other than 501 (Not Implemented will not get better)."""
     return status == 429 or (500 <= status <= 599 and status != 501)
+
+
+def is_retryable_error(error: BaseException) -> bool:
+    """True for transport failures that may pass: not a certificate the peer will keep
+    presenting (retrying an untrusted server only delays the clear error)."""
+    if not isinstance(error, httpx.TransportError):
+        return False
+    cause: BaseException | None = error
+    for _ in range(16):  # bounded: exception chains can, rarely, form a cycle
+        if cause is None:
+            break
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return False
+        cause = cause.__cause__ or cause.__context__
+    return True
 
 
 def _default_sleep(seconds: float) -> None:
@@ -64,7 +81,7 @@ class RetryPolicy:
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.max_retries + 1),
             wait=tenacity.wait_random_exponential(multiplier=self.initial_wait, max=self.max_wait),
-            retry=tenacity.retry_if_exception_type(httpx.TransportError)
+            retry=tenacity.retry_if_exception(is_retryable_error)
             | tenacity.retry_if_result(retryable),
             sleep=self.sleep,
             retry_error_callback=_last_outcome,

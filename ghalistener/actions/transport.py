@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import ssl
 import threading
 from collections.abc import Collection, Mapping
@@ -41,6 +42,8 @@ _SERVICE_EXCEPTIONS: tuple[tuple[str, type[RequestError]], ...] = (
 )
 _SECRET_QUERY_KEYS = ("token", "sig", "secret", "password", "key", "code")
 _REDACTED = "[REDACTED]"
+# user:password@ in a URL quoted by an exception (a proxy URL from the environment).
+_USERINFO = re.compile(r"//[^/@\s]*@")
 
 
 class SecretRedactor:
@@ -219,8 +222,12 @@ class HttpSender:
         try:
             return self._retry.run(attempt, also_retry=also_retry)
         except httpx.TransportError as exc:
+            detail = _USERINFO.sub("//", self._redactor.scrub(str(exc)))[:BODY_EXCERPT_LIMIT]
             raise RequestError(
-                f"no response: {type(exc).__name__}", method=method, url=shown, status=None
+                f"no response: {type(exc).__name__}" + (f": {detail}" if detail else ""),
+                method=method,
+                url=shown,
+                status=None,
             ) from exc
 
     def close(self) -> None:

@@ -131,20 +131,23 @@ def test_a_custom_root_ca_lets_the_client_trust_a_private_server(
         assert client.get_runner_scale_set_by_id(1).name == "arc-runners"
 
 
-def test_without_the_root_ca_the_private_server_is_not_trusted(
+def test_without_the_root_ca_the_private_server_is_not_trusted_and_not_retried(
     tls_server: tuple[SimulatorServer, str],
 ) -> None:
     server, _ = tls_server
+    waits: list[float] = []
     with (
         ActionsClient(
             config_url=server.config_url(),
             credentials=PatCredentials(token="ghp_tls_test"),
-            retry=RetryPolicy(max_retries=0),
+            retry=RetryPolicy(sleep=waits.append),
         ) as client,
         pytest.raises(RequestError) as caught,
     ):
         client.get_runner_scale_set_by_id(1)
     assert caught.value.status is None
+    assert "CERTIFICATE_VERIFY_FAILED" in str(caught.value)
+    assert waits == []
 
 
 def test_a_root_ca_that_is_no_certificate_is_a_clear_error() -> None:
@@ -192,3 +195,13 @@ def test_no_proxy_bypasses_the_proxy(
     with _proxied_client() as client, pytest.raises(RequestError) as caught:
         client.get_runner_scale_set_by_id(1)
     assert caught.value.status is None
+
+
+def test_a_proxy_password_never_reaches_the_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://user:pr0xyPassw0rd@127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with _proxied_client() as client, pytest.raises(RequestError) as caught:
+        client.get_runner_scale_set_by_id(1)
+    assert caught.value.status is None
+    assert "pr0xyPassw0rd" not in f"{caught.value} {vars(caught.value)}"
