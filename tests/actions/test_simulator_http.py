@@ -182,3 +182,56 @@ def test_closing_from_another_thread_ends_a_held_poll(
         session.get_message(last_message_id=first.message_id, max_capacity=1)
     closer.join()
     assert sim.state()["sessions"] == []
+
+
+def test_the_control_api_drives_every_part_of_the_model(
+    sim: GitHubSimulator, control: httpx.Client
+) -> None:
+    created = post(control, "/_sim/scalesets", {"name": "gpu", "labels": ["gpu", "linux"]})
+    assert created["labels"] == [
+        {"name": "gpu", "type": "System"},
+        {"name": "linux", "type": "System"},
+    ]
+    gpu = created["id"]
+    ids = post(control, "/_sim/jobs", {"scaleSetId": gpu, "count": 2, "displayName": "train"})[
+        "requestIds"
+    ]
+    assert control.get(f"/_sim/scalesets/{gpu}/statistics").json()["totalAvailableJobs"] == 2
+
+    assert post(control, f"/_sim/jobs/{ids[0]}/cancel", {"requeue": False})["requestId"] == ids[0]
+    jobs = {j["requestId"]: j for j in control.get("/_sim/state").json()["jobs"]}
+    assert (jobs[ids[0]]["state"], jobs[ids[0]]["result"]) == ("completed", "canceled")
+    assert control.post(f"/_sim/jobs/{ids[1]}/complete").status_code == 409  # not running
+
+    settings = control.patch("/_sim/settings", json={"holdSeconds": 0.5, "ephemeral": False}).json()
+    assert settings["holdSeconds"] == 0.5 and sim.ephemeral is False
+    post(control, "/_sim/faults", {"endpoint": "get_message", "bom": True, "times": -1})
+    assert control.get("/_sim/state").json()["faults"][0]["times"] == -1
+    assert control.delete("/_sim/faults").json() == {"faults": []}
+
+    seq = control.get("/_sim/events").json()["events"][-1]["seq"]
+    post(control, "/_sim/tokens/expire", {"kind": "queue"})
+    newer = control.get("/_sim/events", params={"since": seq}).json()["events"]
+    assert [e["kind"] for e in newer] == ["tokens.expired"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        pytest.param("POST", "/_sim/jobs", {"count": 1}, id="job without a scale set"),
+        pytest.param("POST", "/_sim/jobs", {"scaleSetId": 1, "count": 0}, id="zero jobs"),
+        pytest.param(
+            "POST", "/_sim/tokens/expire", {"kind": "everything"}, id="unknown token kind"
+        ),
+        pytest.param(
+            "POST", "/_sim/runners/connect", {"jitConfig": "garbage"}, id="bad JIT config"
+        ),
+        pytest.param("POST", "/_sim/scalesets", [1, 2], id="not an object"),
+    ],
+)
+def test_bad_control_requests_get_400_naming_the_problem(
+    control: httpx.Client, method: str, path: str, body: object
+) -> None:
+    response = control.request(method, path, json=body)
+    assert response.status_code == 400
+    assert response.json()["error"]
