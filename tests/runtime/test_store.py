@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from ersctl.api import EphemeralRunnerSet
-from ersctl.kube.cache import CachedReader
+from ersctl.kube.cache import CachedReader, json_copy
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 
 
@@ -101,3 +104,25 @@ def test_owned_runners_come_by_owner_uid_from_the_sets_namespace_oldest_first() 
 
     assert [r.name for r in owned] == ["old", "young"]
     assert reader.get_ers("ns", "missing") is None
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+    max_leaves=30,
+)
+
+
+def containers(value: Any) -> list[int]:
+    if isinstance(value, dict):
+        return [id(value), *(i for v in value.values() for i in containers(v))]
+    if isinstance(value, list):
+        return [id(value), *(i for v in value for i in containers(v))]
+    return []
+
+
+@given(json_values)
+def test_json_copy_is_equal_and_shares_no_container_with_the_original(value: Any) -> None:
+    copied = json_copy(value)
+    assert copied == value
+    assert not set(containers(copied)) & set(containers(value))
