@@ -150,3 +150,47 @@ def test_deleting_the_set_removes_idle_runners_lets_busy_ones_finish_then_drops_
 
     assert cluster.reconcile().action == "finalizer-removed"
     assert cluster.server.get_object(api.ERS_PLURAL, NAMESPACE, "runners") is None
+
+
+def test_scale_down_at_patch_zero_removes_idle_registered_runners_pending_first(
+    cluster: Cluster,
+) -> None:
+    cluster.create_ers(replicas=1, patch_id=0)
+    pending = cluster.add_runner(phase="Pending", runner_id=5)
+    cluster.add_runner(phase="Pending")  # not registered yet: nothing to remove
+    older = cluster.add_runner(phase="Running", runner_id=6)
+    refused = cluster.add_runner(phase="Running", runner_id=7)
+    cluster.add_runner(phase="Running", runner_id=8, job_id="job")  # busy
+    cluster.github.busy = {7}
+
+    outcome = cluster.reconcile()
+
+    # Pending first; the running ones may share a creation second (ordered by name then),
+    # and the pure tests pin oldest-first.
+    assert cluster.github.attempts[0] == 5
+    assert sorted(cluster.github.attempts[1:]) == [6, 7]
+    assert cluster.github.removed == [5, 6]
+    deleting = {r.name for r in cluster.runners() if r.is_deleting}
+    assert deleting == {pending, older}
+    assert refused in cluster.live_runner_names()
+    assert outcome.action == "scale-down"
+    assert cluster.events("ScaledDown")
+
+
+def test_without_its_credentials_secret_a_scale_down_warns_changes_nothing_and_retries_later(
+    cluster: Cluster,
+) -> None:
+    cluster.create_ers(replicas=0, patch_id=0)
+    idle = cluster.add_runner(phase="Running", runner_id=6)
+    cluster.core.delete_namespaced_secret("github-config", NAMESPACE)
+
+    outcome = cluster.reconcile()
+
+    assert cluster.live_runner_names() == {idle}
+    assert cluster.github.attempts == []
+    (event,) = cluster.events("InvalidSpec")
+    assert event["type"] == "Warning"
+    assert event["message"] == (
+        "spec.ephemeralRunnerSpec.githubConfigSecret: Secret arc/github-config not found"
+    )
+    assert outcome.result.requeue_after == 30.0
