@@ -61,10 +61,15 @@ class AdminConnector:
         self._lock = threading.Lock()
         self._connection: AdminConnection | None = None
         self._installation_token: BearerToken | None = None
-        if isinstance(credentials, PatCredentials):
-            sender.redactor.add(credentials.token)
-        else:
-            sender.redactor.add(credentials.private_key)
+        secret = (
+            credentials.token
+            if isinstance(credentials, PatCredentials)
+            else credentials.private_key
+        )
+        sender.redactor.add(secret, pin=True)
+        if isinstance(credentials, AppCredentials):
+            # Lines of the PEM body too: a fragment is as bad as the whole key.
+            sender.redactor.add(*credentials.private_key.splitlines(), pin=True)
 
     def connection(self) -> AdminConnection:
         """The current admin connection, refreshed first when it expires within 60 s."""

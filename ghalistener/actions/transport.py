@@ -50,24 +50,37 @@ class SecretRedactor:
     """Remembers secret values and scrubs them from any text (thread-safe).
 
     URLs and response excerpts pass through it before they enter an exception or a log
-    line, so a service that echoes a token back still cannot leak it.
+    line, so a service that echoes a token back still cannot leak it. Credentials are
+    pinned; short-lived tokens and JIT configs are kept in a bounded window of the most
+    recent ``RECENT_LIMIT`` (a controller mints one JIT config per runner, forever).
     """
 
+    RECENT_LIMIT = 512
+
     def __init__(self) -> None:
-        self._secrets: set[str] = set()
+        self._pinned: set[str] = set()
+        self._recent: dict[str, None] = {}  # insertion-ordered set
         self._lock = threading.Lock()
 
-    def add(self, *secrets: str) -> None:
-        """Register values that must never be shown (short values are ignored)."""
+    def add(self, *secrets: str, pin: bool = False) -> None:
+        """Register values that must never be shown (values under 6 characters are ignored)."""
         with self._lock:
-            self._secrets.update(s for s in secrets if len(s) >= 6)
+            for secret in (s for s in secrets if len(s) >= 6):
+                if pin:
+                    self._pinned.add(secret)
+                    continue
+                self._recent.pop(secret, None)
+                self._recent[secret] = None
+                if len(self._recent) > self.RECENT_LIMIT:
+                    del self._recent[next(iter(self._recent))]
 
     def scrub(self, text: str) -> str:
         """Return ``text`` with every registered secret replaced."""
         with self._lock:
-            secrets = sorted(self._secrets, key=len, reverse=True)
+            secrets = sorted(self._pinned.union(self._recent), key=len, reverse=True)
         for secret in secrets:
-            text = text.replace(secret, _REDACTED)
+            if secret in text:
+                text = text.replace(secret, _REDACTED)
         return text
 
 

@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from ghalistener.actions import ActionsClient, MessageSession, PatCredentials, RetryPolicy
 from ghalistener.actions.auth import AppCredentials
 from ghalistener.actions.errors import ActionsError
-from ghalistener.actions.transport import redact_url
+from ghalistener.actions.transport import SecretRedactor, redact_url
 from tests.actions.conftest import (
     API,
     PAT,
@@ -162,3 +162,14 @@ def test_error_bodies_are_cut_short(github: GitHubMock, client: ActionsClient) -
         client.get_runner_scale_set_by_id(9)
     assert len(str(caught.value)) < 600
     assert json.dumps(vars(caught.value)).count("x") < 600
+
+
+def test_the_redactor_keeps_credentials_forever_and_tokens_in_a_bounded_window() -> None:
+    redactor = SecretRedactor()
+    redactor.add("ghp_pinned_credential", pin=True)
+    tokens = [f"token-{i:06d}" for i in range(SecretRedactor.RECENT_LIMIT + 10)]
+    redactor.add(*tokens)
+    text = redactor.scrub(" ".join(["ghp_pinned_credential", tokens[0], tokens[-1]]))
+    assert "ghp_pinned_credential" not in text
+    assert tokens[-1] not in text
+    assert tokens[0] in text  # evicted: long expired by the time 512 newer ones exist
