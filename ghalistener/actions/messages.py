@@ -47,7 +47,7 @@ def decode_json(content: bytes, *, what: str) -> Any:
         content = content[len(BOM) :]
     try:
         return json.loads(content.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise MessageParseError(
             f"{what}: the body is not JSON ({exc.__class__.__name__})"
         ) from None
