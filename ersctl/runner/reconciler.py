@@ -9,14 +9,13 @@
 2. Done (Succeeded, Failed, Outdated) -> delete its Pod and Secret; nothing else.
 3. Both finalizers present (added in one patch).
 4. Registration: the JIT Secret exists, else a JIT config is generated (runner name =
-   ER name) and stored in a new Secret owned by the ER. A RunnerExists answer means a
-   registration of that name outlived its JIT config (a crash between generating it
-   and storing it); its config cannot be fetched again, so the stale registration is
-   looked up by name, removed when it belongs to this scale set, and the name is
-   registered anew. ``status.runnerId``/``runnerName`` follow the Secret.
-5. Failures: with ``max_failures`` recorded the ER turns Failed; otherwise a new Pod
-   waits out the backoff since the latest failure.
+   ER name, RunnerExists handled as ``ersctl.runner.registration`` says) and stored in
+   a new Secret owned by the ER. ``status.runnerId``/``runnerName`` follow the Secret.
+5. Failures: with ``max_failures`` recorded the ER turns Failed (and its registration
+   is removed); otherwise a new Pod waits out the backoff since the latest failure.
 6. The Pod: created when absent; otherwise its state decides (``ersctl.runner.phases``).
+   A Pod that fails while its runner holds a job is not replaced (a JIT registration
+   serves one job): the ER is deleted, as ARC does, and the set makes another.
 
 Phase and finalizer writes carry the ER's resourceVersion, so a decision made on a
 stale read fails with a conflict and is retried on fresh state. Nothing here logs,
@@ -25,7 +24,6 @@ records or raises the JIT config: only runner names and ids.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -52,8 +50,14 @@ from ersctl.runner.phases import (
     format_time,
     seconds_until_next_pod,
 )
-from ersctl.runner.ports import PodStore, RunnerService, RunnerServices, RunnerStore, SecretStore
-from ghalistener.actions.errors import JobStillRunningError, RunnerExistsError, RunnerNotFoundError
+from ersctl.runner.ports import PodStore, RunnerServices, RunnerStore, SecretStore
+from ersctl.runner.registration import (
+    Registrations,
+    RetryLater,
+    RunnerNameTaken,
+    scale_set_id,
+)
+from ghalistener.actions.errors import ActionsError
 from ghalistener.actions.types import JitConfig
 
 log = logging.getLogger(__name__)
@@ -62,10 +66,7 @@ FINALIZERS: Final = (ER_FINALIZER, ER_REGISTRATION_FINALIZER)
 BUSY_RETRY: Final = 30.0
 """Seconds between attempts to remove a runner that is still running a job (ARC: 30 s)."""
 REASON_INVALID_TEMPLATE: Final = "InvalidPodTemplate"
-
-
-class RetryLater(Exception):
-    """A transient state: the runtime requeues the key with backoff."""
+REASON_FAILED_WITH_JOB: Final = "RunnerFailedWithJob"
 
 
 class RunnerReconciler:
@@ -86,10 +87,12 @@ class RunnerReconciler:
         self._runners = runners
         self._pods = pods
         self._secrets = secrets
-        self._services = services
         self._events = events
         self._policy = policy or FailurePolicy()
         self._clock = clock
+        self._registrations = Registrations(
+            services=services, get_secret=secrets.get_secret, events=events
+        )
 
     def reconcile(self, request: Request) -> Result:
         """See the module docstring. Raises to be retried with backoff."""
@@ -114,7 +117,7 @@ class RunnerReconciler:
 
     def _finalize(self, runner: EphemeralRunner) -> Result:
         if runner.has_finalizer(ER_REGISTRATION_FINALIZER):
-            if not self._unregister(runner):
+            if not self._registrations.unregister(runner):
                 log.info("runner %s is still running a job; retrying removal", runner.key)
                 return Result(requeue_after=BUSY_RETRY)
             runner = self._remove_finalizer(runner, ER_REGISTRATION_FINALIZER)
@@ -122,31 +125,6 @@ class RunnerReconciler:
             self._delete_resources(runner)
             self._remove_finalizer(runner, ER_FINALIZER)
         return Result()
-
-    def _unregister(self, runner: EphemeralRunner) -> bool:
-        """Remove ``runner``'s registration; False while it runs a job."""
-        runner_id = int(runner.runner_id) or self._registered_id(runner)
-        if not runner_id:
-            return True  # never registered: nothing to remove
-        try:
-            self._service(runner).remove_runner(runner_id)
-        except RunnerNotFoundError:
-            pass  # already gone (an ephemeral runner deregisters after its job)
-        except JobStillRunningError:
-            return False
-        log.info("removed runner %s (id %d) from the service", runner.key, runner_id)
-        return True
-
-    def _registered_id(self, runner: EphemeralRunner) -> int:
-        """The id of a registration the status never recorded (a crash before it did)."""
-        secret = self._secrets.get_secret(runner.namespace, runner.name)
-        found = pods.registration_from_secret(secret) if secret else None
-        if found:
-            return found[0]
-        existing = self._service(runner).get_runner_by_name(runner.name)
-        if existing is None or existing.runner_scale_set_id not in (0, _scale_set_id(runner)):
-            return 0  # none, or another scale set's runner of the same name: not ours
-        return int(existing.id)
 
     def _remove_finalizer(self, runner: EphemeralRunner, finalizer: str) -> EphemeralRunner:
         kept = [f for f in runner.finalizers if f != finalizer]
@@ -185,49 +163,26 @@ class RunnerReconciler:
             secret = None
         if secret is not None:
             return secret
-        jit = self._generate(runner)
+        jit = self._register(runner)
         body = pods.build_jit_secret(
             runner,
             runner_id=int(jit.runner_id),
             runner_name=jit.runner_name,
-            scale_set_id=_scale_set_id(runner),
+            scale_set_id=scale_set_id(runner),
             encoded_jit_config=jit.encoded_jit_config,
         )
         created = self._secrets.create_secret(body)
         log.info("registered runner %s (id %d)", runner.key, jit.runner_id)
         return created
 
-    def _generate(self, runner: EphemeralRunner) -> JitConfig:
-        service, scale_set = self._service(runner), _scale_set_id(runner)
+    def _register(self, runner: EphemeralRunner) -> JitConfig:
         try:
-            return service.generate_jit_runner_config(scale_set, runner.name, _work_folder(runner))
-        except RunnerExistsError:
-            self._replace_stale_registration(runner, service, scale_set)
-        return service.generate_jit_runner_config(scale_set, runner.name, _work_folder(runner))
-
-    def _replace_stale_registration(
-        self, runner: EphemeralRunner, service: RunnerService, scale_set: int
-    ) -> None:
-        existing = service.get_runner_by_name(runner.name)
-        if existing is None:
-            raise RetryLater(f"runner name {runner.name} was taken and is free again: retry")
-        if existing.runner_scale_set_id not in (0, scale_set):
-            message = (
-                f"a runner named {runner.name} is registered to scale set "
-                f"{existing.runner_scale_set_id}, not {scale_set}; deleting this runner"
-            )
-            self._warn(runner, "RunnerNameTaken", message)
+            return self._registrations.register(runner)
+        except RunnerNameTaken as exc:
+            # It can never register under this name: let the set make another runner.
+            self._warn(runner, "RunnerNameTaken", f"{exc}; deleting this runner")
             self._runners.delete_runner(runner)
-            raise RetryLater(message)
-        log.info("replacing stale registration %d of %s", existing.id, runner.key)
-        self._events.event(
-            runner,
-            type="Normal",
-            reason="RegistrationReplaced",
-            message=f"runner id {existing.id} had lost its JIT config; registering anew",
-        )
-        with contextlib.suppress(RunnerNotFoundError):
-            service.remove_runner(existing.id)
+            raise
 
     def _record_registration(
         self, runner: EphemeralRunner, secret: dict[str, Any]
@@ -298,6 +253,8 @@ class RunnerReconciler:
         return Result()
 
     def _record_failure(self, runner: EphemeralRunner, failed: PodFailed) -> Result:
+        if runner.has_job:
+            return self._abandon(runner, failed)
         self._pods.delete_pod(runner.namespace, runner.name, uid=failed.pod_uid)
         count = len({*runner.failures, failed.pod_uid})
         status: dict[str, Any] = {
@@ -319,12 +276,30 @@ class RunnerReconciler:
             return Result()
         return Result(requeue_after=self._policy.delay(count))
 
+    def _abandon(self, runner: EphemeralRunner, failed: PodFailed) -> Result:
+        """A Pod that died holding a job cannot be replaced: a JIT registration serves
+        one job. Delete the runner (as ARC does); its finalizer removes the registration
+        once the service lets the job go, and the set makes a fresh runner if needed."""
+        message = (
+            f"the runner pod failed ({failed.reason}) during job {runner.job_id}; "
+            "deleting the runner"
+        )
+        self._warn(runner, REASON_FAILED_WITH_JOB, message)
+        self._runners.delete_runner(runner)
+        return Result()
+
     def _mark_failed(self, runner: EphemeralRunner, count: int) -> None:
         message = f"the runner pod failed {count} times"
         self._set_status(
             runner, phase=ERPhase.FAILED, reason=REASON_TOO_MANY_FAILURES, message=message
         )
         self._warn(runner, REASON_TOO_MANY_FAILURES, message)
+        # Its registration can never run a job now: remove it at once, as ARC does.
+        # Best effort: the registration finalizer tries again when the set deletes it.
+        try:
+            self._registrations.unregister(runner)
+        except (ActionsError, FieldError) as exc:
+            log.warning("runner %s keeps its registration until deleted: %s", runner.key, exc)
         self._delete_resources(runner)
 
     # -- helpers ----------------------------------------------------------------------
@@ -342,9 +317,6 @@ class RunnerReconciler:
         self._runners.patch_runner_status(runner, _locked(runner, {"status": status}))
         log.info("runner %s is %s", runner.key, phase)
 
-    def _service(self, runner: EphemeralRunner) -> RunnerService:
-        return self._services.for_runner(runner)
-
     def _warn(self, runner: EphemeralRunner, reason: str, message: str) -> None:
         log.warning("runner %s: %s: %s", runner.key, reason, message)
         self._events.event(runner, type="Warning", reason=reason, message=message)
@@ -355,18 +327,3 @@ def _locked(runner: EphemeralRunner, patch: dict[str, Any]) -> dict[str, Any]:
     metadata = dict(patch.get("metadata") or {})
     metadata["resourceVersion"] = runner.resource_version
     return {**patch, "metadata": metadata}
-
-
-def _scale_set_id(runner: EphemeralRunner) -> int:
-    value = runner.spec.get("runnerScaleSetId")
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise FieldError("spec.runnerScaleSetId", f"must be a positive integer, got {value!r}")
-    return value
-
-
-def _work_folder(runner: EphemeralRunner) -> str:
-    """The runner container's workingDir when set (as ARC), else the service default."""
-    for container in (runner.spec.get("spec") or {}).get("containers") or ():
-        if isinstance(container, dict) and container.get("name") == pods.RUNNER_CONTAINER:
-            return str(container.get("workingDir") or "_work")
-    return "_work"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
-from ersctl.runner.reconciler import RetryLater
+from ersctl.runner.registration import RetryLater
 from tests.cluster.conftest import NAMESPACE, TOKEN, Harness
 
 RUNNER = "arc-runner-abcde"
@@ -125,6 +125,7 @@ def test_the_runner_turns_failed_at_the_configured_failure_limit(h: Harness) -> 
     assert (runner.phase, runner.status.get("reason")) == ("Failed", "TooManyPodFailures")
     assert h.pod() is None and h.secret() is None
     assert h.events("TooManyPodFailures")
+    assert h.sim_runners() == {}  # a registration that can never run a job is removed
     h.clock.advance(3600.0)
     h.settle()
     assert h.pod() is None  # Failed is final
@@ -192,11 +193,7 @@ def test_a_busy_runner_is_not_forced_off_and_its_removal_is_retried(h: Harness) 
     h.create_runner()
     h.settle()
     runner_id = h.sim_runners()[RUNNER]
-    scale_set = h.scale_set_id
-    request = h.sim.enqueue_job(scale_set)
-    session = h.sim.create_session(scale_set, "listener")
-    h.sim.acquire_jobs(scale_set, session.queue_token, [request])
-    h.sim.start_job(runner_id, request)
+    start_a_job(h, runner_id)
     h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
 
     result = h.settle()
@@ -239,3 +236,37 @@ def test_no_secret_is_ever_logged_or_recorded(h: Harness, caplog: pytest.LogCapt
     for value in (jit, secret["data"]["jitToken"], TOKEN):
         assert value not in recorded
     assert "arc-runner-abcde" in caplog.text  # the logs did say what happened
+
+
+def start_a_job(h: Harness, runner_id: int) -> None:
+    request = h.sim.enqueue_job(h.scale_set_id)
+    session = h.sim.create_session(h.scale_set_id, "listener")
+    h.sim.acquire_jobs(h.scale_set_id, session.queue_token, [request])
+    h.sim.start_job(runner_id, request)
+
+
+def test_a_pod_that_fails_during_a_job_is_not_replaced_and_its_runner_is_deleted(
+    h: Harness,
+) -> None:
+    h.create_runner()
+    h.settle()
+    runner_id = h.sim_runners()[RUNNER]
+    start_a_job(h, runner_id)
+    # what the listener writes on JobStarted
+    job = {"jobId": "job-1", "jobRequestId": 1, "jobRepositoryName": "my-org/my-repo"}
+    h.server.patch_object(
+        "ephemeralrunners", NAMESPACE, RUNNER, {"status": job}, subresource="status"
+    )
+    h.set_pod_status(terminated(137, "Failed"))
+
+    result = h.settle()
+    runner = h.runner()
+    assert runner is not None and runner.is_deleting
+    assert runner.failures == {}  # not counted: it is not retried
+    assert h.events("RunnerFailedWithJob")
+    assert result.requeue_after == 30.0  # the service still holds the job: not forced
+    assert RUNNER in h.sim_runners()
+
+    h.sim.complete_job(runner_id=runner_id, result="failed")
+    h.settle()
+    assert h.runner() is None
