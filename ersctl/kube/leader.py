@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.leaderelection import electionconfig, leaderelection
@@ -84,20 +85,34 @@ class _FencedLeaseLock(LeaseLock):
         self._stop = stop
         self.last_write = float("-inf")
 
+    # The library catches ApiException only; a refused or reset connection (urllib3)
+    # would escape its loops and end the campaign thread for good. Each method turns
+    # those into the library's own "failed, try again next period" answers.
+
     def get(self, name: str, namespace: str) -> tuple[bool, Any]:
         self._check()
-        return super().get(name, namespace)  # type: ignore[no-untyped-call,no-any-return]
+        try:
+            return super().get(name, namespace)  # type: ignore[no-untyped-call,no-any-return]
+        except urllib3.exceptions.HTTPError as exc:
+            log.info("reading lease %s/%s failed: %s", namespace, name, type(exc).__name__)
+            return False, ApiException(status=0, reason=type(exc).__name__)
 
     def create(self, name: str, namespace: str, election_record: Any) -> bool:
         self._check()
-        ok: bool = super().create(name, namespace, election_record)  # type: ignore[no-untyped-call]
+        try:
+            ok: bool = super().create(name, namespace, election_record)  # type: ignore[no-untyped-call]
+        except urllib3.exceptions.HTTPError:
+            return False
         if ok:
             self.last_write = time.monotonic()
         return ok
 
     def update(self, name: str, namespace: str, updated_record: Any) -> bool:
         self._check()
-        ok: bool = super().update(name, namespace, updated_record)  # type: ignore[no-untyped-call]
+        try:
+            ok: bool = super().update(name, namespace, updated_record)  # type: ignore[no-untyped-call]
+        except urllib3.exceptions.HTTPError:
+            return False
         if ok:
             self.last_write = time.monotonic()
         return ok

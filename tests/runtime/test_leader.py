@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
+from kubernetes import client
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, EphemeralRunnerSet
 from ersctl.errors import NotLeaderError
-from ersctl.kube.leader import LeaderElectionConfig
+from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, LeadershipLost, Manager
 from ersctl.testing.apiserver import ApiServer
-from tests.runtime.conftest import ers_body, wait_for
+from tests.runtime.conftest import ers_body, free_port, wait_for
 from tests.runtime.test_manager import Recording, Running
 
 LEASE = "ersctl-test-leader"
@@ -115,3 +117,28 @@ def test_a_renew_stuck_in_a_slow_request_stops_reconciling_before_the_lease_can_
     wait_for(lambda: not leader.manager.is_leading(), timeout=2.5)
 
     assert time.monotonic() - armed < 1.5 + 0.3
+
+
+def test_a_candidate_keeps_campaigning_while_the_api_server_is_unreachable() -> None:
+    port = free_port()
+    configuration = client.Configuration()
+    configuration.host = f"http://127.0.0.1:{port}"
+    configuration.retries = 0
+    started = threading.Event()
+    elector = LeaderElector(
+        client.ApiClient(configuration), election("patient"),
+        on_started_leading=started.set, on_stopped_leading=lambda: None,
+    )  # fmt: skip
+    stop = threading.Event()
+    campaign = threading.Thread(target=elector.run, args=(stop,), daemon=True)
+    campaign.start()
+    time.sleep(1.2)  # at least one attempt against nothing
+
+    with ApiServer(port=port, gc=False):
+        try:
+            assert campaign.is_alive()
+            assert started.wait(4)
+            assert elector.is_leading()
+        finally:
+            stop.set()
+            campaign.join(5)
