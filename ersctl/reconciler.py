@@ -31,7 +31,7 @@ from ersctl.api import ERS_FINALIZER, EphemeralRunnerSet, ERSPhase, FieldError
 from ersctl.cleanup import Removal, clean_up_runners, delete_runners, scale_down
 from ersctl.creation import create_runners, runner_body
 from ersctl.credentials import CredentialsFieldError
-from ersctl.errors import ErsctlError, NotFoundError
+from ersctl.errors import ConflictError, ErsctlError, NotFoundError
 from ersctl.markers import ConflictRetry, advance_applied_revision, record_cleanup_patch_id
 from ersctl.ports import (
     ApiReader,
@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 
 NORMAL: Final = "Normal"
 WARNING: Final = "Warning"
+_QUIET_ACTIONS: Final = frozenset({"hold", "none"})
 
 
 class Reason(StrEnum):
@@ -136,10 +137,15 @@ class EphemeralRunnerSetReconciler:
             retry = isinstance(exc, CredentialsFieldError)
             after = self._credentials_retry_after if retry else None
             return Outcome(action="invalid", detail=str(exc), result=Result(requeue_after=after))
+        except ConflictError:
+            # Optimistic concurrency doing its job (the cache was behind): requeue
+            # quietly; a Warning here would only alarm people.
+            raise
         except ErsctlError as exc:
             self._event(ers, WARNING, Reason.RECONCILE_FAILED, str(exc))
             raise
-        log.info("reconciled %s: %s", ers.key, outcome)
+        level = logging.DEBUG if outcome.action in _QUIET_ACTIONS else logging.INFO
+        log.log(level, "reconciled %s: %s", ers.key, outcome)
         return outcome
 
     # -- steps 2-7 ---------------------------------------------------------------------

@@ -6,7 +6,10 @@ the reversion that was made to watch it fail.
 
 from __future__ import annotations
 
+import pytest
+
 from ersctl import api
+from ersctl.errors import ConflictError
 from tests.controller.harness import Cluster, body
 
 
@@ -120,6 +123,21 @@ def test_both_status_writers_send_a_resource_version_precondition_and_survive_a_
         assert patch["metadata"]["resourceVersion"], patch
     assert cluster.ers().finished_runner_cleanup_patch_id == 0, "cleared by the advance"
     assert cluster.ers().applied_actionable_revision == 1
+
+
+def test_a_conflict_that_outlasts_the_retries_fails_closed_and_quietly(cluster: Cluster) -> None:
+    cluster.create_ers(replicas=1, patch_id=5)
+    finished = cluster.add_runner(phase="Succeeded", patch_id=4, runner_id=1)
+    cluster.server.inject_fault(
+        verb="patch", resource=api.ERS_PLURAL, subresource="status", code=409, times=5
+    )
+
+    with pytest.raises(ConflictError):
+        cluster.reconcile()
+
+    assert cluster.live_runner_names() == {finished}, "no deletion without a recorded marker"
+    assert cluster.ers().finished_runner_cleanup_patch_id == 0
+    assert cluster.events("ReconcileFailed") == []
 
 
 def test_the_status_update_does_not_carry_a_marker_it_did_not_change(cluster: Cluster) -> None:
