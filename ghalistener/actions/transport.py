@@ -178,7 +178,8 @@ class HttpSender:
     """Sends requests with retries and translates failures (thread-safe as httpx.Client).
 
     ``trust_env`` is on, so HTTPS_PROXY / HTTP_PROXY / NO_PROXY apply when no custom
-    ``transport`` is given.
+    ``transport`` is given (a custom transport, e.g. ``httpx.MockTransport``, carries
+    every request itself: proxies and ``root_ca`` are then its business).
     """
 
     def __init__(

@@ -18,6 +18,7 @@ from cryptography.x509.oid import NameOID
 from ghalistener.actions import ActionsClient, MessageSession, PatCredentials, RetryPolicy
 from ghalistener.actions.errors import ActionsError, RequestError
 from ghalistener.testing import GitHubSimulator, SimulatorServer
+from ghalistener.testing.respx_adapter import mock_transport
 from tests.actions.conftest import QUEUE_URL, GitHubMock, session_json
 
 
@@ -205,3 +206,17 @@ def test_a_proxy_password_never_reaches_the_error(monkeypatch: pytest.MonkeyPatc
         client.get_runner_scale_set_by_id(1)
     assert caught.value.status is None
     assert "pr0xyPassw0rd" not in f"{caught.value} {vars(caught.value)}"
+
+
+def test_an_injected_httpx_transport_carries_every_request() -> None:
+    simulator = GitHubSimulator(hold_seconds=0.0)
+    simulator.create_scale_set("arc-runners")
+    # ghes.mock does not resolve and no respx router is active: only the transport answers.
+    with ActionsClient(
+        config_url="https://ghes.mock/my-org",
+        credentials=PatCredentials(token="ghp_mock_transport"),
+        transport=mock_transport(simulator, base_url="https://ghes.mock"),
+    ) as client:
+        assert client.get_runner_scale_set_by_id(1).id == 1
+    kinds = [e["kind"] for e in simulator.events]
+    assert kinds.count("token.issued") == 1 and kinds.count("admin.connected") == 1
