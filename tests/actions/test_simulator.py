@@ -300,3 +300,18 @@ def test_every_scope_gets_its_registration_token_and_admin_connection(
     assert issued[-1]["scope"] == scope
     connected = [e for e in sim.events if e["kind"] == "admin.connected"]
     assert connected[-1]["config_url"] == f"https://ghes.sim/{path}"
+
+
+def test_a_message_carries_at_most_50_job_messages(
+    sim: GitHubSimulator, session: MessageSession
+) -> None:
+    drain(session)
+    for _ in range(120):
+        sim.enqueue_job(1)
+    sizes, last = [], 0
+    while (message := session.get_message(last_message_id=last, max_capacity=1)) is not None:
+        session.delete_message(message.message_id)
+        last = message.message_id
+        sizes.append(len(message.jobs))
+        assert message.statistics.total_available_jobs == 120
+    assert sizes == [50, 50, 20]
