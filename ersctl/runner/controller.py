@@ -25,6 +25,7 @@ from ersctl.kube.manager import Manager
 from ersctl.kube.predicates import AlwaysPass
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.runner.kube import KubeRunnerResources
+from ersctl.runner.metrics import RunnerMetrics
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.pods import RUNNER_POD_LABEL
 from ersctl.runner.reconciler import RunnerReconciler
@@ -92,6 +93,7 @@ def add_runner_controller(
         events=manager.events,
         policy=policy,
         clock=clock,
+        metrics=RunnerMetrics(manager.metrics.registry),
     )
     manager.add_informer(PODS, RunnerPodInformer(api_client, namespace=manager.namespace))
     manager.add_controller(

@@ -78,3 +78,31 @@ class RunnerServices(Protocol):
         in its namespace) and configuration URL. Raises ``ersctl.api.FieldError`` when
         they are absent or unusable."""
         ...
+
+
+class RunnerMetricsSink(Protocol):
+    """What the reconciler counts (``ersctl.runner.metrics`` exports it)."""
+
+    def registered(self, namespace: str) -> None: ...
+
+    def pod_created(self, namespace: str) -> None: ...
+
+    def pod_failed(self, namespace: str) -> None: ...
+
+    def runner_finished(self, namespace: str, phase: str) -> None: ...
+
+
+class NoRunnerMetrics:
+    """A :class:`RunnerMetricsSink` that counts nothing (the default)."""
+
+    def registered(self, namespace: str) -> None:
+        """Ignore."""
+
+    def pod_created(self, namespace: str) -> None:
+        """Ignore."""
+
+    def pod_failed(self, namespace: str) -> None:
+        """Ignore."""
+
+    def runner_finished(self, namespace: str, phase: str) -> None:
+        """Ignore."""

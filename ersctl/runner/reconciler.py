@@ -50,7 +50,14 @@ from ersctl.runner.phases import (
     format_time,
     seconds_until_next_pod,
 )
-from ersctl.runner.ports import PodStore, RunnerServices, RunnerStore, SecretStore
+from ersctl.runner.ports import (
+    NoRunnerMetrics,
+    PodStore,
+    RunnerMetricsSink,
+    RunnerServices,
+    RunnerStore,
+    SecretStore,
+)
 from ersctl.runner.registration import (
     Registrations,
     RetryLater,
@@ -83,6 +90,7 @@ class RunnerReconciler:
         events: EventRecorder,
         policy: FailurePolicy | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        metrics: RunnerMetricsSink | None = None,
     ) -> None:
         self._runners = runners
         self._pods = pods
@@ -90,6 +98,7 @@ class RunnerReconciler:
         self._events = events
         self._policy = policy or FailurePolicy()
         self._clock = clock
+        self._metrics = metrics or NoRunnerMetrics()
         self._registrations = Registrations(
             services=services, get_secret=secrets.get_secret, events=events
         )
@@ -172,6 +181,7 @@ class RunnerReconciler:
             encoded_jit_config=jit.encoded_jit_config,
         )
         created = self._secrets.create_secret(body)
+        self._metrics.registered(runner.namespace)
         log.info("registered runner %s (id %d)", runner.key, jit.runner_id)
         return created
 
@@ -225,6 +235,7 @@ class RunnerReconciler:
             # A Pod of that name we did not see: it is ours from an earlier pass, or a
             # stranger's. Either way its next event (or this retry) decides.
             raise RetryLater(f"pod {runner.key} exists already") from exc
+        self._metrics.pod_created(runner.namespace)
         log.info("created pod for runner %s", runner.key)
         return Result()
 
@@ -264,6 +275,7 @@ class RunnerReconciler:
             "message": failed.message,
         }
         runner = self._runners.patch_runner_status(runner, {"status": status})
+        self._metrics.pod_failed(runner.namespace)
         self._events.event(
             runner,
             type="Warning",
@@ -316,6 +328,8 @@ class RunnerReconciler:
         status = {"phase": phase, "ready": ready, "reason": reason, "message": message}
         self._runners.patch_runner_status(runner, _locked(runner, {"status": status}))
         log.info("runner %s is %s", runner.key, phase)
+        if phase in (ERPhase.SUCCEEDED, ERPhase.FAILED, ERPhase.OUTDATED):
+            self._metrics.runner_finished(runner.namespace, phase)
 
     def _warn(self, runner: EphemeralRunner, reason: str, message: str) -> None:
         log.warning("runner %s: %s: %s", runner.key, reason, message)

@@ -11,12 +11,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from ersctl.api import EphemeralRunner
 from ersctl.credentials import Credentials
 from ersctl.kube.events import EventRecorder
 from ersctl.ports import Request, Result
 from ersctl.runner.kube import KubeRunnerResources
+from ersctl.runner.metrics import RunnerMetrics
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.reconciler import RunnerReconciler
 from ersctl.runner.service import SecretRunnerServices
@@ -54,6 +56,10 @@ class Harness:
     config_url: str
     clock: Clock
     reconciler: RunnerReconciler
+    registry: CollectorRegistry
+
+    def metric(self, name: str, **labels: str) -> float:
+        return self.registry.get_sample_value(name, {"namespace": NAMESPACE, **labels}) or 0.0
 
     def create_runner(self, name: str = "arc-runner-abcde", **spec: Any) -> EphemeralRunner:
         body = {
@@ -152,6 +158,7 @@ def harness(apiserver: ApiServer, sim: GitHubSimulator) -> Iterator[Harness]:
     resources = KubeRunnerResources(api_client)
     services = SecretRunnerServices(get_secret=resources.get_secret, client_factory=actions_client)
     clock = Clock()
+    registry = CollectorRegistry()
     reconciler = RunnerReconciler(
         runners=resources,
         pods=resources,
@@ -160,6 +167,7 @@ def harness(apiserver: ApiServer, sim: GitHubSimulator) -> Iterator[Harness]:
         events=EventRecorder(api_client),
         policy=FailurePolicy(max_failures=3),
         clock=clock,
+        metrics=RunnerMetrics(registry),
     )
     try:
         yield Harness(
@@ -169,6 +177,7 @@ def harness(apiserver: ApiServer, sim: GitHubSimulator) -> Iterator[Harness]:
             config_url=f"{github.url}/my-org",
             clock=clock,
             reconciler=reconciler,
+            registry=registry,
         )
     finally:
         services.close()

@@ -86,6 +86,7 @@ def test_the_phase_follows_the_pod_from_pending_to_running_to_succeeded(h: Harne
     assert runner is not None and (runner.phase, runner.ready) == ("Succeeded", False)
     # a finished runner's Pod and JIT config go at once; the set deletes the ER itself
     assert h.pod() is None and h.secret() is None
+    assert h.metric("ersctl_runners_finished_total", phase="Succeeded") == 1
 
 
 def test_a_failed_pod_is_recreated_after_a_backoff_and_counted(h: Harness) -> None:
@@ -108,6 +109,9 @@ def test_a_failed_pod_is_recreated_after_a_backoff_and_counted(h: Harness) -> No
     h.settle()
     second = h.pod()
     assert second is not None and second["metadata"]["uid"] != first["metadata"]["uid"]
+    assert h.metric("ersctl_runner_pods_created_total") == 2
+    assert h.metric("ersctl_runner_pod_failures_total") == 1
+    assert h.metric("ersctl_runner_registrations_total") == 1  # one registration, two Pods
 
 
 def test_the_runner_turns_failed_at_the_configured_failure_limit(h: Harness) -> None:
