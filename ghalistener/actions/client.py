@@ -20,7 +20,7 @@ import httpx
 
 from ghalistener.actions.auth import AppCredentials, PatCredentials
 from ghalistener.actions.config import GitHubConfig, parse_config_url
-from ghalistener.actions.connection import AdminConnector
+from ghalistener.actions.connection import AdminConnection, AdminConnector
 from ghalistener.actions.errors import (
     MessageQueueTokenExpiredError,
     RequestError,
@@ -289,23 +289,33 @@ class ActionsClient:
     ) -> httpx.Response:
         """Send an admin-token request; one reconnect if the service rejects the token."""
         query = {"api-version": API_VERSION, **(params or {})}
-        for attempt in (1, 2):
-            connection = self._admin.connection()
-            response = self._sender.send(
-                method,
-                f"{connection.url.rstrip('/')}/{path}",
-                headers={
-                    "Authorization": f"Bearer {connection.token}",
-                    "Content-Type": "application/json",
-                },
-                json_body=json_body,
-                params=query,
-            )
-            if response.status_code == 401 and attempt == 1:
-                self._admin.invalidate(connection)
-                continue
-            break
+        connection = self._admin.connection()
+        response = self._send_admin(method, path, connection, query, json_body)
+        if response.status_code == 401:
+            # The admin token died before its exp (revoked, or our clock is off): one
+            # fresh chain, then the answer stands.
+            self._admin.invalidate(connection)
+            response = self._send_admin(method, path, self._admin.connection(), query, json_body)
         return self._check(response, expected, errors)
+
+    def _send_admin(
+        self,
+        method: str,
+        path: str,
+        connection: AdminConnection,
+        query: Mapping[str, str],
+        json_body: Any,
+    ) -> httpx.Response:
+        return self._sender.send(
+            method,
+            f"{connection.url.rstrip('/')}/{path}",
+            headers={
+                "Authorization": f"Bearer {connection.token}",
+                "Content-Type": "application/json",
+            },
+            json_body=json_body,
+            params=query,
+        )
 
     def _queue(
         self,
