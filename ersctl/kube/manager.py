@@ -224,6 +224,8 @@ class Manager:
                 store=store,
                 watch_timeout=self._watch_timeout,
                 on_relist=self.metrics.relists.labels(plural).inc,
+                # Runners of one set share their spec (the set's template): store it once.
+                share_specs=plural == ER_PLURAL,
                 **({"backoff": self._relist_backoff} if self._relist_backoff else {}),
             )
             self._informers[plural] = informer

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION
+from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, EphemeralRunnerSet
+from ersctl.kube.cache import CachedReader
 from ersctl.kube.informer import CustomResource, CustomResourceInformer
 from ersctl.kube.queue import Backoff
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
@@ -178,3 +179,34 @@ def test_runners_are_indexed_by_their_controller_owner_as_events_arrive(
     uid = owner["metadata"]["uid"]
     wait_for(lambda: informer.store.by_index(OWNER_UID_INDEX, uid))
     assert [r["metadata"]["name"] for r in informer.store.by_index(OWNER_UID_INDEX, uid)] == ["r1"]
+
+
+def test_equal_runner_specs_are_stored_once_and_handed_out_as_separate_copies(
+    apiserver: ApiServer, running: list[Any]
+) -> None:
+    owner = apiserver.create_object(ERS_PLURAL, ers_body("set"))
+    for name in ("r1", "r2"):
+        apiserver.create_object(ER_PLURAL, runner_body(name, owner))
+    informer = CustomResourceInformer(
+        apiserver.api_client(),
+        CustomResource(group=GROUP, version=VERSION, plural=ER_PLURAL),
+        store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
+        backoff=FAST,
+        share_specs=True,
+    )
+    stop, thread = start(informer)
+    running.append((informer, stop, thread))
+    apiserver.create_object(ER_PLURAL, runner_body("r3", owner))  # through the watch
+    wait_for(lambda: informer.store.get("default", "r3"))
+    apiserver.patch_object(ER_PLURAL, "default", "r2", {"spec": {"githubConfigUrl": "other"}})
+    wait_for(lambda: informer.store.get("default", "r2")["spec"]["githubConfigUrl"] == "other")  # type: ignore[index]
+
+    r1, r2, r3 = (informer.store.get("default", n) for n in ("r1", "r2", "r3"))
+    assert r1 is not None and r2 is not None and r3 is not None
+    assert r1["spec"] is r3["spec"]
+    assert r2["spec"] is not r1["spec"] and r1["spec"]["githubConfigUrl"] != "other"
+    copies = CachedReader(sets=Store(), runners=informer.store).list_owned_runners(
+        EphemeralRunnerSet(owner)
+    )
+    copies[0].spec["githubConfigUrl"] = "mutated"
+    assert r3["spec"]["githubConfigUrl"] == "https://github.com/octo-org"
