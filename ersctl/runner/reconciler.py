@@ -108,19 +108,24 @@ class RunnerReconciler:
         runner = self._runners.get_runner(request.namespace, request.name)
         if runner is None:
             return Result()
+        try:
+            return self._reconcile(runner)
+        except FieldError as exc:
+            # Unusable credentials or spec: say which field, and retry with backoff
+            # (a Secret that appears later is not watched, so the retry finds it).
+            self._warn(runner, "InvalidRunner", str(exc))
+            raise
+
+    def _reconcile(self, runner: EphemeralRunner) -> Result:
         if runner.is_deleting:
             return self._finalize(runner)
         if runner.is_done:
             self._delete_resources(runner)
             return Result()
         runner = self._ensure_finalizers(runner)
-        try:
-            secret = self._ensure_registration(runner)
-            runner = self._record_registration(runner, secret)
-            return self._drive_pod(runner, secret_name=secret["metadata"]["name"])
-        except FieldError as exc:
-            self._warn(runner, "InvalidRunner", str(exc))
-            raise
+        secret = self._ensure_registration(runner)
+        runner = self._record_registration(runner, secret)
+        return self._drive_pod(runner, secret_name=secret["metadata"]["name"])
 
     # -- deletion -------------------------------------------------------------------
 

@@ -81,7 +81,15 @@ class Registrations:
         found = pods.registration_from_secret(secret) if secret else None
         if found:
             return found[0]
-        existing = self._services.for_runner(runner).get_runner_by_name(runner.name)
+        try:
+            service = self._services.for_runner(runner)
+        except FieldError as exc:
+            # No usable credentials, no recorded id, no JIT Secret: it was never
+            # registered with these credentials. Not letting the runner go would block
+            # its deletion (and its namespace's) for good.
+            log.warning("runner %s: assuming it was never registered: %s", runner.key, exc)
+            return 0
+        existing = service.get_runner_by_name(runner.name)
         if existing is None or existing.runner_scale_set_id not in (0, scale_set_id(runner)):
             return 0  # none, or another scale set's runner of the same name: not ours
         return int(existing.id)

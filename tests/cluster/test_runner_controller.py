@@ -221,6 +221,25 @@ def test_missing_credentials_are_a_warning_event_naming_the_field_and_change_not
     assert "githubConfigSecret" in event["message"]
     assert h.secret() is None and h.pod() is None
     assert h.sim_runners() == {}
+    # and it can still be deleted: it never registered, so there is nothing to remove
+    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    h.settle()
+    assert h.runner() is None
+
+
+def test_a_registered_runner_whose_credentials_vanished_is_held_and_says_why(
+    h: Harness,
+) -> None:
+    h.create_runner()
+    h.settle()
+    h.server.delete_object("secrets", NAMESPACE, "github-credentials")
+    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    with pytest.raises(ValueError, match="githubConfigSecret"):
+        h.reconcile()
+    runner = h.runner()
+    assert runner is not None and runner.has_finalizer(ER_REGISTRATION_FINALIZER)
+    assert RUNNER in h.sim_runners()  # never dropped silently: the registration stays known
+    assert h.events("InvalidRunner")
 
 
 def test_no_secret_is_ever_logged_or_recorded(h: Harness, caplog: pytest.LogCaptureFixture) -> None:
