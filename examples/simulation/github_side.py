@@ -96,6 +96,10 @@ class GitHubSide:
         """The next ``times`` HTTP requests (any endpoint) get ``code``."""
         self.sim.faults.inject(status=code, times=times)
 
+    def delay_messages(self, seconds: float) -> None:
+        """Every long poll from now on waits ``seconds`` before looking at the queue."""
+        self.sim.faults.inject(endpoint="get_message", latency=seconds, times=-1)
+
     def expire_tokens(self) -> None:
         self.sim.expire_tokens("all")
 

@@ -47,6 +47,9 @@ class SimulationConfig:
     max_runners: int = 30
     faults: bool = False
     long_poll: float = 1.0
+    message_latency: float = 0.0
+    """Seconds every long poll waits before the service looks at its queue: models the
+    delay with which GitHub's job messages reach the listener."""
     drain_timeout: float = 30.0
     tick: float = 0.05
     sample_every: float = 0.2
@@ -118,6 +121,8 @@ class _Simulation:
                 "--namespace",
                 NAMESPACE,
                 "--no-leader-elect",
+                "--metrics-addr",
+                "0",
             ],
             env=config.controller_env,
         )
@@ -143,6 +148,8 @@ class _Simulation:
         return path
 
     def start(self) -> None:
+        if self.config.message_latency > 0:
+            self.github.delay_messages(self.config.message_latency)
         self._create_objects()
         self.controller.start()
         self.listener.start()

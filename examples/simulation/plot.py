@@ -14,7 +14,7 @@ from xml.sax.saxutils import escape
 
 from simulation.trace import Mark, Sample, Trace, wasted_runners
 
-WIDTH, HEIGHT = 960, 560
+WIDTH, HEIGHT = 960, 590
 LEFT, RIGHT = 64, 24
 TOP_PANEL = (48, 340)  # y of the top and bottom edge
 BOTTOM_PANEL = (390, 500)
@@ -197,7 +197,7 @@ def _legend() -> list[str]:
     ]
     out: list[str] = []
     for index, (name, color, kind) in enumerate(entries):
-        lx, ly = LEFT + (index % 5) * 170, HEIGHT - 36 + (index // 5) * 18
+        lx, ly = LEFT + (index % 5) * 170, HEIGHT - 44 + (index // 5) * 20
         if kind == "area":
             out.append(f'<rect x="{lx}" y="{ly - 9}" width="14" height="10" fill="{color}"/>')
         elif kind == "cross":

@@ -37,6 +37,7 @@ class Report:
     runners_created: int
     runners_registered: int
     wasted_runners: int
+    wasted_runner_names: tuple[str, ...]
     busy_runner_deletions: int
     busy_runner_names: tuple[str, ...]
     peak_runners: int
@@ -61,6 +62,7 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["busy_runner_names"] = list(self.busy_runner_names)
+        data["wasted_runner_names"] = list(self.wasted_runner_names)
         data["ok"] = self.ok
         return data
 
@@ -83,6 +85,7 @@ def build_report(trace: Trace) -> Report:
     completed = sum(1 for job in trace.jobs if job.completed_at is not None)
     waits = [job.wait for job in trace.jobs if job.wait is not None]
     busy = busy_deletions(trace)
+    wasted = wasted_runners(trace)
     return Report(
         label=trace.label,
         seed=trace.seed,
@@ -92,7 +95,8 @@ def build_report(trace: Trace) -> Report:
         jobs_lost=len(trace.jobs) - completed,
         runners_created=len(trace.runners),
         runners_registered=sum(1 for r in trace.runners if r.registered_at is not None),
-        wasted_runners=len(wasted_runners(trace)),
+        wasted_runners=len(wasted),
+        wasted_runner_names=tuple(runner.name for runner in wasted),
         busy_runner_deletions=len(busy),
         busy_runner_names=tuple(sorted({runner.name for runner, _ in busy})),
         peak_runners=max((s.live_runners for s in trace.samples), default=0),

@@ -1,0 +1,104 @@
+"""What the scale-up guard of ARC PR #4642 buys, measured (not run by CI).
+
+    python examples/bench_guard.py [--seed 42] [--json bench.json]
+
+Runs one fixed-seed churn workload (many short jobs, so runners finish while the
+listener keeps publishing fresh patch IDs) twice in this process, through the full
+simulation of ``examples/simulate.py``:
+
+1. ``ersctl``: this project's controller, ``python -m ersctl reconcile``;
+2. ``pre-#4642``: the same command with step 8 in the old order
+   (``simulation.baseline``: finished runners cleaned up in the same pass as the
+   scaling comparison, deleting runners not counted, no marker).
+
+It prints both reports, then both rows side by side with the baseline/ours ratio of
+wasted runners, job wait p95 and API writes per job, the seed and the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from simulation.agent import AgentTiming
+from simulation.live import LiveLine
+from simulation.orchestrate import SimulationConfig, run_simulation
+from simulation.report import Report, build_report, format_comparison, format_report, write_json
+from simulation.workload import Burst, Durations, WorkloadSpec
+
+EXAMPLES = Path(__file__).resolve().parent
+
+
+def churn(seed: int, waves: int) -> SimulationConfig:
+    """Waves of short jobs with quiet gaps: every completion races the listener's next
+    patch, and each gap lets the set fall back to its minimum (patch ID 0), where
+    runners nobody asked for are scaled down unused."""
+    bursts = tuple(Burst(at=0.5 + 8.0 * i, count=8) for i in range(waves))
+    workload = WorkloadSpec(
+        seed=seed,
+        rate=0.2,
+        window=8.0 * waves,
+        bursts=bursts,
+        durations=Durations(median=1.5, sigma=0.6, shortest=0.3, longest=4.0),
+    )
+    return SimulationConfig(
+        workload=workload,
+        timing=AgentTiming(registration_delay=0.2, startup_delay=0.2),
+        min_runners=0,
+        max_runners=40,
+        long_poll=1.0,
+        message_latency=0.3,
+        drain_timeout=30.0,
+    )
+
+
+def baseline(config: SimulationConfig) -> SimulationConfig:
+    pythonpath = os.pathsep.join(p for p in (str(EXAMPLES), os.environ.get("PYTHONPATH")) if p)
+    return replace(
+        config,
+        label="pre-#4642",
+        controller=("simulation.baseline", "reconcile"),
+        controller_env={"PYTHONPATH": pythonpath},
+    )
+
+
+def run_one(config: SimulationConfig, workdir: Path, quiet: bool) -> Report:
+    trace = run_simulation(
+        config,
+        workdir=workdir / re.sub(r"[^A-Za-z0-9]+", "-", config.label),
+        live=LiveLine(enabled=not quiet),
+    )
+    report = build_report(trace)
+    print(format_report(report), flush=True)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench_guard.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--waves", type=int, default=3, help="bursts of jobs, 8 s apart")
+    parser.add_argument("--json", metavar="PATH", help="write both reports as JSON")
+    parser.add_argument("--workdir", metavar="DIR", help="logs (default: a temp dir)")
+    parser.add_argument("--quiet", action="store_true", help="no live progress")
+    args = parser.parse_args(argv)
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="gha-bench-"))
+    ours_config = replace(churn(args.seed, args.waves), label="ersctl")
+    ours = run_one(ours_config, workdir, args.quiet)
+    base = run_one(baseline(ours_config), workdir, args.quiet)
+    print()
+    print(format_comparison(ours, base))
+    print(f"seed {args.seed}; {ours.jobs_queued} jobs; logs: {workdir}")
+    print("command: python " + shlex.join(["examples/bench_guard.py", *sys.argv[1:]]))
+    if args.json:
+        write_json([ours, base], args.json)
+    return 0 if ours.ok and base.jobs_lost == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
