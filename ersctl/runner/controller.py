@@ -20,6 +20,7 @@ from kubernetes import client
 
 from ersctl.api import ER_PLURAL
 from ersctl.credentials import ClientFactory
+from ersctl.kube.cache import json_copy
 from ersctl.kube.informer import CustomResource, CustomResourceInformer
 from ersctl.kube.manager import Manager
 from ersctl.kube.predicates import AlwaysPass
@@ -56,6 +57,30 @@ class RunnerPodInformer(CustomResourceInformer):
         return self._core.list_namespaced_pod(self.namespace, **options)  # type: ignore[return-value]
 
 
+class CachedPods:
+    """``PodStore`` reading runner Pods from the informer's cache (no request; may lag
+    by the watch latency) and writing through to the API server.
+
+    A lagging read is safe: a Pod created but not yet seen is created again and the
+    409 retries the reconcile; a failed Pod seen twice is deleted with a uid
+    precondition and recorded under its uid, so it counts once.
+    """
+
+    def __init__(self, informer: RunnerPodInformer, writer: KubeRunnerResources) -> None:
+        self._store = informer.store
+        self._writer = writer
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        raw = self._store.get(namespace, name)
+        return None if raw is None else json_copy(raw)
+
+    def create_pod(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._writer.create_pod(body)
+
+    def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
+        self._writer.delete_pod(namespace, name, uid=uid)
+
+
 @dataclass(frozen=True)
 class RunnerController:
     """The registered controller's parts; :meth:`close` when the manager has stopped."""
@@ -85,9 +110,10 @@ def add_runner_controller(
         if client_factory is None
         else SecretRunnerServices(get_secret=resources.get_secret, client_factory=client_factory)
     )
+    informer = RunnerPodInformer(api_client, namespace=manager.namespace)
     reconciler = RunnerReconciler(
         runners=resources,
-        pods=resources,
+        pods=CachedPods(informer, resources),
         secrets=resources,
         services=services,
         events=manager.events,
@@ -95,7 +121,7 @@ def add_runner_controller(
         clock=clock,
         metrics=RunnerMetrics(manager.metrics.registry),
     )
-    manager.add_informer(PODS, RunnerPodInformer(api_client, namespace=manager.namespace))
+    manager.add_informer(PODS, informer)
     manager.add_controller(
         CONTROLLER_NAME,
         reconciler,

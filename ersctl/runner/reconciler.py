@@ -123,9 +123,16 @@ class RunnerReconciler:
             self._delete_resources(runner)
             return Result()
         runner = self._ensure_finalizers(runner)
+        pod = self._pods.get_pod(runner.namespace, runner.name)
+        if pod is not None and runner.runner_id:
+            # The common case, a runner with its Pod: only the Pod's state matters, so
+            # the Secret is not read (a steady-state reconcile is one GET of the runner).
+            return self._apply(runner, decide(runner, PodState.from_pod(pod)))
         secret = self._ensure_registration(runner)
         runner = self._record_registration(runner, secret)
-        return self._drive_pod(runner, secret_name=secret["metadata"]["name"])
+        if pod is not None:
+            return self._apply(runner, decide(runner, PodState.from_pod(pod)))
+        return self._new_pod(runner, secret_name=secret["metadata"]["name"])
 
     # -- deletion -------------------------------------------------------------------
 
@@ -212,18 +219,16 @@ class RunnerReconciler:
 
     # -- the pod ----------------------------------------------------------------------
 
-    def _drive_pod(self, runner: EphemeralRunner, *, secret_name: str) -> Result:
+    def _new_pod(self, runner: EphemeralRunner, *, secret_name: str) -> Result:
+        """Create the runner's Pod unless its failures are exhausted or backing off."""
         failures = runner.failures
         if self._policy.exhausted(len(failures)):
             self._mark_failed(runner, len(failures))
             return Result()
-        doc = self._pods.get_pod(runner.namespace, runner.name)
-        if doc is None:
-            wait = seconds_until_next_pod(failures, now=self._clock(), policy=self._policy)
-            if wait > 0:
-                return Result(requeue_after=wait)
-            return self._create_pod(runner, secret_name=secret_name)
-        return self._apply(runner, decide(runner, PodState.from_pod(doc)))
+        wait = seconds_until_next_pod(failures, now=self._clock(), policy=self._policy)
+        if wait > 0:
+            return Result(requeue_after=wait)
+        return self._create_pod(runner, secret_name=secret_name)
 
     def _create_pod(self, runner: EphemeralRunner, *, secret_name: str) -> Result:
         try:

@@ -79,6 +79,12 @@ def test_the_phase_follows_the_pod_from_pending_to_running_to_succeeded(h: Harne
     h.settle()
     runner = h.runner()
     assert runner is not None and (runner.phase, runner.ready) == ("Running", True)
+    h.server.request_log.clear()
+    h.reconcile()  # steady state: read the runner and its Pod, write nothing
+    assert [(r.verb, r.resource) for r in h.server.request_log.records()] == [
+        ("get", "ephemeralrunners"),
+        ("get", "pods"),
+    ]
 
     h.set_pod_status(terminated(0, "Succeeded"))
     h.settle()
