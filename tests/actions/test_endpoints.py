@@ -18,7 +18,7 @@ from ghalistener.actions.errors import (
     SessionNotFoundError,
 )
 from ghalistener.actions.types import Label, RunnerScaleSet, RunnerSetting, ScaleSetId
-from tests.actions.conftest import QUEUE_TOKEN, GitHubMock, session_json
+from tests.actions.conftest import QUEUE_TOKEN, SERVICE, GitHubMock, session_json
 
 SCALE_SET = {
     "id": 7,
@@ -262,3 +262,45 @@ def test_a_bad_scale_set_body_raises_a_parse_error_naming_the_problem(
     )
     with pytest.raises(MessageParseError, match=problem):
         client.get_runner_scale_set_by_id(7)
+
+
+ENDPOINT_CALLS = [
+    pytest.param(lambda c: c.get_runner_scale_set(1, "x"), id="scale set by name"),
+    pytest.param(lambda c: c.get_runner_scale_set_by_id(7), id="scale set by id"),
+    pytest.param(
+        lambda c: c.create_runner_scale_set(RunnerScaleSet(id=ScaleSetId(0), name="x")),
+        id="create scale set",
+    ),
+    pytest.param(
+        lambda c: c.update_runner_scale_set(7, RunnerScaleSet(id=ScaleSetId(7), name="x")),
+        id="update scale set",
+    ),
+    pytest.param(lambda c: c.delete_runner_scale_set(7), id="delete scale set"),
+    pytest.param(lambda c: c.get_runner_group_by_name("g"), id="runner group"),
+    pytest.param(lambda c: c.generate_jit_runner_config(7, "r"), id="JIT config"),
+    pytest.param(lambda c: c.get_runner(11), id="runner by id"),
+    pytest.param(lambda c: c.get_runner_by_name("r"), id="runner by name"),
+    pytest.param(lambda c: c.remove_runner(11), id="remove runner"),
+    pytest.param(lambda c: c.create_message_session(7, "h"), id="create session"),
+    pytest.param(lambda c: c.refresh_message_session(7, "s-1"), id="refresh session"),
+    pytest.param(lambda c: c.delete_message_session(7, "s-1"), id="delete session"),
+]
+
+
+@pytest.mark.parametrize("call", ENDPOINT_CALLS)
+def test_every_endpoint_turns_an_unexpected_status_into_a_request_error(
+    github: GitHubMock, client: ActionsClient, call: object
+) -> None:
+    route = github.router.route(url__startswith=f"{SERVICE}/_apis/")
+    route.return_value = service_error(400, "SomeServiceException", "bad input")
+    with pytest.raises(RequestError) as caught:
+        call(client)  # type: ignore[operator]
+    error = caught.value
+    assert type(error) is RequestError
+    assert (error.status, error.type_name, error.activity_id) == (
+        400,
+        "SomeServiceException",
+        "act-1",
+    )
+    assert error.url.startswith(SERVICE) and error.method in {"GET", "POST", "PATCH", "DELETE"}
+    assert route.call_count == 1  # a 400 is not retried
