@@ -3,7 +3,7 @@
 Everything the client sends goes through ``HttpSender.send``: it applies the retry
 policy, logs each exchange at DEBUG with a redacted URL, and translates
 ``httpx.TransportError`` into ``RequestError`` (status None). ``error_from_response``
-is the one function that turns an unwanted response into an exception.
+and ``error_from_exception`` are the only places request errors are built.
 """
 
 from __future__ import annotations
@@ -138,6 +138,19 @@ def error_from_response(
     )
 
 
+def error_from_exception(
+    method: str, url: str, error: httpx.TransportError, *, redactor: SecretRedactor
+) -> RequestError:
+    """Build the exception for an exchange that got no response (status None).
+
+    ``url`` must already be redacted; the library's reason is scrubbed of secrets and
+    of URL userinfo (a proxy URL from the environment may carry a password).
+    """
+    detail = _USERINFO.sub("//", redactor.scrub(str(error)))[:BODY_EXCERPT_LIMIT]
+    reason = f"no response: {type(error).__name__}" + (f": {detail}" if detail else "")
+    return RequestError(reason, method=method, url=url, status=None)
+
+
 def _service_exception(response: httpx.Response, excerpt: str) -> tuple[str | None, str]:
     if "text/plain" in response.headers.get("Content-Type", ""):
         return None, excerpt
@@ -236,13 +249,7 @@ class HttpSender:
         try:
             return self._retry.run(attempt, also_retry=also_retry)
         except httpx.TransportError as exc:
-            detail = _USERINFO.sub("//", self._redactor.scrub(str(exc)))[:BODY_EXCERPT_LIMIT]
-            raise RequestError(
-                f"no response: {type(exc).__name__}" + (f": {detail}" if detail else ""),
-                method=method,
-                url=shown,
-                status=None,
-            ) from exc
+            raise error_from_exception(method, shown, exc, redactor=self._redactor) from exc
 
     def close(self) -> None:
         """Close the connection pool."""
