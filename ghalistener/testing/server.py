@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from ghalistener.testing.control import dispatch
@@ -65,6 +66,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     simulator: GitHubSimulator
     base_url: str
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that goes away mid-connection (a stopped or killed program) is normal.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class SimulatorServer:

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import select
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,6 +44,11 @@ class Backend:
 class KubeHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that goes away mid-connection (a stopped or killed program) is normal.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
     def __init__(self, address: tuple[str, int], backend: Backend) -> None:
         super().__init__(address, KubeRequestHandler)
