@@ -60,7 +60,6 @@ from ersctl.runner.ports import (
 )
 from ersctl.runner.registration import (
     Registrations,
-    RetryLater,
     RunnerNameTaken,
     scale_set_id,
 )
@@ -72,6 +71,7 @@ log = logging.getLogger(__name__)
 FINALIZERS: Final = (ER_FINALIZER, ER_REGISTRATION_FINALIZER)
 BUSY_RETRY: Final = 30.0
 """Seconds between attempts to remove a runner that is still running a job (ARC: 30 s)."""
+POD_EXISTS_RETRY: Final = 5.0
 REASON_INVALID_TEMPLATE: Final = "InvalidPodTemplate"
 REASON_FAILED_WITH_JOB: Final = "RunnerFailedWithJob"
 
@@ -241,10 +241,12 @@ class RunnerReconciler:
             return Result()
         try:
             self._pods.create_pod(body)
-        except ConflictError as exc:
-            # A Pod of that name we did not see: it is ours from an earlier pass, or a
-            # stranger's. Either way its next event (or this retry) decides.
-            raise RetryLater(f"pod {runner.key} exists already") from exc
+        except ConflictError:
+            # A Pod of that name not yet in our (cached) view: ours from an earlier
+            # pass, whose watch event will bring it, or a stranger's, which no event
+            # maps to this runner, hence the timed retry (as ARC: 5 s).
+            log.info("pod %s exists already; waiting for it", runner.key)
+            return Result(requeue_after=POD_EXISTS_RETRY)
         self._metrics.pod_created(runner.namespace)
         log.info("created pod for runner %s", runner.key)
         return Result()

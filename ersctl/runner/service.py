@@ -48,6 +48,7 @@ class SecretRunnerServices:
         self._factory = client_factory
         self._lock = threading.Lock()
         self._clients: dict[tuple[str, str], tuple[str, str, ActionsClient]] = {}
+        self._retired: list[ActionsClient] = []
 
     def for_runner(self, runner: EphemeralRunner) -> RunnerService:
         name = _required(runner, "githubConfigSecret")
@@ -58,25 +59,27 @@ class SecretRunnerServices:
             raise CredentialsFieldError("spec.githubConfigSecret", f"Secret {where} not found")
         version = str((secret.get("metadata") or {}).get("resourceVersion") or "")
         key = (runner.namespace, name)
+        # Under the lock, so concurrent reconciles share one client per Secret version.
+        # Building one does no I/O.
         with self._lock:
             cached = self._clients.get(key)
-        if cached is not None and cached[:2] == (version, url):
-            return cached[2]
-        try:
-            fresh = self._factory(url, credentials_from_secret(secret, where=where))
-        except ConfigUrlError as exc:
-            raise CredentialsFieldError("spec.githubConfigUrl", str(exc)) from None
-        with self._lock:
-            stale = self._clients.get(key)
+            if cached is not None and cached[:2] == (version, url):
+                return cached[2]
+            try:
+                fresh = self._factory(url, credentials_from_secret(secret, where=where))
+            except ConfigUrlError as exc:
+                raise CredentialsFieldError("spec.githubConfigUrl", str(exc)) from None
             self._clients[key] = (version, url, fresh)
-        if stale is not None:
-            stale[2].close()
+            if cached is not None:
+                # Another reconcile may still be using it: closed with the rest in close().
+                self._retired.append(cached[2])
         return fresh
 
     def close(self) -> None:
         with self._lock:
-            clients, self._clients = list(self._clients.values()), {}
-        for _, _, actions in clients:
+            clients = [c for _, _, c in self._clients.values()] + self._retired
+            self._clients, self._retired = {}, []
+        for actions in clients:
             actions.close()
 
 
