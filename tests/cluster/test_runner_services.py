@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -37,12 +38,14 @@ class Secrets:
 
 
 class Factory:
-    def __init__(self) -> None:
+    def __init__(self, *, delay: float = 0.0) -> None:
+        self.delay = delay
         self.built: list[ActionsClient] = []
         self.lock = threading.Lock()
 
     def __call__(self, config_url: str, credentials: Credentials) -> ActionsClient:
         assert isinstance(credentials, PatCredentials)
+        time.sleep(self.delay)  # lets racing threads overtake a build in progress
         client = ActionsClient(
             config_url=config_url,
             credentials=credentials,
@@ -79,7 +82,7 @@ def is_closed(client: ActionsClient) -> bool:
 
 
 def test_concurrent_reconciles_share_one_client_and_none_is_closed_under_them() -> None:
-    secrets, factory = Secrets(together=8), Factory()
+    secrets, factory = Secrets(together=8), Factory(delay=0.05)
     services = SecretRunnerServices(get_secret=secrets.get, client_factory=factory)
     with ThreadPoolExecutor(max_workers=8) as pool:
         got = list(pool.map(lambda _: services.for_runner(runner()), range(8)))
