@@ -322,3 +322,42 @@ def test_strategic_merge_patch_works_for_core_types(core: Any) -> None:
 
     assert patched.metadata.labels == {"k": "v"}
     assert patched.data == {"a": "eA=="}
+
+
+def test_fields_unknown_to_the_crd_schema_are_pruned(ers: Objects) -> None:
+    ers.create(ers_body("a") | {"extra": 1})
+    ers.patch("a", {"spec": {"notInSchema": True, "ephemeralRunnerSpec": {"anything": {"x": 1}}}})
+
+    patched = ers.patch(
+        "a", {"status": {"phase": "Running", "madeUp": 3}, "metadata": {"bogus": 1}}, status=True
+    )
+
+    assert "extra" not in patched and "bogus" not in patched["metadata"]
+    assert "notInSchema" not in patched["spec"]
+    assert patched["spec"]["ephemeralRunnerSpec"] == {"anything": {"x": 1}}  # preserved
+    assert patched["status"] == {"phase": "Running"}
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        pytest.param({"spec": {"replicas": "three"}}, "spec.replicas", id="string for integer"),
+        pytest.param({"spec": {"replicas": True}}, "spec.replicas", id="boolean for integer"),
+        pytest.param(
+            {"spec": {"ephemeralRunnerMetadata": {"labels": {"a": 1}}}},
+            "spec.ephemeralRunnerMetadata.labels.a",
+            id="map value type",
+        ),
+    ],
+)
+def test_values_of_the_wrong_type_are_422_and_change_nothing(
+    ers: Objects, patch: dict[str, Any], field: str
+) -> None:
+    created = ers.create(ers_body("a"))
+
+    with pytest.raises(ApiException) as caught:
+        ers.patch("a", patch)
+
+    assert caught.value.status == 422
+    assert _status_of(caught.value)["details"]["causes"][0]["field"] == field
+    assert ers.get("a") == created

@@ -105,6 +105,23 @@ def invalid(rt: ResourceType, name: str, field: str, kind: str, problem: str) ->
     )
 
 
+def invalid_fields(
+    rt: ResourceType, name: str, violations: list[tuple[str, str, str]]
+) -> StatusError:
+    """422 Invalid listing several fields: (field, cause type, problem) each."""
+    group_kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
+    parts = [f"{field}: {problem}" for field, _, problem in violations]
+    summary = parts[0] if len(parts) == 1 else f"[{', '.join(parts)}]"
+    details = _details(rt, name)
+    details["kind"] = rt.kind
+    details["causes"] = [
+        {"reason": kind, "message": problem, "field": field} for field, kind, problem in violations
+    ]
+    return StatusError(
+        422, "Invalid", f'{group_kind} "{name}" is invalid: {summary}', details=details
+    )
+
+
 def bad_request(message: str) -> StatusError:
     return StatusError(400, "BadRequest", message)
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ersctl.testing.apiserver import errors, semantics
+from ersctl.testing.apiserver import errors, schema, semantics
 from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType, types_from_crd
 from ersctl.testing.apiserver.watching import (
     History,
@@ -165,7 +165,7 @@ class Store:
         """Store a new object. Raises AlreadyExists, Invalid, BadRequest, NotFound
         (namespace) or Forbidden (namespace terminating)."""
         with self.lock:
-            obj = semantics.prepare_create(rt, body, namespace, self._clock())
+            obj = self._conform(rt, semantics.prepare_create(rt, body, namespace, self._clock()))
             if rt.namespaced:
                 self._check_namespace_open(namespace)
             if rt.storage_key == CRD_TYPE.storage_key:
@@ -221,6 +221,16 @@ class Store:
             self._check_identity(rt, namespace, name, patched)
             return self._update(rt, current, patched, subresource)
 
+    def _conform(self, rt: ResourceType, obj: JsonObject) -> JsonObject:
+        """Prune and validate a custom resource against its CRD's schema (422)."""
+        if not rt.custom or rt.schema is None:
+            return obj
+        pruned = schema.prune_object(obj, rt.schema)
+        violations = schema.validate(pruned, rt.schema)
+        if violations:
+            raise errors.invalid_fields(rt, str(obj["metadata"].get("name", "")), violations)
+        return pruned
+
     def _check_identity(self, rt: ResourceType, namespace: str, name: str, body: Any) -> None:
         meta = semantics.metadata_of(body)
         if meta.get("name", name) != name:
@@ -241,7 +251,7 @@ class Store:
         name = current.obj["metadata"]["name"]
         if wanted and str(wanted) != current.rv:
             raise errors.conflict(rt, name)
-        new = semantics.prepare_update(rt, current.obj, body, subresource)
+        new = self._conform(rt, semantics.prepare_update(rt, current.obj, body, subresource))
         new["metadata"]["resourceVersion"] = current.rv
         if semantics.same_content(new, current.obj):
             return current  # like etcd's GuaranteedUpdate: no write, no event
