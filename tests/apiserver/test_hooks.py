@@ -142,7 +142,9 @@ def test_core_resources_and_leases_are_served(apiserver: ApiServer, kube_client:
     assert [e.reason for e in core.list_namespaced_event("default").items] == ["Test"]
     assert lease.spec.holder_identity == "me"
     assert [ns.metadata.name for ns in core.list_namespace().items][:1] == ["default"]
-    assert apiserver.get_object("secrets", "default", "s") is not None
+    secret = apiserver.get_object("secrets", "default", "s")
+    assert secret is not None and secret["data"] == {"token": "eA=="}
+    assert "stringData" not in secret and secret["type"] == "Opaque"
 
 
 def test_creating_a_crd_starts_serving_its_resource() -> None:

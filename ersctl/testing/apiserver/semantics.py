@@ -15,6 +15,7 @@ Mirrors kube-apiserver's generic registry and strategies:
 
 from __future__ import annotations
 
+import base64
 import copy
 import re
 import secrets
@@ -139,8 +140,24 @@ def prepare_create(rt: ResourceType, body: Any, namespace: str, now: float) -> J
     else:
         meta.pop("generation", None)
     _initial_status(rt, obj)
+    _normalize(rt, obj)
     _validate_metadata(rt, obj)
     return obj
+
+
+def _normalize(rt: ResourceType, obj: JsonObject) -> None:
+    """Type-specific defaulting: a Secret's write-only ``stringData`` is folded into
+    ``data`` (base64), and its ``type`` defaults to Opaque."""
+    if rt.plural != "secrets" or rt.group:
+        return
+    string_data = obj.pop("stringData", None) or {}
+    if not isinstance(string_data, dict):
+        raise errors.bad_request("stringData must be a map of strings")
+    if string_data:
+        data = obj.setdefault("data", {})
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+    obj.setdefault("type", "Opaque")
 
 
 def _initial_status(rt: ResourceType, obj: JsonObject) -> None:
@@ -188,6 +205,7 @@ def prepare_update(
             new["status"] = old["status"]
         else:
             new.pop("status", None)
+    _normalize(rt, new)
     if rt.tracks_generation and _without(new, "metadata") != _without(old, "metadata"):
         meta["generation"] = int(old_meta.get("generation", 0)) + 1
     _validate_metadata(rt, new)
