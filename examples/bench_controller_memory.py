@@ -157,7 +157,9 @@ def measure(shape: str, sets: int, per_set: int, window: float) -> Sample:
              "--metrics-addr", f"127.0.0.1:{port}", "--log-level", "warning"],
         )  # fmt: skip
         try:
-            wait_until(lambda: ready(port), timeout=300)
+            wait_until(lambda: proc.poll() is not None or ready(port), timeout=300)
+            if proc.poll() is not None:
+                raise SystemExit(f"benchmark: the controller exited with {proc.returncode}")
             sync = time.monotonic() - started
             wait_until(lambda: reconcile_count(port) >= sets, timeout=300)
             time.sleep(1.5)  # let the first pass and its status writes settle
