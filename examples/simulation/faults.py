@@ -37,15 +37,17 @@ class Fault:
 
 
 # (fraction of the arrival window, fault): spread so that the system recovers from
-# each one before the next lands, and busy runners exist at every restart.
+# each one before the next lands (a 5xx burst costs the listener a few seconds of
+# retry backoff, during which it does not react to SIGTERM), and busy runners exist
+# at every restart.
 _SHAPE: tuple[tuple[float, FaultKind], ...] = (
-    (0.15, FaultKind.GITHUB_5XX),
-    (0.25, FaultKind.API_CONFLICTS),
-    (0.35, FaultKind.LISTENER_RESTART),
-    (0.50, FaultKind.TOKEN_EXPIRY),
+    (0.05, FaultKind.GITHUB_5XX),
+    (0.20, FaultKind.TOKEN_EXPIRY),
+    (0.30, FaultKind.API_CONFLICTS),
+    (0.50, FaultKind.LISTENER_RESTART),
     (0.60, FaultKind.API_LATENCY),
     (0.70, FaultKind.CONTROLLER_RESTART),
-    (0.85, FaultKind.GITHUB_5XX),
+    (0.90, FaultKind.GITHUB_5XX),
 )
 
 

@@ -100,6 +100,11 @@ class GitHubSide:
         """Every long poll from now on waits ``seconds`` before looking at the queue."""
         self.sim.faults.inject(endpoint="get_message", latency=seconds, times=-1)
 
+    def expire_sessions(self) -> None:
+        """Close every message session, as the service does once their owner is gone."""
+        for session in list(self.sim.sessions.values()):
+            self.sim.delete_session(session.scale_set_id, session.id)
+
     def expire_tokens(self) -> None:
         self.sim.expire_tokens("all")
 

@@ -225,26 +225,44 @@ class _Simulation:
         self.marks.append(Mark(at=round(now, 2), label=fault.label))
         self.live.note(f"[{now:5.1f}s] fault: {fault.label}")
         actions: dict[FaultKind, Callable[[], None]] = {
-            FaultKind.GITHUB_5XX: lambda: self.github.fail_next(code=503, times=4),
+            FaultKind.GITHUB_5XX: lambda: self.github.fail_next(code=503, times=2),
             FaultKind.TOKEN_EXPIRY: self.github.expire_tokens,
             FaultKind.API_CONFLICTS: lambda: self.api.inject_fault(
                 verb="patch", resource=ERS_PLURAL, subresource="status", code=409, times=3
             ),
             FaultKind.API_LATENCY: lambda: self.api.inject_fault(latency=0.3, times=25),
-            FaultKind.LISTENER_RESTART: lambda: self._restart(self.listener, graceful=True),
+            FaultKind.LISTENER_RESTART: lambda: self._restart(
+                self.listener, graceful=True, before_start=self._after_listener_stop
+            ),
             FaultKind.CONTROLLER_RESTART: lambda: self._restart(self.controller, graceful=False),
         }
         actions[fault.kind]()
 
-    def _restart(self, program: Program, *, graceful: bool) -> None:
+    def _restart(
+        self,
+        program: Program,
+        *,
+        graceful: bool,
+        before_start: Callable[[bool], None] | None = None,
+    ) -> None:
         thread = threading.Thread(
             target=program.restart,
-            kwargs={"graceful": graceful},
+            kwargs={"graceful": graceful, "before_start": before_start},
             name=f"restart-{program.name}",
             daemon=True,
         )
         self.restarts = [t for t in self.restarts if t.is_alive()] + [thread]
         thread.start()
+
+    def _after_listener_stop(self, killed: bool) -> None:
+        if not killed:
+            return
+        # The listener ignored SIGTERM for 10 s and was killed, leaving its message
+        # session open. The real service expires such a session after a while (ARC's
+        # listener retries a 409 for up to five minutes); do that now, and say so.
+        self.marks.append(Mark(at=round(time.time() - self.origin, 2), label="listener killed"))
+        self.live.note("listener did not exit within 10 s of SIGTERM: killed; session expired")
+        self.github.expire_sessions()
 
     # -- observation ----------------------------------------------------------------------
 

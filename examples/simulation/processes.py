@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -52,11 +52,13 @@ class Program:
                 f"{self.name} exited with code {self._proc.returncode}; see {self.log_path}"
             )
 
-    def stop(self, *, graceful: bool = True, timeout: float = 10.0) -> int | None:
-        """SIGTERM (or SIGKILL) and wait; SIGKILL after ``timeout``. Returns the exit code."""
+    def stop(self, *, graceful: bool = True, timeout: float = 10.0) -> bool:
+        """SIGTERM (or SIGKILL) and wait. Returns True when the program had to be killed:
+        SIGKILL asked for, or no exit within ``timeout`` of SIGTERM."""
         proc, self._proc = self._proc, None
         if proc is None:
-            return None
+            return False
+        killed = not graceful
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM if graceful else signal.SIGKILL)
             try:
@@ -64,13 +66,21 @@ class Program:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+                killed = True
         if self._log is not None:
+            self._log.write(f"--- stopped: exit code {proc.returncode}\n".encode())
             self._log.close()
             self._log = None
-        return proc.returncode
+        return killed
 
-    def restart(self, *, graceful: bool) -> int | None:
-        """Stop (SIGTERM when ``graceful``, else SIGKILL) and start again."""
-        code = self.stop(graceful=graceful)
+    def restart(
+        self, *, graceful: bool, before_start: Callable[[bool], None] | None = None
+    ) -> None:
+        """Stop (SIGTERM when ``graceful``, else SIGKILL) and start again.
+
+        ``before_start(killed)`` runs in between, e.g. to clean up after a killed program.
+        """
+        killed = self.stop(graceful=graceful)
+        if before_start is not None:
+            before_start(killed)
         self.start()
-        return code

@@ -53,6 +53,8 @@ class Report:
     final_replicas: int
     final_runners: int
     back_at_min: bool
+    marks: tuple[str, ...] = ()
+    """Faults and restarts, as ``label@seconds``."""
 
     @property
     def ok(self) -> bool:
@@ -63,6 +65,7 @@ class Report:
         data = asdict(self)
         data["busy_runner_names"] = list(self.busy_runner_names)
         data["wasted_runner_names"] = list(self.wasted_runner_names)
+        data["marks"] = list(self.marks)
         data["ok"] = self.ok
         return data
 
@@ -112,6 +115,7 @@ def build_report(trace: Trace) -> Report:
         final_replicas=trace.final_replicas,
         final_runners=trace.final_runners,
         back_at_min=trace.final_replicas == trace.min_runners == trace.final_runners,
+        marks=tuple(f"{mark.label}@{mark.at:.1f}s" for mark in trace.marks),
     )
 
 
@@ -144,6 +148,8 @@ def format_report(report: Report) -> str:
         f"min_runners {report.min_runners}: "
         + ("back at min" if report.back_at_min else "NOT back at min"),
     ]
+    if report.marks:
+        lines.append(f"faults          {', '.join(report.marks)}")
     return "\n".join(lines)
 
 
