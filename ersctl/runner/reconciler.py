@@ -214,8 +214,10 @@ class RunnerReconciler:
         runner_id, runner_name = found
         if (int(runner.runner_id), runner.runner_name) == (runner_id, runner_name):
             return runner
-        patch = {"status": {"runnerId": runner_id, "runnerName": runner_name}}
-        return self._runners.patch_runner_status(runner, _locked(runner, patch))
+        status: dict[str, Any] = {"runnerId": runner_id, "runnerName": runner_name}
+        if not runner.phase:
+            status["phase"] = ERPhase.PENDING  # what its new Pod will say: saves a write
+        return self._runners.patch_runner_status(runner, _locked(runner, {"status": status}))
 
     # -- the pod ----------------------------------------------------------------------
 

@@ -1,0 +1,105 @@
+"""Benchmark (not collected by pytest): the runner controller on the runtime's manager.
+
+N EphemeralRunners are created at once against the embedded API server and the GitHub
+simulator (over HTTP); measured: the time until every runner has its Pod, the API
+requests per runner (registration, Secret, Pod, status), and the requests one resync
+of N steady runners costs. Three runs; medians printed.
+
+    python -m tests.cluster.bench_runner_controller 500
+"""
+
+from __future__ import annotations
+
+import base64
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from ersctl.kube.manager import Manager
+from ersctl.runner.controller import add_runner_controller
+from ersctl.testing.apiserver import ApiServer
+from ghalistener.testing.model import GitHubSimulator
+from tests.cluster.conftest import actions_client
+
+
+@dataclass(frozen=True)
+class Run:
+    seconds: float
+    requests_per_runner: float
+    resync_requests: int
+    writes: Counter[tuple[str, str]]
+
+
+def runner_doc(i: int, url: str, scale_set: int) -> dict[str, object]:
+    return {
+        "apiVersion": "actions.github.com/v1alpha1",
+        "kind": "EphemeralRunner",
+        "metadata": {"name": f"r-{i}", "namespace": "ci"},
+        "spec": {
+            "githubConfigUrl": url,
+            "githubConfigSecret": "creds",
+            "runnerScaleSetId": scale_set,
+            "spec": {"containers": [{"name": "runner", "image": "runner"}]},
+        },
+    }
+
+
+def one_run(n: int) -> Run:
+    sim = GitHubSimulator()
+    github = sim.serve(port=0)
+    scale_set = int(sim.create_scale_set(name="bench")["id"])
+    with ApiServer() as server:
+        server.create_object("namespaces", {"metadata": {"name": "ci"}})
+        token = base64.b64encode(b"ghp_bench").decode()
+        server.create_object(
+            "secrets",
+            {"metadata": {"name": "creds", "namespace": "ci"}, "data": {"github_token": token}},
+        )
+        api = server.api_client()
+        manager = Manager(api, namespace="ci", workers=4)
+        controller = add_runner_controller(manager, api, client_factory=actions_client)
+        stop = threading.Event()
+        thread = threading.Thread(target=manager.run, args=(stop,))
+        thread.start()
+        while not manager.has_synced():
+            time.sleep(0.01)
+        server.request_log.clear()
+        started = time.monotonic()
+        for i in range(n):
+            server.create_object("ephemeralrunners", runner_doc(i, f"{github.url}/org", scale_set))
+        while len(server.list_objects("pods", "ci")) < n:
+            time.sleep(0.01)
+        seconds = time.monotonic() - started
+        time.sleep(0.5)  # let the last status writes land
+        records = server.request_log.records()
+        writes = Counter((r.verb, r.resource) for r in records)
+        server.request_log.clear()
+        manager.resync()
+        time.sleep(1.0)
+        resync = len(server.request_log.records())
+        stop.set()
+        thread.join()
+        controller.close()
+        api.close()
+    github.stop()
+    return Run(seconds, len(records) / n, resync, writes)
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    runs = [one_run(n) for _ in range(3)]
+    print(
+        f"N={n}: all Pods after {statistics.median(r.seconds for r in runs):.2f} s (median of "
+        f"{[round(r.seconds, 2) for r in runs]}), "
+        f"{statistics.median(r.requests_per_runner for r in runs):.1f} API requests per runner, "
+        f"a resync of N steady runners: {statistics.median(r.resync_requests for r in runs)} "
+        "requests"
+    )
+    print("requests by (verb, resource), last run:", dict(runs[-1].writes))
+
+
+if __name__ == "__main__":
+    main()
