@@ -143,6 +143,27 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
 )
 
 
+def _version_type(version: JsonObject, common: JsonObject) -> ResourceType:
+    columns = tuple(
+        PrinterColumn(
+            name=str(col["name"]),
+            type=str(col.get("type", "string")),
+            json_path=str(col["jsonPath"]),
+            priority=int(col.get("priority", 0)),
+        )
+        for col in version.get("additionalPrinterColumns") or ()
+    )
+    return ResourceType(
+        version=str(version["name"]),
+        has_status="status" in (version.get("subresources") or {}),
+        custom=True,
+        tracks_generation=True,
+        printer_columns=columns,
+        schema=(version.get("schema") or {}).get("openAPIV3Schema"),
+        **common,
+    )
+
+
 def types_from_crd(crd: JsonObject) -> list[ResourceType]:
     """The resource types a CRD serves (one per served version).
 
@@ -157,37 +178,20 @@ def types_from_crd(crd: JsonObject) -> list[ResourceType]:
     scope = spec.get("scope", "Namespaced")
     if scope not in ("Namespaced", "Cluster"):
         raise ValueError(f"spec.scope: unsupported value {scope!r}")
-    types = []
-    for version in spec["versions"]:
-        if not version.get("served", True):
-            continue
-        columns = tuple(
-            PrinterColumn(
-                name=str(col["name"]),
-                type=str(col.get("type", "string")),
-                json_path=str(col["jsonPath"]),
-                priority=int(col.get("priority", 0)),
-            )
-            for col in version.get("additionalPrinterColumns") or ()
-        )
-        types.append(
-            ResourceType(
-                group=group,
-                version=str(version["name"]),
-                plural=plural,
-                singular=str(names.get("singular") or kind.lower()),
-                kind=kind,
-                namespaced=scope == "Namespaced",
-                short_names=tuple(names.get("shortNames") or ()),
-                categories=tuple(names.get("categories") or ()),
-                has_status="status" in (version.get("subresources") or {}),
-                custom=True,
-                tracks_generation=True,
-                printer_columns=columns,
-                schema=(version.get("schema") or {}).get("openAPIV3Schema"),
-            )
-        )
-    return types
+    common: JsonObject = {
+        "group": group,
+        "plural": plural,
+        "singular": str(names.get("singular") or kind.lower()),
+        "kind": kind,
+        "namespaced": scope == "Namespaced",
+        "short_names": tuple(names.get("shortNames") or ()),
+        "categories": tuple(names.get("categories") or ()),
+    }
+    return [
+        _version_type(version, common)
+        for version in spec["versions"]
+        if version.get("served", True)
+    ]
 
 
 class Registry:

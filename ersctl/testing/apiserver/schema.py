@@ -126,6 +126,16 @@ def validate(value: Any, schema: JsonObject | None, path: str = "") -> list[Viol
                 f'Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"',
             )
         ]
+    found = _check_enum_and_bounds(value, schema, path)
+    if isinstance(value, dict):
+        found.extend(_validate_map(value, schema, path))
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            found.extend(validate(item, schema["items"], f"{path}[{index}]"))
+    return found
+
+
+def _check_enum_and_bounds(value: Any, schema: JsonObject, path: str) -> list[Violation]:
     found: list[Violation] = []
     enum = schema.get("enum")
     if isinstance(enum, list) and value not in enum:
@@ -137,30 +147,26 @@ def validate(value: Any, schema: JsonObject | None, path: str = "") -> list[Viol
                 f"Unsupported value: {value!r}: supported values: {allowed}",
             )
         )
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            found.append(
-                (
-                    path,
-                    "FieldValueInvalid",
-                    f"Invalid value: {value}: {path} in body should be greater than or "
-                    f"equal to {schema['minimum']}",
-                )
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return found
+    if "minimum" in schema and value < schema["minimum"]:
+        found.append(
+            (
+                path,
+                "FieldValueInvalid",
+                f"Invalid value: {value}: {path} in body should be greater than or equal "
+                f"to {schema['minimum']}",
             )
-        if "maximum" in schema and value > schema["maximum"]:
-            found.append(
-                (
-                    path,
-                    "FieldValueInvalid",
-                    f"Invalid value: {value}: {path} in body should be less than or "
-                    f"equal to {schema['maximum']}",
-                )
+        )
+    if "maximum" in schema and value > schema["maximum"]:
+        found.append(
+            (
+                path,
+                "FieldValueInvalid",
+                f"Invalid value: {value}: {path} in body should be less than or equal to "
+                f"{schema['maximum']}",
             )
-    if isinstance(value, dict):
-        found.extend(_validate_map(value, schema, path))
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for index, item in enumerate(value):
-            found.extend(validate(item, schema["items"], f"{path}[{index}]"))
+        )
     return found
 
 

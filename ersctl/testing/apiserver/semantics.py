@@ -217,3 +217,24 @@ def same_content(a: JsonObject, b: JsonObject) -> bool:
     meta_a = _without(metadata_of(a), "resourceVersion")
     meta_b = _without(metadata_of(b), "resourceVersion")
     return meta_a == meta_b and _without(a, "metadata") == _without(b, "metadata")
+
+
+def check_preconditions(
+    rt: ResourceType, obj: JsonObject, *, uid: str | None, resource_version: str | None
+) -> None:
+    """DeleteOptions.preconditions: 409 Conflict when uid or resourceVersion differ."""
+    meta = obj["metadata"]
+    name, actual_uid, actual_rv = meta["name"], meta.get("uid"), meta.get("resourceVersion")
+    if uid and uid != actual_uid:
+        raise errors.conflict(
+            rt,
+            name,
+            f"Precondition failed: UID in precondition: {uid}, UID in object meta: {actual_uid}",
+        )
+    if resource_version and resource_version != actual_rv:
+        raise errors.conflict(
+            rt,
+            name,
+            f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
+            f"ResourceVersion in object meta: {actual_rv}",
+        )

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ersctl.testing.apiserver import errors, schema, semantics
+from ersctl.testing.apiserver import crds, errors, schema, semantics
 from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType, types_from_crd
 from ersctl.testing.apiserver.watching import (
     History,
@@ -169,7 +169,7 @@ class Store:
             if rt.namespaced:
                 self._check_namespace_open(namespace)
             if rt.storage_key == CRD_TYPE.storage_key:
-                self._accept_crd(obj)
+                crds.accept(obj)
             key = self._key(rt, namespace, obj["metadata"]["name"])
             while key in self._objects[rt.storage_key]:
                 if not obj["metadata"].get("generateName"):
@@ -256,7 +256,7 @@ class Store:
         if semantics.same_content(new, current.obj):
             return current  # like etcd's GuaranteedUpdate: no write, no event
         if rt.storage_key == CRD_TYPE.storage_key and subresource is None:
-            self._accept_crd(new)
+            crds.accept(new)
         key = self._key(rt, current.obj["metadata"].get("namespace", ""), name)
         meta = new["metadata"]
         if (
@@ -279,7 +279,9 @@ class Store:
         Raises NotFound, Conflict (failed precondition)."""
         with self.lock:
             current = self.get(rt, namespace, name)
-            self._check_preconditions(rt, current, options)
+            semantics.check_preconditions(
+                rt, current.obj, uid=options.uid, resource_version=options.resource_version
+            )
             key = self._key(rt, namespace, name)
             if options.propagation == "Orphan":
                 self._orphan_dependents(current.obj)
@@ -301,26 +303,6 @@ class Store:
                     return current.obj, True
                 current = remaining
             return current.obj, False
-
-    def _check_preconditions(
-        self, rt: ResourceType, current: Entry, options: DeleteOptions
-    ) -> None:
-        name = current.obj["metadata"]["name"]
-        uid = current.obj["metadata"].get("uid")
-        if options.uid and options.uid != uid:
-            raise errors.conflict(
-                rt,
-                name,
-                f"Precondition failed: UID in precondition: {options.uid}, UID in object "
-                f"meta: {uid}",
-            )
-        if options.resource_version and options.resource_version != current.rv:
-            raise errors.conflict(
-                rt,
-                name,
-                "Precondition failed: ResourceVersion in precondition: "
-                f"{options.resource_version}, ResourceVersion in object meta: {current.rv}",
-            )
 
     def _orphan_dependents(self, owner: JsonObject) -> None:
         uid = owner["metadata"].get("uid")
@@ -395,56 +377,6 @@ class Store:
 
     def _finish_crd_of(self, rt: ResourceType) -> None:
         self._finish_container(CRD_TYPE, f"{rt.plural}.{rt.group}")
-
-    def _accept_crd(self, crd: JsonObject) -> None:
-        try:
-            types = types_from_crd(crd)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise errors.invalid(
-                CRD_TYPE,
-                str(crd["metadata"].get("name")),
-                "spec",
-                "FieldValueInvalid",
-                f"Invalid value: malformed CustomResourceDefinition ({exc})",
-            ) from exc
-        if not types:
-            raise errors.invalid(
-                CRD_TYPE,
-                str(crd["metadata"].get("name")),
-                "spec.versions",
-                "FieldValueInvalid",
-                "Invalid value: no served version",
-            )
-        expected = f"{types[0].plural}.{types[0].group}"
-        if crd["metadata"]["name"] != expected:
-            raise errors.invalid(
-                CRD_TYPE,
-                str(crd["metadata"]["name"]),
-                "metadata.name",
-                "FieldValueInvalid",
-                f'Invalid value: "{crd["metadata"]["name"]}": must be spec.names.plural+"."+spec.group',
-            )
-        names = crd["spec"]["names"]
-        crd["status"] = {
-            "acceptedNames": copy.deepcopy(names),
-            "conditions": [
-                {
-                    "type": "NamesAccepted",
-                    "status": "True",
-                    "reason": "NoConflicts",
-                    "message": "no conflicts found",
-                },
-                {
-                    "type": "Established",
-                    "status": "True",
-                    "reason": "InitialNamesAccepted",
-                    "message": "the initial names have been accepted",
-                },
-            ],
-            "storedVersions": [
-                v["name"] for v in crd["spec"]["versions"] if v.get("storage", True)
-            ],
-        }
 
     def _serve(self, crd: JsonObject) -> None:
         types = types_from_crd(crd)
