@@ -5,6 +5,8 @@
 - ``ersctl status [NAMESPACE/NAME]``: a table of sets and their runners, read live.
 - ``ersctl rollout NAMESPACE/NAME``: bump ``spec.actionableRevision`` so the
   controller rebuilds idle runners from a changed runner template.
+- ``ersctl scaleset --config-url URL --name NAME``: find or create a runner scale set
+  on GitHub and print its id (``ersctl.runner.scaleset``).
 
 Errors end the command with one line on stderr and exit status 1 (2 for bad usage).
 """
@@ -35,6 +37,7 @@ from ersctl.ports import Request
 from ersctl.reconciler import EphemeralRunnerSetReconciler
 from ersctl.runner.controller import RunnerController, add_runner_controller
 from ersctl.runner.phases import FailurePolicy
+from ersctl.runner.scaleset import main as scaleset_command
 from ersctl.statustable import render_table, rows_for
 
 log = logging.getLogger("ersctl")
@@ -322,6 +325,11 @@ def rollout(key: Request, kubeconfig: str | None) -> None:
     except (ErsctlError, FieldError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"{key}: actionableRevision {old} -> {new}")
+
+
+# `ersctl scaleset`: find or create a runner scale set and print its id (the one
+# step between a GitHub organization and a deployed listener).
+main.add_command(scaleset_command, name="scaleset")
 
 
 def _bump_revision(reader: ApiReader, writer: Writer, key: Request) -> tuple[int, int]:

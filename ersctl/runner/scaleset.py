@@ -1,4 +1,5 @@
-"""``python -m ersctl.runner.scaleset``: find or create a runner scale set, print its id.
+"""``ersctl scaleset`` (or ``python -m ersctl.runner.scaleset``): find or create a runner
+scale set, print its id.
 
 A listener and an EphemeralRunnerSet serve one scale set, named by its id
 (``runner_scale_set_id``, ``spec.ephemeralRunnerSpec.runnerScaleSetId``). ARC creates
@@ -9,7 +10,7 @@ runner group is reused. Its labels are what workflows put in ``runs-on``.
 The credential comes from the environment (``GITHUB_TOKEN``, or ``GITHUB_APP_ID``,
 ``GITHUB_APP_INSTALLATION_ID`` and ``GITHUB_APP_PRIVATE_KEY``), never from the command
 line, where it would be visible to other users of the machine. Output: the id alone
-on stdout, so ``ID=$(python -m ersctl.runner.scaleset ...)`` works.
+on stdout, so ``ID=$(ersctl scaleset ...)`` works.
 """
 
 from __future__ import annotations

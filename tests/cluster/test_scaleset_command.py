@@ -1,4 +1,4 @@
-"""``python -m ersctl.runner.scaleset``: the one-time step that gives a scale set its id."""
+"""``ersctl scaleset``: the one-time step that gives a scale set its id."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner
 
-from ersctl.runner.scaleset import main
+from ersctl.cli import main as ersctl
 from ghalistener.testing.model import GitHubSimulator
 
 TOKEN = "ghp_scaleset_token_never_printed"
@@ -24,8 +24,8 @@ def config_url(sim: GitHubSimulator) -> Iterator[str]:
 
 def run(config_url: str, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     result = CliRunner().invoke(
-        main,
-        ["--config-url", config_url, "--name", "arc-runners", *args],
+        ersctl,
+        ["scaleset", "--config-url", config_url, "--name", "arc-runners", *args],
         env={"GITHUB_TOKEN": TOKEN} if env is None else env,
     )
     return result.exit_code, result.stdout, result.stderr
