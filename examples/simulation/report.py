@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -165,23 +167,28 @@ COMPARED = (
     ("wasted runners", "wasted_runners"),
     ("job wait p95 (s)", "wait_p95"),
     ("API writes per job", "writes_per_job"),
+    ("jobs completed", "jobs_completed"),
+    ("runners created", "runners_created"),
 )
 
 
-def format_comparison(ours: Report, baseline: Report) -> str:
-    """Both rows side by side and the baseline/ours ratio of each compared figure."""
-    header = f"{'':22}{ours.label:>16}{baseline.label:>16}{'baseline/ours':>16}"
+def format_comparison(ours: Sequence[Report], baseline: Sequence[Report]) -> str:
+    """Both rows side by side and the baseline/ours ratio of each compared figure.
+
+    With several runs per row, each figure is the median over that row's runs.
+    """
+    header = f"{'':22}{ours[0].label:>16}{baseline[0].label:>16}{'baseline/ours':>16}"
     lines = [header]
     for title, attr in COMPARED:
-        a, b = getattr(ours, attr), getattr(baseline, attr)
-        lines.append(f"{title:22}{_cell(a):>16}{_cell(b):>16}{_ratio(b, a):>16}")
-    for title, attr in (
-        ("jobs completed", "jobs_completed"),
-        ("runners created", "runners_created"),
-    ):
-        a, b = getattr(ours, attr), getattr(baseline, attr)
+        a, b = _median(ours, attr), _median(baseline, attr)
         lines.append(f"{title:22}{_cell(a):>16}{_cell(b):>16}{_ratio(b, a):>16}")
     return "\n".join(lines)
+
+
+def _median(reports: Sequence[Report], attr: str) -> float | None:
+    values = [getattr(report, attr) for report in reports]
+    present = [value for value in values if value is not None]
+    return statistics.median(present) if present else None
 
 
 def _cell(value: float | int | None) -> str:

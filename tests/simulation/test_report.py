@@ -6,7 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
-from simulation.report import build_report, format_comparison, format_report, percentile, write_json
+from simulation.report import (
+    Report,
+    build_report,
+    format_comparison,
+    format_report,
+    percentile,
+    write_json,
+)
 from simulation.trace import ApiTraffic, JobTrace, RunnerTrace, Sample, Trace, count_traffic
 
 
@@ -159,9 +166,22 @@ def test_the_comparison_prints_both_rows_and_the_baseline_over_ours_ratios() -> 
         )
     )
 
-    text = format_comparison(ours, base)
+    text = format_comparison([ours], [base])
 
     wasted, wait, writes = text.splitlines()[1:4]
     assert wasted.endswith("inf (ours 0)")  # 1 against 0
     assert wait.split()[-1] == "2.00x"
     assert writes.split()[-1] == "1.50x"
+
+
+def test_with_several_runs_the_comparison_uses_each_rows_medians() -> None:
+    def wasted(count: int) -> Report:
+        runners = tuple(
+            RunnerTrace(name=f"w{i}", created_at=0, registered_at=1, deleted_at=2)
+            for i in range(count)
+        )
+        return build_report(_trace(jobs=(_job("j1", "r", 1.0, 2.0),), runners=runners))
+
+    text = format_comparison([wasted(1), wasted(1), wasted(9)], [wasted(2), wasted(4), wasted(3)])
+
+    assert text.splitlines()[1].split()[-3:] == ["1", "3", "3.00x"]
