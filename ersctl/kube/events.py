@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from kubernetes import client
 
-from ersctl.api import KubeObject
+from ersctl.api import API_VERSION, KubeObject
 from ersctl.errors import ErsctlError, NotFoundError, kube_call
 from ersctl.kube.wire import MERGE_PATCH
 
@@ -40,7 +40,6 @@ class _Seen:
     name: str
     namespace: str
     count: int
-    first: str
     last_seen: float  # monotonic
 
 
@@ -118,7 +117,7 @@ class EventRecorder:
                 obj.namespace, _event_model(body), _preload_content=False
             )
         with self._lock:
-            self._seen[key] = _Seen(name, obj.namespace, 1, stamp, self._clock())
+            self._seen[key] = _Seen(name, obj.namespace, 1, self._clock())
             self._seen.move_to_end(key)
             while len(self._seen) > _REMEMBERED:
                 self._seen.popitem(last=False)
@@ -131,8 +130,10 @@ class EventRecorder:
             "kind": "Event",
             "metadata": {"name": name, "namespace": obj.namespace},
             "involvedObject": {
-                "apiVersion": obj.raw.get("apiVersion"),
-                "kind": obj.raw.get("kind"),
+                # List items of built-in kinds arrive without apiVersion/kind; our view
+                # classes are named after their kinds (EphemeralRunnerSet, ...).
+                "apiVersion": obj.raw.get("apiVersion") or API_VERSION,
+                "kind": obj.raw.get("kind") or type(obj).__name__,
                 "name": obj.name,
                 "namespace": obj.namespace,
                 "uid": obj.uid,
