@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet
-from ersctl.kube.store import OWNER_UID_INDEX, Store
+from ersctl.kube.store import OWNER_UID_INDEX, Store, metadata
 
 
 class CachedReader:
@@ -38,7 +38,7 @@ class CachedReader:
         owned = [
             raw
             for raw in self._runners.by_index(OWNER_UID_INDEX, ers.uid)
-            if (raw.get("metadata") or {}).get("namespace") == namespace
+            if metadata(raw).get("namespace") == namespace
         ]
         owned.sort(key=_age_key)
         return [EphemeralRunner(json_copy(raw)) for raw in owned]
@@ -69,5 +69,5 @@ _CONTAINERS: Final = frozenset((dict, list))
 
 
 def _age_key(raw: dict[str, Any]) -> tuple[str, str]:
-    meta = raw.get("metadata") or {}
+    meta = metadata(raw)
     return (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))

@@ -22,7 +22,7 @@ from typing import Any
 from ersctl.errors import NotLeaderError
 from ersctl.kube.predicates import AlwaysPass, Predicate
 from ersctl.kube.queue import Backoff, WorkQueue
-from ersctl.kube.store import object_key
+from ersctl.kube.store import metadata, object_key
 from ersctl.metrics import ControllerMetrics
 from ersctl.ports import Reconciler, Request
 
@@ -181,8 +181,9 @@ class EnqueueOwner:
             self._controller.enqueue(request)
 
     def _owners(self, obj: Json) -> Iterable[Request]:
-        meta = obj.get("metadata") or {}
-        for ref in meta.get("ownerReferences") or ():
+        meta = metadata(obj)
+        refs = meta.get("ownerReferences")
+        for ref in refs if isinstance(refs, list) else ():
             if (
                 isinstance(ref, dict)
                 and ref.get("controller") is True

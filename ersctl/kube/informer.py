@@ -30,7 +30,7 @@ from kubernetes import client
 
 from ersctl.errors import GoneError, KubeError, kube_call
 from ersctl.kube.queue import Backoff
-from ersctl.kube.store import Delta, Json, Store
+from ersctl.kube.store import Delta, Json, Store, metadata
 from ersctl.kube.wire import json_body
 
 log = logging.getLogger(__name__)
@@ -112,12 +112,14 @@ class CustomResourceInformer:
                 resource_version = self._list()
                 failures = 0
                 self._watch_until_broken(resource_version, stop)
-            except (KubeError, _WatchEnded) as exc:
+            except Exception as exc:  # the informer thread must outlive any surprise
                 if stop.is_set():
                     break
                 delay = 0.0 if isinstance(exc, GoneError) else self._backoff.delay(failures)
                 failures += 1
                 log.warning("%s informer: %s; relisting in %.2fs", self.resource.plural, exc, delay)
+                if not isinstance(exc, KubeError | _WatchEnded):
+                    log.debug("%s informer: traceback", self.resource.plural, exc_info=True)
                 stop.wait(delay)
 
     def interrupt(self) -> None:
@@ -139,7 +141,7 @@ class CustomResourceInformer:
         self._synced.set()
         for delta in deltas:
             self._dispatch(delta)
-        return str((doc.get("metadata") or {}).get("resourceVersion") or "")
+        return str(metadata(doc).get("resourceVersion") or "")
 
     def _watch_until_broken(self, resource_version: str, stop: threading.Event) -> None:
         """Watch from ``resource_version`` again and again while streams end cleanly."""
@@ -206,7 +208,7 @@ class CustomResourceInformer:
                     message=str(obj.get("message") or ""),
                 )
             raise _WatchEnded(f"watch error {code}: {obj.get('message')}")
-        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "") or None
+        rv = str(metadata(obj).get("resourceVersion") or "") or None
         if kind == "BOOKMARK":
             return rv
         obj = self._compact(obj)
@@ -308,7 +310,7 @@ def _trim(obj: Json) -> Json:
 
 
 def _rv(obj: Json) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return str(metadata(obj).get("resourceVersion") or "")
 
 
 def _shutdown(resp: urllib3.BaseHTTPResponse) -> None:

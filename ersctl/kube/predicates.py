@@ -107,6 +107,7 @@ def _status(doc: Json, key: str) -> Any:
 
 
 def _metadata_changed(old: Json, new: Json, keys: tuple[str, ...]) -> bool:
-    old_meta = old.get("metadata") or {}
-    new_meta = new.get("metadata") or {}
+    old_meta, new_meta = old.get("metadata"), new.get("metadata")
+    old_meta = old_meta if isinstance(old_meta, Mapping) else {}
+    new_meta = new_meta if isinstance(new_meta, Mapping) else {}
     return any(_get(old_meta, key) != _get(new_meta, key) for key in keys)

@@ -24,15 +24,22 @@ IndexFunc = Callable[[Json], Iterable[str]]
 OWNER_UID_INDEX: Final = "owner-uid"
 
 
+def metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``obj["metadata"]``, or an empty mapping when it is absent or not an object."""
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:
     """``(namespace, name)`` of a document (empty strings when absent)."""
-    meta = obj.get("metadata") or {}
+    meta = metadata(obj)
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
 def controller_owner_uid(obj: Json) -> list[str]:
     """Index function: the uid of the ownerReference with ``controller: true``, if any."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+    refs = metadata(obj).get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else ():
         if isinstance(ref, dict) and ref.get("controller") is True and ref.get("uid"):
             return [str(ref["uid"])]
     return []
@@ -139,4 +146,4 @@ class Store:
 
 
 def _rv(obj: Json) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return str(metadata(obj).get("resourceVersion") or "")

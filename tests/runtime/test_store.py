@@ -126,3 +126,12 @@ def test_json_copy_is_equal_and_shares_no_container_with_the_original(value: Any
     copied = json_copy(value)
     assert copied == value
     assert not set(containers(copied)) & set(containers(value))
+
+
+def test_documents_with_malformed_metadata_are_stored_without_breaking_the_index() -> None:
+    store = indexed_store()
+    weird: dict[str, Any] = {"metadata": {"name": "w", "namespace": "ns", "ownerReferences": "x"}}
+    store.replace([{"metadata": ["not", "an", "object"]}, weird, doc("r1", owner="a")])
+
+    assert names(store.by_index(OWNER_UID_INDEX, "a-uid")) == ["r1"]
+    assert len(store) == 3
