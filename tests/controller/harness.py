@@ -26,6 +26,7 @@ from ersctl.kube.events import EventRecorder
 from ersctl.kube.informer import CustomResource, CustomResourceInformer
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.kube.writer import Writer
+from ersctl.metrics import ControllerMetrics
 from ersctl.ports import Request
 from ersctl.reconciler import EphemeralRunnerSetReconciler, Outcome
 from ersctl.testing.apiserver import ApiServer
@@ -57,12 +58,14 @@ class Cluster:
         self.api_reader = ApiReader(self.api_client)
         self.writer = Writer(self.api_client)
         self.registry = SecretRunnerRegistry(api=self.api_reader, client_factory=no_sleep_client)
+        self.metrics = ControllerMetrics()
         self.reconciler = EphemeralRunnerSetReconciler(
             cache=self.cache,
             api=self.api_reader,
             writer=self.writer,
             events=EventRecorder(self.api_client),
             registry=self.registry,
+            metrics=self.metrics,
         )
         self._threads = [
             threading.Thread(target=inf.run, args=(self._stop,), daemon=True)
@@ -258,6 +261,12 @@ class Cluster:
             if any(ref.get("uid") == uid for ref in doc["metadata"].get("ownerReferences", []))
             or (owner is None and doc["metadata"]["name"].startswith(f"{ers}-runner-"))
         ]
+
+    def counter(self, name: str, ers: str = "runners") -> float:
+        """A reconciler counter of ``ersctl.metrics`` for one set (0 when never set)."""
+        labels = {"namespace": NAMESPACE, "name": ers}
+        value = self.metrics.registry.get_sample_value(f"ersctl_{name}_total", labels)
+        return value or 0.0
 
     def live_runner_names(self, ers: str = "runners") -> set[str]:
         return {r.name for r in self.runners(ers) if not r.is_deleting}

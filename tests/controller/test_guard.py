@@ -39,6 +39,9 @@ def test_a_stale_patch_cleans_up_the_finished_runner_and_creates_nothing_until_a
 
     assert outcome.action == "scale-up"
     assert len(cluster.live_runner_names()) == 2
+    assert cluster.counter("runners_created") == 1
+    assert cluster.counter("runners_deleted") == 1
+    assert cluster.counter("scale_up_suppressed") == 1
 
 
 def test_a_runner_held_in_deleting_counts_toward_the_scale_up_total(cluster: Cluster) -> None:
@@ -190,3 +193,28 @@ def test_the_guard_has_no_cached_fast_path_a_cleared_marker_is_honoured(
     cluster.reconcile(sync=False)
 
     assert len(cluster.runners()) == 2, "a cached marker the server had cleared suppressed"
+
+
+@pytest.mark.parametrize(
+    ("patch_id", "runner_patch_id"),
+    [
+        pytest.param(6, 6, id="the patch already produced runners"),
+        pytest.param(7, 6, id="a new patch asking for what exists"),
+        pytest.param(0, 6, id="idle at the minimum (patch 0)"),
+    ],
+)
+def test_a_steady_state_reconcile_sends_no_request(
+    cluster: Cluster, patch_id: int, runner_patch_id: int
+) -> None:
+    cluster.create_ers(replicas=2, patch_id=patch_id, status={"finishedRunnerCleanupPatchID": 3})
+    for runner_id in (1, 2):
+        cluster.add_runner(phase="Running", patch_id=runner_patch_id, runner_id=runner_id)
+    cluster.reconcile()  # settles the status counts
+    cluster.sync()
+    cluster.server.request_log.clear()
+
+    outcome = cluster.reconcile(sync=False)
+
+    sent = [r for r in cluster.server.request_log.records() if r.verb != "watch"]
+    assert sent == []
+    assert outcome.action == "hold"
