@@ -85,7 +85,10 @@ class Writer(Protocol):
     """Writes go straight to the API server."""
 
     def create_runner(self, body: dict[str, Any]) -> EphemeralRunner:
-        """Create an EphemeralRunner from ``body`` (``generateName`` allowed)."""
+        """Create an EphemeralRunner from ``body`` (``generateName`` allowed).
+
+        Called from several threads at once: a scale-up creates with bounded concurrency.
+        """
         ...
 
     def delete_runner(self, runner: EphemeralRunner) -> None:
@@ -130,7 +133,8 @@ class RunnerRegistry(Protocol):
         service) and False when it is still running a job (leave it to finish).
         Raises ``ersctl.api.FieldError`` when the credentials Secret named by
         ``spec.ephemeralRunnerSpec.githubConfigSecret`` is absent or malformed, and
-        ``ersctl.credentials.RegistryError`` when the service call fails otherwise.
+        ``ersctl.credentials.RunnerServiceError`` when the service call fails otherwise.
+        May be called from several reconciles (threads) at once.
         """
         ...
 
