@@ -234,3 +234,20 @@ def test_concurrent_writers_with_preconditions_never_both_win(ers: Objects) -> N
         thread.join()
 
     assert sorted(outcomes) == [200] + [409] * 5
+
+
+def test_foreground_deletion_keeps_the_owner_until_its_blocking_dependents_are_gone(
+    apiserver: ApiServer, ers: Objects, runners: Objects
+) -> None:
+    owner = ers.create(ers_body("a"))
+    runners.create(er_body(owner, name="plain"))
+    runners.create(er_body(owner, name="held", finalizers=[api.ER_FINALIZER]))
+
+    ers.delete("a", propagation_policy="Foreground")
+
+    assert apiserver.wait_for_gc()
+    assert _names(runners) == ["held"]
+    deleting = ers.get("a")["metadata"]
+    assert deleting["deletionTimestamp"] and deleting["finalizers"] == ["foregroundDeletion"]
+    runners.patch("held", {"metadata": {"finalizers": None}})
+    assert _wait_until(lambda: _names(ers) == [])

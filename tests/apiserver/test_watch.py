@@ -197,3 +197,17 @@ def test_the_watch_delay_hook_delays_only_the_chosen_resource(
     assert er_at - written < 0.4
     assert ers_at - written >= 0.5
     assert ers.get("set")  # reads are not delayed, only watch delivery
+
+
+def test_a_watch_resumed_from_a_resource_version_still_sees_the_delay(
+    delayed: ApiServer, ers: Objects, custom: client.CustomObjectsApi
+) -> None:
+    start = ers.list()["metadata"]["resourceVersion"]
+    written = time.monotonic()
+    ers.create(ers_body("set"))
+
+    arrivals, _ = _watch_in_background(custom, api.ERS_PLURAL, start)
+
+    name, arrived = arrivals.get(timeout=5)
+    assert name == "set"
+    assert arrived - written >= 0.5

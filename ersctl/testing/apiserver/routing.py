@@ -76,8 +76,8 @@ def parse_resource(
         raise errors.method_not_allowed()
     if subresource is not None and verb not in ("get", "update", "patch"):
         raise errors.method_not_allowed()
-    if verb == "list" and watch:
-        verb = "watch"
+    if verb in ("list", "get") and watch and subresource is None:
+        verb = "watch"  # a GET on one object with ?watch=true watches just that object
     return ResourceRequest(
         rt=rt, verb=verb, namespace=namespace, name=name, subresource=subresource
     )

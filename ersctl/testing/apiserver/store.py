@@ -36,6 +36,9 @@ Key = tuple[str, str]  # (namespace or "", name)
 Observer = Callable[[ResourceType, WatchEvent], None]
 
 
+FOREGROUND_FINALIZER = "foregroundDeletion"
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """A stored object and its JSON encoding (both immutable by convention)."""
@@ -287,15 +290,13 @@ class Store:
                 self._orphan_dependents(current.obj)
             meta = current.obj["metadata"]
             container = rt.plural == "namespaces" or rt.storage_key == CRD_TYPE.storage_key
-            if not meta.get("finalizers") and not container:
+            foreground = options.propagation == "Foreground"
+            if not meta.get("finalizers") and not container and not foreground:
                 return self._remove(rt, key, current), True
             if not meta.get("deletionTimestamp"):
-                marked = copy.deepcopy(current.obj)
-                marked["metadata"]["deletionTimestamp"] = semantics.timestamp(self._clock())
-                marked["metadata"]["deletionGracePeriodSeconds"] = 0
-                if rt.plural == "namespaces":
-                    marked.setdefault("status", {})["phase"] = "Terminating"
-                current = self._commit(rt, key, marked, current)
+                current = self._commit(
+                    rt, key, self._marked_for_deletion(rt, current.obj, foreground), current
+                )
             if container:
                 self._empty_container(rt, current.obj)
                 remaining = self._objects[rt.storage_key].get(key)
@@ -303,6 +304,20 @@ class Store:
                     return current.obj, True
                 current = remaining
             return current.obj, False
+
+    def _marked_for_deletion(
+        self, rt: ResourceType, obj: JsonObject, foreground: bool
+    ) -> JsonObject:
+        marked = copy.deepcopy(obj)
+        meta = marked["metadata"]
+        meta["deletionTimestamp"] = semantics.timestamp(self._clock())
+        meta["deletionGracePeriodSeconds"] = 0
+        if foreground and FOREGROUND_FINALIZER not in meta.get("finalizers", []):
+            # The garbage collector removes it once the blocking dependents are gone.
+            meta["finalizers"] = [*meta.get("finalizers", []), FOREGROUND_FINALIZER]
+        if rt.plural == "namespaces":
+            marked.setdefault("status", {})["phase"] = "Terminating"
+        return marked
 
     def _orphan_dependents(self, owner: JsonObject) -> None:
         uid = owner["metadata"].get("uid")
@@ -421,7 +436,7 @@ class Store:
                 watcher.preload([watcher.added_line(entry.obj, entry.raw) for entry in entries])
             else:
                 replay = self._history_of(rt).since(since)
-                watcher.preload([line for e in replay if (line := watcher.render(e))])
+                watcher.replay(replay)
             self._watchers[storage_key].add(watcher)
         return watcher
 

@@ -139,10 +139,16 @@ class Watcher:
             self._queue.put((event.committed_at + self._delay(), line))
 
     def preload(self, lines: list[bytes]) -> None:
-        """Initial lines (synthetic ADDED or replayed history), delivered first."""
+        """Initial lines (synthetic ADDED events), delivered first, without delay."""
         now = time.monotonic()
         for line in lines:
             self._queue.put((now, line))
+
+    def replay(self, events: list[WatchEvent]) -> None:
+        """Queue past events (a watch resumed from a resourceVersion). They keep their
+        delivery delay, so a reconnecting client does not skip the configured lag."""
+        for event in events:
+            self.offer(event)
 
     def close(self) -> None:
         self.closed = True
