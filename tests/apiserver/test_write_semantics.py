@@ -237,18 +237,40 @@ def test_clients_cannot_change_server_owned_metadata(ers: Objects) -> None:
     created = ers.create(ers_body("a"))
 
     patched = ers.patch(
-        "a",
-        {
-            "metadata": {
-                "uid": "forged",
-                "generation": 42,
-                "creationTimestamp": "2001-01-01T00:00:00Z",
-            }
-        },
+        "a", {"metadata": {"generation": 42, "creationTimestamp": "2001-01-01T00:00:00Z"}}
     )
 
-    for field in ("uid", "generation", "creationTimestamp"):
+    for field in ("generation", "creationTimestamp"):
         assert patched["metadata"][field] == created["metadata"][field]
+
+
+def test_a_patch_changing_the_uid_is_422_and_a_put_with_another_uid_is_409(
+    ers: Objects,
+) -> None:
+    created = ers.create(ers_body("a"))
+
+    with pytest.raises(ApiException) as patched:
+        ers.patch("a", {"metadata": {"uid": "forged"}})
+    body = ers.get("a")
+    body["metadata"]["uid"] = "forged"
+    with pytest.raises(ApiException) as replaced:
+        ers.replace("a", body)
+
+    assert patched.value.status == 422
+    assert replaced.value.status == 409
+    assert ers.get("a")["metadata"]["uid"] == created["metadata"]["uid"]
+
+
+def test_no_finalizer_can_be_added_to_an_object_being_deleted(ers: Objects) -> None:
+    ers.create(ers_body("a", finalizers=["one/x"]))
+    ers.delete("a")
+
+    with pytest.raises(ApiException) as caught:
+        ers.patch("a", {"metadata": {"finalizers": ["one/x", api.ERS_FINALIZER]}})
+
+    assert caught.value.status == 422
+    assert "no new finalizers" in _status_of(caught.value)["message"]
+    assert ers.get("a")["metadata"]["finalizers"] == ["one/x"]
 
 
 def test_json_patch_applies_operations_and_a_failed_test_changes_nothing(ers: Objects) -> None:

@@ -192,6 +192,7 @@ def prepare_update(
     new["kind"] = old["kind"]
     meta = new.setdefault("metadata", {})
     old_meta = old["metadata"]
+    _check_metadata_update(rt, old_meta, meta)
     for key in _SERVER_OWNED:
         if key in old_meta:
             meta[key] = old_meta[key]
@@ -210,6 +211,34 @@ def prepare_update(
         meta["generation"] = int(old_meta.get("generation", 0)) + 1
     _validate_metadata(rt, new)
     return new
+
+
+def _check_metadata_update(rt: ResourceType, old_meta: JsonObject, meta: JsonObject) -> None:
+    """What ValidateObjectMetaUpdate rejects: a changed uid, and new finalizers on an
+    object that is being deleted."""
+    name = str(old_meta.get("name", ""))
+    if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
+        raise errors.invalid(
+            rt,
+            name,
+            "metadata.uid",
+            "FieldValueInvalid",
+            f'Invalid value: "{meta["uid"]}": field is immutable',
+        )
+    if old_meta.get("deletionTimestamp"):
+        added = [
+            f for f in meta.get("finalizers") or [] if f not in (old_meta.get("finalizers") or [])
+        ]
+        if added:
+            listed = ", ".join(f'"{f}"' for f in added)
+            raise errors.invalid(
+                rt,
+                name,
+                "metadata.finalizers",
+                "FieldValueForbidden",
+                "Forbidden: no new finalizers can be added if the object is being deleted, "
+                f"found new finalizers []string{{{listed}}}",
+            )
 
 
 def same_content(a: JsonObject, b: JsonObject) -> bool:

@@ -193,6 +193,9 @@ class Store:
             current = self.get(rt, namespace, name)
             semantics.check_shape(rt, body)
             self._check_identity(rt, namespace, name, body)
+            uid = semantics.metadata_of(body).get("uid")
+            if uid:  # a uid in a PUT body is a precondition, as in DeleteOptions
+                semantics.check_preconditions(rt, current.obj, uid=str(uid), resource_version=None)
             if not semantics.metadata_of(body).get("resourceVersion") and not (
                 rt.unconditional_update
             ):
