@@ -129,7 +129,8 @@ class Verbs:
         predicates = _predicates(req, query)
         if req.name is not None:
             predicates.append(_named(req.name))
-        deadline = time.monotonic() + max(timeout, 0.0)
+        # As the real server: no timeout (or 0) means its own default.
+        deadline = time.monotonic() + (timeout if timeout > 0 else DEFAULT_WATCH_TIMEOUT)
         try:
             watcher = self._store.watch(
                 req.rt, req.namespace, predicates, since, self._watch_transform(req, accept)
