@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 import pytest
@@ -173,3 +174,20 @@ def test_creating_a_crd_starts_serving_its_resource() -> None:
     assert before.value.status == 404
     assert [item["metadata"]["name"] for item in listed["items"]] == ["a"]
     assert any(c.type == "Established" and c.status == "True" for c in established)
+
+
+def test_secret_values_never_reach_the_log(
+    apiserver: ApiServer, kube_client: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    core = client.CoreV1Api(kube_client)
+    token = "ghp_NotARealTokenButSecret123"
+
+    core.create_namespaced_secret(
+        "default", {"metadata": {"name": "creds"}, "stringData": {"github_token": token}}
+    )
+    core.patch_namespaced_secret("creds", "default", {"stringData": {"github_token": token + "2"}})
+    core.read_namespaced_secret("creds", "default")
+
+    assert caplog.records, "the server logs requests at debug level"
+    assert token not in caplog.text

@@ -195,3 +195,24 @@ def test_the_standalone_server_exits_cleanly_on_sigint(tmp_path: Path) -> None:
     assert server.ready_line.startswith("ready http://127.0.0.1:")
     assert "current-context: ersctl-testing" in server.kubeconfig.read_text()
     assert code == 0
+
+
+def test_the_standalone_server_names_a_port_it_cannot_bind_and_exits_1(tmp_path: Path) -> None:
+    first = Standalone(tmp_path / "first")
+    port = first.ready_line.rsplit(":", 1)[1]
+    try:
+        second = subprocess.run(
+            [sys.executable, "-m", "ersctl.testing.apiserver", "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    finally:
+        first.stop()
+
+    assert second.returncode == 1
+    assert second.stdout == ""
+    assert second.stderr.strip().splitlines() == [
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]
