@@ -30,14 +30,30 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc)
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at emit time (click's test runner swaps it)."""
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        pass
+
+
 def configure_logging(*, log_format: str = "text", level: str = "info") -> None:
-    """Send logs to stderr in ``log_format`` ("text" or "json") at ``level``."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        JsonFormatter() if log_format == "json" else logging.Formatter(_TEXT_FORMAT)
-    )
+    """Send logs to stderr in ``log_format`` ("text" or "json") at ``level``.
+
+    Replaces the handler a previous call installed; leaves other handlers alone.
+    """
+    handler = _StderrHandler()
+    formatter = JsonFormatter() if log_format == "json" else logging.Formatter(_TEXT_FORMAT)
+    handler.setFormatter(formatter)
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    for old in [h for h in root.handlers if isinstance(h, _StderrHandler)]:
+        root.removeHandler(old)
+    root.addHandler(handler)
     root.setLevel(level.upper())
     # kubernetes.leaderelection logs every retry at INFO; keep its warnings only.
     if root.level > logging.DEBUG:
