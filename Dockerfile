@@ -16,9 +16,9 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY ghalistener ./ghalistener
 COPY ersctl ./ersctl
+# pip compiles the bytecode here: the final root filesystem is read-only at run time.
 RUN /opt/venv/bin/pip install . \
-    && /opt/venv/bin/pip uninstall --yes pip setuptools wheel \
-    && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
+    && /opt/venv/bin/pip uninstall --yes pip setuptools wheel
 
 FROM ${PYTHON_IMAGE}
 # 65532 is the conventional "nonroot" uid of distroless images; Kubernetes'
