@@ -123,7 +123,7 @@ def test_both_status_writers_send_a_resource_version_precondition_and_survive_a_
     assert [r.status for r in patches[:2]] == [409, 200], "the marker write retried"
     assert len(marker_writes) >= 2 and len(revision_writes) == 2
     for patch in marker_writes[:2] + revision_writes:
-        assert patch["metadata"]["resourceVersion"], patch
+        assert patch.get("metadata", {}).get("resourceVersion"), f"no precondition: {patch}"
     assert cluster.ers().finished_runner_cleanup_patch_id == 0, "cleared by the advance"
     assert cluster.ers().applied_actionable_revision == 1
 
