@@ -26,6 +26,7 @@ import yaml
 from ersctl.cli import main as ersctl_main
 from ersctl.crds import load_crds
 from ersctl.testing.apiserver import ApiServer
+from ghalistener.config import load_config as load_listener_config
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "examples" / "deploy"
@@ -239,7 +240,7 @@ def test_every_pod_runs_unprivileged(rendered: list[dict[str, Any]], name: str) 
 
 
 def test_one_listener_per_scale_set_reads_its_config_from_a_secret(
-    rendered: list[dict[str, Any]],
+    rendered: list[dict[str, Any]], tmp_path: Path
 ) -> None:
     deployment = one(rendered, "Deployment", "arc-runners-listener")
     assert deployment["spec"]["replicas"] == 1
@@ -255,6 +256,11 @@ def test_one_listener_per_scale_set_reads_its_config_from_a_secret(
     assert env["LISTENER_CONFIG_PATH"] == f"{mount['mountPath']}/config.json"
     secret = one(rendered, "Secret", volume["secret"]["secretName"])
     config = yaml.safe_load(secret["stringData"]["config.json"])
+    # the listener's own parser accepts the template as the pod will read it
+    path = tmp_path / "config.json"
+    path.write_text(secret["stringData"]["config.json"], encoding="utf-8")
+    parsed = load_listener_config(path=None, env={"LISTENER_CONFIG_PATH": str(path)})
+    assert parsed.runner_scale_set_id == config["runner_scale_set_id"]
     ers = by_kind(rendered, "EphemeralRunnerSet")[0]
     assert config["ephemeral_runner_set_namespace"] == ers["metadata"]["namespace"]
     assert config["ephemeral_runner_set_name"] == ers["metadata"]["name"]
