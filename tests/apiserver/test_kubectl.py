@@ -134,6 +134,8 @@ def test_kubectl_drives_the_standalone_server_through_the_whole_lifecycle(
         "-p",
         json.dumps({"metadata": {"finalizers": [api.ERS_FINALIZER]}}),
     )
+    standalone.kubectl("delete", "ers", "arc-runners", "--dry-run=server")
+    assert "deletionTimestamp" not in standalone.ers()["metadata"]
     standalone.kubectl("delete", "ers", "arc-runners", "--wait=false")
     assert standalone.ers()["metadata"]["deletionTimestamp"]
 

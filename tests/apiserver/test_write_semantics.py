@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from kubernetes import client
 from kubernetes.client import ApiException
 
 from ersctl import api
@@ -383,3 +384,70 @@ def test_values_of_the_wrong_type_are_422_and_change_nothing(
     assert caught.value.status == 422
     assert _status_of(caught.value)["details"]["causes"][0]["field"] == field
     assert ers.get("a") == created
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        pytest.param("create", id="create"),
+        pytest.param("patch", id="patch"),
+        pytest.param("delete", id="delete"),
+        pytest.param("delete-options", id="delete with dryRun in DeleteOptions"),
+    ],
+)
+def test_dry_run_answers_as_the_write_would_and_stores_nothing(
+    ers: Objects, custom: Any, write: str
+) -> None:
+    existing = ers.create(ers_body("a", replicas=1))
+    args = (api.GROUP, api.VERSION, "default", api.ERS_PLURAL)
+
+    if write == "create":
+        answer = custom.create_namespaced_custom_object(*args, ers_body("b"), dry_run="All")
+        assert answer["metadata"]["name"] == "b" and answer["metadata"]["uid"]
+    elif write == "patch":
+        answer = custom.patch_namespaced_custom_object(
+            *args, "a", {"spec": {"replicas": 5}}, dry_run="All"
+        )
+        assert answer["spec"]["replicas"] == 5 and answer["metadata"]["generation"] == 2
+    elif write == "delete":
+        answer = custom.delete_namespaced_custom_object(*args, "a", dry_run="All")
+        assert answer["status"] == "Success"
+    else:  # as kubectl sends it: inside DeleteOptions
+        answer = custom.delete_namespaced_custom_object(
+            *args, "a", body=client.V1DeleteOptions(dry_run=["All"])
+        )
+        assert answer["status"] == "Success"
+
+    assert [item["metadata"]["name"] for item in ers.list()["items"]] == ["a"]
+    assert ers.get("a") == existing
+
+
+def test_dry_run_still_reports_conflicts(ers: Objects, custom: Any) -> None:
+    created = ers.create(ers_body("a"))
+    ers.patch("a", {"spec": {"replicas": 2}})
+
+    with pytest.raises(ApiException) as caught:
+        custom.patch_namespaced_custom_object(
+            api.GROUP,
+            api.VERSION,
+            "default",
+            api.ERS_PLURAL,
+            "a",
+            {"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}},
+            dry_run="All",
+        )
+
+    assert caught.value.status == 409
+
+
+def test_delete_collection_deletes_what_the_selector_matches(ers: Objects, custom: Any) -> None:
+    ers.create(ers_body("a", labels={"team": "x"}))
+    ers.create(ers_body("b", labels={"team": "x"}, finalizers=[api.ERS_FINALIZER]))
+    ers.create(ers_body("c"))
+
+    custom.delete_collection_namespaced_custom_object(
+        api.GROUP, api.VERSION, "default", api.ERS_PLURAL, label_selector="team=x"
+    )
+
+    assert [item["metadata"]["name"] for item in ers.list()["items"]] == ["b", "c"]
+    assert ers.get("b")["metadata"]["deletionTimestamp"]

@@ -51,6 +51,24 @@ class Entry:
         return str(self.obj["metadata"]["resourceVersion"])
 
 
+class _WouldCommit(Exception):
+    """Raised at the first commit of a dry run, carrying what would have been stored
+    (``removed``: the write would delete the object)."""
+
+    def __init__(self, entry: Entry, *, removed: bool) -> None:
+        super().__init__("dry run")
+        self.entry = entry
+        self.removed = removed
+
+
+@dataclass(frozen=True, slots=True)
+class DryRunResult:
+    """The outcome of a write run with ``dryRun=All``: nothing was stored."""
+
+    obj: JsonObject
+    removed: bool
+
+
 @dataclass(frozen=True, kw_only=True)
 class DeleteOptions:
     uid: str | None = None
@@ -74,6 +92,7 @@ class Store:
         self._watchers: dict[str, set[Watcher]] = defaultdict(set)
         self._delays: dict[str, float] = {}
         self.observers: list[Observer] = []
+        self._dry = False
 
     # -- reads ---------------------------------------------------------------
 
@@ -123,7 +142,25 @@ class Store:
         for observer in self.observers:
             observer(rt, event)
 
+    def dry_run(self, write: Callable[[], object]) -> DryRunResult | None:
+        """Run ``write`` (a create/update/patch/delete of this store) with every check
+        but without storing anything: the first commit is where it stops. Returns what
+        would have been written, or None when the write would change nothing.
+        Raises what the write raises."""
+        with self.lock:
+            self._dry = True
+            try:
+                write()
+            except _WouldCommit as stop:
+                return DryRunResult(stop.entry.obj, stop.removed)
+            finally:
+                self._dry = False
+        return None
+
     def _commit(self, rt: ResourceType, key: Key, obj: JsonObject, old: Entry | None) -> Entry:
+        if self._dry:
+            obj["metadata"]["resourceVersion"] = old.rv if old is not None else ""
+            raise _WouldCommit(Entry(obj, b""), removed=False)
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         entry = Entry(obj, encode(obj))
@@ -145,6 +182,8 @@ class Store:
 
     def _remove(self, rt: ResourceType, key: Key, current: Entry) -> JsonObject:
         """Delete for good; the DELETED event carries the last stored state."""
+        if self._dry:
+            raise _WouldCommit(current, removed=True)
         self._rv += 1
         gone = dict(current.obj)
         gone["metadata"] = {**current.obj["metadata"], "resourceVersion": str(self._rv)}
@@ -454,4 +493,4 @@ class Store:
                     watcher.close()
 
 
-__all__ = ["DeleteOptions", "Entry", "Store", "TooOld"]
+__all__ = ["DeleteOptions", "DryRunResult", "Entry", "Store", "TooOld"]

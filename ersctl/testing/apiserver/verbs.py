@@ -85,7 +85,32 @@ class Verbs:
         self, req: ResourceRequest, query: Query, content_type: str, body: bytes, accept: str
     ) -> Response | WatchResponse:
         handler: Callable[..., Response | WatchResponse] = getattr(self, f"_{req.verb}")
+        dry_run = query.get("dryRun") or self._dry_run_in_body(req, body)
+        if dry_run and req.verb in ("create", "update", "patch", "delete"):
+            if dry_run != ["All"]:
+                raise errors.bad_request(f"dryRun: Unsupported value: {dry_run[0]!r}")
+            return self._dry_run(req, lambda: handler(req, query, content_type, body, accept))
         return handler(req, query, content_type, body, accept)
+
+    def _dry_run_in_body(self, req: ResourceRequest, body: bytes) -> list[str] | None:
+        """kubectl sends ``dryRun`` for deletes inside the DeleteOptions body."""
+        if req.verb not in ("delete", "deletecollection") or not body.strip():
+            return None
+        doc = decode_json(body)
+        value = doc.get("dryRun") if isinstance(doc, dict) else None
+        return [str(v) for v in value] if isinstance(value, list) and value else None
+
+    def _dry_run(
+        self, req: ResourceRequest, write: Callable[[], Response | WatchResponse]
+    ) -> Response | WatchResponse:
+        """``dryRun=All``: every check, nothing stored; answer with what would be."""
+        answers: list[Response | WatchResponse] = []
+        outcome = self._store.dry_run(lambda: answers.append(write()))
+        if outcome is None:
+            return answers[0]  # the write would change nothing: its normal answer
+        if outcome.removed and req.rt.plural != "pods":
+            return self._deleted_status(req, outcome.obj)
+        return Response(201 if req.verb == "create" else 200, encode(outcome.obj))
 
     def _ns(self, req: ResourceRequest) -> str:
         return req.namespace or ""
@@ -218,19 +243,24 @@ class Verbs:
         options = self._delete_options(query, body)
         obj, deleted = self._store.delete(req.rt, self._ns(req), req.name, options)
         if deleted and req.rt.plural != "pods":
-            details: JsonObject = {"name": req.name, "kind": req.rt.plural}
-            if req.rt.group:
-                details["group"] = req.rt.group
-            details["uid"] = obj["metadata"].get("uid")
-            status = {
-                "kind": "Status",
-                "apiVersion": "v1",
-                "metadata": {},
-                "status": "Success",
-                "details": details,
-            }
-            return Response(200, encode(status))
+            return self._deleted_status(req, obj)
         return Response(200, encode(obj))
+
+    def _deleted_status(self, req: ResourceRequest, obj: JsonObject) -> Response:
+        """What the real server answers for a deleted object of most types (pods
+        answer with the object itself)."""
+        details: JsonObject = {"name": obj["metadata"]["name"], "kind": req.rt.plural}
+        if req.rt.group:
+            details["group"] = req.rt.group
+        details["uid"] = obj["metadata"].get("uid")
+        status = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": details,
+        }
+        return Response(200, encode(status))
 
     def _deletecollection(
         self, req: ResourceRequest, query: Query, ct: str, body: bytes, accept: str
@@ -238,6 +268,8 @@ class Verbs:
         options = self._delete_options(query, body)
         entries, _ = self._store.list_entries(req.rt, req.namespace, _predicates(req, query))
         items = []
+        if query.get("dryRun") or self._dry_run_in_body(req, body):
+            entries, items = [], [entry.obj for entry in entries]
         for entry in entries:
             meta = entry.obj["metadata"]
             try:
