@@ -6,9 +6,12 @@ Modules, from pure to I/O:
 - ``trace``: what happened, as plain records (jobs, runners, timeline samples). Pure.
 - ``report``: the final report computed from a trace; text and JSON. Pure.
 - ``plot``: an SVG timeline of a trace, written directly. Pure.
+- ``faults``: the fault schedule of ``--faults``. Pure.
 - ``live``: the progress line on the terminal.
 - ``agent``: the runner agent that plays the cluster and the runner binary.
-- ``faults``: the fault schedule of ``--faults``.
-- ``orchestrate``: starts the servers and the real programs, runs a workload, returns a trace.
+- ``cluster``: the objects a run starts from and the agent's in-process view of them.
+- ``github_side``: the GitHub simulator, its HTTP server and the agent's service port.
+- ``processes``: the programs under test as subprocesses (start, stop, restart).
+- ``orchestrate``: runs one simulation end to end and returns its trace.
 - ``baseline``: the controller ordering before ARC PR #4642, for the benchmark only.
 """

@@ -12,28 +12,23 @@ runner agent and samples the system, until every job is done and the set is back
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, EphemeralRunner, EphemeralRunnerSet
 from ersctl.testing.apiserver import ApiServer
 from simulation.agent import AgentTiming, RunnerAgent
+from simulation.cluster import ERS_NAME, NAMESPACE, DirectCluster, bucket, create_objects
 from simulation.faults import Fault, FaultKind, fault_plan
 from simulation.github_side import GitHubSide
 from simulation.live import LiveLine, Progress
 from simulation.processes import Program
 from simulation.trace import Mark, Sample, Trace, count_traffic
 from simulation.workload import JobArrival, WorkloadSpec, generate, last_finish
-
-NAMESPACE = "arc-runners"
-ERS_NAME = "arc-runner-set"
-SECRET_NAME = "github-credentials"  # noqa: S105 (a Secret name)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,7 +87,7 @@ class _Simulation:
         self.marks: list[Mark] = []
         self.restarts: list[threading.Thread] = []
         self.agent = RunnerAgent(
-            cluster=_DirectCluster(api),
+            cluster=DirectCluster(api),
             service=github,
             timing=config.timing,
             job_duration=github.job_duration,
@@ -120,6 +115,8 @@ class _Simulation:
                 str(kubeconfig),
                 "--namespace",
                 NAMESPACE,
+                # One controller, restarted by SIGKILL in --faults: a Lease would make
+                # the new process wait out the dead one's lease (15 s) before working.
                 "--no-leader-elect",
                 "--metrics-addr",
                 "0",
@@ -150,27 +147,15 @@ class _Simulation:
     def start(self) -> None:
         if self.config.message_latency > 0:
             self.github.delay_messages(self.config.message_latency)
-        self._create_objects()
+        create_objects(
+            self.api,
+            config_url=self.github.config_url,
+            token=self.github.token,
+            scale_set_id=self.github.scale_set_id,
+        )
         self.controller.start()
         self.listener.start()
         self.origin = time.time()
-
-    def _create_objects(self) -> None:
-        token = base64.b64encode(self.github.token.encode()).decode()
-        self.api.create_object(
-            "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-        )
-        self.api.create_object(
-            "secrets",
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "type": "Opaque",
-                "metadata": {"name": SECRET_NAME, "namespace": NAMESPACE},
-                "data": {"github_token": token},
-            },
-        )
-        self.api.create_object(ERS_PLURAL, _ers_document(self.github))
 
     def stop(self) -> None:
         for thread in self.restarts:
@@ -271,7 +256,7 @@ class _Simulation:
         ers = EphemeralRunnerSet(raw)
         phases = {"pending": 0, "running": 0, "finished": 0, "deleting": 0}
         for obj in self.api.list_objects(ER_PLURAL, NAMESPACE):
-            phases[_bucket(EphemeralRunner(obj))] += 1
+            phases[bucket(EphemeralRunner(obj))] += 1
         sample = Sample(
             at=round(now, 3),
             assigned_jobs=self.github.assigned_jobs(),
@@ -302,7 +287,10 @@ class _Simulation:
 
     def trace(self) -> Trace:
         final = self.samples[-1] if self.samples else None
-        verbs = [r.verb or "other" for r in self.api.request_log.records()]
+        requests = [
+            (r.verb or "other", "/".join(filter(None, (r.resource, r.subresource))) or r.path)
+            for r in self.api.request_log.records()
+        ]
         return Trace(
             label=self.config.label,
             seed=self.config.workload.seed,
@@ -312,63 +300,8 @@ class _Simulation:
             jobs=self.github.job_traces(origin=self.origin),
             runners=self.agent.traces(origin=self.origin),
             samples=tuple(self.samples),
-            api=count_traffic(verbs),
+            api=count_traffic(requests),
             marks=tuple(self.marks),
             final_replicas=final.replicas if final else 0,
             final_runners=final.live_runners if final else 0,
         )
-
-
-def _bucket(runner: EphemeralRunner) -> str:
-    if runner.is_deleting:
-        return "deleting"
-    if runner.phase == "Running":
-        return "running"
-    if runner.is_done:
-        return "finished"
-    return "pending"
-
-
-def _ers_document(github: GitHubSide) -> dict[str, Any]:
-    return {
-        "apiVersion": "actions.github.com/v1alpha1",
-        "kind": "EphemeralRunnerSet",
-        "metadata": {
-            "name": ERS_NAME,
-            "namespace": NAMESPACE,
-            "labels": {"app.kubernetes.io/name": ERS_NAME},
-        },
-        "spec": {
-            "replicas": 0,
-            "patchID": 0,
-            "ephemeralRunnerSpec": {
-                "githubConfigUrl": github.config_url,
-                "githubConfigSecret": SECRET_NAME,
-                "runnerScaleSetId": github.scale_set_id,
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "runner", "image": "ghcr.io/actions/actions-runner:latest"}
-                    ],
-                },
-            },
-        },
-    }
-
-
-class _DirectCluster:
-    """The agent's view of the cluster: in-process calls, absent from the request log."""
-
-    def __init__(self, api: ApiServer) -> None:
-        self._api = api
-
-    def runners(self) -> list[EphemeralRunner]:
-        return [EphemeralRunner(obj) for obj in self._api.list_objects(ER_PLURAL, NAMESPACE)]
-
-    def patch_status(self, name: str, status: Mapping[str, Any]) -> None:
-        self._api.patch_object(
-            ER_PLURAL, NAMESPACE, name, {"status": dict(status)}, subresource="status"
-        )
-
-    def release_finalizers(self, name: str) -> None:
-        self._api.patch_object(ER_PLURAL, NAMESPACE, name, {"metadata": {"finalizers": None}})

@@ -55,6 +55,7 @@ class Report:
     final_replicas: int
     final_runners: int
     back_at_min: bool
+    writes_by_resource: tuple[tuple[str, int], ...] = ()
     marks: tuple[str, ...] = ()
     """Faults and restarts, as ``label@seconds``."""
 
@@ -68,6 +69,7 @@ class Report:
         data["busy_runner_names"] = list(self.busy_runner_names)
         data["wasted_runner_names"] = list(self.wasted_runner_names)
         data["marks"] = list(self.marks)
+        data["writes_by_resource"] = dict(self.writes_by_resource)
         data["ok"] = self.ok
         return data
 
@@ -117,6 +119,7 @@ def build_report(trace: Trace) -> Report:
         final_replicas=trace.final_replicas,
         final_runners=trace.final_runners,
         back_at_min=trace.final_replicas == trace.min_runners == trace.final_runners,
+        writes_by_resource=trace.api.writes_by_resource,
         marks=tuple(f"{mark.label}@{mark.at:.1f}s" for mark in trace.marks),
     )
 
@@ -146,6 +149,8 @@ def format_report(report: Report) -> str:
         f"  max {_seconds(report.wait_max)}  (queued -> started)",
         f"API server      {report.api_requests} requests, {report.api_writes} writes; "
         f"per job: {report.requests_per_job} requests, {report.writes_per_job} writes",
+        "writes          "
+        + (", ".join(f"{name} {count}" for name, count in report.writes_by_resource) or "-"),
         f"end state       replicas {report.final_replicas}, runners {report.final_runners}, "
         f"min_runners {report.min_runners}: "
         + ("back at min" if report.back_at_min else "NOT back at min"),

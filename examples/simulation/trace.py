@@ -11,6 +11,7 @@ Times are seconds since the start of the run.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -70,20 +71,26 @@ class ApiTraffic:
     requests: int = 0
     writes: int = 0
     by_verb: tuple[tuple[str, int], ...] = ()
+    writes_by_resource: tuple[tuple[str, int], ...] = ()
+    """Writes per ``resource[/subresource]``, most first (e.g. events, runner creates)."""
 
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
-def count_traffic(verbs: Iterable[str]) -> ApiTraffic:
-    """Count requests by verb; writes are creates, updates, patches and deletes."""
-    counts: dict[str, int] = {}
-    for verb in verbs:
-        counts[verb] = counts.get(verb, 0) + 1
+def count_traffic(requests: Iterable[tuple[str, str]]) -> ApiTraffic:
+    """Count ``(verb, resource)`` requests; writes are creates, updates, patches, deletes."""
+    verbs: Counter[str] = Counter()
+    written: Counter[str] = Counter()
+    for verb, resource in requests:
+        verbs[verb] += 1
+        if verb in WRITE_VERBS:
+            written[resource] += 1
     return ApiTraffic(
-        requests=sum(counts.values()),
-        writes=sum(n for verb, n in counts.items() if verb in WRITE_VERBS),
-        by_verb=tuple(sorted(counts.items())),
+        requests=verbs.total(),
+        writes=written.total(),
+        by_verb=tuple(sorted(verbs.items())),
+        writes_by_resource=tuple(written.most_common()),
     )
 
 

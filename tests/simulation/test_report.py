@@ -116,14 +116,16 @@ def test_peaks_come_from_the_samples_and_api_figures_are_per_completed_job() -> 
         Sample(at=0.0, assigned_jobs=2, replicas=2, patch_id=1, marker=0, pending=2),
         Sample(at=1.0, assigned_jobs=3, replicas=3, patch_id=2, marker=0, running=2, deleting=2),
     )
-    api = count_traffic(["get", "list", "watch", "patch", "create", "create", "delete", "patch"])
+    verbs = ["get", "list", "watch", "patch", "create", "create", "delete", "patch"]
+    api = count_traffic([(verb, "ephemeralrunners") for verb in verbs] + [("create", "events")])
     jobs = (_job("j1", "a", 1.0, 2.0), _job("j2", "b", 1.0, 2.0))
 
     report = build_report(_trace(jobs=jobs, samples=samples, api=api))
 
     assert (report.peak_runners, report.peak_demand) == (4, 3)
-    assert (report.api_requests, report.api_writes) == (8, 5)
-    assert (report.requests_per_job, report.writes_per_job) == (4.0, 2.5)
+    assert (report.api_requests, report.api_writes) == (9, 6)
+    assert (report.requests_per_job, report.writes_per_job) == (4.5, 3.0)
+    assert report.writes_by_resource == (("ephemeralrunners", 5), ("events", 1))
 
 
 @pytest.mark.parametrize(
@@ -157,12 +159,14 @@ def test_the_json_report_holds_the_same_figures(tmp_path: Path) -> None:
 
 
 def test_the_comparison_prints_both_rows_and_the_baseline_over_ours_ratios() -> None:
-    ours = build_report(_trace(jobs=(_job("j1", "r", 1.0, 2.0),), api=count_traffic(["patch"] * 4)))
+    ours = build_report(
+        _trace(jobs=(_job("j1", "r", 1.0, 2.0),), api=count_traffic([("patch", "x")] * 4))
+    )
     base = build_report(
         _trace(
             jobs=(_job("j1", "r", 2.0, 3.0),),
             runners=(RunnerTrace(name="w", created_at=0, registered_at=1, deleted_at=2),),
-            api=count_traffic(["patch"] * 6),
+            api=count_traffic([("patch", "x")] * 6),
         )
     )
 
