@@ -211,3 +211,15 @@ def test_a_watch_resumed_from_a_resource_version_still_sees_the_delay(
     name, arrived = arrivals.get(timeout=5)
     assert name == "set"
     assert arrived - written >= 0.5
+
+
+def test_a_resource_version_from_the_future_gets_a_504_error_event(
+    ers: Objects, custom: client.CustomObjectsApi
+) -> None:
+    future = str(int(ers.list()["metadata"]["resourceVersion"]) + 1000)
+
+    with pytest.raises(ApiException) as caught:
+        _events(custom, api.ERS_PLURAL, 1, resource_version=future)
+
+    assert caught.value.status == 504
+    assert "Too large resource version" in str(caught.value.reason)

@@ -153,6 +153,20 @@ def expired(message: str) -> StatusError:
     return StatusError(410, "Expired", message)
 
 
+def too_large_resource_version(message: str) -> StatusError:
+    return StatusError(
+        504,
+        "Timeout",
+        message,
+        details={
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ],
+            "retryAfterSeconds": 1,
+        },
+    )
+
+
 _REASONS = {
     400: "BadRequest",
     401: "Unauthorized",

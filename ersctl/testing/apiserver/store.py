@@ -24,6 +24,7 @@ from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType,
 from ersctl.testing.apiserver.watching import (
     History,
     Predicate,
+    TooLarge,
     TooOld,
     Transform,
     Watcher,
@@ -463,7 +464,8 @@ class Store:
     ) -> Watcher:
         """A registered watcher. ``since`` None: synthetic ADDED events for the current
         objects first; otherwise every event after ``since`` is replayed. Raises
-        :class:`TooOld` when ``since`` is older than the retained history."""
+        :class:`TooOld` when ``since`` is older than the retained history and
+        :class:`TooLarge` when it is newer than the newest commit."""
         storage_key = rt.storage_key
         watcher = Watcher(
             storage_key=storage_key,
@@ -477,6 +479,8 @@ class Store:
                 entries, _ = self.list_entries(rt, namespace, predicates)
                 watcher.preload([watcher.added_line(entry.obj, entry.raw) for entry in entries])
             else:
+                if since > self._rv:
+                    raise TooLarge(since, self._rv)
                 replay = self._history_of(rt).since(since)
                 watcher.replay(replay)
             self._watchers[storage_key].add(watcher)

@@ -15,6 +15,7 @@ from ersctl.testing.apiserver.selectors import parse_field_selector, parse_label
 from ersctl.testing.apiserver.store import DeleteOptions, Entry, Store
 from ersctl.testing.apiserver.watching import (
     Predicate,
+    TooLarge,
     TooOld,
     Transform,
     Watcher,
@@ -163,6 +164,10 @@ class Verbs:
         except TooOld as exc:
             # As kube's watch cache: 200, then an ERROR event carrying 410 Expired.
             status = errors.expired(str(exc)).status
+            return WatchResponse(None, deadline, event_line("ERROR", encode(status)))
+        except TooLarge as exc:
+            # The watch cache waits ~3 s for such a version, then gives up with 504.
+            status = errors.too_large_resource_version(str(exc)).status
             return WatchResponse(None, deadline, event_line("ERROR", encode(status)))
         return WatchResponse(watcher, deadline)
 

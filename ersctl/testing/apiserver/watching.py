@@ -55,6 +55,14 @@ class TooOld(Exception):
         super().__init__(f"too old resource version: {requested} ({oldest})")
 
 
+class TooLarge(Exception):
+    """The requested resourceVersion is newer than anything this server committed
+    (e.g. a client resuming against a restarted server)."""
+
+    def __init__(self, requested: int, current: int) -> None:
+        super().__init__(f"Too large resource version: {requested}, current: {current}")
+
+
 class History:
     """The last ``limit`` events of one resource, oldest first."""
 
