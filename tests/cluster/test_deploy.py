@@ -189,7 +189,7 @@ def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str,
             for v in ("get", "list", "watch", "create", "delete", "patch")
         ),
         ("actions.github.com", "ephemeralrunners/status", "patch"),
-        *(("", "pods", v) for v in ("get", "list", "watch", "create", "delete")),
+        *(("", "pods", v) for v in ("list", "watch", "create", "delete")),
         *(("", "secrets", v) for v in ("get", "create", "delete")),
         *(("", "events", v) for v in ("create", "patch")),
     }

@@ -1,0 +1,180 @@
+"""The deployment's RBAC against what the controller really sends.
+
+``ersctl reconcile --runner-controller --leader-elect`` runs as a subprocess against the
+embedded API server and the GitHub simulator while the test takes a scale set through
+a whole runner life: scale up, Pod running, runner done, cleanup, set deleted. Every
+request the controller sent (the server's request log; the test itself writes through
+the server's direct API, which is not logged) must be allowed by the rules in
+examples/deploy (sufficient), and every rule must have been needed (least privilege).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ersctl.testing.apiserver import ApiServer, RequestRecord
+from ghalistener.testing.model import GitHubSimulator
+from tests.cluster.test_deploy import BASE, render
+from tests.cluster.test_runner_controller import RUNNING, terminated
+from tests.cluster.test_runner_manager import wait_for
+
+pytestmark = pytest.mark.skipif(not Path("/usr/bin/kubectl").exists(), reason="kubectl absent")
+
+NS = "arc-runners"
+CONTROLLER_NS = "gha-scaleset"
+
+# Events are aggregated: a repeat is a patch of the first. One life does not repeat one.
+NOT_EXERCISED_BY_ONE_LIFE = {("", "events", "patch")}
+
+Grant = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
+
+
+def group_of(record: RequestRecord) -> str:
+    parts = record.path.strip("/").split("/")
+    return "" if parts[0] == "api" else parts[1]
+
+
+def request_of(record: RequestRecord) -> Grant:
+    resource = record.resource or ""
+    if record.subresource:
+        resource = f"{resource}/{record.subresource}"
+    return (group_of(record), resource, record.verb)
+
+
+def grants(rules: list[dict[str, Any]]) -> set[Grant]:
+    return {
+        (g, r, v)
+        for rule in rules
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+
+
+def rbac() -> tuple[set[Grant], set[Grant]]:
+    """(cluster-wide grants, grants in the controller's namespace) of the controller."""
+    docs = render()
+    cluster = next(
+        d
+        for d in docs
+        if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "gha-scaleset-controller"
+    )
+    local = next(
+        d
+        for d in docs
+        if d["kind"] == "Role" and d["metadata"]["name"] == "gha-scaleset-leader-election"
+    )
+    assert local["metadata"]["namespace"] == CONTROLLER_NS
+    return grants(cluster["rules"]), grants(local["rules"])
+
+
+def sample_set(config_url: str, scale_set: int) -> dict[str, Any]:
+    ers = yaml.safe_load((BASE / "ephemeralrunnerset.yaml").read_text(encoding="utf-8"))
+    ers["spec"]["ephemeralRunnerSpec"]["githubConfigUrl"] = config_url
+    ers["spec"]["ephemeralRunnerSpec"]["runnerScaleSetId"] = scale_set
+    return ers
+
+
+def test_the_controller_needs_every_permission_the_deployment_grants_and_no_other(
+    apiserver: ApiServer, sim: GitHubSimulator, tmp_path: Path
+) -> None:
+    github = sim.serve(port=0)
+    scale_set = int(sim.create_scale_set(name="arc-runners")["id"])
+    for ns in (NS, CONTROLLER_NS):
+        apiserver.create_object("namespaces", {"metadata": {"name": ns}})
+    token = base64.b64encode(b"ghp_rbac").decode()
+    apiserver.create_object(
+        "secrets",
+        {
+            "metadata": {"name": "github-credentials", "namespace": NS},
+            "data": {"github_token": token},
+        },
+    )
+    apiserver.create_object("ephemeralrunnersets", sample_set(f"{github.url}/my-org", scale_set))
+    kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
+    apiserver.request_log.clear()
+    log = tmp_path / "controller.log"
+    with log.open("wb") as out:
+        controller = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ersctl",
+                "reconcile",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--runner-controller",
+                "--leader-elect",
+                "--retry-period",
+                "1",
+                "--metrics-addr",
+                "0",
+            ],
+            env={**os.environ, "POD_NAMESPACE": CONTROLLER_NS},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            one_runner_life(apiserver)
+        finally:
+            controller.send_signal(signal.SIGTERM)
+            controller.wait(timeout=20)
+            github.stop()
+    assert controller.returncode == 0, log.read_text(errors="replace")[-3000:]
+
+    cluster_wide, in_controller_ns = rbac()
+    used: set[Grant] = set()
+    for record in apiserver.request_log.records():
+        if not record.verb:
+            continue  # discovery and /version need no RBAC rule
+        request = request_of(record)
+        used.add(request)
+        allowed = request in cluster_wide or (
+            request in in_controller_ns and record.namespace == CONTROLLER_NS
+        )
+        assert allowed, f"not allowed by examples/deploy RBAC: {record.method} {record.path}"
+    unused = (cluster_wide | in_controller_ns) - used - NOT_EXERCISED_BY_ONE_LIFE
+    assert not unused, f"granted but never needed: {sorted(unused)}"
+
+
+def one_runner_life(server: ApiServer) -> None:
+    def runners() -> list[dict[str, Any]]:
+        return server.list_objects("ephemeralrunners", NS)
+
+    def patch_set(replicas: int, patch_id: int) -> None:
+        spec = {"spec": {"replicas": replicas, "patchID": patch_id}}
+        server.patch_object("ephemeralrunnersets", NS, "arc-runners", spec)
+
+    wait_for(
+        lambda: (
+            "ephemeralrunnerset.actions.github.com/finalizer"
+            in (server.get_object("ephemeralrunnersets", NS, "arc-runners") or {})
+            .get("metadata", {})
+            .get("finalizers", [])
+        ),
+        timeout=20,
+    )
+    patch_set(1, 1)
+    wait_for(lambda: len(server.list_objects("pods", NS)) == 1, timeout=20)
+    (pod,) = server.list_objects("pods", NS)
+    name = pod["metadata"]["name"]
+    server.patch_object("pods", NS, name, {"status": RUNNING}, subresource="status")
+    wait_for(lambda: [r["status"].get("phase") for r in runners()] == ["Running"])
+    server.patch_object(
+        "pods", NS, name, {"status": terminated(0, "Succeeded")}, subresource="status"
+    )
+    wait_for(lambda: [r["status"].get("phase") for r in runners()] == ["Succeeded"])
+    wait_for(lambda: not server.list_objects("pods", NS))
+    patch_set(0, 2)  # a fresh patch: the finished runner is cleaned up
+    wait_for(lambda: not runners(), timeout=20)
+    server.delete_object("ephemeralrunnersets", NS, "arc-runners")
+    wait_for(lambda: server.get_object("ephemeralrunnersets", NS, "arc-runners") is None)
