@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 
 
@@ -27,11 +28,14 @@ class RequestRecord:
 
 
 class RequestLog:
-    """Thread-safe, append-only log of requests, in the order they were answered."""
+    """Thread-safe, append-only log of requests, in the order they were answered.
 
-    def __init__(self) -> None:
+    Keeps the newest ``limit`` records, so a long-running standalone server does not
+    grow without bound."""
+
+    def __init__(self, *, limit: int = 100_000) -> None:
         self._lock = threading.Lock()
-        self._records: list[RequestRecord] = []
+        self._records: deque[RequestRecord] = deque(maxlen=limit)
 
     def append(self, record: RequestRecord) -> None:
         with self._lock:
