@@ -149,7 +149,7 @@ def controllers(kubeconfig: str) -> Iterator[list[tuple[subprocess.Popen[str], i
         port = free_port()
         proc = subprocess.Popen(
             [sys.executable, "-m", "ersctl", "reconcile", "--kubeconfig", kubeconfig,
-             "--namespace", "default", "--lease-duration", "2", "--renew-deadline", "1.5",
+             "--namespace", "default", "--lease-duration", "4", "--renew-deadline", "3",
              "--retry-period", "1", "--metrics-addr", f"127.0.0.1:{port}",
              "--log-format", "json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -184,6 +184,8 @@ def test_two_controller_processes_only_the_lease_holder_reconciles(
     by_leading = sorted(controllers, key=lambda c: scrape(c[1])["ersctl_leader"], reverse=True)
     (leader, leader_port), (follower, follower_port) = by_leading
 
+    # A 4 s lease: on 2 shared cores a loaded leader can stall for 2 s, and a shorter
+    # lease would then (rightly) pass to the follower and fail this test.
     time.sleep(1.0)  # the follower keeps campaigning and being refused
     assert scrape(leader_port)["ersctl_leader"] == 1.0
     assert scrape(follower_port)["ersctl_leader"] == 0.0
