@@ -39,22 +39,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     workload = parser.add_argument_group("workload")
-    workload.add_argument("--seed", type=int, default=7)
+    workload.add_argument("--seed", type=int, default=7, help="workload random seed")
     workload.add_argument("--rate", type=float, default=0.6, help="job arrivals per second")
     workload.add_argument("--window", type=float, default=20.0, help="seconds of arrivals")
     workload.add_argument(
         "--burst",
         action="append",
         type=_burst,
-        default=None,
+        default=argparse.SUPPRESS,
         metavar="AT:COUNT",
-        help="COUNT jobs at once at AT s (repeatable; default 6:8)",
+        help="COUNT jobs at once at AT s (repeatable; 6:8 when none is given)",
     )
     workload.add_argument("--job-median", type=float, default=3.0, help="median job seconds")
     workload.add_argument("--job-max", type=float, default=10.0, help="longest job seconds")
     system = parser.add_argument_group("system")
-    system.add_argument("--min-runners", type=int, default=0)
-    system.add_argument("--max-runners", type=int, default=30)
+    system.add_argument("--min-runners", type=int, default=0, help="listener min_runners")
+    system.add_argument("--max-runners", type=int, default=30, help="listener max_runners")
     system.add_argument(
         "--registration-delay", type=float, default=0.3, help="ER seen -> runner registered (s)"
     )
@@ -93,7 +93,7 @@ def _burst(text: str) -> Burst:
 
 
 def config_from(args: argparse.Namespace) -> SimulationConfig:
-    bursts = tuple(args.burst) if args.burst is not None else (Burst(at=6.0, count=8),)
+    bursts = tuple(getattr(args, "burst", ())) or (Burst(at=6.0, count=8),)
     workload = WorkloadSpec(
         seed=args.seed,
         rate=args.rate,
