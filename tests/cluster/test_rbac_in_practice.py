@@ -6,11 +6,13 @@ a whole runner life: scale up, Pod running, runner done, cleanup, set deleted. E
 request the controller sent (the server's request log; the test itself writes through
 the server's direct API, which is not logged) must be allowed by the rules in
 examples/deploy (sufficient), and every rule must have been needed (least privilege).
+The same for ``ghalistener run`` and its Role, through a job started and completed.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import signal
 import subprocess
@@ -178,3 +180,102 @@ def one_runner_life(server: ApiServer) -> None:
     wait_for(lambda: not runners(), timeout=20)
     server.delete_object("ephemeralrunnersets", NS, "arc-runners")
     wait_for(lambda: server.get_object("ephemeralrunnersets", NS, "arc-runners") is None)
+
+
+def listener_grants() -> set[tuple[str, str, str, str]]:
+    """(apiGroup, resource, verb, resourceName or "") of the listener's Role."""
+    role = next(
+        d
+        for d in render()
+        if d["kind"] == "Role" and d["metadata"]["name"] == "arc-runners-listener"
+    )
+    assert role["metadata"]["namespace"] == NS
+    return {
+        (g, r, v, name)
+        for rule in role["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+        for name in rule.get("resourceNames") or [""]
+    }
+
+
+def spec_of_set(server: ApiServer) -> tuple[int, bool]:
+    """(spec.replicas, spec.patchID > 0) of the sample set."""
+    spec = (server.get_object("ephemeralrunnersets", NS, "arc-runners") or {}).get("spec", {})
+    return int(spec.get("replicas", -1)), int(spec.get("patchID", 0)) > 0
+
+
+def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Path) -> None:
+    sim = GitHubSimulator(hold_seconds=0.5)
+    github = sim.serve(port=0)
+    scale_set = int(sim.create_scale_set(name="arc-runners")["id"])
+    apiserver.create_object("namespaces", {"metadata": {"name": NS}})
+    apiserver.create_object("ephemeralrunnersets", sample_set(f"{github.url}/my-org", scale_set))
+    runner = "arc-runners-runner-abcde"
+    apiserver.create_object(
+        "ephemeralrunners",
+        {
+            "apiVersion": "actions.github.com/v1alpha1",
+            "kind": "EphemeralRunner",
+            "metadata": {"name": runner, "namespace": NS},
+            "spec": {"runnerScaleSetId": scale_set},
+        },
+    )
+    config = yaml.safe_load(
+        next(
+            d
+            for d in render()
+            if d["kind"] == "Secret" and d["metadata"]["name"] == "arc-runners-listener-config"
+        )["stringData"]["config.json"]
+    )
+    config.update(
+        configure_url=f"{github.url}/my-org",
+        runner_scale_set_id=scale_set,
+        metrics_addr="",
+        log_format="text",
+    )
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
+    apiserver.request_log.clear()
+    log = tmp_path / "listener.log"
+    with log.open("wb") as out:
+        listener = subprocess.Popen(
+            [sys.executable, "-m", "ghalistener", "run", "--kubeconfig", str(kubeconfig)],
+            env={**os.environ, "LISTENER_CONFIG_PATH": str(tmp_path / "config.json")},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            runner_id = int(sim.generate_jit_config(scale_set, runner)["runner"]["id"])
+            request = sim.enqueue_job(scale_set)
+            wait_for(lambda: any(j["state"] == "assigned" for j in sim.state()["jobs"]), timeout=20)
+            sim.start_job(runner_id, request)
+            wait_for(
+                lambda: (
+                    (apiserver.get_object("ephemeralrunners", NS, runner) or {})
+                    .get("status", {})
+                    .get("jobId")
+                ),
+                timeout=20,
+            )
+            sim.complete_job(request)
+            # the completed job makes it publish a fresh, non-zero patch ID with 0 replicas
+            wait_for(lambda: spec_of_set(apiserver) == (0, True), timeout=20)
+        finally:
+            listener.send_signal(signal.SIGTERM)
+            listener.wait(timeout=20)
+            github.stop()
+    assert listener.returncode == 0, log.read_text(errors="replace")[-3000:]
+
+    granted = listener_grants()
+    used = set()
+    for record in apiserver.request_log.records():
+        if not record.verb:
+            continue
+        group, resource, verb = request_of(record)
+        assert record.namespace == NS, record.path
+        match = {(group, resource, verb, record.name or ""), (group, resource, verb, "")}
+        assert match & granted, f"not allowed by the listener Role: {record.method} {record.path}"
+        used |= match & granted
+    assert used == granted
