@@ -10,9 +10,11 @@ runner nobody used, or did not scale back down fails here.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import simulate
 from simulation.agent import AgentTiming
 from simulation.live import LiveLine
 from simulation.orchestrate import SimulationConfig, run_simulation
@@ -60,12 +62,24 @@ def test_a_short_run_completes_every_job_wastes_no_runner_and_returns_to_min(
     assert report.api_writes > 0
 
 
-def test_with_faults_no_job_is_lost_and_no_busy_runner_is_deleted(tmp_path: Path) -> None:
-    report = _run(_config(faults=True, window=8.0), tmp_path)
+def test_simulate_faults_loses_no_job_and_deletes_no_busy_runner(tmp_path: Path) -> None:
+    report_path, plot_path = tmp_path / "report.json", tmp_path / "timeline.svg"
+    args = [
+        "--faults", "--seed", "11", "--rate", "1.0", "--window", "8", "--burst", "1:5",
+        "--job-median", "1.0", "--job-max", "2.0", "--registration-delay", "0.2",
+        "--startup-delay", "0.2", "--long-poll", "0.5", "--drain-timeout", "25",
+        "--quiet", "--workdir", str(tmp_path), "--json", str(report_path),
+        "--plot", str(plot_path),
+    ]  # fmt: skip
 
-    assert report.jobs_queued >= 8
-    assert report.jobs_lost == 0, report
-    assert report.busy_runner_deletions == 0, report.busy_runner_names
-    # Both restarts happened: each program's log shows a second start.
+    simulate.main(args)
+
+    report = json.loads(report_path.read_text())
+    assert report["jobs_queued"] >= 8
+    assert report["jobs_lost"] == 0, report
+    assert report["busy_runner_deletions"] == 0, report["busy_runner_names"]
+    assert len(report["marks"]) >= 7  # every fault of the schedule fired
+    # Both programs really restarted: each log shows a second start.
     for log in ("ghalistener.log", "controller.log"):
         assert "--- start 2:" in (tmp_path / log).read_text()
+    assert plot_path.read_text().startswith("<svg")
