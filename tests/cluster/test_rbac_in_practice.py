@@ -120,18 +120,26 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
                 "1",
                 "--metrics-addr",
                 "0",
+                "--log-level",
+                "debug",
             ],
             env={**os.environ, "POD_NAMESPACE": CONTROLLER_NS},
             stdout=out,
             stderr=subprocess.STDOUT,
         )
         try:
-            one_runner_life(apiserver)
+            jit = one_runner_life(apiserver)
         finally:
             controller.send_signal(signal.SIGTERM)
             controller.wait(timeout=20)
             github.stop()
-    assert controller.returncode == 0, log.read_text(errors="replace")[-3000:]
+    output = log.read_text(errors="replace")
+    assert controller.returncode == 0, output[-3000:]
+    # even at debug level, no credential and no JIT config reaches the log
+    assert "registered runner" in output
+    encoded = base64.b64encode(jit.encode()).decode()  # as the Secret holds it
+    for value in (jit, encoded, "ghp_rbac", token):
+        assert value not in output
 
     cluster_wide, in_controller_ns = rbac()
     used: set[Grant] = set()
@@ -148,7 +156,9 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
     assert not unused, f"granted but never needed: {sorted(unused)}"
 
 
-def one_runner_life(server: ApiServer) -> None:
+def one_runner_life(server: ApiServer) -> str:
+    """Drive one runner from scale-up to the set's deletion; returns its JIT config."""
+
     def runners() -> list[dict[str, Any]]:
         return server.list_objects("ephemeralrunners", NS)
 
@@ -169,6 +179,9 @@ def one_runner_life(server: ApiServer) -> None:
     wait_for(lambda: len(server.list_objects("pods", NS)) == 1, timeout=20)
     (pod,) = server.list_objects("pods", NS)
     name = pod["metadata"]["name"]
+    secret = server.get_object("secrets", NS, name)
+    assert secret is not None
+    jit = base64.b64decode(secret["data"]["jitToken"]).decode()
     server.patch_object("pods", NS, name, {"status": RUNNING}, subresource="status")
     wait_for(lambda: [r["status"].get("phase") for r in runners()] == ["Running"])
     server.patch_object(
@@ -180,6 +193,7 @@ def one_runner_life(server: ApiServer) -> None:
     wait_for(lambda: not runners(), timeout=20)
     server.delete_object("ephemeralrunnersets", NS, "arc-runners")
     wait_for(lambda: server.get_object("ephemeralrunnersets", NS, "arc-runners") is None)
+    return jit
 
 
 def listener_grants() -> set[tuple[str, str, str, str]]:
