@@ -194,3 +194,33 @@ def test_without_its_credentials_secret_a_scale_down_warns_changes_nothing_and_r
         "spec.ephemeralRunnerSpec.githubConfigSecret: Secret arc/github-config not found"
     )
     assert outcome.result.requeue_after == 30.0
+
+
+def test_created_runners_are_owned_annotated_labelled_and_held_by_finalizers(
+    cluster: Cluster,
+) -> None:
+    created = cluster.create_ers(
+        replicas=1,
+        patch_id=4,
+        labels={"actions.github.com/scale-set-name": "runners"},
+        runner_metadata={"annotations": {"team": "ci"}},
+    )
+
+    cluster.reconcile()
+
+    (item,) = cluster.runners()
+    assert item.name.startswith("runners-runner-")
+    owner = item.controller_owner()
+    assert owner is not None and owner["uid"] == created["metadata"]["uid"]
+    assert owner["blockOwnerDeletion"] is True
+    assert item.finalizers == [api.ER_FINALIZER, api.ER_REGISTRATION_FINALIZER]
+    assert item.annotations == {
+        "team": "ci",
+        api.PATCH_ID_ANNOTATION: "4",
+        api.ACTIONABLE_REVISION_ANNOTATION: "0",
+    }
+    assert item.labels == {
+        "actions.github.com/scale-set-name": "runners",
+        "app.kubernetes.io/component": "runner",
+    }
+    assert item.spec == cluster.ers().ephemeral_runner_spec
