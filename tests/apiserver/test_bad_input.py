@@ -12,6 +12,8 @@ import pytest
 from ersctl.testing.apiserver import ApiServer
 
 ERS = "/apis/actions.github.com/v1alpha1/namespaces/default/ephemeralrunnersets"
+# The k8s protobuf magic, then runtime.Unknown{typeMeta: {apiVersion: v1, kind: Pod}}.
+PROTOBUF_POD = b"k8s\x00\x0a\x09\x0a\x02v1\x12\x03Pod\x12\x00"
 
 
 @pytest.fixture
@@ -98,6 +100,24 @@ def http(apiserver: ApiServer) -> Iterator[httpx.Client]:
             415,
             "UnsupportedMediaType",
             id="unknown patch type",
+        ),
+        pytest.param(
+            "POST",
+            "/api/v1/namespaces/default/pods",
+            PROTOBUF_POD,
+            "application/vnd.kubernetes.protobuf",
+            415,
+            "UnsupportedMediaType",
+            id="protobuf for a kind the server cannot decode",
+        ),
+        pytest.param(
+            "POST",
+            "/api/v1/namespaces/default/secrets",
+            b"k8s\x00\x0a\x7f",
+            "application/vnd.kubernetes.protobuf",
+            415,
+            "UnsupportedMediaType",
+            id="truncated protobuf",
         ),
         pytest.param(
             "GET",

@@ -218,3 +218,39 @@ def test_the_standalone_server_names_a_port_it_cannot_bind_and_exits_1(tmp_path:
     assert second.stderr.strip().splitlines() == [
         f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
     ]
+
+
+def test_kubectl_create_of_namespace_secret_and_configmap_sends_protobuf_that_is_understood(
+    standalone: Standalone,
+) -> None:
+    standalone.kubectl("create", "namespace", "arc-runners")
+    standalone.kubectl(
+        "create",
+        "secret",
+        "generic",
+        "github-credentials",
+        "-n",
+        "arc-runners",
+        "--from-literal=github_token=t0ken",
+    )
+    standalone.kubectl(
+        "create", "configmap", "settings", "-n", "arc-runners", "--from-literal=mode=test"
+    )
+    standalone.kubectl("label", "secret", "github-credentials", "-n", "arc-runners", "team=ci")
+
+    secret = json.loads(
+        standalone.kubectl(
+            "get", "secret", "github-credentials", "-n", "arc-runners", "-o", "json"
+        ).stdout
+    )
+    config = json.loads(
+        standalone.kubectl("get", "configmap", "settings", "-n", "arc-runners", "-o", "json").stdout
+    )
+    phase = standalone.kubectl(
+        "get", "namespace", "arc-runners", "-o", "jsonpath={.status.phase}"
+    ).stdout
+
+    assert secret["data"] == {"github_token": "dDBrZW4="}
+    assert (secret["type"], secret["metadata"]["labels"]) == ("Opaque", {"team": "ci"})
+    assert config["data"] == {"mode": "test"}
+    assert phase == "Active"

@@ -140,13 +140,16 @@ def method_not_allowed() -> StatusError:
     )
 
 
-def unsupported_media_type(content_type: str, accepted: list[str]) -> StatusError:
-    return StatusError(
-        415,
-        "UnsupportedMediaType",
-        f"the body of the request was in an unknown format - accepted media types include: "
-        f"{', '.join(accepted)}",
+def unsupported_media_type(
+    content_type: str, accepted: list[str], *, detail: str | None = None
+) -> StatusError:
+    message = (
+        "the body of the request was in an unknown format - accepted media types include: "
+        + ", ".join(accepted)
     )
+    if detail:
+        message += f" ({content_type}: {detail})"
+    return StatusError(415, "UnsupportedMediaType", message)
 
 
 def expired(message: str) -> StatusError:

@@ -45,13 +45,68 @@ def _lookup(obj: JsonObject, json_path: str) -> Any:
     return node
 
 
+def _col(name: str, path: str, kind: str = "string") -> PrinterColumn:
+    return PrinterColumn(name=name, type=kind, json_path=path)
+
+
+_AGE = _col("Age", ".metadata.creationTimestamp", "date")
+
+# kubectl's familiar columns for the built-in types; "@name" cells are computed.
+_BUILTIN_COLUMNS: dict[tuple[str, str], tuple[PrinterColumn, ...]] = {
+    ("", "pods"): (
+        _col("Ready", "@ready"),
+        _col("Status", "@pod-status"),
+        _col("Restarts", "@restarts", "integer"),
+        _AGE,
+    ),
+    ("", "namespaces"): (_col("Status", ".status.phase"), _AGE),
+    ("", "secrets"): (_col("Type", ".type"), _col("Data", "@data-count", "integer"), _AGE),
+    ("", "events"): (
+        _col("Type", ".type"),
+        _col("Reason", ".reason"),
+        _col("Object", "@involved"),
+        _col("Message", ".message"),
+        _AGE,
+    ),
+    ("coordination.k8s.io", "leases"): (_col("Holder", ".spec.holderIdentity"), _AGE),
+}
+
+
+def _pod_status(obj: JsonObject) -> str:
+    if obj.get("metadata", {}).get("deletionTimestamp"):
+        return "Terminating"
+    status = obj.get("status") or {}
+    return str(status.get("reason") or status.get("phase") or "Unknown")
+
+
+def _container_statuses(obj: JsonObject) -> list[JsonObject]:
+    return list((obj.get("status") or {}).get("containerStatuses") or [])
+
+
+_COMPUTED: dict[str, Any] = {
+    "@ready": lambda obj: (
+        f"{sum(1 for c in _container_statuses(obj) if c.get('ready'))}/"
+        f"{len((obj.get('spec') or {}).get('containers') or [])}"
+    ),
+    "@pod-status": _pod_status,
+    "@restarts": lambda obj: sum(int(c.get("restartCount", 0)) for c in _container_statuses(obj)),
+    "@data-count": lambda obj: len(obj.get("data") or {}),
+    "@involved": lambda obj: (
+        f"{str((obj.get('involvedObject') or {}).get('kind', '')).lower()}/"
+        f"{(obj.get('involvedObject') or {}).get('name', '')}"
+    ),
+}
+
+
 def _columns(rt: ResourceType) -> tuple[PrinterColumn, ...]:
     if rt.printer_columns:
         return rt.printer_columns
-    return (PrinterColumn(name="Age", type="date", json_path=".metadata.creationTimestamp"),)
+    return _BUILTIN_COLUMNS.get((rt.group, rt.plural), (_AGE,))
 
 
 def _cell(column: PrinterColumn, obj: JsonObject, now: float) -> Any:
+    if column.json_path.startswith("@"):
+        return _COMPUTED[column.json_path](obj)
     value = _lookup(obj, column.json_path)
     if column.type == "date":
         return _age(value if isinstance(value, str) else None, now)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ersctl.testing.apiserver import errors, patching, tables
+from ersctl.testing.apiserver import errors, patching, protobuf, tables
 from ersctl.testing.apiserver.routing import ResourceRequest
 from ersctl.testing.apiserver.selectors import parse_field_selector, parse_label_selector
 from ersctl.testing.apiserver.store import DeleteOptions, Entry, Store
@@ -49,6 +49,19 @@ class WatchResponse:
 def _one(query: Query, key: str) -> str | None:
     values = query.get(key)
     return values[0] if values else None
+
+
+def decode_body(body: bytes, content_type: str) -> Any:
+    """The request body as JSON; protobuf for the few types kubectl's typed clients
+    send that way (Secret, ConfigMap, Namespace), 415 for other protobuf."""
+    if content_type.split(";")[0].strip().lower() == protobuf.MEDIA_TYPE:
+        try:
+            return protobuf.decode(body)
+        except (protobuf.UnsupportedProtobuf, UnicodeDecodeError) as exc:
+            raise errors.unsupported_media_type(
+                protobuf.MEDIA_TYPE, ["application/json", "application/yaml"], detail=str(exc)
+            ) from None
+    return decode_json(body)
 
 
 def decode_json(body: bytes) -> Any:
@@ -185,7 +198,7 @@ class Verbs:
     def _create(
         self, req: ResourceRequest, query: Query, ct: str, body: bytes, accept: str
     ) -> Response:
-        entry = self._store.create(req.rt, self._ns(req), decode_json(body))
+        entry = self._store.create(req.rt, self._ns(req), decode_body(body, ct))
         return self._object(entry, 201)
 
     def _update(
@@ -193,7 +206,7 @@ class Verbs:
     ) -> Response:
         assert req.name is not None
         entry = self._store.update(
-            req.rt, self._ns(req), req.name, decode_json(body), req.subresource
+            req.rt, self._ns(req), req.name, decode_body(body, ct), req.subresource
         )
         return self._object(entry)
 
