@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -55,6 +55,7 @@ def server() -> Iterator[ApiServer]:
 def controllers(server: ApiServer, tmp_path: Path) -> Iterator[Callable[[], Controller]]:
     kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
     processes: list[subprocess.Popen[bytes]] = []
+    logs: list[IO[bytes]] = []
 
     def start() -> Controller:
         port = free_port()
@@ -63,6 +64,7 @@ def controllers(server: ApiServer, tmp_path: Path) -> Iterator[Callable[[], Cont
         command += ["--lease-duration", "2"]
         command += ["--renew-deadline", "1.5", "--retry-period", "1"]
         log = open(tmp_path / f"controller-{len(processes)}.log", "wb")  # noqa: SIM115
+        logs.append(log)
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
         processes.append(process)
         return Controller(process, port)
@@ -76,6 +78,8 @@ def controllers(server: ApiServer, tmp_path: Path) -> Iterator[Callable[[], Cont
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+    for log in logs:
+        log.close()
 
 
 @dataclass(frozen=True)
