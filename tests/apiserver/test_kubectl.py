@@ -220,7 +220,7 @@ def test_the_standalone_server_names_a_port_it_cannot_bind_and_exits_1(tmp_path:
     ]
 
 
-def test_kubectl_create_of_namespace_secret_and_configmap_sends_protobuf_that_is_understood(
+def test_kubectl_create_of_built_in_types_sends_protobuf_that_is_understood(
     standalone: Standalone,
 ) -> None:
     standalone.kubectl("create", "namespace", "arc-runners")
@@ -236,6 +236,7 @@ def test_kubectl_create_of_namespace_secret_and_configmap_sends_protobuf_that_is
     standalone.kubectl(
         "create", "configmap", "settings", "-n", "arc-runners", "--from-literal=mode=test"
     )
+    standalone.kubectl("create", "serviceaccount", "ersctl", "-n", "arc-runners")
     standalone.kubectl("label", "secret", "github-credentials", "-n", "arc-runners", "team=ci")
 
     secret = json.loads(
@@ -254,3 +255,6 @@ def test_kubectl_create_of_namespace_secret_and_configmap_sends_protobuf_that_is
     assert (secret["type"], secret["metadata"]["labels"]) == ("Opaque", {"team": "ci"})
     assert config["data"] == {"mode": "test"}
     assert phase == "Active"
+    assert standalone.kubectl("get", "sa", "-n", "arc-runners", "-o", "name").stdout.split() == [
+        "serviceaccount/ersctl"
+    ]

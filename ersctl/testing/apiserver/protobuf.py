@@ -1,6 +1,6 @@
 """Decoding the protobuf request bodies kubectl sends for a few built-in types.
 
-``kubectl create namespace|secret|configmap`` (typed clients) send
+``kubectl create namespace|secret|configmap|serviceaccount`` (typed clients) send
 ``application/vnd.kubernetes.protobuf``: the magic ``k8s\\x00`` then a
 ``runtime.Unknown`` envelope (typeMeta, raw object bytes). Without the generated
 schemas only a handful of messages can be mapped to JSON; they are listed here by
@@ -148,7 +148,18 @@ def _namespace(data: bytes) -> JsonObject:
     return obj
 
 
+def _service_account(data: bytes) -> JsonObject:
+    obj: JsonObject = {}
+    for number, value in fields(data):
+        if number == 1:
+            obj["metadata"] = _object_meta(_message(value))
+        elif number == 4:
+            obj["automountServiceAccountToken"] = bool(value)
+    return obj
+
+
 _DECODERS: dict[tuple[str, str], Callable[[bytes], JsonObject]] = {
+    ("v1", "ServiceAccount"): _service_account,
     ("v1", "Secret"): _secret,
     ("v1", "ConfigMap"): _config_map,
     ("v1", "Namespace"): _namespace,
@@ -156,7 +167,8 @@ _DECODERS: dict[tuple[str, str], Callable[[bytes], JsonObject]] = {
 
 
 def decode(body: bytes) -> JsonObject:
-    """The JSON form of a protobuf-encoded Secret, ConfigMap or Namespace.
+    """The JSON form of a protobuf-encoded Secret, ConfigMap, Namespace or
+    ServiceAccount.
 
     Raises :class:`UnsupportedProtobuf` for anything else or a malformed body."""
     if not body.startswith(_MAGIC):
