@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from ersctl.kube.manager import Manager
@@ -73,6 +75,19 @@ def test_the_manager_drives_a_runner_from_creation_to_removal_on_watch_events(
     assert reconciles >= 4
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def ready(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
 def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_path: Path) -> None:
     kubeconfig = h.server.write_kubeconfig(tmp_path / "kubeconfig")
     h.create_runner()
@@ -86,33 +101,40 @@ def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_
         "--namespace",
         NAMESPACE,
         "--no-leader-elect",
-        "--metrics-addr",
-        "0",
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    log_off = tmp_path / "off.log"
-    with log_off.open("wb") as out:
+    log = tmp_path / "controller.log"
+    with log.open("wb") as out:
+        port = free_port()
         without = subprocess.Popen(
-            [*args, "--no-runner-controller"], env=env, stdout=out, stderr=subprocess.STDOUT
+            [*args, "--no-runner-controller", "--metrics-addr", f"127.0.0.1:{port}"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
         try:
-            # Once its caches synced it would have acted on the runner within moments.
-            wait_for(lambda: "caches synced" in log_off.read_text(errors="replace"), timeout=20)
+            # Ready = caches synced: from here it would act on the runner within moments.
+            wait_for(lambda: ready(port), timeout=20)
             time.sleep(0.5)
             assert h.pod() is None  # off: nothing touches runner Pods
         finally:
             without.send_signal(signal.SIGTERM)
             without.wait(timeout=10)
-    log_on = tmp_path / "on.log"
-    with log_on.open("wb") as out:
+        port = free_port()
         with_runner = subprocess.Popen(
-            [*args, "--runner-controller"], env=env, stdout=out, stderr=subprocess.STDOUT
+            [*args, "--runner-controller", "--metrics-addr", f"127.0.0.1:{port}"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
         try:
             wait_for(lambda: h.pod() is not None, timeout=20)
+            assert ready(port)  # readiness covers the runner Pod informer too
             h.set_pod_status(RUNNING)
             wait_for(lambda: phase(h) == "Running")
+            metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+            assert 'ersctl_runner_pods_created_total{namespace="ci"} 1.0' in metrics
         finally:
             with_runner.send_signal(signal.SIGTERM)
             with_runner.wait(timeout=15)
-    assert with_runner.returncode == 0, log_on.read_text(errors="replace")[-2000:]
+    assert with_runner.returncode == 0, log.read_text(errors="replace")[-2000:]
