@@ -22,11 +22,10 @@ def github() -> Iterator[FakeGitHub]:
 
 
 @pytest.fixture
-def cluster(github: FakeGitHub) -> Iterator[Cluster]:
-    """A started API server, informers synced, and the reconciler wired to them."""
-    with ApiServer() as server:
-        harness = Cluster(server, github)
-        try:
-            yield harness
-        finally:
-            harness.close()
+def cluster(apiserver: ApiServer, github: FakeGitHub) -> Iterator[Cluster]:
+    """The shared API server, informers synced, and the reconciler wired to them."""
+    harness = Cluster(apiserver, github)
+    try:
+        yield harness
+    finally:
+        harness.close()

@@ -35,20 +35,19 @@ def eventually(check: Callable[[], Any], *, timeout: float = 20.0) -> Any:
 
 
 @pytest.fixture
-def server() -> Iterator[ApiServer]:
-    with ApiServer() as started:
-        started.create_object("namespaces", {"metadata": {"name": NAMESPACE}})
-        token = base64.b64encode(PAT.encode()).decode()
-        started.create_object(
-            "secrets",
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": "github-config", "namespace": NAMESPACE},
-                "data": {"github_token": token},
-            },
-        )
-        yield started
+def server(apiserver: ApiServer) -> ApiServer:
+    apiserver.create_object("namespaces", {"metadata": {"name": NAMESPACE}})
+    token = base64.b64encode(PAT.encode()).decode()
+    apiserver.create_object(
+        "secrets",
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "github-config", "namespace": NAMESPACE},
+            "data": {"github_token": token},
+        },
+    )
+    return apiserver
 
 
 @pytest.fixture
