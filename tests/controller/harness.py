@@ -99,6 +99,7 @@ class Cluster:
         for thread in self._threads:
             thread.join(timeout=5)
         self.registry.close()
+        self.api_client.close()
 
     # -- arranging -------------------------------------------------------------------
 
