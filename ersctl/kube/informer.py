@@ -92,6 +92,7 @@ class CustomResourceInformer:
         self._lock = threading.Lock()
         self._on_relist = on_relist
         self._specs = SpecPool() if share_specs else None
+        self._progress = False  # the current watch delivered an event or ended cleanly
 
     def add_handler(self, handler: EventHandler) -> None:
         """Register ``handler``. Add handlers before :meth:`run`."""
@@ -106,16 +107,20 @@ class CustomResourceInformer:
 
     def run(self, stop: threading.Event) -> None:
         """List, then watch, recovering as the module docstring says, until ``stop``."""
-        failures = 0
+        failures = 0  # consecutive rounds that broke before a watch made progress
         while not stop.is_set():
+            self._progress = False
             try:
-                resource_version = self._list()
-                failures = 0
-                self._watch_until_broken(resource_version, stop)
+                self._watch_until_broken(self._list(), stop)
             except Exception as exc:  # the informer thread must outlive any surprise
                 if stop.is_set():
                     break
-                delay = 0.0 if isinstance(exc, GoneError) else self._backoff.delay(failures)
+                if self._progress:
+                    failures = 0
+                # A first 410 relists at once; a server that keeps answering 410 (or
+                # fails lists) is backed off like any other failure, never hammered.
+                first_gone = isinstance(exc, GoneError) and failures == 0
+                delay = 0.0 if first_gone else self._backoff.delay(failures)
                 failures += 1
                 log.warning("%s informer: %s; relisting in %.2fs", self.resource.plural, exc, delay)
                 if not isinstance(exc, KubeError | _WatchEnded):
@@ -169,8 +174,9 @@ class CustomResourceInformer:
         started, events = time.monotonic(), 0
         try:
             for event in _events(resp):
-                events += 1
                 resource_version = self._apply(event) or resource_version
+                events += 1
+                self._progress = True  # only once an event applied (an ERROR raises)
                 if stop.is_set():
                     break
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -183,6 +189,7 @@ class CustomResourceInformer:
         if not events and not stop.is_set() and time.monotonic() - started < 1.0:
             # A server that closes every watch at once would otherwise be hammered.
             raise _WatchEnded("watch closed immediately")
+        self._progress = True
         return resource_version
 
     def _call(self, **kwargs: Any) -> urllib3.BaseHTTPResponse:

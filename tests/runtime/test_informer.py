@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -210,3 +211,14 @@ def test_equal_runner_specs_are_stored_once_and_handed_out_as_separate_copies(
     )
     copies[0].spec["githubConfigUrl"] = "mutated"
     assert r3["spec"]["githubConfigUrl"] == "https://github.com/octo-org"
+
+
+def test_a_server_that_keeps_answering_410_is_backed_off_not_hammered(
+    running: list[Any],
+) -> None:
+    with ApiServer(gc=False) as server:
+        server.inject_fault(verb="watch", resource=ERS_PLURAL, code=410, times=1000)
+        make(server, running)
+        time.sleep(0.5)
+        # base 20 ms doubling up to 200 ms: about 6 relists in half a second, not hundreds
+        assert 3 <= lists(server) <= 12
