@@ -223,3 +223,18 @@ def test_a_resource_version_from_the_future_gets_a_504_error_event(
 
     assert caught.value.status == 504
     assert "Too large resource version" in str(caught.value.reason)
+
+
+def test_a_resource_without_events_can_be_watched_from_any_past_resource_version(
+    ers: Objects, core: client.CoreV1Api
+) -> None:
+    ers.create(ers_body("a"))  # moves the global resourceVersion, no pod events
+    start = core.list_namespaced_pod("default").metadata.resource_version
+    stream = watch.Watch()
+
+    events = list(
+        stream.stream(core.list_namespaced_pod, "default", resource_version="1", timeout_seconds=1)
+    )
+
+    assert events == []
+    assert int(start) > 1

@@ -22,8 +22,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ersctl.testing.apiserver.errors import StatusError
+from ersctl.testing.apiserver.records import FOREGROUND_FINALIZER, DeleteOptions
 from ersctl.testing.apiserver.resources import ResourceType
-from ersctl.testing.apiserver.store import FOREGROUND_FINALIZER, DeleteOptions, Store
+from ersctl.testing.apiserver.store import Store
 from ersctl.testing.apiserver.watching import WatchEvent
 
 log = logging.getLogger(__name__)

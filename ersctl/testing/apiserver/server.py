@@ -16,9 +16,10 @@ from ersctl.crds import load_crds
 from ersctl.testing.apiserver import errors, patching
 from ersctl.testing.apiserver.gc import GarbageCollector
 from ersctl.testing.apiserver.hooks import Fault, Faults, RequestLog
+from ersctl.testing.apiserver.records import DeleteOptions
 from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType
 from ersctl.testing.apiserver.serving import Backend, KubeHTTPServer
-from ersctl.testing.apiserver.store import DeleteOptions, Store
+from ersctl.testing.apiserver.store import Store
 
 JsonObject = dict[str, Any]
 

@@ -1,8 +1,8 @@
-"""The object store: one lock, one global resourceVersion, watch fan-out.
+"""The object store: one lock, one global resourceVersion.
 
 Every write happens under :attr:`Store.lock`, takes the next resourceVersion, and is
-offered to the watchers of its resource before the lock is released, so each watcher
-sees events in commit order. Stored objects are never mutated after they are stored
+published (:mod:`.fanout`) to the watchers of its resource before the lock is
+released, so each watcher sees events in commit order. Stored objects are never mutated after they are stored
 (writes replace them), which lets readers share them and their cached JSON encoding.
 
 Container-like lifecycles live here too: a deleted namespace (or CRD) is kept with a
@@ -16,15 +16,20 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ersctl.testing.apiserver import crds, errors, schema, semantics
+from ersctl.testing.apiserver.fanout import Fanout
+from ersctl.testing.apiserver.records import (
+    FOREGROUND_FINALIZER,
+    DeleteOptions,
+    DryRunResult,
+    Entry,
+    WouldCommit,
+)
 from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType, types_from_crd
 from ersctl.testing.apiserver.watching import (
-    History,
     Predicate,
-    TooLarge,
     TooOld,
     Transform,
     Watcher,
@@ -37,46 +42,6 @@ Key = tuple[str, str]  # (namespace or "", name)
 Observer = Callable[[ResourceType, WatchEvent], None]
 
 
-FOREGROUND_FINALIZER = "foregroundDeletion"
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """A stored object and its JSON encoding (both immutable by convention)."""
-
-    obj: JsonObject
-    raw: bytes
-
-    @property
-    def rv(self) -> str:
-        return str(self.obj["metadata"]["resourceVersion"])
-
-
-class _WouldCommit(Exception):
-    """Raised at the first commit of a dry run, carrying what would have been stored
-    (``removed``: the write would delete the object)."""
-
-    def __init__(self, entry: Entry, *, removed: bool) -> None:
-        super().__init__("dry run")
-        self.entry = entry
-        self.removed = removed
-
-
-@dataclass(frozen=True, slots=True)
-class DryRunResult:
-    """The outcome of a write run with ``dryRun=All``: nothing was stored."""
-
-    obj: JsonObject
-    removed: bool
-
-
-@dataclass(frozen=True, kw_only=True)
-class DeleteOptions:
-    uid: str | None = None
-    resource_version: str | None = None
-    propagation: str = "Background"
-
-
 class Store:
     """All objects of all resource types. Thread-safe."""
 
@@ -86,12 +51,11 @@ class Store:
         self.lock = threading.RLock()
         self.registry = registry
         self._clock = clock
-        self._history_limit = history_limit
         self._rv = 0
         self._objects: dict[str, dict[Key, Entry]] = defaultdict(dict)
-        self._history: dict[str, History] = {}
-        self._watchers: dict[str, set[Watcher]] = defaultdict(set)
-        self._delays: dict[str, float] = {}
+        self._fanout = Fanout(history_limit=history_limit)
+        for rt in registry.all():
+            self._fanout.track(rt.storage_key, 0)
         self.observers: list[Observer] = []
         self._dry = False
 
@@ -129,17 +93,8 @@ class Store:
 
     # -- commits -------------------------------------------------------------
 
-    def _history_of(self, rt: ResourceType) -> History:
-        history = self._history.get(rt.storage_key)
-        if history is None:
-            history = History(limit=self._history_limit, floor=self._rv)
-            self._history[rt.storage_key] = history
-        return history
-
     def _publish(self, rt: ResourceType, event: WatchEvent) -> None:
-        self._history_of(rt).append(event)
-        for watcher in self._watchers[rt.storage_key]:
-            watcher.offer(event)
+        self._fanout.publish(event)
         for observer in self.observers:
             observer(rt, event)
 
@@ -152,7 +107,7 @@ class Store:
             self._dry = True
             try:
                 write()
-            except _WouldCommit as stop:
+            except WouldCommit as stop:
                 return DryRunResult(stop.entry.obj, stop.removed)
             finally:
                 self._dry = False
@@ -161,7 +116,7 @@ class Store:
     def _commit(self, rt: ResourceType, key: Key, obj: JsonObject, old: Entry | None) -> Entry:
         if self._dry:
             obj["metadata"]["resourceVersion"] = old.rv if old is not None else ""
-            raise _WouldCommit(Entry(obj, b""), removed=False)
+            raise WouldCommit(Entry(obj, b""), removed=False)
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         entry = Entry(obj, encode(obj))
@@ -184,7 +139,7 @@ class Store:
     def _remove(self, rt: ResourceType, key: Key, current: Entry) -> JsonObject:
         """Delete for good; the DELETED event carries the last stored state."""
         if self._dry:
-            raise _WouldCommit(current, removed=True)
+            raise WouldCommit(current, removed=True)
         self._rv += 1
         gone = dict(current.obj)
         gone["metadata"] = {**current.obj["metadata"], "resourceVersion": str(self._rv)}
@@ -440,19 +395,18 @@ class Store:
         types = types_from_crd(crd)
         self.registry.serve_crd(crd["metadata"]["name"], types)
         for rt in types:
-            self._history_of(rt)
+            self._fanout.track(rt.storage_key, self._rv)
 
     def _stop_serving(self, crd: JsonObject) -> None:
         for rt in self.registry.unserve_crd(crd["metadata"]["name"]):
             self._objects.pop(rt.storage_key, None)
-            for watcher in self._watchers.pop(rt.storage_key, set()):
-                watcher.close()
+            self._fanout.forget(rt.storage_key)
 
     # -- watch ---------------------------------------------------------------
 
     def set_delay(self, rt: ResourceType, seconds: float) -> None:
         with self.lock:
-            self._delays[rt.storage_key] = seconds
+            self._fanout.set_delay(rt.storage_key, seconds)
 
     def watch(
         self,
@@ -466,35 +420,28 @@ class Store:
         objects first; otherwise every event after ``since`` is replayed. Raises
         :class:`TooOld` when ``since`` is older than the retained history and
         :class:`TooLarge` when it is newer than the newest commit."""
-        storage_key = rt.storage_key
-        watcher = Watcher(
-            storage_key=storage_key,
-            namespace=namespace,
-            predicates=predicates,
-            delay=lambda: self._delays.get(storage_key, 0.0),
-            transform=transform,
-        )
         with self.lock:
+            initial = None
             if since is None:
                 entries, _ = self.list_entries(rt, namespace, predicates)
-                watcher.preload([watcher.added_line(entry.obj, entry.raw) for entry in entries])
-            else:
-                if since > self._rv:
-                    raise TooLarge(since, self._rv)
-                replay = self._history_of(rt).since(since)
-                watcher.replay(replay)
-            self._watchers[storage_key].add(watcher)
-        return watcher
+                initial = [(entry.obj, entry.raw) for entry in entries]
+            return self._fanout.register(
+                rt.storage_key,
+                namespace=namespace,
+                predicates=predicates,
+                transform=transform,
+                initial=initial,
+                since=since or 0,
+                current_rv=self._rv,
+            )
 
     def unwatch(self, watcher: Watcher) -> None:
         with self.lock:
-            self._watchers[watcher.storage_key].discard(watcher)
+            self._fanout.unregister(watcher)
 
     def close_watchers(self) -> None:
         with self.lock:
-            for watchers in self._watchers.values():
-                for watcher in watchers:
-                    watcher.close()
+            self._fanout.close_all()
 
 
-__all__ = ["DeleteOptions", "DryRunResult", "Entry", "Store", "TooOld"]
+__all__ = ["Store"]

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ersctl.testing.apiserver import errors, patching, protobuf, tables
+from ersctl.testing.apiserver.records import DeleteOptions, Entry
 from ersctl.testing.apiserver.routing import ResourceRequest
 from ersctl.testing.apiserver.selectors import parse_field_selector, parse_label_selector
-from ersctl.testing.apiserver.store import DeleteOptions, Entry, Store
+from ersctl.testing.apiserver.store import Store
 from ersctl.testing.apiserver.watching import (
     Predicate,
     TooLarge,
