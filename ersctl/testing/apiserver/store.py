@@ -30,7 +30,6 @@ from ersctl.testing.apiserver.records import (
 from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType, types_from_crd
 from ersctl.testing.apiserver.watching import (
     Predicate,
-    TooOld,
     Transform,
     Watcher,
     WatchEvent,
