@@ -77,6 +77,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="seconds after the last job could finish before giving up",
     )
     system.add_argument("--faults", action="store_true", help="inject the fault schedule")
+    system.add_argument(
+        "--runner-controller",
+        action="store_true",
+        help="let ersctl's EphemeralRunner controller register runners and run their Pods; "
+        "the agent then only plays the kubelet and the runner binary",
+    )
     output = parser.add_argument_group("output")
     output.add_argument("--json", metavar="PATH", help="write the report as JSON")
     output.add_argument("--plot", metavar="PATH", help="write an SVG timeline")
@@ -111,6 +117,7 @@ def config_from(args: argparse.Namespace) -> SimulationConfig:
         max_runners=args.max_runners,
         faults=args.faults,
         long_poll=args.long_poll,
+        runner_controller=args.runner_controller,
         drain_timeout=args.drain_timeout,
     )
 

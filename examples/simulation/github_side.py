@@ -69,6 +69,15 @@ class GitHubSide:
         self._jit[runner_id] = str(config["encodedJITConfig"])
         return runner_id
 
+    def connect(self, encoded_jit_config: str) -> int | None:
+        """A runner process goes online with its JIT config (``--runner-controller`` mode)."""
+        try:
+            return int(self.sim.connect_runner(encoded_jit_config)["id"])
+        except SimError as exc:
+            if exc.status == 404:  # its registration was removed meanwhile
+                return None
+            raise
+
     def take_job(self, runner_id: int) -> str | None:
         try:
             jit = self._jit.pop(runner_id, None)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, EphemeralRunner, EphemeralRunnerSet
 from ersctl.testing.apiserver import ApiServer
@@ -26,8 +27,9 @@ from simulation.cluster import ERS_NAME, NAMESPACE, DirectCluster, bucket, creat
 from simulation.faults import Fault, FaultKind, fault_plan
 from simulation.github_side import GitHubSide
 from simulation.live import LiveLine, Progress
+from simulation.pods import PodAgent
 from simulation.processes import Program
-from simulation.trace import Mark, Sample, Trace, count_traffic
+from simulation.trace import Mark, RunnerTrace, Sample, Trace, count_traffic
 from simulation.workload import JobArrival, WorkloadSpec, generate, last_finish
 
 
@@ -50,6 +52,16 @@ class SimulationConfig:
     sample_every: float = 0.2
     controller: tuple[str, ...] = ("ersctl", "reconcile")
     controller_env: Mapping[str, str] = field(default_factory=dict)
+    runner_controller: bool = False
+    """Run ersctl's EphemeralRunner controller too; the agent then only drives Pods."""
+
+
+class Agent(Protocol):
+    """What the loop needs from a runner agent (:class:`RunnerAgent` or :class:`PodAgent`)."""
+
+    def step(self) -> None: ...
+
+    def traces(self, *, origin: float) -> tuple[RunnerTrace, ...]: ...
 
 
 def run_simulation(config: SimulationConfig, *, workdir: Path, live: LiveLine) -> Trace:
@@ -86,13 +98,7 @@ class _Simulation:
         self.samples: list[Sample] = []
         self.marks: list[Mark] = []
         self.restarts: list[threading.Thread] = []
-        self.agent = RunnerAgent(
-            cluster=DirectCluster(api),
-            service=github,
-            timing=config.timing,
-            job_duration=github.job_duration,
-            clock=time.time,
-        )
+        self.agent = self._agent()
         kubeconfig = api.write_kubeconfig(workdir / "kubeconfig")
         self.listener = Program(
             name="ghalistener",
@@ -120,8 +126,26 @@ class _Simulation:
                 "--no-leader-elect",
                 "--metrics-addr",
                 "0",
+                *(["--runner-controller"] if config.runner_controller else []),
             ],
             env=config.controller_env,
+        )
+
+    def _agent(self) -> Agent:
+        if self.config.runner_controller:
+            return PodAgent(
+                api=self.api,
+                service=self.github,
+                timing=self.config.timing,
+                job_duration=self.github.job_duration,
+                clock=time.time,
+            )
+        return RunnerAgent(
+            cluster=DirectCluster(self.api),
+            service=self.github,
+            timing=self.config.timing,
+            job_duration=self.github.job_duration,
+            clock=time.time,
         )
 
     # -- setup and teardown -------------------------------------------------------------

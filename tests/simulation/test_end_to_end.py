@@ -11,6 +11,7 @@ runner nobody used, or did not scale back down fails here.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -48,10 +49,19 @@ def _run(config: SimulationConfig, workdir: Path) -> Report:
     return build_report(run_simulation(config, workdir=workdir, live=LiveLine(enabled=False)))
 
 
+@pytest.mark.parametrize(
+    "runner_controller",
+    [
+        pytest.param(False, id="the-agent-registers-runners"),
+        pytest.param(True, id="ersctl-runner-controller-registers-runners-and-runs-pods"),
+    ],
+)
 def test_a_short_run_completes_every_job_wastes_no_runner_and_returns_to_min(
-    tmp_path: Path,
+    tmp_path: Path, runner_controller: bool
 ) -> None:
-    report = _run(_config(faults=False, window=5.0), tmp_path)
+    config = replace(_config(faults=False, window=5.0), runner_controller=runner_controller)
+
+    report = _run(config, tmp_path)
 
     assert report.jobs_queued >= 8
     assert report.jobs_completed == report.jobs_queued, report

@@ -1,0 +1,209 @@
+"""The runner agent when ersctl's EphemeralRunner controller runs (``--runner-controller``).
+
+The controller then does the EphemeralRunner (ER) step itself: it registers each
+runner (JIT config in a Secret), creates its Pod, follows the Pod into the ER's phase
+and removes the registration before the ER goes away. :class:`PodAgent` only plays
+what is left, the kubelet and the runner binary, per runner Pod:
+
+1. ``startup_delay`` after the Pod appears, the runner starts: it reads its JIT
+   config from the Secret the Pod's env names (``secretKeyRef``), connects to the
+   service with it, and the Pod turns Running and Ready.
+2. Online, it asks the service for an assigned job; when it gets one, it runs it.
+3. When the job's duration has passed it completes the job at the service and exits
+   0: the Pod turns Succeeded (its ``runner`` container terminated with exit code 0).
+4. A Pod deleted (or gone) while its runner runs a job kills the job, which the
+   report must show.
+
+It also records, from the ERs, what the report needs: when each runner's ER appeared,
+when it got a ``runnerId`` (registered), and when its deletion was first seen.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from ersctl.api import ER_PLURAL, EphemeralRunner
+from ersctl.runner.pods import ENV_JIT_CONFIG, RUNNER_CONTAINER
+from ersctl.testing.apiserver import ApiServer, StatusError
+from simulation.agent import AgentTiming
+from simulation.cluster import NAMESPACE
+from simulation.trace import RunnerTrace
+
+
+class RunnerService(Protocol):
+    """The scale-set service as a runner binary sees it."""
+
+    def connect(self, encoded_jit_config: str) -> int | None:
+        """Go online with a JIT config; the runner id, or None when not registered."""
+        ...
+
+    def take_job(self, runner_id: int) -> str | None: ...
+
+    def complete_job(self, job_id: str, runner_id: int, *, succeeded: bool = True) -> None: ...
+
+
+@dataclass(kw_only=True)
+class _Pod:
+    name: str
+    seen_at: float
+    runner_id: int = 0
+    started: bool = False
+    dead: bool = False
+    job_id: str | None = None
+    job_ends_at: float | None = None
+    done: bool = False
+
+
+@dataclass(kw_only=True)
+class _RunnerSeen:
+    name: str
+    seen_at: float
+    patch_id: int
+    registered_at: float | None = None
+    deleted_at: float | None = None
+
+
+class PodAgent:
+    """Drives the runner Pods of one namespace; call :meth:`step` periodically.
+
+    Not thread-safe: one thread calls :meth:`step`. ``job_duration`` maps a service
+    job id to its run time.
+    """
+
+    def __init__(
+        self,
+        *,
+        api: ApiServer,
+        service: RunnerService,
+        timing: AgentTiming,
+        job_duration: Callable[[str], float],
+        clock: Callable[[], float],
+    ) -> None:
+        self._api = api
+        self._service = service
+        self._timing = timing
+        self._job_duration = job_duration
+        self._clock = clock
+        self._pods: dict[str, _Pod] = {}  # by Pod uid: a replacement Pod is a new runner start
+        self._runners: dict[str, _RunnerSeen] = {}
+        self.killed_jobs: list[tuple[str, str]] = []
+
+    def step(self) -> None:
+        """Observe the ERs, then advance every runner Pod by at most one transition."""
+        self._observe_runners(self._clock())
+        present: set[str] = set()
+        for pod in self._api.list_objects("pods", NAMESPACE):
+            meta = pod.get("metadata") or {}
+            uid, now = str(meta.get("uid")), self._clock()
+            present.add(uid)
+            state = self._pods.setdefault(uid, _Pod(name=str(meta.get("name")), seen_at=now))
+            if meta.get("deletionTimestamp"):
+                self._on_gone(state)
+            else:
+                self._advance(state, pod, now)
+        for uid, state in self._pods.items():
+            if uid not in present:
+                self._on_gone(state)
+
+    def _advance(self, state: _Pod, pod: Mapping[str, Any], now: float) -> None:
+        if state.done or state.dead:
+            return
+        if not state.started:
+            if now >= state.seen_at + self._timing.startup_delay:
+                self._start(state, pod)
+        elif state.job_id is None:
+            job_id = self._service.take_job(state.runner_id)
+            if job_id is not None:
+                state.job_id, state.job_ends_at = job_id, now + self._job_duration(job_id)
+        elif state.job_ends_at is not None and now >= state.job_ends_at:
+            self._service.complete_job(state.job_id, state.runner_id)
+            state.done = True
+            self._patch_pod(state.name, _pod_status("Succeeded", exit_code=0))
+
+    def _start(self, state: _Pod, pod: Mapping[str, Any]) -> None:
+        jit = self._jit_config(pod)
+        runner_id = self._service.connect(jit) if jit else None
+        state.started = True
+        if runner_id is None:
+            # No usable registration (removed meanwhile): the runner would exit at once;
+            # the set replaces or removes it. Nothing for the agent to do.
+            state.dead = True
+            return
+        state.runner_id = runner_id
+        self._patch_pod(state.name, _pod_status("Running"))
+
+    def _jit_config(self, pod: Mapping[str, Any]) -> str | None:
+        for container in (pod.get("spec") or {}).get("containers") or ():
+            if container.get("name") != RUNNER_CONTAINER:
+                continue
+            for env in container.get("env") or ():
+                ref = ((env.get("valueFrom") or {}).get("secretKeyRef")) or {}
+                if env.get("name") == ENV_JIT_CONFIG and ref:
+                    secret = self._api.get_object("secrets", NAMESPACE, str(ref.get("name")))
+                    value = ((secret or {}).get("data") or {}).get(str(ref.get("key")))
+                    return base64.b64decode(value).decode() if value else None
+        return None
+
+    def _on_gone(self, state: _Pod) -> None:
+        if state.job_id is not None and not state.done:
+            # The runner dies mid-job: the job is lost, which the report must show.
+            self.killed_jobs.append((state.name, state.job_id))
+            self._service.complete_job(state.job_id, state.runner_id, succeeded=False)
+        state.done = True
+
+    def _patch_pod(self, name: str, status: dict[str, Any]) -> None:
+        try:
+            self._api.patch_object(
+                "pods", NAMESPACE, name, {"status": status}, subresource="status"
+            )
+        except StatusError as exc:
+            if exc.code != 404:
+                raise
+
+    def _observe_runners(self, now: float) -> None:
+        for obj in self._api.list_objects(ER_PLURAL, NAMESPACE):
+            er = EphemeralRunner(obj)
+            seen = self._runners.setdefault(
+                er.name, _RunnerSeen(name=er.name, seen_at=now, patch_id=er.patch_id)
+            )
+            if seen.registered_at is None and er.runner_id:
+                seen.registered_at = now
+            if seen.deleted_at is None and er.is_deleting:
+                seen.deleted_at = now
+
+    def traces(self, *, origin: float) -> tuple[RunnerTrace, ...]:
+        """One record per runner (ER) ever seen, times relative to ``origin``."""
+
+        def rel(value: float | None) -> float | None:
+            return None if value is None else round(value - origin, 3)
+
+        return tuple(
+            RunnerTrace(
+                name=r.name,
+                created_at=round(r.seen_at - origin, 3),
+                patch_id=r.patch_id,
+                registered_at=rel(r.registered_at),
+                deleted_at=rel(r.deleted_at),
+            )
+            for r in sorted(self._runners.values(), key=lambda r: r.seen_at)
+        )
+
+
+def _pod_status(phase: str, *, exit_code: int | None = None) -> dict[str, Any]:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if exit_code is None:
+        state: dict[str, Any] = {"running": {"startedAt": now}}
+    else:
+        state = {"terminated": {"exitCode": exit_code, "reason": "Completed", "finishedAt": now}}
+    running = exit_code is None
+    return {
+        "phase": phase,
+        "conditions": [{"type": "Ready", "status": "True" if running else "False"}],
+        "containerStatuses": [
+            {"name": RUNNER_CONTAINER, "ready": running, "state": state, "restartCount": 0}
+        ],
+    }
