@@ -36,6 +36,7 @@ CONTROLLER_NS = "gha-scaleset"
 
 # Events are aggregated: a repeat is a patch of the first. One life does not repeat one.
 NOT_EXERCISED_BY_ONE_LIFE = {("", "events", "patch")}
+WAIT = 60.0  # generous: subprocesses on a shared 2-core machine
 
 Grant = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 
@@ -131,7 +132,7 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
             jit = one_runner_life(apiserver)
         finally:
             controller.send_signal(signal.SIGTERM)
-            controller.wait(timeout=20)
+            controller.wait(timeout=WAIT)
             github.stop()
     output = log.read_text(errors="replace")
     assert controller.returncode == 0, output[-3000:]
@@ -173,26 +174,26 @@ def one_runner_life(server: ApiServer) -> str:
             .get("metadata", {})
             .get("finalizers", [])
         ),
-        timeout=20,
+        timeout=WAIT,
     )
     patch_set(1, 1)
-    wait_for(lambda: len(server.list_objects("pods", NS)) == 1, timeout=20)
+    wait_for(lambda: len(server.list_objects("pods", NS)) == 1, timeout=WAIT)
     (pod,) = server.list_objects("pods", NS)
     name = pod["metadata"]["name"]
     secret = server.get_object("secrets", NS, name)
     assert secret is not None
     jit = base64.b64decode(secret["data"]["jitToken"]).decode()
     server.patch_object("pods", NS, name, {"status": RUNNING}, subresource="status")
-    wait_for(lambda: [r["status"].get("phase") for r in runners()] == ["Running"])
-    server.patch_object(
-        "pods", NS, name, {"status": terminated(0, "Succeeded")}, subresource="status"
-    )
-    wait_for(lambda: [r["status"].get("phase") for r in runners()] == ["Succeeded"])
-    wait_for(lambda: not server.list_objects("pods", NS))
+    wait_for(lambda: [r["status"].get("phase") for r in runners()] == ["Running"], timeout=WAIT)
+    server.patch_object("pods", NS, name, {"status": terminated(0)}, subresource="status")
+    wait_for(lambda: [r["status"].get("phase") for r in runners()] == ["Succeeded"], timeout=WAIT)
+    wait_for(lambda: not server.list_objects("pods", NS), timeout=WAIT)
     patch_set(0, 2)  # a fresh patch: the finished runner is cleaned up
-    wait_for(lambda: not runners(), timeout=20)
+    wait_for(lambda: not runners(), timeout=WAIT)
     server.delete_object("ephemeralrunnersets", NS, "arc-runners")
-    wait_for(lambda: server.get_object("ephemeralrunnersets", NS, "arc-runners") is None)
+    wait_for(
+        lambda: server.get_object("ephemeralrunnersets", NS, "arc-runners") is None, timeout=WAIT
+    )
     return jit
 
 
@@ -263,7 +264,9 @@ def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Pat
         try:
             runner_id = int(sim.generate_jit_config(scale_set, runner)["runner"]["id"])
             request = sim.enqueue_job(scale_set)
-            wait_for(lambda: any(j["state"] == "assigned" for j in sim.state()["jobs"]), timeout=20)
+            wait_for(
+                lambda: any(j["state"] == "assigned" for j in sim.state()["jobs"]), timeout=WAIT
+            )
             sim.start_job(runner_id, request)
             wait_for(
                 lambda: (
@@ -275,10 +278,10 @@ def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Pat
             )
             sim.complete_job(request)
             # the completed job makes it publish a fresh, non-zero patch ID with 0 replicas
-            wait_for(lambda: spec_of_set(apiserver) == (0, True), timeout=20)
+            wait_for(lambda: spec_of_set(apiserver) == (0, True), timeout=WAIT)
         finally:
             listener.send_signal(signal.SIGTERM)
-            listener.wait(timeout=20)
+            listener.wait(timeout=WAIT)
             github.stop()
     assert listener.returncode == 0, log.read_text(errors="replace")[-3000:]
 

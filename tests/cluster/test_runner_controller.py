@@ -12,24 +12,18 @@ from typing import Any
 import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
+from ersctl.runner.podsim import exited_status, running_status
 from ersctl.runner.registration import RetryLater
 from tests.cluster.conftest import NAMESPACE, TOKEN, Harness
 
 RUNNER = "arc-runner-abcde"
 
 
-def terminated(code: int, phase: str) -> dict[str, Any]:
-    return {
-        "phase": phase,
-        "containerStatuses": [{"name": "runner", "state": {"terminated": {"exitCode": code}}}],
-    }
+def terminated(code: int) -> dict[str, Any]:
+    return exited_status(code)
 
 
-RUNNING = {
-    "phase": "Running",
-    "conditions": [{"type": "Ready", "status": "True"}],
-    "containerStatuses": [{"name": "runner", "state": {"running": {}}}],
-}
+RUNNING = running_status()
 
 
 def owner_of(doc: dict[str, Any]) -> tuple[str, str, bool]:
@@ -86,7 +80,7 @@ def test_the_phase_follows_the_pod_from_pending_to_running_to_succeeded(h: Harne
         ("get", "pods"),
     ]
 
-    h.set_pod_status(terminated(0, "Succeeded"))
+    h.set_pod_status(terminated(0))
     h.settle()
     runner = h.runner()
     assert runner is not None and (runner.phase, runner.ready) == ("Succeeded", False)
@@ -100,7 +94,7 @@ def test_a_failed_pod_is_recreated_after_a_backoff_and_counted(h: Harness) -> No
     h.settle()
     first = h.pod()
     assert first is not None
-    h.set_pod_status(terminated(1, "Failed"))
+    h.set_pod_status(terminated(1))
 
     result = h.reconcile()
     assert result.requeue_after == 5.0
@@ -124,7 +118,7 @@ def test_the_runner_turns_failed_at_the_configured_failure_limit(h: Harness) -> 
     h.create_runner()  # the harness configures max_failures=3
     h.settle()
     for attempt in range(3):
-        h.set_pod_status(terminated(2, "Failed"))
+        h.set_pod_status(terminated(2))
         h.settle()
         h.clock.advance(60.0)
         h.settle()
@@ -144,7 +138,7 @@ def test_the_runner_turns_failed_at_the_configured_failure_limit(h: Harness) -> 
 def test_the_deprecated_version_exit_code_makes_the_runner_outdated(h: Harness) -> None:
     h.create_runner()
     h.settle()
-    h.set_pod_status(terminated(7, "Failed"))
+    h.set_pod_status(terminated(7))
     h.settle()
     runner = h.runner()
     assert runner is not None
@@ -255,7 +249,7 @@ def test_no_secret_is_ever_logged_or_recorded(h: Harness, caplog: pytest.LogCapt
     secret = h.secret()
     assert secret is not None
     jit = base64.b64decode(secret["data"]["jitToken"]).decode()
-    h.set_pod_status(terminated(1, "Failed"))
+    h.set_pod_status(terminated(1))
     h.settle()
     h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
     h.settle()
@@ -286,7 +280,7 @@ def test_a_pod_that_fails_during_a_job_is_not_replaced_and_its_runner_is_deleted
     h.server.patch_object(
         "ephemeralrunners", NAMESPACE, RUNNER, {"status": job}, subresource="status"
     )
-    h.set_pod_status(terminated(137, "Failed"))
+    h.set_pod_status(terminated(137))
 
     result = h.settle()
     runner = h.runner()

@@ -19,8 +19,9 @@ import pytest
 from ersctl.kube.manager import Manager
 from ersctl.runner.controller import CONTROLLER_NAME, add_runner_controller
 from ersctl.runner.phases import FailurePolicy
+from ersctl.runner.podsim import RunnerPods
 from tests.cluster.conftest import NAMESPACE, Harness, actions_client
-from tests.cluster.test_runner_controller import RUNNING, terminated
+from tests.cluster.test_runner_controller import RUNNING
 
 RUNNER = "arc-runner-abcde"
 
@@ -57,15 +58,25 @@ def manager(h: Harness) -> Iterator[Manager]:
         api_client.close()
 
 
-def test_the_manager_drives_a_runner_from_creation_to_removal_on_watch_events(
+def test_the_manager_takes_a_runner_through_a_real_job_on_watch_events(
     h: Harness, manager: Manager
 ) -> None:
+    pods = RunnerPods(h.server, namespace=NAMESPACE, connect=h.sim.connect_runner)
     h.create_runner()
     wait_for(lambda: h.pod() is not None)
-    h.set_pod_status(RUNNING)
+    runner_id = pods.start(RUNNER)  # the runner connects with the JIT config it was given
+    runner = h.runner()
+    assert runner is not None and runner.runner_id == runner_id
     wait_for(lambda: phase(h) == "Running")
-    h.set_pod_status(terminated(0, "Succeeded"))
+
+    request = h.sim.enqueue_job(h.scale_set_id)
+    session = h.sim.create_session(h.scale_set_id, "listener")
+    h.sim.acquire_jobs(h.scale_set_id, session.queue_token, [request])
+    h.sim.start_job(runner_id, request)
+    h.sim.complete_job(request)  # an ephemeral runner deregisters after its one job
+    pods.exit(RUNNER, 0)
     wait_for(lambda: phase(h) == "Succeeded" and h.pod() is None and h.secret() is None)
+
     h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
     wait_for(lambda: h.runner() is None)
     assert h.sim_runners() == {}
