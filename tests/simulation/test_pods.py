@@ -1,0 +1,124 @@
+"""The Pod-mode agent (kubelet + runner binary) against the embedded API server.
+
+The runner Pod and its JIT Secret are built by ersctl's own builders, as the runner
+controller would create them; the service side is an in-memory fake of the agent's
+own port.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from simulation.agent import AgentTiming
+from simulation.cluster import NAMESPACE
+from simulation.pods import PodAgent
+
+from ersctl.api import EphemeralRunner
+from ersctl.runner.pods import build_jit_secret, build_runner_pod
+from ersctl.testing.apiserver import ApiServer
+
+
+class FakeRunnerService:
+    def __init__(self) -> None:
+        self.connected: list[str] = []
+        self.queue: list[str] = []
+        self.completed: list[tuple[str, bool]] = []
+
+    def connect(self, encoded_jit_config: str) -> int | None:
+        self.connected.append(encoded_jit_config)
+        return 7
+
+    def take_job(self, runner_id: int) -> str | None:
+        return self.queue.pop(0) if self.queue else None
+
+    def complete_job(self, job_id: str, runner_id: int, *, succeeded: bool = True) -> None:
+        self.completed.append((job_id, succeeded))
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _runner_with_pod(api: ApiServer) -> None:
+    api.create_object("namespaces", {"metadata": {"name": NAMESPACE}})
+    er = EphemeralRunner(
+        api.create_object(
+            "ephemeralrunners",
+            {
+                "apiVersion": "actions.github.com/v1alpha1",
+                "kind": "EphemeralRunner",
+                "metadata": {"name": "r1", "namespace": NAMESPACE},
+                "spec": {"spec": {"containers": [{"name": "runner", "image": "runner"}]}},
+            },
+        )
+    )
+    secret = build_jit_secret(
+        er, runner_id=7, runner_name="r1", scale_set_id=1, encoded_jit_config="jit-r1"
+    )
+    api.create_object("secrets", secret)
+    api.create_object("pods", build_runner_pod(er, secret_name=str(secret["metadata"]["name"])))
+
+
+def _pod(api: ApiServer) -> dict[str, Any]:
+    pod = api.get_object("pods", NAMESPACE, "r1")
+    assert pod is not None
+    return pod
+
+
+def _exit_code(pod: dict[str, Any]) -> int | None:
+    (status,) = pod["status"]["containerStatuses"]
+    return status["state"].get("terminated", {}).get("exitCode")
+
+
+@pytest.fixture
+def agent(apiserver: ApiServer) -> tuple[PodAgent, FakeRunnerService, Clock]:
+    _runner_with_pod(apiserver)
+    service, clock = FakeRunnerService(), Clock()
+    agent = PodAgent(
+        api=apiserver,
+        service=service,
+        clock=clock,
+        timing=AgentTiming(startup_delay=1.0),
+        job_duration=lambda job: 5.0,
+    )
+    return agent, service, clock
+
+
+def test_the_runner_starts_with_its_jit_config_runs_one_job_and_exits_zero(
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+) -> None:
+    pod_agent, service, clock = agent
+    service.queue.append("job-1")
+
+    for clock.now in (0.0, 1.0):
+        pod_agent.step()
+    assert service.connected == ["jit-r1"]  # read through the Pod's secretKeyRef
+    assert _pod(apiserver)["status"]["phase"] == "Running"
+    clock.now = 1.5
+    pod_agent.step()  # takes the job
+    clock.now = 6.5
+    pod_agent.step()
+
+    pod = _pod(apiserver)
+    assert (pod["status"]["phase"], _exit_code(pod)) == ("Succeeded", 0)
+    assert service.completed == [("job-1", True)]
+
+
+def test_a_pod_deleted_mid_job_loses_the_job(
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+) -> None:
+    pod_agent, service, clock = agent
+    service.queue.append("job-1")
+    for clock.now in (0.0, 1.0, 1.5):
+        pod_agent.step()
+
+    apiserver.delete_object("pods", NAMESPACE, "r1")
+    clock.now = 2.0
+    pod_agent.step()
+
+    assert pod_agent.killed_jobs == [("r1", "job-1")]
+    assert service.completed == [("job-1", False)]
