@@ -71,7 +71,8 @@ def _pod(api: ApiServer) -> dict[str, Any]:
 
 def _exit_code(pod: dict[str, Any]) -> int | None:
     (status,) = pod["status"]["containerStatuses"]
-    return status["state"].get("terminated", {}).get("exitCode")
+    code = status["state"].get("terminated", {}).get("exitCode")
+    return None if code is None else int(code)
 
 
 @pytest.fixture
