@@ -274,7 +274,7 @@ def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Pat
                     .get("status", {})
                     .get("jobId")
                 ),
-                timeout=20,
+                timeout=WAIT,
             )
             sim.complete_job(request)
             # the completed job makes it publish a fresh, non-zero patch ID with 0 replicas

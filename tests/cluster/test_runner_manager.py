@@ -125,7 +125,7 @@ def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_
         )
         try:
             # Ready = caches synced: from here it would act on the runner within moments.
-            wait_for(lambda: ready(port), timeout=20)
+            wait_for(lambda: ready(port), timeout=60)
             time.sleep(0.5)
             assert h.pod() is None  # off: nothing touches runner Pods
         finally:
@@ -139,7 +139,7 @@ def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_
             stderr=subprocess.STDOUT,
         )
         try:
-            wait_for(lambda: h.pod() is not None, timeout=20)
+            wait_for(lambda: h.pod() is not None, timeout=60)
             assert ready(port)  # readiness covers the runner Pod informer too
             h.set_pod_status(RUNNING)
             wait_for(lambda: phase(h) == "Running")
