@@ -12,5 +12,6 @@ what a Pod's state means for the ER; ``registration`` talks to the scale-set ser
 ``reconciler`` does the Kubernetes side through the protocols in ``ports``; ``kube``
 and ``service`` implement those; ``controller`` registers it all on the runtime's
 manager (with a label-selected Pod informer); ``metrics`` exports its counters;
-``scaleset`` is ``ersctl scaleset``, which gives a new scale set its id.
+``scaleset`` is ``ersctl scaleset``, which gives a new scale set its id. ``podsim``
+plays kubelet and runner binary for runner Pods, for simulations without a cluster.
 """
