@@ -6,6 +6,7 @@ line is printed every ``every`` seconds so logs stay readable.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from dataclasses import dataclass
 from typing import TextIO
@@ -32,9 +33,9 @@ class Progress:
 def format_progress(p: Progress) -> str:
     return (
         f"[{p.elapsed:5.1f}s] jobs {p.jobs_done}/{p.jobs_total} done, {p.jobs_running} running, "
-        f"{p.jobs_queued} queued | runners {p.pending} pending, {p.running} running, "
-        f"{p.finished} finished, {p.deleting} deleting | replicas {p.replicas} "
-        f"patchID {p.patch_id} marker {p.marker}"
+        f"{p.jobs_queued} waiting | runners {p.pending} pending, {p.running} running, "
+        f"{p.finished} finished, {p.deleting} deleting | replicas {p.replicas}, "
+        f"patchID {p.patch_id}, marker {p.marker}"
     )
 
 
@@ -56,6 +57,8 @@ class LiveLine:
             return
         line = format_progress(progress)
         if self._tty:
+            # A wrapped line cannot be rewritten in place: cut it to the terminal.
+            line = line[: shutil.get_terminal_size().columns - 1]
             pad = max(0, self._width - len(line))
             self._stream.write("\r" + line + " " * pad)
             self._width = len(line)
