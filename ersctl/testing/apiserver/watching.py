@@ -85,6 +85,7 @@ class History:
 
 
 _CLOSED = b""
+MAX_BACKLOG = 100_000
 
 
 class Watcher:
@@ -141,10 +142,18 @@ class Watcher:
         return event_line(event_type, encode(obj) if raw is None else raw)
 
     def offer(self, event: WatchEvent) -> None:
-        """Queue ``event`` if it passes the filter. Never blocks."""
+        """Queue ``event`` if it passes the filter. Never blocks: a client that falls
+        ``MAX_BACKLOG`` events behind is disconnected (it resumes from its last
+        resourceVersion), as kube-apiserver closes unresponsive watchers."""
+        if self.closed:
+            return
         line = self.render(event)
-        if line is not None:
-            self._queue.put((event.committed_at + self._delay(), line))
+        if line is None:
+            return
+        if self._queue.qsize() >= MAX_BACKLOG:
+            self.close()
+            return
+        self._queue.put((event.committed_at + self._delay(), line))
 
     def preload(self, lines: list[bytes]) -> None:
         """Initial lines (synthetic ADDED events), delivered first, without delay."""
