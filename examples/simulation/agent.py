@@ -80,7 +80,6 @@ class _Runner:
     job_ends_at: float | None = None
     done: bool = False
     deleted_at: float | None = None
-    killed_job: str | None = None
     released: bool = False
 
 
@@ -170,7 +169,6 @@ class RunnerAgent:
             state.deleted_at = now
             if state.job_id is not None and not state.done:
                 # The pod dies mid-job: the job is lost, which the report must show.
-                state.killed_job = state.job_id
                 self.killed_jobs.append((state.name, state.job_id))
                 self._service.complete_job(state.job_id, state.runner_id, succeeded=False)
                 state.done = True
@@ -181,15 +179,6 @@ class RunnerAgent:
             self._service.unregister(state.runner_id)
         self._cluster.release_finalizers(state.name)
         state.released = True
-
-    def counts(self) -> dict[str, int]:
-        """Runners the agent has seen, registered and released so far."""
-        states = self._runners.values()
-        return {
-            "seen": len(self._runners),
-            "registered": sum(1 for r in states if r.registered_at is not None),
-            "released": sum(1 for r in states if r.released),
-        }
 
     def traces(self, *, origin: float) -> tuple[RunnerTrace, ...]:
         """One record per runner ever seen, times relative to ``origin``."""
