@@ -42,6 +42,23 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+class _ElectionFailures(logging.Filter):
+    """Passes the leader election library's failures (a missing namespace, RBAC, an
+    unreachable server would otherwise leave a follower waiting silently)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        message = record.getMessage()
+        if message.startswith(("Failed", "Error")):
+            # The library prints an ApiException whole (headers, body): keep the status
+            # line and its reason.
+            record.msg, record.args = " ".join(message.splitlines()[:2]), ()
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            return True
+        return False
+
+
 def configure_logging(*, log_format: str = "text", level: str = "info") -> None:
     """Send logs to stderr in ``log_format`` ("text" or "json") at ``level``.
 
@@ -55,7 +72,11 @@ def configure_logging(*, log_format: str = "text", level: str = "info") -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-    # kubernetes.leaderelection logs every retry at INFO; keep its warnings only.
+    # kubernetes.leaderelection logs every retry at INFO ("yet to finish lease_duration"
+    # every period on a follower); keep only its failures, which it also logs at INFO.
+    election = logging.getLogger("leaderelection")
+    for old_filter in [f for f in election.filters if isinstance(f, _ElectionFailures)]:
+        election.removeFilter(old_filter)
     if root.level > logging.DEBUG:
-        logging.getLogger("leaderelection").setLevel(logging.WARNING)
+        election.addFilter(_ElectionFailures())
     logging.getLogger("urllib3").setLevel(logging.WARNING)
