@@ -4,6 +4,7 @@ serving. Raw HTTP (httpx) because the official client cannot send malformed bodi
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 
 import httpx
@@ -179,3 +180,21 @@ def test_injected_faults_fail_only_matching_requests_and_change_nothing(
     assert codes == [503, 503, 200]
     assert http.get(f"{ERS}/a").status_code == 200
     assert [r.status for r in apiserver.request_log.records() if r.verb == "patch"] == codes
+
+
+def test_a_body_with_broken_framing_is_400_and_other_clients_are_served(
+    apiserver: ApiServer, http: httpx.Client
+) -> None:
+    host, port = apiserver.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as raw:
+        raw.sendall(
+            b"POST " + ERS.encode() + b" HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"zz\r\n{}\r\n0\r\n\r\n"
+        )
+        # The server closes the connection: the rest of its framing is lost.
+        reply = b"".join(iter(lambda: raw.recv(65536), b"")).decode()
+
+    assert reply.startswith("HTTP/1.1 400")
+    assert '"reason":"BadRequest"' in reply
+    assert http.get(ERS).status_code == 200

@@ -100,6 +100,15 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
     do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
 
     def _read_body(self) -> bytes:
+        """The request body (Content-Length or chunked); 400 when it cannot be read,
+        and the connection is closed since its framing is lost."""
+        try:
+            return self._read_framed_body()
+        except ValueError:
+            self.close_connection = True
+            raise errors.bad_request("the request body is not framed correctly") from None
+
+    def _read_framed_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             chunks: list[bytes] = []
             while True:
