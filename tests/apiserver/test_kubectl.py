@@ -143,7 +143,7 @@ def test_kubectl_drives_the_standalone_server_through_the_whole_lifecycle(
         [
             str(KUBECTL),
             f"--cache-dir={standalone.cache}",
-            "--request-timeout=3s",
+            "--request-timeout=2s",
             "get",
             "ers",
             "-w",
