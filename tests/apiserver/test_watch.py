@@ -238,3 +238,42 @@ def test_a_resource_without_events_can_be_watched_from_any_past_resource_version
 
     assert events == []
     assert int(start) > 1
+
+
+def _all_events(custom: client.CustomObjectsApi, **kwargs: Any) -> list[tuple[str, int]]:
+    stream = watch.Watch()
+    return [
+        (event["type"], int(event["object"]["metadata"]["resourceVersion"]))
+        for event in stream.stream(
+            custom.list_namespaced_custom_object,
+            api.GROUP,
+            api.VERSION,
+            "default",
+            api.ERS_PLURAL,
+            allow_watch_bookmarks=True,
+            **kwargs,
+        )
+    ]
+
+
+def test_an_idle_watch_that_allows_bookmarks_gets_one_before_it_times_out(
+    ers: Objects, runners: Objects, custom: client.CustomObjectsApi
+) -> None:
+    start = ers.list()["metadata"]["resourceVersion"]
+    latest = runners.create({"metadata": {"name": "r"}, "spec": {}})  # not a set event
+
+    seen = _all_events(custom, resource_version=start, timeout_seconds=3)
+
+    assert seen == [("BOOKMARK", int(latest["metadata"]["resourceVersion"]))]
+
+
+def test_a_bookmark_never_claims_a_version_whose_event_is_still_delayed(
+    apiserver: ApiServer, ers: Objects, custom: client.CustomObjectsApi
+) -> None:
+    apiserver.set_watch_delay(api.ERS_PLURAL, 10.0)
+    start = ers.list()["metadata"]["resourceVersion"]
+    created = int(ers.create(ers_body("late"))["metadata"]["resourceVersion"])
+
+    seen = _all_events(custom, resource_version=start, timeout_seconds=3)
+
+    assert all(rv < created for _, rv in seen)

@@ -229,6 +229,15 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
+    def _maybe_bookmark(self, response: WatchResponse) -> None:
+        bookmarks, watcher = response.bookmarks, response.watcher
+        now = time.monotonic()
+        if bookmarks is None or watcher is None or not bookmarks.due(now):
+            return
+        version = self.server.backend.store.bookmark_version(watcher)
+        if version is not None:
+            self._chunk(bookmarks.line(version, now))
+
     def _stream(self, response: WatchResponse) -> None:
         store = self.server.backend.store
         try:
@@ -247,6 +256,8 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
                     self._chunk(line)
                 elif watcher.closed or time.monotonic() >= response.deadline or self._client_gone():
                     break
+                else:
+                    self._maybe_bookmark(response)
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError:

@@ -434,6 +434,13 @@ class Store:
                 current_rv=self._rv,
             )
 
+    def bookmark_version(self, watcher: Watcher) -> int | None:
+        """The resourceVersion a BOOKMARK may claim for ``watcher``: the newest commit,
+        when nothing is still queued (e.g. delayed) for it; otherwise None, since a
+        client resuming from the bookmark would skip the queued events."""
+        with self.lock:
+            return self._rv if watcher.idle() else None
+
     def unwatch(self, watcher: Watcher) -> None:
         with self.lock:
             self._fanout.unregister(watcher)

@@ -15,6 +15,7 @@ from ersctl.testing.apiserver.routing import ResourceRequest
 from ersctl.testing.apiserver.selectors import parse_field_selector, parse_label_selector
 from ersctl.testing.apiserver.store import Store
 from ersctl.testing.apiserver.watching import (
+    Bookmarks,
     Predicate,
     TooLarge,
     TooOld,
@@ -45,6 +46,7 @@ class WatchResponse:
     watcher: Watcher | None
     deadline: float
     first: bytes = b""
+    bookmarks: Bookmarks | None = None
 
 
 def _one(query: Query, key: str) -> str | None:
@@ -183,7 +185,15 @@ class Verbs:
             # The watch cache waits ~3 s for such a version, then gives up with 504.
             status = errors.too_large_resource_version(str(exc)).status
             return WatchResponse(None, deadline, event_line("ERROR", encode(status)))
-        return WatchResponse(watcher, deadline)
+        bookmarks = None
+        if _one(query, "allowWatchBookmarks") == "true" and watcher.transform is None:
+            bookmarks = Bookmarks(
+                kind=req.rt.kind,
+                api_version=req.rt.api_version,
+                deadline=deadline,
+                now=time.monotonic(),
+            )
+        return WatchResponse(watcher, deadline, bookmarks=bookmarks)
 
     def _watch_transform(self, req: ResourceRequest, accept: str) -> Transform | None:
         if not tables.wants_table(accept):

@@ -84,6 +84,37 @@ class History:
         return [event for event in self._events if event.rv > rv]
 
 
+class Bookmarks:
+    """When a watch that allows bookmarks gets its next BOOKMARK: every minute, and
+    about 2 s before the watch ends, as kube's watch cache schedules them."""
+
+    INTERVAL = 60.0
+
+    def __init__(self, *, kind: str, api_version: str, deadline: float, now: float) -> None:
+        self._kind = kind
+        self._api_version = api_version
+        self._deadline = deadline
+        self._next = self._after(now)
+
+    def _after(self, now: float) -> float:
+        if now >= self._deadline - 2.0:
+            return float("inf")  # the pre-timeout bookmark went out already
+        return min(now + self.INTERVAL, self._deadline - 2.0)
+
+    def due(self, now: float) -> bool:
+        return now >= self._next
+
+    def line(self, resource_version: int, now: float) -> bytes:
+        """The BOOKMARK event for ``resource_version``; schedules the next one."""
+        self._next = self._after(now + 0.001)
+        obj = {
+            "kind": self._kind,
+            "apiVersion": self._api_version,
+            "metadata": {"resourceVersion": str(resource_version)},
+        }
+        return event_line("BOOKMARK", encode(obj))
+
+
 _CLOSED = b""
 MAX_BACKLOG = 100_000
 
@@ -166,6 +197,10 @@ class Watcher:
         delivery delay, so a reconnecting client does not skip the configured lag."""
         for event in events:
             self.offer(event)
+
+    def idle(self) -> bool:
+        """Nothing queued: every event offered so far has been handed out."""
+        return self._queue.empty()
 
     def close(self) -> None:
         self.closed = True
