@@ -139,6 +139,9 @@ class SecretRunnerRegistry:
         self._factory = client_factory
         self._lock = threading.Lock()
         self._clients: dict[tuple[str, str], _Entry] = {}
+        # Clients replaced by a newer Secret version. Another worker may still be in the
+        # middle of a call on one, so they are closed only by close(), never on replace.
+        self._retired: list[ActionsClient] = []
 
     def remove_runner(self, ers: EphemeralRunnerSet, runner_id: RunnerID) -> bool:
         """See ``ersctl.ports.RunnerRegistry.remove_runner``."""
@@ -156,9 +159,10 @@ class SecretRunnerRegistry:
     def close(self) -> None:
         """Close every cached client."""
         with self._lock:
-            entries, self._clients = list(self._clients.values()), {}
-        for entry in entries:
-            entry.client.close()
+            clients = [entry.client for entry in self._clients.values()] + self._retired
+            self._clients, self._retired = {}, []
+        for client in clients:
+            client.close()
 
     def _client_for(self, ers: EphemeralRunnerSet) -> ActionsClient:
         name, config_url = _secret_name(ers), _config_url(ers)
@@ -172,12 +176,20 @@ class SecretRunnerRegistry:
             entry = self._clients.get(key)
             if entry and (entry.resource_version, entry.config_url) == (version, config_url):
                 return entry.client
+        # Built outside the lock (it may authenticate); two workers can race here.
         client = self._new_client(config_url, credentials_from_secret(secret, where=where))
         with self._lock:
-            stale = self._clients.get(key)
-            self._clients[key] = _Entry(version, config_url, client)
-        if stale is not None:
-            stale.client.close()
+            current = self._clients.get(key)
+            if current and (current.resource_version, current.config_url) == (version, config_url):
+                loser = client  # another worker won: nobody has seen ours yet
+                client = current.client
+            else:
+                loser = None
+                self._clients[key] = _Entry(version, config_url, client)
+                if current is not None:
+                    self._retired.append(current.client)
+        if loser is not None:
+            loser.close()
         return client
 
     def _new_client(self, config_url: str, credentials: Credentials) -> ActionsClient:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,3 +198,39 @@ def test_no_secret_value_reaches_the_logs(
 
     assert PAT not in caplog.text
     assert "AREGcontrollerSECRET" not in caplog.text
+
+
+def test_a_client_in_use_is_never_closed_by_a_concurrent_rebuild(github: FakeGitHub) -> None:
+    """Two workers race to build the client for one Secret version, and a third rotates it.
+
+    Every client a worker was handed must stay usable: closing one under a worker
+    failed its next call with "the client has been closed" and stalled runs.
+    """
+    secrets = Secrets({("arc", "github-config"): secret("1", github_token=PAT)})
+    both_building = threading.Barrier(2, timeout=10)
+
+    def racing_factory(config_url: str, credentials: PatCredentials | AppCredentials) -> Any:
+        client = no_sleep_client(config_url, credentials)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            both_building.wait()
+        return client
+
+    registry = SecretRunnerRegistry(client_factory=racing_factory, api=secrets)
+    handed_out: list[Any] = []
+    workers = [
+        threading.Thread(target=lambda: handed_out.append(registry._client_for(scale_set())))
+        for _ in range(2)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=10)
+    both_building.abort()
+
+    secrets.items[("arc", "github-config")] = secret("2", github_token=PAT)
+    registry.remove_runner(scale_set(), RunnerID(7))  # rotation replaces the cached client
+
+    assert len(handed_out) == 2
+    for client in handed_out:
+        client.remove_runner(RunnerID(8))  # raises if the registry closed it
+    assert github.removed == [7, 8, 8]
