@@ -29,7 +29,8 @@ JsonObject = dict[str, Any]
 Query = dict[str, list[str]]
 
 DEFAULT_WATCH_TIMEOUT = 1800.0
-_PATCH_TYPES = [patching.JSON_PATCH, patching.MERGE_PATCH, patching.APPLY_PATCH]
+# Server-side apply (application/apply-patch+yaml) is not emulated.
+_PATCH_TYPES = [patching.JSON_PATCH, patching.MERGE_PATCH]
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,10 @@ class Verbs:
             apply = patching.strategic_merge_patch
         else:
             # Strategic merge needs Go struct tags, which custom resources do not have.
-            raise errors.unsupported_media_type(media, _PATCH_TYPES)
+            accepted = (
+                _PATCH_TYPES if req.rt.custom else [*_PATCH_TYPES, patching.STRATEGIC_MERGE_PATCH]
+            )
+            raise errors.unsupported_media_type(media, accepted)
         document = decode_json(body)
 
         def patched(current: JsonObject) -> Any:
