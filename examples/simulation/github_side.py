@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any
 
 from ghalistener.testing import GitHubSimulator, SimError
+from simulation.pods import RunnerGone
 from simulation.trace import JobTrace
 from simulation.workload import JobArrival
 
@@ -69,13 +70,16 @@ class GitHubSide:
         self._jit[runner_id] = str(config["encodedJITConfig"])
         return runner_id
 
-    def connect(self, encoded_jit_config: str) -> int | None:
-        """A runner process goes online with its JIT config (``--runner-controller`` mode)."""
+    def connect(self, encoded_jit_config: str) -> dict[str, Any]:
+        """A runner process goes online with its JIT config; returns the runner's wire form.
+
+        Raises :class:`~simulation.pods.RunnerGone` when its registration was removed.
+        """
         try:
-            return int(self.sim.connect_runner(encoded_jit_config)["id"])
+            return self.sim.connect_runner(encoded_jit_config)
         except SimError as exc:
-            if exc.status == 404:  # its registration was removed meanwhile
-                return None
+            if exc.status == 404:
+                raise RunnerGone(exc.message) from None
             raise
 
     def take_job(self, runner_id: int) -> str | None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, EphemeralRunner, EphemeralRunnerSet
+from ersctl.runner.podsim import RunnerPods
 from ersctl.testing.apiserver import ApiServer
 from simulation.agent import AgentTiming, RunnerAgent
 from simulation.cluster import ERS_NAME, NAMESPACE, DirectCluster, bucket, create_objects
@@ -135,6 +136,7 @@ class _Simulation:
         if self.config.runner_controller:
             return PodAgent(
                 api=self.api,
+                pods=RunnerPods(self.api, namespace=NAMESPACE, connect=self.github.connect),
                 service=self.github,
                 timing=self.config.timing,
                 job_duration=self.github.job_duration,

@@ -14,20 +14,19 @@ what is left, the kubelet and the runner binary, per runner Pod:
 4. A Pod deleted (or gone) while its runner runs a job kills the job, which the
    report must show.
 
-It also records, from the ERs, what the report needs: when each runner's ER appeared,
+Starting and exiting a runner Pod is ``ersctl.runner.podsim.RunnerPods`` (the runner
+controller's own kubelet stand-in). It also records, from the ERs, what the report needs: when each runner's ER appeared,
 when it got a ``runnerId`` (registered), and when its deletion was first seen.
 """
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from ersctl.api import ER_PLURAL, EphemeralRunner
-from ersctl.runner.pods import ENV_JIT_CONFIG, RUNNER_CONTAINER
+from ersctl.runner.podsim import PodNotStartable, RunnerPods
 from ersctl.testing.apiserver import ApiServer, StatusError
 from simulation.agent import AgentTiming
 from simulation.cluster import NAMESPACE
@@ -35,15 +34,15 @@ from simulation.trace import RunnerTrace
 
 
 class RunnerService(Protocol):
-    """The scale-set service as a runner binary sees it."""
-
-    def connect(self, encoded_jit_config: str) -> int | None:
-        """Go online with a JIT config; the runner id, or None when not registered."""
-        ...
+    """The scale-set service as a runner binary sees it, once connected."""
 
     def take_job(self, runner_id: int) -> str | None: ...
 
     def complete_job(self, job_id: str, runner_id: int, *, succeeded: bool = True) -> None: ...
+
+
+class RunnerGone(Exception):
+    """The runner's registration no longer exists at the service (it cannot connect)."""
 
 
 @dataclass(kw_only=True)
@@ -78,12 +77,14 @@ class PodAgent:
         self,
         *,
         api: ApiServer,
+        pods: RunnerPods,
         service: RunnerService,
         timing: AgentTiming,
         job_duration: Callable[[str], float],
         clock: Callable[[], float],
     ) -> None:
         self._api = api
+        self._pods_sim = pods
         self._service = service
         self._timing = timing
         self._job_duration = job_duration
@@ -104,17 +105,17 @@ class PodAgent:
             if meta.get("deletionTimestamp"):
                 self._on_gone(state)
             else:
-                self._advance(state, pod, now)
+                self._advance(state, now)
         for uid, state in self._pods.items():
             if uid not in present:
                 self._on_gone(state)
 
-    def _advance(self, state: _Pod, pod: Mapping[str, Any], now: float) -> None:
+    def _advance(self, state: _Pod, now: float) -> None:
         if state.done or state.dead:
             return
         if not state.started:
             if now >= state.seen_at + self._timing.startup_delay:
-                self._start(state, pod)
+                self._start(state)
         elif state.job_id is None:
             job_id = self._service.take_job(state.runner_id)
             if job_id is not None:
@@ -122,31 +123,16 @@ class PodAgent:
         elif state.job_ends_at is not None and now >= state.job_ends_at:
             self._service.complete_job(state.job_id, state.runner_id)
             state.done = True
-            self._patch_pod(state.name, _pod_status("Succeeded", exit_code=0))
+            self._exit(state.name)
 
-    def _start(self, state: _Pod, pod: Mapping[str, Any]) -> None:
-        jit = self._jit_config(pod)
-        runner_id = self._service.connect(jit) if jit else None
+    def _start(self, state: _Pod) -> None:
         state.started = True
-        if runner_id is None:
-            # No usable registration (removed meanwhile): the runner would exit at once;
-            # the set replaces or removes it. Nothing for the agent to do.
+        try:
+            state.runner_id = self._pods_sim.start(state.name)
+        except (PodNotStartable, RunnerGone, StatusError):
+            # No usable registration or Pod (removed meanwhile): the runner would exit at
+            # once and the set replaces or removes it. Nothing more for the agent to do.
             state.dead = True
-            return
-        state.runner_id = runner_id
-        self._patch_pod(state.name, _pod_status("Running"))
-
-    def _jit_config(self, pod: Mapping[str, Any]) -> str | None:
-        for container in (pod.get("spec") or {}).get("containers") or ():
-            if container.get("name") != RUNNER_CONTAINER:
-                continue
-            for env in container.get("env") or ():
-                ref = ((env.get("valueFrom") or {}).get("secretKeyRef")) or {}
-                if env.get("name") == ENV_JIT_CONFIG and ref:
-                    secret = self._api.get_object("secrets", NAMESPACE, str(ref.get("name")))
-                    value = ((secret or {}).get("data") or {}).get(str(ref.get("key")))
-                    return base64.b64decode(value).decode() if value else None
-        return None
 
     def _on_gone(self, state: _Pod) -> None:
         if state.job_id is not None and not state.done:
@@ -155,13 +141,11 @@ class PodAgent:
             self._service.complete_job(state.job_id, state.runner_id, succeeded=False)
         state.done = True
 
-    def _patch_pod(self, name: str, status: dict[str, Any]) -> None:
+    def _exit(self, name: str) -> None:
         try:
-            self._api.patch_object(
-                "pods", NAMESPACE, name, {"status": status}, subresource="status"
-            )
+            self._pods_sim.exit(name, 0)
         except StatusError as exc:
-            if exc.code != 404:
+            if exc.code != 404:  # a Pod deleted meanwhile has nothing left to report
                 raise
 
     def _observe_runners(self, now: float) -> None:
@@ -191,19 +175,3 @@ class PodAgent:
             )
             for r in sorted(self._runners.values(), key=lambda r: r.seen_at)
         )
-
-
-def _pod_status(phase: str, *, exit_code: int | None = None) -> dict[str, Any]:
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if exit_code is None:
-        state: dict[str, Any] = {"running": {"startedAt": now}}
-    else:
-        state = {"terminated": {"exitCode": exit_code, "reason": "Completed", "finishedAt": now}}
-    running = exit_code is None
-    return {
-        "phase": phase,
-        "conditions": [{"type": "Ready", "status": "True" if running else "False"}],
-        "containerStatuses": [
-            {"name": RUNNER_CONTAINER, "ready": running, "state": state, "restartCount": 0}
-        ],
-    }

@@ -2,7 +2,8 @@
 
 The runner Pod and its JIT Secret are built by ersctl's own builders, as the runner
 controller would create them; the service side is an in-memory fake of the agent's
-own port.
+own port. What this pins is the agent's part: when a runner starts, takes its one
+job, exits, and that a Pod deleted under a running job loses the job.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from simulation.pods import PodAgent
 
 from ersctl.api import EphemeralRunner
 from ersctl.runner.pods import build_jit_secret, build_runner_pod
+from ersctl.runner.podsim import RunnerPods
 from ersctl.testing.apiserver import ApiServer
 
 
@@ -25,9 +27,9 @@ class FakeRunnerService:
         self.queue: list[str] = []
         self.completed: list[tuple[str, bool]] = []
 
-    def connect(self, encoded_jit_config: str) -> int | None:
+    def connect(self, encoded_jit_config: str) -> dict[str, Any]:
         self.connected.append(encoded_jit_config)
-        return 7
+        return {"id": 7}
 
     def take_job(self, runner_id: int) -> str | None:
         return self.queue.pop(0) if self.queue else None
@@ -79,7 +81,9 @@ def _exit_code(pod: dict[str, Any]) -> int | None:
 def agent(apiserver: ApiServer) -> tuple[PodAgent, FakeRunnerService, Clock]:
     _runner_with_pod(apiserver)
     service, clock = FakeRunnerService(), Clock()
+    pods = RunnerPods(apiserver, namespace=NAMESPACE, connect=service.connect)
     agent = PodAgent(
+        pods=pods,
         api=apiserver,
         service=service,
         clock=clock,
