@@ -277,3 +277,28 @@ def test_a_bookmark_never_claims_a_version_whose_event_is_still_delayed(
     seen = _all_events(custom, resource_version=start, timeout_seconds=3)
 
     assert all(rv < created for _, rv in seen)
+
+
+def test_concurrent_writers_are_seen_by_a_watcher_in_commit_order_without_loss(
+    ers: Objects, custom: client.CustomObjectsApi
+) -> None:
+    names = [f"set-{i}" for i in range(4)]
+    for name in names:
+        ers.create(ers_body(name, replicas=0))
+    start = ers.list()["metadata"]["resourceVersion"]
+
+    def write(name: str) -> None:
+        for replicas in range(1, 16):
+            ers.patch(name, {"spec": {"replicas": replicas}})
+
+    writers = [threading.Thread(target=write, args=(name,)) for name in names]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+
+    seen = _events(custom, api.ERS_PLURAL, 4 * 15, resource_version=start)
+    versions = [rv for _, _, rv in seen]
+    assert versions == sorted(versions) and len(set(versions)) == len(versions) == 60
+    assert {name for _, name, _ in seen} == set(names)
+    assert versions[-1] == int(ers.list()["metadata"]["resourceVersion"])
