@@ -191,3 +191,14 @@ def test_secret_values_never_reach_the_log(
 
     assert caplog.records, "the server logs requests at debug level"
     assert token not in caplog.text
+
+
+def test_an_unknown_resource_name_in_the_python_api_says_what_is_served(
+    apiserver: ApiServer,
+) -> None:
+    with pytest.raises(StatusError) as caught:
+        apiserver.set_watch_delay("ephemeralrunnerset", 1.0)
+
+    assert caught.value.code == 404
+    assert "'ephemeralrunnerset'" in caught.value.message
+    assert "ephemeralrunnersets" in caught.value.message

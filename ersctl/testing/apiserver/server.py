@@ -183,7 +183,10 @@ class ApiServer:
         try:
             return self._registry.resolve(resource)
         except KeyError:
-            raise errors.resource_not_found() from None
+            served = ", ".join(sorted({rt.plural for rt in self._registry.all()}))
+            raise errors.StatusError(
+                404, "NotFound", f"unknown resource {resource!r} (served: {served})"
+            ) from None
 
     def get_object(self, resource: str, namespace: str, name: str) -> JsonObject | None:
         """A copy of the object, or None when it does not exist."""
