@@ -123,6 +123,10 @@ class GitHubSide:
 
     # -- observation ------------------------------------------------------------------------
 
+    def has_session(self) -> bool:
+        """True while a listener holds the scale set's message session."""
+        return bool(self.sim.state()["sessions"])
+
     def assigned_jobs(self) -> int:
         return self.sim.statistics(self.scale_set_id).total_assigned_jobs
 

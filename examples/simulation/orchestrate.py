@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ersctl.api import ER_PLURAL, ERS_PLURAL, EphemeralRunner, EphemeralRunnerSet
+from ersctl.api import ER_PLURAL, ERS_FINALIZER, ERS_PLURAL, EphemeralRunner, EphemeralRunnerSet
 from ersctl.runner.podsim import RunnerPods
 from ersctl.testing.apiserver import ApiServer
 from simulation.agent import AgentTiming, RunnerAgent
@@ -29,7 +29,7 @@ from simulation.faults import Fault, FaultKind, fault_plan
 from simulation.github_side import GitHubSide
 from simulation.live import LiveLine, Progress
 from simulation.pods import PodAgent
-from simulation.processes import Program
+from simulation.processes import Program, ProgramExited
 from simulation.trace import Mark, RunnerTrace, Sample, Trace, count_traffic
 from simulation.workload import JobArrival, WorkloadSpec, generate, last_finish
 
@@ -181,7 +181,20 @@ class _Simulation:
         )
         self.controller.start()
         self.listener.start()
+        self._wait_until_ready(timeout=60.0)
         self.origin = time.time()
+
+    def _wait_until_ready(self, *, timeout: float) -> None:
+        """Until the controller has claimed the set (its finalizer) and the listener holds
+        a message session, so job waits measure scaling, not interpreter start-up."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            ers = EphemeralRunnerSet(self.api.get_object(ERS_PLURAL, NAMESPACE, ERS_NAME) or {})
+            if ers.has_finalizer(ERS_FINALIZER) and self.github.has_session():
+                return
+            self._check_programs()
+            time.sleep(0.05)
+        raise ProgramExited(f"the programs were not ready after {timeout:.0f}s; see {self.workdir}")
 
     def stop(self) -> None:
         for thread in self.restarts:
