@@ -16,7 +16,7 @@ Job messages reach the listener ``--message-latency`` seconds late (0.3 by defau
 GitHub's message service is remote), which widens the race the guard closes: a
 runner turns Succeeded before the listener has published a count without its job.
 
-It prints each run's report, then both rows side by side (medians over the repeats)
+It prints each run's report (and leaves its SVG timeline next to its logs), then both rows side by side (medians over the repeats)
 with the baseline/ours ratio of wasted runners, job wait p95 and API writes per job,
 the seed and the command.
 """
@@ -35,6 +35,7 @@ from pathlib import Path
 from simulation.agent import AgentTiming
 from simulation.live import LiveLine
 from simulation.orchestrate import SimulationConfig, run_simulation
+from simulation.plot import render_svg
 from simulation.report import Report, build_report, format_comparison, format_report, write_json
 from simulation.workload import Burst, Durations, WorkloadSpec
 
@@ -77,6 +78,7 @@ def baseline(config: SimulationConfig) -> SimulationConfig:
 def run_one(config: SimulationConfig, workdir: Path, quiet: bool) -> Report:
     name = re.sub(r"[^A-Za-z0-9]+", "-", config.label).strip("-")
     trace = run_simulation(config, workdir=workdir / name, live=LiveLine(enabled=not quiet))
+    (workdir / name / "timeline.svg").write_text(render_svg(trace), encoding="utf-8")
     report = build_report(trace)
     print(format_report(report), flush=True)
     return report
