@@ -17,6 +17,12 @@
 
 Why each rule of step 8 exists is argued in ``shared/reference/`` (ARC PR #4642).
 Raising means "requeue with backoff"; a Warning Event is recorded first.
+
+Every runner listing (steps 2 and 5-8) is the cache's, corrected by this controller's
+own creates and deletes that the cache has not shown yet (``ersctl.expectations``):
+unobserved creates count as pending runners, unobserved deletes as deleting ones, so
+no step creates or deletes a second time on a lagging cache. While any is pending
+the set is requeued shortly, as a backstop to the watch event that will show it.
 """
 
 from __future__ import annotations
@@ -27,11 +33,13 @@ from enum import StrEnum
 from typing import Final
 
 from ersctl import status
-from ersctl.api import ERS_FINALIZER, EphemeralRunnerSet, ERSPhase, FieldError
+from ersctl.api import ERS_FINALIZER, EphemeralRunner, EphemeralRunnerSet, ERSPhase, FieldError
 from ersctl.cleanup import Removal, clean_up_runners, delete_runners, scale_down
 from ersctl.creation import create_runners, runner_body
 from ersctl.credentials import CredentialsFieldError
 from ersctl.errors import ConflictError, ErsctlError, NotFoundError
+from ersctl.expectations import Expectations
+from ersctl.expecting import ExpectingWriter
 from ersctl.markers import ConflictRetry, advance_applied_revision, record_cleanup_patch_id
 from ersctl.ports import (
     ApiReader,
@@ -93,7 +101,10 @@ class EphemeralRunnerSetReconciler:
     """Implements ``ersctl.ports.Reconciler`` for EphemeralRunnerSets. Thread-safe.
 
     Holds no per-reconcile state, so the runtime may reconcile different keys on
-    different threads at once (never the same key twice at once).
+    different threads at once (never the same key twice at once). Across reconciles it
+    keeps only ``expectations``: this process's runner writes its cache has not shown
+    yet (give one instance per reconciler; the default is fine). ``expectation_requeue``
+    is the delay of the backstop requeue while any of them is pending.
     """
 
     def __init__(
@@ -108,10 +119,14 @@ class EphemeralRunnerSetReconciler:
         create_concurrency: int = 8,
         conflict_retry: ConflictRetry | None = None,
         credentials_retry_after: float = 30.0,
+        expectations: Expectations | None = None,
+        expectation_requeue: float = 1.0,
     ) -> None:
         self._cache = cache
         self._api = api
-        self._writer = writer
+        self._expectations = expectations or Expectations()
+        self._expectation_requeue = expectation_requeue
+        self._writer = ExpectingWriter(writer, self._expectations)
         self._events = events
         self._registry = registry
         self._metrics = metrics or NoMetrics()
@@ -128,6 +143,7 @@ class EphemeralRunnerSetReconciler:
         """Like :meth:`reconcile`, returning what was done (``ersctl reconcile --once``)."""
         ers = self._cache.get_ers(request.namespace, request.name)
         if ers is None:
+            self._expectations.forget(str(request))
             return Outcome(action="none", detail="not found")
         try:
             outcome = self._reconcile(ers)
@@ -136,7 +152,8 @@ class EphemeralRunnerSetReconciler:
             self._event(ers, WARNING, Reason.INVALID_SPEC, str(exc))
             retry = isinstance(exc, CredentialsFieldError)
             after = self._credentials_retry_after if retry else None
-            return Outcome(action="invalid", detail=str(exc), result=Result(requeue_after=after))
+            outcome = Outcome(action="invalid", detail=str(exc), result=Result(after))
+            return self._requeue_while_expecting(ers, outcome)
         except ConflictError:
             # Optimistic concurrency doing its job (the cache was behind): requeue
             # quietly; a Warning here would only alarm people.
@@ -146,7 +163,16 @@ class EphemeralRunnerSetReconciler:
             raise
         level = logging.DEBUG if outcome.action in _QUIET_ACTIONS else logging.INFO
         log.log(level, "reconciled %s: %s", ers.key, outcome)
-        return outcome
+        return self._requeue_while_expecting(ers, outcome)
+
+    def _requeue_while_expecting(self, ers: EphemeralRunnerSet, outcome: Outcome) -> Outcome:
+        # The watch event that shows the write normally enqueues the set first; this
+        # backstop also lets an expectation expire when that event is lost.
+        if not self._expectations.unsatisfied(ers.key):
+            return outcome
+        after = outcome.result.requeue_after
+        soon = self._expectation_requeue if after is None else min(after, self._expectation_requeue)
+        return replace(outcome, result=Result(requeue_after=soon))
 
     # -- steps 2-7 ---------------------------------------------------------------------
 
@@ -174,14 +200,16 @@ class EphemeralRunnerSetReconciler:
     def _finalize(self, ers: EphemeralRunnerSet) -> Outcome:
         if not ers.has_finalizer(ERS_FINALIZER):
             return Outcome(action="none", detail="being deleted; no finalizer of ours")
-        runners = self._cache.list_owned_runners(ers)
+        # Unobserved creates included: dropping the finalizer while runners this
+        # controller just created exist would let the set go before they do.
+        runners, deleted = self._owned_runners(ers)
         if not runners:
             try:
                 self._set_finalizers(ers, [f for f in ers.finalizers if f != ERS_FINALIZER])
             except NotFoundError:
                 return Outcome(action="none", detail="gone")
             return Outcome(action="finalizer-removed")
-        removal = self._clean_up(ers, classify(runners, applied_revision=0))
+        removal = self._clean_up(ers, classify(runners, applied_revision=0, deleting=deleted))
         left = len(runners) - removal.deleted
         return Outcome(action="deleting", detail=f"{_removal_text(removal)}; {left} left")
 
@@ -326,8 +354,24 @@ class EphemeralRunnerSetReconciler:
     # -- helpers -----------------------------------------------------------------------
 
     def _classify(self, ers: EphemeralRunnerSet) -> RunnerStates:
-        runners = self._cache.list_owned_runners(ers)
-        return classify(runners, applied_revision=ers.applied_actionable_revision)
+        runners, deleted = self._owned_runners(ers)
+        return classify(runners, applied_revision=ers.applied_actionable_revision, deleting=deleted)
+
+    def _owned_runners(
+        self, ers: EphemeralRunnerSet
+    ) -> tuple[list[EphemeralRunner], frozenset[str]]:
+        """The cached runners plus unobserved creates, and the names of unobserved deletes."""
+        cached = self._cache.list_owned_runners(ers)
+        pending = self._expectations.observe(ers.key, ers.uid, cached)
+        if pending.satisfied:
+            return cached, pending.deleted
+        log.debug(
+            "%s: %d creates and %d deletes not in the cache yet",
+            ers.key,
+            len(pending.created),
+            len(pending.deleted),
+        )
+        return [*cached, *pending.created], pending.deleted
 
     def _set_finalizers(self, ers: EphemeralRunnerSet, finalizers: list[str]) -> None:
         # A merge patch replaces the whole list: lock it so a finalizer someone else

@@ -2,8 +2,9 @@
 
 Every owned runner lands in exactly one bucket, checked in this order:
 
-- ``deleting``: ``metadata.deletionTimestamp`` is set, whatever its phase. It still
-  exists and still holds its registration until its finalizers are gone.
+- ``deleting``: ``metadata.deletionTimestamp`` is set (or this controller's delete
+  has not reached the cache yet), whatever its phase. It still exists and still holds
+  its registration until its finalizers are gone.
 - ``running``: phase Running.
 - ``finished``: phase Succeeded.
 - ``failed``: phase Failed.
@@ -20,7 +21,7 @@ not be serviced again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from ersctl.api import EphemeralRunner, ERPhase, PatchID
@@ -70,10 +71,18 @@ class RunnerStates:
         )
 
 
-def classify(runners: Iterable[EphemeralRunner], *, applied_revision: int) -> RunnerStates:
+def classify(
+    runners: Iterable[EphemeralRunner],
+    *,
+    applied_revision: int,
+    deleting: Collection[str] = frozenset(),
+) -> RunnerStates:
     """Sort ``runners`` into :class:`RunnerStates`, judging Outdated against ``applied_revision``.
 
-    Raises ``ersctl.api.FieldError`` when a runner's ``status.phase`` is not a string.
+    Runners named in ``deleting`` count as being deleted even without a
+    ``deletionTimestamp``: this controller deleted them and its cache has not shown it
+    yet (``ersctl.expectations``). Raises ``ersctl.api.FieldError`` when a runner's
+    ``status.phase`` is not a string.
     """
     buckets: dict[str, list[EphemeralRunner]] = {
         "pending": [],
@@ -87,7 +96,8 @@ def classify(runners: Iterable[EphemeralRunner], *, applied_revision: int) -> Ru
     latest = 0
     for runner in runners:
         latest = max(latest, runner.patch_id)
-        buckets[_bucket(runner, applied_revision)].append(runner)
+        bucket = "deleting" if runner.name in deleting else _bucket(runner, applied_revision)
+        buckets[bucket].append(runner)
     return RunnerStates(
         pending=tuple(buckets["pending"]),
         running=tuple(buckets["running"]),

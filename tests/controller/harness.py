@@ -24,6 +24,7 @@ from ersctl.kube.apireader import ApiReader
 from ersctl.kube.cache import CachedReader
 from ersctl.kube.events import EventRecorder
 from ersctl.kube.informer import CustomResource, CustomResourceInformer
+from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.kube.writer import Writer
 from ersctl.metrics import ControllerMetrics
@@ -290,3 +291,53 @@ def body(record: RequestRecord) -> dict[str, Any]:
     """The JSON body of a logged request."""
     decoded: dict[str, Any] = json.loads(record.body)
     return decoded
+
+
+class RunningController:
+    """The real ``ersctl`` runtime (manager, informers, work queue, workers) driving the
+    reconciler against the same server as a :class:`Cluster`, without leader election.
+
+    Unlike :meth:`Cluster.reconcile`, nobody chooses when a reconcile runs: the watch
+    events do, so races between the informers show up as they do in production.
+    """
+
+    def __init__(self, server: ApiServer, *, workers: int = 2) -> None:
+        self._api_client = server.api_client()
+        self.manager = Manager(self._api_client, namespace=NAMESPACE, workers=workers)
+        self._registry = SecretRunnerRegistry(
+            api=self.manager.api_reader, client_factory=no_sleep_client
+        )
+        self.reconciler = EphemeralRunnerSetReconciler(
+            cache=self.manager.reader,
+            api=self.manager.api_reader,
+            writer=self.manager.writer,
+            events=self.manager.events,
+            registry=self._registry,
+            metrics=self.manager.metrics,
+        )
+        self.controller = self.manager.add_controller(
+            "ephemeralrunnerset",
+            self.reconciler,
+            primary=api.ERS_PLURAL,
+            owns=[api.ER_PLURAL],
+            predicates=ERS_CONTROLLER_PREDICATES,
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self.manager.run, args=(self._stop,), daemon=True)
+
+    def __enter__(self) -> RunningController:
+        self._thread.start()
+        deadline = time.monotonic() + SYNC_TIMEOUT
+        while not self.manager.has_synced():
+            assert time.monotonic() < deadline, "the controller's caches did not sync"
+            time.sleep(0.005)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._registry.close()
+        self._api_client.close()
+
+    def cached_runner_names(self, ers: api.EphemeralRunnerSet) -> set[str]:
+        return {r.name for r in self.manager.reader.list_owned_runners(ers)}

@@ -1,0 +1,157 @@
+"""Expectations: the runner writes this controller made that its cache has not shown yet.
+
+Pure bookkeeping (no I/O), in the spirit of the ReplicaSet controller's expectations
+in Kubernetes. The informer cache learns about the controller's own creates and
+deletes through watch events that arrive one by one and on their own schedule, so a
+reconcile can run on a listing that lacks runners it just created (it would create
+them again: runners nobody asked for) or still shows runners it just deleted as live
+(it would remove them from the service and delete them again, or count them and
+scale down another one).
+
+Keyed by EphemeralRunnerSet key (``namespace/name``) and tied to the set's uid, so a
+set deleted and recreated under the same name never inherits its predecessor's
+expectations. Per set:
+
+- a **create** is pending until the cache listing holds a runner of that name (any
+  state: seen once is enough);
+- a **delete** is pending until the cached runner of that name carries a
+  ``deletionTimestamp`` or is absent, except that "absent" does not count while the
+  create of that same runner is itself still pending (the cache has not seen it yet);
+- either expires ``ttl`` seconds after it was recorded (5 minutes, as in Kubernetes),
+  so a watch event that is never delivered cannot wedge a set: after that the cache is
+  believed again. An expiry is logged as a warning, since it means the cache lost an
+  event.
+
+The judgement is by level (the listing a reconcile reads), not by watch event, so an
+event that arrives before the write is recorded is not lost. Thread-safe: creates are
+recorded from several threads of one scale-up at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ersctl.api import EphemeralRunner
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TTL: Final = 300.0
+"""Seconds after which an unobserved expectation is dropped (Kubernetes' ExpectationsTimeout)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pending:
+    """One set's writes the cache does not show yet, as of one listing.
+
+    ``created``: runners as the API server returned them on create, not yet listed.
+    ``deleted``: names of runners deleted whose listing still shows them live (or
+    does not show their create yet).
+    """
+
+    created: tuple[EphemeralRunner, ...] = ()
+    deleted: frozenset[str] = frozenset()
+
+    @property
+    def satisfied(self) -> bool:
+        """True when the listing already reflects every write (nothing pending)."""
+        return not self.created and not self.deleted
+
+
+@dataclass
+class _Entry:
+    owner_uid: str
+    created: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
+    deleted: dict[str, float] = field(default_factory=dict)
+
+
+class Expectations:
+    """See the module docstring. ``clock`` is monotonic seconds (injectable for tests)."""
+
+    def __init__(
+        self, *, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: dict[str, _Entry] = {}
+
+    def expect_created(self, key: str, owner_uid: str, runner: EphemeralRunner) -> None:
+        """Record that ``runner`` (the create response) was created for set ``key``."""
+        raw = runner.to_dict()
+        with self._lock:
+            self._entry(key, owner_uid).created[runner.name] = (self._clock(), raw)
+
+    def expect_deleted(self, key: str, owner_uid: str, name: str) -> None:
+        """Record that the runner ``name`` of set ``key`` was deleted (the request succeeded)."""
+        with self._lock:
+            self._entry(key, owner_uid).deleted[name] = self._clock()
+
+    def observe(self, key: str, owner_uid: str, listing: Iterable[EphemeralRunner]) -> Pending:
+        """Judge set ``key``'s expectations against the cache ``listing`` of its runners.
+
+        Drops the satisfied and the expired ones (and all of them when ``owner_uid`` is
+        not the uid they were recorded for), and returns what is still pending. Costs
+        nothing beyond a dict lookup when nothing is recorded for ``key``.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return Pending()
+            if entry.owner_uid != owner_uid:
+                del self._entries[key]
+                return Pending()
+            pending = self._judge(key, entry, {r.name: r.is_deleting for r in listing})
+            if pending.satisfied:
+                del self._entries[key]
+            return pending
+
+    def unsatisfied(self, key: str) -> bool:
+        """True while anything unexpired is recorded for ``key`` (no listing needed)."""
+        now = self._clock()
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return False
+            stamps = [at for at, _ in entry.created.values()] + list(entry.deleted.values())
+            return any(now - at < self._ttl for at in stamps)
+
+    def forget(self, key: str) -> None:
+        """Drop everything recorded for ``key`` (the set is gone)."""
+        with self._lock:
+            self._entries.pop(key, None)
+
+    def _entry(self, key: str, owner_uid: str) -> _Entry:
+        entry = self._entries.get(key)
+        if entry is None or entry.owner_uid != owner_uid:
+            entry = self._entries[key] = _Entry(owner_uid=owner_uid)
+        return entry
+
+    def _judge(self, key: str, entry: _Entry, listed: dict[str, bool]) -> Pending:
+        now = self._clock()
+        for name, (at, _) in list(entry.created.items()):
+            if name in listed or self._expired(key, "create", name, at, now):
+                del entry.created[name]
+        for name, at in list(entry.deleted.items()):
+            # Absent counts as deleted only once the create itself was seen.
+            gone = listed.get(name, name not in entry.created)
+            if gone or self._expired(key, "delete", name, at, now):
+                del entry.deleted[name]
+        created = tuple(EphemeralRunner.from_dict(raw) for _, raw in entry.created.values())
+        return Pending(created=created, deleted=frozenset(entry.deleted))
+
+    def _expired(self, key: str, write: str, name: str, at: float, now: float) -> bool:
+        if now - at < self._ttl:
+            return False
+        log.warning(
+            "%s: the cache never showed the %s of runner %s within %gs; believing the cache",
+            key,
+            write,
+            name,
+            self._ttl,
+        )
+        return True

@@ -1,0 +1,114 @@
+"""The reconciler never acts twice on one of its own writes that its cache has not shown yet.
+
+The informers deliver runner events on their own schedule: a reconcile can be
+triggered (by a set event, or by the first of several runner events) while the cache
+still lacks runners this controller just created, or still shows runners it just
+deleted as live. Deciding on that listing creates runners nobody asked for, or
+deletes (and removes from the service) runners a second time. Expectations
+(``ersctl.expectations``) close that window, as ReplicaSet's do in Kubernetes.
+
+Every test here delays the API server's ``ephemeralrunners`` watch events so that the
+cache lags deterministically, and fails without the expectations.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ersctl import api
+from tests.controller.github import FakeGitHub
+from tests.controller.harness import Cluster, RunningController
+
+RUNNER_LAG = 1.0  # seconds; far longer than a reconcile, short enough to wait out
+
+
+def eventually(check: Callable[[], bool], *, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.01)
+
+
+def test_the_running_controller_creates_exactly_the_replicas_while_runner_events_lag(
+    cluster: Cluster,
+) -> None:
+    # The CI failure: the scale-up's status write comes back as a set event at once and
+    # enqueues a reconcile whose cache does not show the two runners just created yet.
+    cluster.server.set_watch_delay(api.ER_PLURAL, RUNNER_LAG)
+    with RunningController(cluster.server) as controller:
+        cluster.create_ers(replicas=2, patch_id=1)
+
+        def settled() -> bool:
+            server = {r.name for r in cluster.runners()}
+            cached = controller.cached_runner_names(cluster.ers())
+            return len(server) >= 2 and cached == server and cluster.ers().current_replicas >= 2
+
+        eventually(settled)
+
+    creates = cluster.requests(verb="create", resource=api.ER_PLURAL)
+    assert len(creates) == 2, f"{len(creates)} runners created for 2 replicas"
+    assert len(cluster.runners()) == 2
+
+
+def test_a_scale_down_removes_a_runner_once_while_the_cache_still_shows_it_live(
+    cluster: Cluster, github: FakeGitHub
+) -> None:
+    cluster.create_ers(replicas=3, patch_id=0)
+    for runner_id in (1, 2, 3):
+        cluster.add_runner(phase="Running", runner_id=runner_id)
+    cluster.reconcile()  # settles the status counts
+    cluster.server.set_watch_delay(api.ER_PLURAL, RUNNER_LAG)
+    cluster.patch_ers("runners", {"replicas": 2})  # idle at a lower minimum
+    cluster.sync(runners=False)
+
+    assert cluster.reconcile(sync=False).action == "scale-down"
+    # The next reconcile's cache still shows the removed runner without deletionTimestamp.
+    outcome = cluster.reconcile(sync=False)
+
+    assert len(github.attempts) == 1, f"service removals of runner ids {github.attempts}"
+    assert len(cluster.requests(verb="delete", resource=api.ER_PLURAL)) == 1
+    assert outcome.action == "hold"
+    assert len(cluster.live_runner_names()) == 2
+
+
+def test_a_fresh_patch_before_the_cache_shows_a_cleanup_is_not_taken_for_a_second_cleanup(
+    cluster: Cluster,
+) -> None:
+    # A second cleanup pass over the already deleted runner would record the fresh patch
+    # ID as the marker and so suppress the very scale-up that patch asks for.
+    cluster.create_ers(replicas=2, patch_id=5)
+    cluster.add_runner(phase="Succeeded", patch_id=4, runner_id=1, finalizers=[])
+    busy = cluster.add_runner(phase="Running", patch_id=4, runner_id=2, job_id="job-2")
+    cluster.sync()
+    cluster.server.set_watch_delay(api.ER_PLURAL, RUNNER_LAG)
+
+    assert cluster.reconcile(sync=False).action == "cleanup-finished"
+    cluster.patch_ers("runners", {"replicas": 2, "patchID": 6})  # the job's completion counted
+    cluster.sync(runners=False)
+    cluster.reconcile(sync=False)  # the cache still shows the finished runner
+    outcome = cluster.reconcile()  # once the cache has caught up
+
+    assert outcome.action == "scale-up", outcome
+    assert busy in cluster.live_runner_names() and len(cluster.live_runner_names()) == 2
+    assert cluster.ers().finished_runner_cleanup_patch_id == 5
+    assert len(cluster.requests(verb="delete", resource=api.ER_PLURAL)) == 1
+
+
+def test_a_set_deleted_right_after_a_scale_up_keeps_its_finalizer_until_those_runners_go(
+    cluster: Cluster,
+) -> None:
+    cluster.create_ers(replicas=2, patch_id=1)
+    cluster.sync()
+    cluster.server.set_watch_delay(api.ER_PLURAL, RUNNER_LAG)
+    assert cluster.reconcile(sync=False).action == "scale-up"
+    cluster.custom.delete_namespaced_custom_object(
+        api.GROUP, api.VERSION, "arc", api.ERS_PLURAL, "runners"
+    )
+    cluster.sync(runners=False)
+
+    outcome = cluster.reconcile(sync=False)  # the cache shows no runner yet
+
+    assert outcome.action == "deleting", outcome
+    assert cluster.ers().has_finalizer(api.ERS_FINALIZER)
+    assert all(r.is_deleting for r in cluster.runners()) and len(cluster.runners()) == 2
