@@ -20,6 +20,7 @@ from kubernetes import client
 
 from ersctl import api
 from ersctl.credentials import SecretRunnerRegistry
+from ersctl.expectations import Expectations
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.cache import CachedReader
 from ersctl.kube.events import EventRecorder
@@ -83,6 +84,17 @@ class Cluster:
                 "metadata": {"name": "github-config"},
                 "data": {"github_token": base64.b64encode(PAT.encode()).decode()},
             },
+        )
+
+    def reconciler_with(self, expectations: Expectations) -> EphemeralRunnerSetReconciler:
+        """Another reconciler on the same cache and server, with its own ``expectations``."""
+        return EphemeralRunnerSetReconciler(
+            cache=self.cache,
+            api=self.api_reader,
+            writer=self.writer,
+            events=EventRecorder(self.api_client),
+            registry=self.registry,
+            expectations=expectations,
         )
 
     def _informer(self, plural: str) -> CustomResourceInformer:

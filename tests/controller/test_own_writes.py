@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ersctl import api
+from ersctl.expectations import Expectations
+from ersctl.ports import Request
 from tests.controller.github import FakeGitHub
 from tests.controller.harness import Cluster, RunningController
 
 RUNNER_LAG = 1.0  # seconds; far longer than a reconcile, short enough to wait out
+REQUEST = Request("arc", "runners")
 
 
 def eventually(check: Callable[[], bool], *, timeout: float = 10.0) -> None:
@@ -112,3 +116,59 @@ def test_a_set_deleted_right_after_a_scale_up_keeps_its_finalizer_until_those_ru
     assert outcome.action == "deleting", outcome
     assert cluster.ers().has_finalizer(api.ERS_FINALIZER)
     assert all(r.is_deleting for r in cluster.runners()) and len(cluster.runners()) == 2
+
+    # Still no runner in the cache: their absence there is no news, not a deletion seen.
+    again = cluster.reconcile(sync=False)
+
+    assert again.action == "deleting", again
+    assert len(cluster.requests(verb="delete", resource=api.ER_PLURAL)) == 2, "deleted once each"
+    assert cluster.ers().has_finalizer(api.ERS_FINALIZER)
+
+
+def test_the_set_is_requeued_shortly_only_while_its_own_writes_are_unseen(
+    cluster: Cluster,
+) -> None:
+    cluster.create_ers(replicas=1, patch_id=1)
+    cluster.sync()
+    cluster.server.set_watch_delay(api.ER_PLURAL, RUNNER_LAG)
+
+    created = cluster.reconcile(sync=False)
+    cluster.sync()  # the runner event arrives
+    settled = cluster.reconcile()
+
+    assert created.action == "scale-up"
+    assert created.result.requeue_after == 1.0
+    assert settled.result.requeue_after is None
+
+
+def test_a_create_the_cache_never_shows_stops_counting_when_its_expectation_expires(
+    cluster: Cluster,
+) -> None:
+    # The runner was created and then deleted by someone else before the cache saw it;
+    # its events are as good as lost. The set must not wait for it forever.
+    clock = Clock()
+    reconciler = cluster.reconciler_with(Expectations(ttl=300, clock=clock))
+    cluster.create_ers(replicas=1, patch_id=0)
+    cluster.sync()
+    cluster.server.set_watch_delay(api.ER_PLURAL, 30.0)
+    assert reconciler.reconcile_with_outcome(REQUEST).action == "scale-up"
+    (gone,) = cluster.runners()
+    cluster.release_runner(gone.name)
+    cluster.delete_runner(gone.name)
+
+    waiting = reconciler.reconcile_with_outcome(REQUEST)
+    clock.now += 300
+    expired = reconciler.reconcile_with_outcome(REQUEST)
+
+    assert waiting.action == "hold", "the unseen create still counts"
+    assert expired.action == "scale-up"
+    assert len(cluster.requests(verb="create", resource=api.ER_PLURAL)) == 2
+    assert len(cluster.live_runner_names()) == 1
+
+
+@dataclass
+class Clock:
+    now: float = 0.0
+
+    def __call__(self) -> float:
+        return self.now
