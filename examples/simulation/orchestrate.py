@@ -326,10 +326,16 @@ class _Simulation:
 
     def trace(self) -> Trace:
         final = self.samples[-1] if self.samples else None
+        records = self.api.request_log.records()
         requests = [
             (r.verb or "other", "/".join(filter(None, (r.resource, r.subresource))) or r.path)
-            for r in self.api.request_log.records()
+            for r in records
         ]
+        deleted = frozenset(
+            r.name
+            for r in records
+            if r.verb == "delete" and r.resource == ER_PLURAL and r.name and r.status < 300
+        )
         return Trace(
             label=self.config.label,
             seed=self.config.workload.seed,
@@ -343,4 +349,5 @@ class _Simulation:
             marks=tuple(self.marks),
             final_replicas=final.replicas if final else 0,
             final_runners=final.live_runners if final else 0,
+            deleted_in_log=deleted,
         )

@@ -7,7 +7,9 @@ Definitions (the numbers mean exactly this):
 - *wasted runners*: runners that registered with the service and whose deletion was
   requested without a job ever being assigned to them.
 - *busy runner deletions*: runners whose deletion was requested between their job's
-  start and its completion.
+  start and its completion (job times from the GitHub simulator's event log, deletion
+  times from the first sight of the runner's ``deletionTimestamp``), cross-checked
+  against the DELETEs in the API server's request log (*unseen deletions* must be 0).
 - *peak runners*: most EphemeralRunners alive at one sample (deleting ones included);
   *peak demand*: most jobs assigned to the scale set at one sample.
 - *job wait*: queued -> started, nearest-rank percentiles over the jobs that started.
@@ -25,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from simulation.trace import Trace, busy_deletions, wasted_runners
+from simulation.trace import Trace, busy_deletions, unseen_deletions, wasted_runners
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +44,10 @@ class Report:
     wasted_runner_names: tuple[str, ...]
     busy_runner_deletions: int
     busy_runner_names: tuple[str, ...]
+    runner_deletions: int
+    """Runners the API server's request log shows deleted (DELETE answered 2xx)."""
+    unseen_deletions: int
+    """Of those, deletions no runner record shows: must be 0 for ``busy`` to be trusted."""
     peak_runners: int
     peak_demand: int
     wait_p50: float | None
@@ -62,7 +68,7 @@ class Report:
     @property
     def ok(self) -> bool:
         """Every queued job completed and no runner was deleted while running one."""
-        return self.jobs_lost == 0 and self.busy_runner_deletions == 0
+        return self.jobs_lost == 0 and self.busy_runner_deletions == 0 == self.unseen_deletions
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -106,6 +112,8 @@ def build_report(trace: Trace) -> Report:
         wasted_runner_names=tuple(runner.name for runner in wasted),
         busy_runner_deletions=len(busy),
         busy_runner_names=tuple(sorted({runner.name for runner, _ in busy})),
+        runner_deletions=len(trace.deleted_in_log),
+        unseen_deletions=len(unseen_deletions(trace)),
         peak_runners=max((s.live_runners for s in trace.samples), default=0),
         peak_demand=max((s.assigned_jobs for s in trace.samples), default=0),
         wait_p50=_rounded(percentile(waits, 50)),
@@ -142,7 +150,9 @@ def format_report(report: Report) -> str:
         f"runners         {report.runners_created} created, {report.runners_registered} "
         f"registered, {report.wasted_runners} wasted (registered, deleted without a job)",
         f"busy deleted    {report.busy_runner_deletions} runner(s) deleted while running a job"
-        + (f": {', '.join(report.busy_runner_names)}" if report.busy_runner_names else ""),
+        + (f": {', '.join(report.busy_runner_names)}" if report.busy_runner_names else "")
+        + f" (of {report.runner_deletions} deletions in the API log"
+        + (f", {report.unseen_deletions} UNSEEN)" if report.unseen_deletions else ", all seen)"),
         f"peak            {report.peak_runners} runners for a peak demand of "
         f"{report.peak_demand} assigned jobs",
         f"job wait        p50 {_seconds(report.wait_p50)}  p95 {_seconds(report.wait_p95)}"

@@ -119,6 +119,8 @@ class Trace:
     final_replicas: int = 0
     final_runners: int = 0
     """Runners left at the end, deleting ones included."""
+    deleted_in_log: frozenset[str] = frozenset()
+    """Runners the API server's request log shows a successful DELETE for."""
 
 
 def jobs_by_runner(jobs: Iterable[JobTrace]) -> dict[str, list[JobTrace]]:
@@ -139,6 +141,16 @@ def wasted_runners(trace: Trace) -> list[RunnerTrace]:
         and runner.deleted_at is not None
         and runner.name not in busy
     ]
+
+
+def unseen_deletions(trace: Trace) -> list[str]:
+    """Runners deleted per the request log whose deletion no runner record shows.
+
+    Empty when the deletion times that :func:`busy_deletions` judges cover every
+    deletion the API server answered: a cross-check of two independent sources.
+    """
+    seen = {runner.name for runner in trace.runners if runner.deleted_at is not None}
+    return sorted(trace.deleted_in_log - seen)
 
 
 def busy_deletions(trace: Trace) -> list[tuple[RunnerTrace, JobTrace]]:

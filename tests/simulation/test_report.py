@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,20 @@ def test_with_several_runs_the_comparison_uses_each_rows_medians() -> None:
     text = format_comparison([wasted(1), wasted(1), wasted(9)], [wasted(2), wasted(4), wasted(3)])
 
     assert text.splitlines()[1].split()[-3:] == ["1", "3", "3.00x"]
+
+
+def test_a_deletion_in_the_request_log_that_no_runner_record_shows_fails_the_run() -> None:
+    runners = (
+        RunnerTrace(name="seen", created_at=0, registered_at=1, deleted_at=3),
+        RunnerTrace(name="unseen", created_at=0, registered_at=1),
+    )
+    jobs = (_job("j1", "seen", 1.0, 2.0), _job("j2", "unseen", 1.0, 2.0))
+    trace = replace(
+        _trace(jobs=jobs, runners=runners), deleted_in_log=frozenset({"seen", "unseen"})
+    )
+
+    report = build_report(trace)
+
+    assert (report.runner_deletions, report.unseen_deletions) == (2, 1)
+    assert not report.ok
+    assert "1 UNSEEN" in format_report(report)
