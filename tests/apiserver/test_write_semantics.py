@@ -271,3 +271,11 @@ def test_no_finalizer_can_be_added_to_an_object_being_deleted(ers: Objects) -> N
     assert caught.value.status == 422
     assert "no new finalizers" in _status_of(caught.value)["message"]
     assert ers.get("a")["metadata"]["finalizers"] == ["one/x"]
+
+
+def test_create_with_a_resource_version_is_400(ers: Objects) -> None:
+    with pytest.raises(ApiException) as caught:
+        ers.create(ers_body("a", resourceVersion="12"))
+
+    assert caught.value.status == 400
+    assert "resourceVersion can not be set" in _status_of(caught.value)["message"]

@@ -131,6 +131,9 @@ def prepare_create(rt: ResourceType, body: Any, namespace: str, now: float) -> J
                 "Required value: name or generateName is required",
             )
         meta["name"] = generated_name(str(prefix))
+    if meta.get("resourceVersion"):
+        # The storage layer refuses it: a create never continues an older object.
+        raise errors.bad_request("resourceVersion can not be set for Create requests")
     for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
         meta.pop(key, None)
     meta["uid"] = str(uuid.uuid4())
