@@ -149,14 +149,20 @@ class PodAgent:
                 raise
 
     def _observe_runners(self, now: float) -> None:
+        present: set[str] = set()
         for obj in self._api.list_objects(ER_PLURAL, NAMESPACE):
             er = EphemeralRunner(obj)
+            present.add(er.name)
             seen = self._runners.setdefault(
                 er.name, _RunnerSeen(name=er.name, seen_at=now, patch_id=er.patch_id)
             )
             if seen.registered_at is None and er.runner_id:
                 seen.registered_at = now
             if seen.deleted_at is None and er.is_deleting:
+                seen.deleted_at = now
+        for seen in self._runners.values():
+            # The runner controller may release an ER between two looks: gone is deleted.
+            if seen.deleted_at is None and seen.name not in present:
                 seen.deleted_at = now
 
     def traces(self, *, origin: float) -> tuple[RunnerTrace, ...]:

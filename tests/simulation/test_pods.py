@@ -127,3 +127,17 @@ def test_a_pod_deleted_mid_job_loses_the_job(
 
     assert pod_agent.killed_jobs == [("r1", "job-1")]
     assert service.completed == [("job-1", False)]
+
+
+def test_a_runner_released_between_two_looks_is_traced_as_deleted(
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+) -> None:
+    pod_agent, _, clock = agent
+    pod_agent.step()
+
+    apiserver.delete_object("ephemeralrunners", NAMESPACE, "r1")  # no finalizer: gone at once
+    clock.now = 0.5
+    pod_agent.step()
+
+    (trace,) = pod_agent.traces(origin=0.0)
+    assert (trace.name, trace.created_at, trace.deleted_at) == ("r1", 0.0, 0.5)
