@@ -279,3 +279,31 @@ def test_create_with_a_resource_version_is_400(ers: Objects) -> None:
 
     assert caught.value.status == 400
     assert "resourceVersion can not be set" in _status_of(caught.value)["message"]
+
+
+@pytest.mark.parametrize(
+    ("refs", "field"),
+    [
+        pytest.param(
+            [{"apiVersion": "v1", "kind": "Pod", "name": "p"}],
+            "metadata.ownerReferences.uid",
+            id="no uid",
+        ),
+        pytest.param(
+            [
+                {"apiVersion": "v1", "kind": "Pod", "name": n, "uid": n, "controller": True}
+                for n in ("p", "q")
+            ],
+            "metadata.ownerReferences",
+            id="two controllers",
+        ),
+    ],
+)
+def test_incomplete_owner_references_are_422(
+    runners: Objects, refs: list[dict[str, Any]], field: str
+) -> None:
+    with pytest.raises(ApiException) as caught:
+        runners.create({"metadata": {"name": "r", "ownerReferences": refs}, "spec": {}})
+
+    assert caught.value.status == 422
+    assert _status_of(caught.value)["details"]["causes"][0]["field"] == field

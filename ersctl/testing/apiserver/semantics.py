@@ -103,6 +103,40 @@ def _validate_metadata(rt: ResourceType, obj: JsonObject) -> None:
     owners = meta.get("ownerReferences")
     if owners is not None and not isinstance(owners, list):
         raise errors.bad_request("metadata.ownerReferences must be a list")
+    _validate_owner_references(rt, str(name), owners or [])
+
+
+def _validate_owner_references(rt: ResourceType, name: str, owners: list[Any]) -> None:
+    """ValidateOwnerReferences: every reference names its owner completely, and at
+    most one is the controller (the garbage collector relies on both)."""
+    field = "metadata.ownerReferences"
+    for ref in owners:
+        if not isinstance(ref, dict):
+            raise errors.bad_request(f"{field} must be a list of objects")
+        for key, label in (
+            ("apiVersion", "version"),
+            ("kind", "kind"),
+            ("name", "name"),
+            ("uid", "uid"),
+        ):
+            if not ref.get(key):
+                raise errors.invalid(
+                    rt,
+                    name,
+                    f"{field}.{key}",
+                    "FieldValueInvalid",
+                    f'Invalid value: "": {label} must not be empty',
+                )
+    controllers = [ref["name"] for ref in owners if ref.get("controller") is True]
+    if len(controllers) > 1:
+        raise errors.invalid(
+            rt,
+            name,
+            field,
+            "FieldValueInvalid",
+            'Only one reference can have Controller set to true. Found "true" in '
+            f"references for {' and '.join(controllers)}",
+        )
 
 
 def prepare_create(rt: ResourceType, body: Any, namespace: str, now: float) -> JsonObject:
