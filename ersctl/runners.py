@@ -96,7 +96,11 @@ def classify(
     latest = 0
     for runner in runners:
         latest = max(latest, runner.patch_id)
-        bucket = "deleting" if runner.name in deleting else _bucket(runner, applied_revision)
+        bucket = (
+            "deleting"
+            if deleting and runner.name in deleting
+            else _bucket(runner, applied_revision)
+        )
         buckets[bucket].append(runner)
     return RunnerStates(
         pending=tuple(buckets["pending"]),
