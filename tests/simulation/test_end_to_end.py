@@ -66,20 +66,30 @@ def test_a_short_run_completes_every_job_wastes_no_runner_and_returns_to_min(
     assert report.jobs_queued >= 8
     assert report.jobs_completed == report.jobs_queued, report
     assert report.busy_runner_deletions == 0, report.busy_runner_names
+    assert report.unseen_deletions == 0, report
     assert report.wasted_runners == 0, report.wasted_runner_names
     assert report.runners_created >= report.jobs_completed  # one job per runner
     assert report.back_at_min, report
     assert report.api_writes > 0
 
 
-def test_simulate_faults_loses_no_job_and_deletes_no_busy_runner(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "mode",
+    [
+        pytest.param([], id="the-agent-registers-runners"),
+        pytest.param(["--runner-controller"], id="ersctl-runner-controller-runs-pods"),
+    ],
+)
+def test_simulate_faults_loses_no_job_and_deletes_no_busy_runner(
+    tmp_path: Path, mode: list[str]
+) -> None:
     report_path, plot_path = tmp_path / "report.json", tmp_path / "timeline.svg"
     args = [
         "--faults", "--seed", "11", "--rate", "1.0", "--window", "8", "--burst", "1:5",
         "--job-median", "1.0", "--job-max", "2.0", "--registration-delay", "0.2",
         "--startup-delay", "0.2", "--long-poll", "0.5", "--drain-timeout", "25",
         "--quiet", "--workdir", str(tmp_path), "--json", str(report_path),
-        "--plot", str(plot_path),
+        "--plot", str(plot_path), *mode,
     ]  # fmt: skip
 
     simulate.main(args)
@@ -88,6 +98,7 @@ def test_simulate_faults_loses_no_job_and_deletes_no_busy_runner(tmp_path: Path)
     assert report["jobs_queued"] >= 8
     assert report["jobs_lost"] == 0, report
     assert report["busy_runner_deletions"] == 0, report["busy_runner_names"]
+    assert report["unseen_deletions"] == 0, report
     assert len(report["marks"]) >= 7  # every fault of the schedule fired
     # Both programs really restarted: each log shows a second start.
     for log in ("ghalistener.log", "controller.log"):
