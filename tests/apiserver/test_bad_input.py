@@ -198,3 +198,13 @@ def test_a_body_with_broken_framing_is_400_and_other_clients_are_served(
     assert reply.startswith("HTTP/1.1 400")
     assert '"reason":"BadRequest"' in reply
     assert http.get(ERS).status_code == 200
+
+
+def test_a_yaml_body_is_accepted_like_json(apiserver: ApiServer, http: httpx.Client) -> None:
+    body = b"metadata:\n  name: from-yaml\nspec:\n  replicas: 2\n"
+
+    response = http.post(ERS, content=body, headers={"Content-Type": "application/yaml"})
+
+    assert response.status_code == 201
+    stored = apiserver.get_object("ephemeralrunnersets", "default", "from-yaml")
+    assert stored is not None and stored["spec"]["replicas"] == 2

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from ersctl.testing.apiserver import errors, patching, protobuf, tables
 from ersctl.testing.apiserver.records import DeleteOptions, Entry
 from ersctl.testing.apiserver.routing import ResourceRequest
@@ -56,15 +58,22 @@ def _one(query: Query, key: str) -> str | None:
 
 
 def decode_body(body: bytes, content_type: str) -> Any:
-    """The request body as JSON; protobuf for the few types kubectl's typed clients
-    send that way (Secret, ConfigMap, Namespace), 415 for other protobuf."""
-    if content_type.split(";")[0].strip().lower() == protobuf.MEDIA_TYPE:
+    """The request body: JSON, YAML, or protobuf for the few types kubectl's typed
+    clients send that way (Secret, ConfigMap, Namespace, ServiceAccount); 415 for
+    other protobuf, 400 for a body that does not parse."""
+    media = content_type.split(";")[0].strip().lower()
+    if media == protobuf.MEDIA_TYPE:
         try:
             return protobuf.decode(body)
         except (protobuf.UnsupportedProtobuf, UnicodeDecodeError) as exc:
             raise errors.unsupported_media_type(
                 protobuf.MEDIA_TYPE, ["application/json", "application/yaml"], detail=str(exc)
             ) from None
+    if media == "application/yaml":
+        try:
+            return yaml.safe_load(body)
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"the request body is not valid YAML: {exc}") from None
     return decode_json(body)
 
 
