@@ -1,6 +1,7 @@
 """The whole system end to end, with no GitHub account and no cluster.
 
-    python examples/simulate.py [--faults] [--json report.json] [--plot timeline.svg]
+    python examples/simulate.py [--faults] [--runner-controller] [--json report.json]
+                                [--plot timeline.svg]
 
 Starts an embedded Kubernetes API server and the GitHub simulator's HTTP server in
 this process, runs the real ``ghalistener run`` and ``ersctl reconcile`` as
@@ -10,7 +11,9 @@ A seeded workload queues jobs; the terminal shows live progress, then a report:
 jobs completed, runners created, wasted runners, peak runners against peak demand,
 job wait p50/p95/max, API requests and writes per job, and whether the set returned
 to min_runners. ``--faults`` adds GitHub 5xx bursts and token expiry, API server
-409s and latency, and a listener and a controller restart mid-run.
+409s and latency, and a listener and a controller restart mid-run. With
+``--runner-controller``, ``ersctl reconcile --runner-controller`` registers the runners
+and runs their Pods itself, and the agent only plays the kubelet and the runner binary.
 
 Exit code 0 when every job completed and no runner was deleted while running one
 (and, without ``--faults``, the set is back at min_runners); 1 otherwise.
