@@ -1,5 +1,5 @@
-"""Helpers for the embedded API server's own tests: typed API objects over the shared
-``kube_client`` and small object builders."""
+"""Fixtures for the embedded API server's own tests: typed API objects over the shared
+``kube_client``."""
 
 from __future__ import annotations
 
@@ -9,10 +9,7 @@ import pytest
 from kubernetes import client
 
 from ersctl import api
-
-MERGE = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-STRATEGIC = "application/strategic-merge-patch+json"
+from tests.apiserver.objects import Objects
 
 
 @pytest.fixture
@@ -23,93 +20,6 @@ def custom(kube_client: Any) -> client.CustomObjectsApi:
 @pytest.fixture
 def core(kube_client: Any) -> client.CoreV1Api:
     return client.CoreV1Api(kube_client)
-
-
-def ers_body(name: str, *, replicas: int = 1, **metadata: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": api.API_VERSION,
-        "kind": api.ERS_KIND,
-        "metadata": {"name": name, "namespace": "default", **metadata},
-        "spec": {"replicas": replicas, "patchID": 0},
-    }
-
-
-def er_body(owner: dict[str, Any] | None = None, **metadata: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {"namespace": "default", **metadata}
-    if owner is not None:
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": api.API_VERSION,
-                "kind": api.ERS_KIND,
-                "name": owner["metadata"]["name"],
-                "uid": owner["metadata"]["uid"],
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
-    meta.setdefault("generateName", "runner-")
-    return {"apiVersion": api.API_VERSION, "kind": api.ER_KIND, "metadata": meta, "spec": {}}
-
-
-class Objects:
-    """Shorthand for the custom-object calls on EphemeralRunnerSets/Runners in
-    ``default``, all over HTTP through the official client."""
-
-    def __init__(self, custom: client.CustomObjectsApi, plural: str) -> None:
-        self._custom = custom
-        self.plural = plural
-
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self._custom.create_namespaced_custom_object(
-            api.GROUP, api.VERSION, "default", self.plural, body
-        )
-        return result
-
-    def get(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._custom.get_namespaced_custom_object(
-            api.GROUP, api.VERSION, "default", self.plural, name
-        )
-        return result
-
-    def list(self, **kwargs: Any) -> dict[str, Any]:
-        result: dict[str, Any] = self._custom.list_namespaced_custom_object(
-            api.GROUP, api.VERSION, "default", self.plural, **kwargs
-        )
-        return result
-
-    def patch(
-        self, name: str, patch: Any, *, content_type: str = MERGE, status: bool = False
-    ) -> dict[str, Any]:
-        call = (
-            self._custom.patch_namespaced_custom_object_status
-            if status
-            else self._custom.patch_namespaced_custom_object
-        )
-        result: dict[str, Any] = call(
-            api.GROUP,
-            api.VERSION,
-            "default",
-            self.plural,
-            name,
-            patch,
-            _content_type=content_type,
-        )
-        return result
-
-    def replace(self, name: str, body: dict[str, Any], *, status: bool = False) -> dict[str, Any]:
-        call = (
-            self._custom.replace_namespaced_custom_object_status
-            if status
-            else self._custom.replace_namespaced_custom_object
-        )
-        result: dict[str, Any] = call(api.GROUP, api.VERSION, "default", self.plural, name, body)
-        return result
-
-    def delete(self, name: str, **kwargs: Any) -> dict[str, Any]:
-        result: dict[str, Any] = self._custom.delete_namespaced_custom_object(
-            api.GROUP, api.VERSION, "default", self.plural, name, **kwargs
-        )
-        return result
 
 
 @pytest.fixture

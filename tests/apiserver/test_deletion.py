@@ -13,7 +13,7 @@ from kubernetes.client import ApiException
 
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer
-from tests.apiserver.conftest import Objects, er_body, ers_body
+from tests.apiserver.objects import Objects, er_body, ers_body
 
 
 def test_delete_with_a_finalizer_keeps_the_object_until_the_finalizer_is_removed(

@@ -12,7 +12,7 @@ from kubernetes.client import ApiException
 
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer, StatusError
-from tests.apiserver.conftest import Objects, ers_body
+from tests.apiserver.objects import Objects, ers_body
 
 
 def test_the_request_log_records_what_the_client_sent(apiserver: ApiServer, ers: Objects) -> None:

@@ -11,7 +11,7 @@ from kubernetes import client
 from kubernetes.client import ApiException
 
 from ersctl import api
-from tests.apiserver.conftest import JSON_PATCH, STRATEGIC, Objects, ers_body
+from tests.apiserver.objects import JSON_PATCH, STRATEGIC, Objects, ers_body
 
 
 def _status_of(exc: ApiException) -> dict[str, Any]:

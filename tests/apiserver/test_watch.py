@@ -14,7 +14,7 @@ from kubernetes.client import ApiException
 
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer
-from tests.apiserver.conftest import Objects, ers_body
+from tests.apiserver.objects import Objects, ers_body
 
 
 def _events(

@@ -10,7 +10,7 @@ import pytest
 from kubernetes.client import ApiException
 
 from ersctl import api
-from tests.apiserver.conftest import Objects, ers_body
+from tests.apiserver.objects import Objects, ers_body
 
 
 def _status_of(exc: ApiException) -> dict[str, Any]:
