@@ -202,3 +202,25 @@ def test_an_unknown_resource_name_in_the_python_api_says_what_is_served(
     assert caught.value.code == 404
     assert "'ephemeralrunnerset'" in caught.value.message
     assert "ephemeralrunnersets" in caught.value.message
+
+
+def test_an_injected_410_on_a_watch_arrives_as_an_error_event(
+    apiserver: ApiServer, kube_client: object
+) -> None:
+    custom = client.CustomObjectsApi(kube_client)
+    apiserver.inject_fault(verb="watch", resource="ephemeralrunnersets", code=410)
+
+    response = custom.list_namespaced_custom_object(
+        api.GROUP,
+        api.VERSION,
+        "default",
+        "ephemeralrunnersets",
+        watch=True,
+        resource_version="1",
+        _preload_content=False,
+    )
+    lines = response.data.decode().splitlines()
+
+    assert response.status == 200
+    assert [json.loads(line)["type"] for line in lines] == ["ERROR"]
+    assert json.loads(lines[0])["object"]["code"] == 410

@@ -154,7 +154,8 @@ class ApiServer:
     ) -> None:
         """Fail the next ``times`` requests matching all given filters with ``code``
         (a Status body, nothing changed), or, when ``latency`` > 0, delay them by
-        ``latency`` seconds and then serve them normally."""
+        ``latency`` seconds and then serve them normally. A 410 on a watch arrives as
+        the real server sends it: a 200 stream whose only event is an ERROR (Expired)."""
         self._faults.add(
             Fault(
                 verb=verb,

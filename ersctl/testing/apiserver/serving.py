@@ -24,7 +24,7 @@ from ersctl.testing.apiserver.hooks import Faults, RequestLog, RequestRecord
 from ersctl.testing.apiserver.routing import GroupVersionPath, ResourceRequest, parse_resource
 from ersctl.testing.apiserver.store import Store
 from ersctl.testing.apiserver.verbs import Response, Verbs, WatchResponse
-from ersctl.testing.apiserver.watching import encode
+from ersctl.testing.apiserver.watching import encode, event_line
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +179,10 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         if fault is not None:
             if fault.latency > 0:
                 time.sleep(fault.latency)
+            elif parsed.verb == "watch" and fault.code == 410:
+                # Expiry reaches a watcher in the stream, as from the real watch cache.
+                status = errors.expired("too old resource version (injected fault)").status
+                return WatchResponse(None, time.monotonic(), event_line("ERROR", encode(status)))
             else:
                 raise errors.injected(fault.code)
         accept = self.headers.get("Accept", "")
