@@ -80,9 +80,10 @@ class Store:
         self, rt: ResourceType, namespace: str | None, predicates: Sequence[Predicate] = ()
     ) -> tuple[list[Entry], int]:
         """Entries sorted by (namespace, name), and the list's resourceVersion."""
-        with self.lock:
-            items = sorted(self._objects[rt.storage_key].items())
+        with self.lock:  # copy under the lock, sort and filter outside it
+            items = list(self._objects[rt.storage_key].items())
             rv = self._rv
+        items.sort(key=lambda item: item[0])
         return [
             entry
             for (ns, _), entry in items
