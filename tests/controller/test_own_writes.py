@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import pytest
+
 from ersctl import api
 from ersctl.expectations import Expectations
 from ersctl.ports import Request
@@ -34,14 +36,21 @@ def eventually(check: Callable[[], bool], *, timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.parametrize(
+    "patch_id",
+    [
+        pytest.param(1, id="a new patch (the CI failure)"),
+        pytest.param(0, id="idle at the minimum: no runner patch ID to stop a second scale-up"),
+    ],
+)
 def test_the_running_controller_creates_exactly_the_replicas_while_runner_events_lag(
-    cluster: Cluster,
+    cluster: Cluster, patch_id: int
 ) -> None:
-    # The CI failure: the scale-up's status write comes back as a set event at once and
-    # enqueues a reconcile whose cache does not show the two runners just created yet.
+    # The scale-up's status write comes back as a set event at once and enqueues a
+    # reconcile whose cache does not show the two runners just created yet.
     cluster.server.set_watch_delay(api.ER_PLURAL, RUNNER_LAG)
     with RunningController(cluster.server) as controller:
-        cluster.create_ers(replicas=2, patch_id=1)
+        cluster.create_ers(replicas=2, patch_id=patch_id)
 
         def settled() -> bool:
             server = {r.name for r in cluster.runners()}
