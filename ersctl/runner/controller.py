@@ -1,7 +1,10 @@
 """Registers the EphemeralRunner controller on the runtime's manager.
 
 The controller's primary resource is ``ephemeralrunners`` (every update passes, as
-ARC's ResourceVersionChangedPredicate: phase, finalizers and deletion all matter);
+ARC's ResourceVersionChangedPredicate: phase, finalizers and deletion all matter, and
+so do the listener's job fields, which alone turn a Pending runner Running; the set
+controller's ``RUNNER_PREDICATE`` drops job-field-only updates and must not be used
+here);
 it owns the runner Pods, watched through :class:`RunnerPodInformer` and mapped to the
 EphemeralRunner named by their controller ownerReference. JIT Secrets are not
 watched: the controller creates and deletes them itself, and a cluster-wide Secret

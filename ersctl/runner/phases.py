@@ -13,7 +13,13 @@ phase decides (``Succeeded`` = exit 0, ``Failed`` = a failure, as for an evicted
   failure is recorded in ``status.failures`` (Pod uid -> time), and a new Pod is
   created after a backoff; once :attr:`FailurePolicy.max_failures` failures are
   recorded the ER is **Failed** and no new Pod is made;
-- otherwise the ER mirrors the Pod: **Pending** until the Pod runs, then **Running**.
+- otherwise the runner is alive, and the ER's phase follows its *job*, not the Pod
+  (ARC's documented meaning): **Pending** while no job is assigned, which covers a
+  runner still being provisioned and one online and idle; **Running** once the
+  listener has written the job fields (``status.jobId``, on JobStarted). ``ready``
+  mirrors the Pod's Ready condition, so an idle runner that is online is Pending with
+  ``ready: true``. The set controller relies on this split: it scales down pending
+  runners first, and it counts only Running runners as busy.
 """
 
 from __future__ import annotations
@@ -168,7 +174,8 @@ def decide(runner: EphemeralRunner, pod: PodState) -> Decision:
         )
     if pod.phase == "Failed":  # e.g. evicted before the runner could finish
         return PodFailed(pod_uid=pod.uid, reason=pod.reason or "PodFailed", message=pod.message)
-    phase = ERPhase.RUNNING if pod.phase == "Running" else ERPhase.PENDING
+    # The listener records the job; the Pod only says the runner process is up.
+    phase = ERPhase.RUNNING if runner.has_job else ERPhase.PENDING
     if runner.phase == phase and runner.ready == pod.ready:
         return Wait()
     return SyncStatus(phase=phase, ready=pod.ready, reason=pod.reason, message=pod.message)

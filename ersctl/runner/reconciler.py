@@ -13,7 +13,8 @@
    a new Secret owned by the ER. ``status.runnerId``/``runnerName`` follow the Secret.
 5. Failures: with ``max_failures`` recorded the ER turns Failed (and its registration
    is removed); otherwise a new Pod waits out the backoff since the latest failure.
-6. The Pod: created when absent; otherwise its state decides (``ersctl.runner.phases``).
+6. The Pod: created when absent; otherwise its state and the runner's job fields
+   decide (``ersctl.runner.phases``): an idle runner is Pending, one with a job Running.
    A Pod that fails while its runner holds a job is not replaced (a JIT registration
    serves one job): the ER is deleted, as ARC does, and the set makes another.
 

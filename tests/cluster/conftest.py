@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from kubernetes import client
 from prometheus_client import CollectorRegistry
 
-from ersctl.api import EphemeralRunner
+from ersctl.api import ER_PLURAL, GROUP, VERSION, EphemeralRunner, job_status_fields
 from ersctl.credentials import Credentials
 from ersctl.kube.events import EventRecorder
 from ersctl.ports import Request, Result
@@ -108,6 +109,28 @@ class Harness:
 
     def set_pod_status(self, status: dict[str, Any], name: str = "arc-runner-abcde") -> None:
         self.server.patch_object("pods", NAMESPACE, name, {"status": status}, subresource="status")
+
+    def record_job_started(self, job_id: str = "job-1", name: str = "arc-runner-abcde") -> None:
+        """What the listener writes on JobStarted: a JSON merge patch of the job fields on
+        the runner's ``/status``, through the official client, without a lock."""
+        fields = job_status_fields(
+            job_request_id=1,
+            job_id=job_id,
+            repository="my-org/my-repo",
+            workflow_ref="my-org/my-repo/.github/workflows/ci.yaml@refs/heads/main",
+            workflow_run_id=7,
+            display_name="build",
+        )
+        with self.server.api_client() as api_client:
+            client.CustomObjectsApi(api_client).patch_namespaced_custom_object_status(
+                GROUP,
+                VERSION,
+                NAMESPACE,
+                ER_PLURAL,
+                name,
+                {"status": fields},
+                _content_type="application/merge-patch+json",
+            )
 
     def events(self, reason: str) -> list[dict[str, Any]]:
         return [

@@ -23,8 +23,11 @@ from ersctl.runner.phases import (
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
-def er(phase: str = "", ready: bool = False) -> EphemeralRunner:
-    return EphemeralRunner({"metadata": {"name": "r"}, "status": {"phase": phase, "ready": ready}})
+def er(phase: str = "", ready: bool = False, *, job: str = "") -> EphemeralRunner:
+    status: dict[str, Any] = {"phase": phase, "ready": ready}
+    if job:
+        status["jobId"] = job  # what the listener writes on JobStarted
+    return EphemeralRunner({"metadata": {"name": "r"}, "status": status})
 
 
 def pod(
@@ -69,20 +72,50 @@ def pod(
         pytest.param(
             er("Pending"),
             pod("Running", running=True, ready=True),
+            SyncStatus(phase=ERPhase.PENDING, ready=True, reason="", message=""),
+            id="pod runs, no job -> still Pending, now ready (online and idle)",
+        ),
+        pytest.param(
+            er("Pending", ready=True),
+            pod("Running", running=True, ready=True),
+            Wait(),
+            id="idle and ready already recorded -> nothing",
+        ),
+        pytest.param(
+            er("Pending", ready=True, job="job-1"),
+            pod("Running", running=True, ready=True),
             SyncStatus(phase=ERPhase.RUNNING, ready=True, reason="", message=""),
-            id="pod runs -> Running and ready",
+            id="listener recorded a job -> Running",
+        ),
+        pytest.param(
+            er("", job="job-1"),
+            pod("Running", running=True, ready=True),
+            SyncStatus(phase=ERPhase.RUNNING, ready=True, reason="", message=""),
+            id="job recorded before the first phase write -> Running",
+        ),
+        pytest.param(
+            er("Running", ready=True, job="job-1"),
+            pod("Running", running=True, ready=True),
+            Wait(),
+            id="already Running with its job -> nothing",
         ),
         pytest.param(
             er("Running", ready=True),
             pod("Running", running=True, ready=True),
-            Wait(),
-            id="already Running -> nothing",
+            SyncStatus(phase=ERPhase.PENDING, ready=True, reason="", message=""),
+            id="Running without a job (written by an older version) -> Pending",
         ),
         pytest.param(
-            er("Running", ready=True),
+            er("Running", ready=True, job="job-1"),
             pod("Running", running=True, ready=False),
             SyncStatus(phase=ERPhase.RUNNING, ready=False, reason="", message=""),
-            id="readiness lost -> synced",
+            id="readiness lost during a job -> synced, still Running",
+        ),
+        pytest.param(
+            er("Pending", ready=True),
+            pod("Running", running=True, ready=False),
+            SyncStatus(phase=ERPhase.PENDING, ready=False, reason="", message=""),
+            id="readiness lost while idle -> synced, still Pending",
         ),
         pytest.param(
             er("Running"),
@@ -135,8 +168,24 @@ def pod(
         pytest.param(
             er(""),
             pod("Running", exit_code=0, container="sidecar"),
-            SyncStatus(phase=ERPhase.RUNNING, ready=False, reason="", message=""),
+            SyncStatus(phase=ERPhase.PENDING, ready=False, reason="", message=""),
             id="only the runner container's exit counts",
+        ),
+        pytest.param(
+            er("Running", ready=True, job="job-1"),
+            pod("Failed", exit_code=7),
+            Finished(
+                phase=ERPhase.OUTDATED,
+                reason="RunnerVersionDeprecated",
+                message="the runner exited with code 7: its version is deprecated",
+            ),
+            id="deprecated-version exit during a job -> Outdated all the same",
+        ),
+        pytest.param(
+            er("Pending", ready=True),
+            pod("Succeeded", exit_code=0),
+            Finished(phase=ERPhase.SUCCEEDED),
+            id="an idle runner that exits 0 -> Succeeded (its registration is gone)",
         ),
     ],
 )

@@ -184,6 +184,13 @@ def one_runner_life(server: ApiServer) -> str:
     assert secret is not None
     jit = base64.b64decode(secret["data"]["jitToken"]).decode()
     server.patch_object("pods", NS, name, {"status": RUNNING}, subresource="status")
+    idle = [("Pending", True)]  # online, no job yet
+    wait_for(
+        lambda: [(r["status"].get("phase"), r["status"].get("ready")) for r in runners()] == idle,
+        timeout=WAIT,
+    )
+    job = {"status": {"jobId": "job-1", "jobRequestId": 1}}  # the listener, on JobStarted
+    server.patch_object("ephemeralrunners", NS, name, job, subresource="status")
     wait_for(lambda: [r["status"].get("phase") for r in runners()] == ["Running"], timeout=WAIT)
     server.patch_object("pods", NS, name, {"status": terminated(0)}, subresource="status")
     wait_for(lambda: [r["status"].get("phase") for r in runners()] == ["Succeeded"], timeout=WAIT)

@@ -62,28 +62,42 @@ def test_a_new_runner_is_registered_and_gets_a_jit_secret_and_a_pod_it_owns(h: H
     assert jit not in str(pod)  # by reference only
 
 
-def test_the_phase_follows_the_pod_from_pending_to_running_to_succeeded(h: Harness) -> None:
+def phase_and_ready(h: Harness) -> tuple[str, bool]:
+    runner = h.runner()
+    assert runner is not None
+    return runner.phase, runner.ready
+
+
+def test_an_idle_runner_is_pending_and_ready_until_the_listener_records_its_job(
+    h: Harness,
+) -> None:
     h.create_runner()
     h.settle()
     h.set_pod_status({"phase": "Pending"})
     h.settle()
-    assert h.runner().phase == "Pending"  # type: ignore[union-attr]
+    assert phase_and_ready(h) == ("Pending", False)  # being provisioned
 
-    h.set_pod_status(RUNNING)
+    h.set_pod_status(RUNNING)  # the runner is up and online, and has no job
     h.settle()
-    runner = h.runner()
-    assert runner is not None and (runner.phase, runner.ready) == ("Running", True)
+    assert phase_and_ready(h) == ("Pending", True)
     h.server.request_log.clear()
-    h.reconcile()  # steady state: read the runner and its Pod, write nothing
+    h.reconcile()  # steady state while idle: read the runner and its Pod, write nothing
     assert [(r.verb, r.resource) for r in h.server.request_log.records()] == [
         ("get", "ephemeralrunners"),
         ("get", "pods"),
     ]
 
+    h.record_job_started("job-1")  # the listener, on JobStarted
+    h.settle()
+    runner = h.runner()
+    assert runner is not None
+    assert (runner.phase, runner.ready, runner.job_id) == ("Running", True, "job-1")
+
     h.set_pod_status(terminated(0))
     h.settle()
     runner = h.runner()
     assert runner is not None and (runner.phase, runner.ready) == ("Succeeded", False)
+    assert runner.job_id == "job-1"  # the phase writes never touch the listener's fields
     # a finished runner's Pod and JIT config go at once; the set deletes the ER itself
     assert h.pod() is None and h.secret() is None
     assert h.metric("ersctl_runners_finished_total", phase="Succeeded") == 1

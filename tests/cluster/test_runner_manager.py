@@ -39,6 +39,11 @@ def phase(h: Harness) -> str | None:
     return runner.phase if runner is not None else None
 
 
+def idle_and_online(h: Harness) -> bool:
+    runner = h.runner()
+    return runner is not None and (runner.phase, runner.ready) == ("Pending", True)
+
+
 @pytest.fixture
 def manager(h: Harness) -> Iterator[Manager]:
     api_client = h.server.api_client()
@@ -67,12 +72,16 @@ def test_the_manager_takes_a_runner_through_a_real_job_on_watch_events(
     runner_id = pods.start(RUNNER)  # the runner connects with the JIT config it was given
     runner = h.runner()
     assert runner is not None and runner.runner_id == runner_id
-    wait_for(lambda: phase(h) == "Running")
+    wait_for(lambda: idle_and_online(h))  # online without a job is Pending, ready
 
     request = h.sim.enqueue_job(h.scale_set_id)
     session = h.sim.create_session(h.scale_set_id, "listener")
     h.sim.acquire_jobs(h.scale_set_id, session.queue_token, [request])
     h.sim.start_job(runner_id, request)
+    # The listener's job fields are the only change: their watch event alone must bring
+    # the reconcile that makes the runner Running (the resync is 10 minutes away).
+    h.record_job_started(f"job-{request}")
+    wait_for(lambda: phase(h) == "Running")
     h.sim.complete_job(request)  # an ephemeral runner deregisters after its one job
     pods.exit(RUNNER, 0)
     wait_for(lambda: phase(h) == "Succeeded" and h.pod() is None and h.secret() is None)
@@ -142,7 +151,7 @@ def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_
             wait_for(lambda: h.pod() is not None, timeout=60)
             assert ready(port)  # readiness covers the runner Pod informer too
             h.set_pod_status(RUNNING)
-            wait_for(lambda: phase(h) == "Running")
+            wait_for(lambda: idle_and_online(h))
             metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
             assert 'ersctl_runner_pods_created_total{namespace="ci"} 1.0' in metrics
         finally:
