@@ -338,5 +338,7 @@ def _shutdown(resp: urllib3.BaseHTTPResponse) -> None:
         shutdown = getattr(resp, "shutdown", None)
         if callable(shutdown):
             shutdown()
-    except OSError:  # already closed: nothing to interrupt
+    except (OSError, ValueError):
+        # Already closed or released to the pool (urllib3 raises ValueError then):
+        # nothing left to interrupt.
         pass
