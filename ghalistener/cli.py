@@ -3,6 +3,10 @@
 Exit codes: 0 after a requested stop (SIGTERM/SIGINT), 2 for an invalid configuration
 (one line on stderr naming the field), 1 for any other fatal error (one line on stderr
 naming the cause).
+
+SIGTERM/SIGINT set one :class:`~ghalistener.stopping.StopSignal`; every wait of the
+program sleeps on it (the scale-set client's retry backoff, the publisher's, the 409
+session wait), so the program ends within 2 s even in the middle of a retry burst.
 """
 
 from __future__ import annotations
@@ -19,16 +23,17 @@ from kubernetes import client as kube_client
 from kubernetes import config as kube_config
 
 from ghalistener import __version__
-from ghalistener.actions import ActionsClient, SystemInfo
+from ghalistener.actions import ActionsClient, RetryPolicy, SystemInfo
 from ghalistener.actions.errors import ActionsError
 from ghalistener.config import ListenerConfig, load_config
 from ghalistener.errors import ConfigError, ListenerError
 from ghalistener.listener import Listener, SessionRetry
 from ghalistener.logs import configure_logging
 from ghalistener.metrics import ListenerMetrics, MetricsServer, ScaleSetLabels
-from ghalistener.publisher import KubePublisher
+from ghalistener.publisher import KubePublisher, KubeRetry
 from ghalistener.scaler import Scaler
 from ghalistener.sessions import SessionOpener
+from ghalistener.stopping import StopSignal
 
 EXIT_FATAL = 1
 EXIT_CONFIG = 2
@@ -75,11 +80,15 @@ def run(config_path: str | None, kubeconfig: str | None, **overrides: Any) -> No
 
 
 def _serve(config: ListenerConfig, kubeconfig: str | None) -> None:
+    stop = StopSignal()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.request())
     api_client = _kube_api_client(kubeconfig, os.environ)
     actions = ActionsClient(
         config_url=config.configure_url,
         credentials=config.credentials(),
         root_ca=config.server_root_ca or None,
+        retry=RetryPolicy(sleep=stop.sleep),
         system_info=SystemInfo(
             version=__version__, scale_set_id=config.runner_scale_set_id, subsystem="ghalistener"
         ),
@@ -101,14 +110,14 @@ def _serve(config: ListenerConfig, kubeconfig: str | None) -> None:
             api_client=api_client,
             namespace=config.ephemeral_runner_set_namespace,
             name=config.ephemeral_runner_set_name,
+            retry=KubeRetry(sleep=stop.sleep),
         ),
         metrics=metrics,
         session_retry=SessionRetry(
             interval=config.session_retry_interval, attempts=config.session_retry_attempts
         ),
+        stop=stop,
     )
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: listener.request_stop())
     try:
         listener.run()
     finally:

@@ -16,16 +16,19 @@ the queue for the next session, and every step above is idempotent. A 404 on the
 queue, on a session refresh or on an ack means the service dropped the session: a new
 one is opened (its statistics published) and the loop carries on.
 
-Stopping: :meth:`Listener.request_stop` may be called from a signal handler. A long
-poll in progress is abandoned (it runs on a daemon thread), a message being handled is
-finished first, then the session is deleted and :meth:`Listener.run` returns.
+Stopping: :meth:`Listener.request_stop` (or the shared
+:class:`~ghalistener.stopping.StopSignal`) may be called from a signal handler. A long
+poll in progress is abandoned (it runs on a daemon thread); a message being handled is
+finished first, unless it is waiting to retry a failing call past the stop's grace
+period (``ghalistener.stopping``): then it is left unacknowledged, to be delivered
+again. The session is deleted (its retries bounded by the same grace) and
+:meth:`Listener.run` returns normally.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -40,6 +43,7 @@ from ghalistener.actions.types import (
 )
 from ghalistener.errors import SessionHeldError
 from ghalistener.scaler import Decision, Scaler
+from ghalistener.stopping import StopRequested, StopSignal
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +136,8 @@ class Listener:
 
     ``run()`` blocks until a stop is requested (returns normally after deleting the
     session) or a fatal error (raises: SessionHeldError, KubernetesError, ActionsError).
+    ``stop`` is the signal every wait obeys; pass the one the client's ``RetryPolicy``
+    and the publisher's ``KubeRetry`` sleep on, so a stop also cuts their backoffs short.
     """
 
     def __init__(
@@ -143,6 +149,7 @@ class Listener:
         publisher: Publisher,
         metrics: Metrics | None = None,
         session_retry: SessionRetry | None = None,
+        stop: StopSignal | None = None,
     ) -> None:
         self.scale_set_id = scale_set_id
         self._open_session = open_session
@@ -153,21 +160,26 @@ class Listener:
         self._session: Session | None = None
         self._statistics = Statistics()
         self._last_message_id = 0
-        # A plain attribute, not an Event: a signal handler must not take a lock that
-        # the interrupted thread may be holding.
-        self._stop_requested = False
+        self._stop = stop or StopSignal()
 
     def request_stop(self) -> None:
         """Ask ``run()`` to return soon. Safe from signal handlers and other threads."""
-        self._stop_requested = True
+        self._stop.request()
 
     def run(self) -> None:
         """Serve until stopped; always deletes the open session on the way out."""
         try:
-            if not self._start_session():
+            if self._stop.requested:
                 return
-            while not self._stop_requested:
+            self._start_session()
+            while not self._stop.requested:
                 self._step()
+        except StopRequested:
+            log.info(
+                "stop requested while waiting to retry; "
+                "a message in hand stays unacknowledged for redelivery",
+                extra={"fields": {"scale_set_id": self.scale_set_id}},
+            )
         finally:
             self._close_session()
 
@@ -195,7 +207,7 @@ class Listener:
         last, capacity = self._last_message_id, self._scaler.max_runners
         poll = _PollThread(lambda: session.get_message(last_message_id=last, max_capacity=capacity))
         while not poll.done.wait(STOP_CHECK_INTERVAL):
-            if self._stop_requested:
+            if self._stop.requested:
                 return _STOPPED
         return poll.result()
 
@@ -270,11 +282,9 @@ class Listener:
 
     # --- sessions -----------------------------------------------------------------
 
-    def _start_session(self) -> bool:
-        """Open a session and publish its statistics; False when stopped while waiting."""
+    def _start_session(self) -> None:
+        """Open a session and publish its statistics (StopRequested: stopped while waiting)."""
         session = self._open_with_retries()
-        if session is None:
-            return False
         self._session = session
         self._last_message_id = 0
         log.info(
@@ -283,36 +293,25 @@ class Listener:
         )
         self._record_statistics(session.statistics)
         self._publish_desired(session.statistics)
-        return True
 
-    def _open_with_retries(self) -> Session | None:
+    def _open_with_retries(self) -> Session:
         retry = self._session_retry
-        for attempt in range(1, retry.attempts + 1):
+        attempt = 1
+        while True:
             try:
                 return self._open_session()
             except SessionConflictError as exc:
-                if attempt == retry.attempts:
+                if attempt >= retry.attempts:
                     raise SessionHeldError(
                         f"another listener holds the message session of scale set "
                         f"{self.scale_set_id}: still 409 Conflict after {attempt} attempts"
                     ) from exc
-                log.warning(
-                    "another listener holds the message session; retrying",
-                    extra={"fields": {"attempt": attempt, "retry_in_s": retry.interval}},
-                )
-                if self._sleep_unless_stopped(retry.interval):
-                    return None
-        return None
-
-    def _sleep_unless_stopped(self, seconds: float) -> bool:
-        """Sleep; True when a stop was requested meanwhile."""
-        deadline = time.monotonic() + seconds
-        while not self._stop_requested:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            time.sleep(min(remaining, STOP_CHECK_INTERVAL))
-        return True
+            log.warning(
+                "another listener holds the message session; retrying",
+                extra={"fields": {"attempt": attempt, "retry_in_s": retry.interval}},
+            )
+            self._stop.sleep(retry.interval)
+            attempt += 1
 
     def _require_session(self) -> Session:
         assert self._session is not None, "no open session"
@@ -326,6 +325,12 @@ class Listener:
             session.close()
             log.info(
                 "message session deleted", extra={"fields": {"scale_set_id": self.scale_set_id}}
+            )
+        except StopRequested:
+            log.warning(
+                "message session not deleted: the service kept failing until the stop "
+                "deadline; it drops the session once nobody polls it",
+                extra={"fields": {"scale_set_id": self.scale_set_id}},
             )
         except Exception as exc:  # exiting anyway; the service expires sessions itself
             log.warning(

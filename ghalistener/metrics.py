@@ -180,8 +180,13 @@ class MetricsServer:
         handler = _handler_for(self._metrics, self._endpoint)
         self._server = ThreadingHTTPServer(self._bind, handler)
         self._server.daemon_threads = True
+        # shutdown() waits for the serving loop's next look: keep it short, it is on the
+        # SIGTERM path (2 s budget).
         thread = threading.Thread(
-            target=self._server.serve_forever, name="metrics-server", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="metrics-server",
+            daemon=True,
         )
         thread.start()
         log.info("metrics server listening", extra={"fields": {"url": self.url}})
