@@ -177,8 +177,12 @@ def _settings(sim: GitHubSimulator, body: dict[str, Any], p: dict[str, str], r: 
         sim.ephemeral = bool(body["ephemeral"])
     if "adminTokenTtl" in body:
         sim.admin_token_ttl = float(body["adminTokenTtl"])
+    if "sessionIdleTimeout" in body:
+        timeout = body["sessionIdleTimeout"]
+        sim.session_idle_timeout = None if timeout is None else float(timeout)
     return {
         "holdSeconds": sim.hold_seconds,
         "ephemeral": sim.ephemeral,
         "adminTokenTtl": sim.admin_token_ttl,
+        "sessionIdleTimeout": sim.session_idle_timeout,
     }

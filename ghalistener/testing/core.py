@@ -24,6 +24,11 @@ from ghalistener.actions.types import Statistics
 from ghalistener.testing.faults import FaultBook
 from ghalistener.testing.state import Job, JobState, Runner, ScaleSet, Session
 
+DEFAULT_SESSION_IDLE_TIMEOUT = 120.0
+"""Seconds a message session may go unused before the service drops it. GitHub does not
+publish its value; its clients assume a few minutes (ARC's listener retries a 409 for
+4.5 min, the runner for 240 s), and 120 s is inside both windows."""
+
 
 class SimError(Exception):
     """A request the simulated service refuses: answered with ``status`` and a JSON error."""
@@ -43,7 +48,9 @@ class SimulatorCore:
     """State and operations shared by every part of the simulator (see ``GitHubSimulator``).
 
     ``hold_seconds`` is how long a long poll waits for a message before answering 202;
-    ``ephemeral`` runners are deregistered when their job completes.
+    ``ephemeral`` runners are deregistered when their job completes;
+    ``session_idle_timeout`` is how long a message session may go unused (no request
+    made with it, no long poll held for it) before it is dropped (None: never).
     """
 
     def __init__(
@@ -52,9 +59,11 @@ class SimulatorCore:
         hold_seconds: float = 50.0,
         admin_token_ttl: float = 3600.0,
         ephemeral: bool = True,
+        session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.hold_seconds = hold_seconds
+        self.session_idle_timeout = session_idle_timeout
         self.admin_token_ttl = admin_token_ttl
         self.ephemeral = ephemeral
         self._clock = clock

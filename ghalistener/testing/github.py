@@ -3,7 +3,7 @@
 Run::
 
     python -m ghalistener.testing.github --port 8765 [--host 127.0.0.1] [--hold 50]
-        [--scale-set arc-runners ...] [--admin-token-ttl 3600]
+        [--scale-set arc-runners ...] [--admin-token-ttl 3600] [--session-idle-timeout 120]
 
 It prints ``ready http://127.0.0.1:8765`` once serving, then runs until SIGINT/SIGTERM.
 Point a client at the config URL ``http://127.0.0.1:8765/<org>`` with any PAT: the
@@ -45,7 +45,8 @@ Control API (JSON in, JSON out; errors are ``{"error": "..."}`` with 4xx):
                                             or the real answer after a UTF-8 BOM; ``latency`` seconds
                                             first; ``times`` -1 = until cleared
 ``DELETE /_sim/faults``                     clear all faults
-``PATCH /_sim/settings``                    ``{"holdSeconds"?, "ephemeral"?, "adminTokenTtl"?}``
+``PATCH /_sim/settings``                    ``{"holdSeconds"?, "ephemeral"?, "adminTokenTtl"?,
+                                            "sessionIdleTimeout"? (null: never)}``
 ==========================================  ======================================================
 
 A runner agent's life: ``generatejitconfig`` (through the service, as the controller
@@ -58,6 +59,14 @@ running < the last ``X-ScaleSetMaxCapacity``) -> running -> completed. Statistic
 totalAssignedJobs counts assigned + running jobs. One message session per scale set
 (409 for a second); a message stays queued until acknowledged and is delivered again
 to the next session (or to a poll with a lower ``lastMessageId``).
+
+Orphaned sessions: as the real service does when a listener dies without deleting its
+session, a session that nobody uses (no poll, ack, acquire or refresh, and no long poll
+held for it) for ``--session-idle-timeout`` seconds is dropped (event
+``session.expired``; its owner then gets 404, and the next create succeeds and receives
+the unacknowledged messages). GitHub does not publish its timeout; the default, 120 s,
+sits inside the window its clients wait out a 409 (ARC: 4.5 min). 0 = never; tests use
+a second or two.
 """
 
 from __future__ import annotations
@@ -68,6 +77,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from ghalistener.testing.core import DEFAULT_SESSION_IDLE_TIMEOUT
 from ghalistener.testing.model import GitHubSimulator
 
 
@@ -79,9 +89,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hold", type=float, default=50.0, help="long-poll hold, seconds")
     parser.add_argument("--admin-token-ttl", type=float, default=3600.0)
     parser.add_argument("--scale-set", action="append", default=[], help="create at start")
+    parser.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        default=DEFAULT_SESSION_IDLE_TIMEOUT,
+        help="seconds before an unused message session is dropped; 0 = never",
+    )
     args = parser.parse_args(argv)
+    if args.session_idle_timeout < 0:
+        parser.error("--session-idle-timeout must be 0 (never) or more seconds")
 
-    simulator = GitHubSimulator(hold_seconds=args.hold, admin_token_ttl=args.admin_token_ttl)
+    simulator = GitHubSimulator(
+        hold_seconds=args.hold,
+        admin_token_ttl=args.admin_token_ttl,
+        session_idle_timeout=args.session_idle_timeout or None,
+    )
     for name in args.scale_set:
         simulator.create_scale_set(name)
     stop = threading.Event()

@@ -9,6 +9,12 @@ packs up to 50 of them, with fresh statistics, into a message that stays in the 
 set's queue until acknowledged, so an unacknowledged message is delivered again (to
 this session with ``lastMessageId`` below it, or to the next session). One session
 per scale set: a second create gets 409.
+
+Sessions whose owner stopped polling expire, as the real service drops them: a session
+with no request made with it (poll, ack, acquire, refresh) and no long poll held for it
+for ``session_idle_timeout`` seconds is deleted (event ``session.expired``), so the
+next listener's create succeeds and gets the unacknowledged messages. Expiry is checked
+whenever the model looks at sessions (any session request, a create, ``state()``).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ class GitHubSimulator(SimulatorCore):
         """Open the scale set's session; SimError 409 while another one is active."""
         with self._cond:
             self.scale_set(scale_set_id)
+            self._expire_idle_sessions()
             if any(s.scale_set_id == scale_set_id for s in self.sessions.values()):
                 raise SimError(
                     409,
@@ -50,6 +57,7 @@ class GitHubSimulator(SimulatorCore):
                 scale_set_id=scale_set_id,
                 owner=owner,
                 queue_token=f"sim_queue_{secrets.token_hex(12)}",
+                last_active=self._clock(),
             )
             self.sessions[session.id] = session
             self._event(
@@ -58,8 +66,9 @@ class GitHubSimulator(SimulatorCore):
             return session
 
     def session(self, scale_set_id: int, session_id: str) -> Session:
-        """The session, or SimError 404."""
+        """The session (now counted as in use), or SimError 404 (also once it expired)."""
         with self._cond:
+            self._expire_idle_sessions()
             found = self.sessions.get(session_id)
             if found is None or found.scale_set_id != scale_set_id:
                 raise SimError(
@@ -67,7 +76,24 @@ class GitHubSimulator(SimulatorCore):
                     f"message session {session_id} not found",
                     "TaskAgentSessionExpiredException",
                 )
+            found.last_active = self._clock()
             return found
+
+    def _expire_idle_sessions(self) -> None:
+        timeout = self.session_idle_timeout
+        if timeout is None:
+            return
+        now = self._clock()
+        for session in list(self.sessions.values()):
+            idle = now - session.last_active
+            if session.polls == 0 and idle >= timeout:
+                del self.sessions[session.id]
+                self._event(
+                    "session.expired",
+                    scale_set_id=session.scale_set_id,
+                    session_id=session.id,
+                    idle_seconds=round(idle, 3),
+                )
 
     def refresh_session(self, scale_set_id: int, session_id: str) -> Session:
         """A new queue token for the session (the old one stops working)."""
@@ -86,10 +112,12 @@ class GitHubSimulator(SimulatorCore):
             self._event("session.deleted", scale_set_id=scale_set_id, session_id=session_id)
 
     def _session_by_token(self, token: str, scale_set_id: int) -> Session:
+        self._expire_idle_sessions()
         for session in self.sessions.values():
             if session.queue_token == token and session.scale_set_id == scale_set_id:
                 if not session.token_valid:
                     break
+                session.last_active = self._clock()
                 return session
         raise SimError(401, "message queue token expired or unknown")
 
@@ -108,28 +136,34 @@ class GitHubSimulator(SimulatorCore):
         new one if anything happened, else wait up to ``hold_seconds``; None = 202."""
         deadline = time.monotonic() + self.hold_seconds
         with self._cond:
-            while True:
-                session = self.session(scale_set_id, session_id)
-                if session.queue_token != token or not session.token_valid:
-                    raise SimError(401, "message queue token expired")
-                scale_set = self.scale_set(scale_set_id)
-                scale_set.max_capacity = max_capacity
-                self._assign_acquired(scale_set)
-                message = self._next_message(scale_set, last_message_id)
-                if message is not None:
-                    message.deliveries += 1
-                    self._event(
-                        "message.delivered",
-                        scale_set_id=scale_set_id,
-                        message_id=message.id,
-                        jobs=len(message.jobs),
-                        delivery=message.deliveries,
-                    )
-                    return self._message_wire(message)
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._closed:
-                    return None
-                self._cond.wait(remaining)
+            held = self.session(scale_set_id, session_id)
+            held.polls += 1  # a held poll keeps its session from expiring
+            try:
+                while True:
+                    session = self.session(scale_set_id, session_id)
+                    if session.queue_token != token or not session.token_valid:
+                        raise SimError(401, "message queue token expired")
+                    scale_set = self.scale_set(scale_set_id)
+                    scale_set.max_capacity = max_capacity
+                    self._assign_acquired(scale_set)
+                    message = self._next_message(scale_set, last_message_id)
+                    if message is not None:
+                        message.deliveries += 1
+                        self._event(
+                            "message.delivered",
+                            scale_set_id=scale_set_id,
+                            message_id=message.id,
+                            jobs=len(message.jobs),
+                            delivery=message.deliveries,
+                        )
+                        return self._message_wire(message)
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or self._closed:
+                        return None
+                    self._cond.wait(remaining)
+            finally:
+                held.polls -= 1
+                held.last_active = self._clock()
 
     def _next_message(self, scale_set: ScaleSet, last_message_id: int) -> Message | None:
         for message in scale_set.queue:
@@ -328,6 +362,7 @@ class GitHubSimulator(SimulatorCore):
     def state(self) -> dict[str, Any]:
         """A JSON-able snapshot: scale sets (with statistics), sessions, jobs, runners, faults."""
         with self._cond:
+            self._expire_idle_sessions()
             return {
                 "scaleSets": [
                     {

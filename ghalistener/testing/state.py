@@ -149,6 +149,8 @@ class Session:
     owner: str
     queue_token: str
     token_valid: bool = True
+    last_active: float = 0.0  # clock reading at the end of the last request using it
+    polls: int = 0  # long polls being held for it right now (it is not idle meanwhile)
 
 
 @dataclass(kw_only=True)
