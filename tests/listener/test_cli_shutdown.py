@@ -89,3 +89,49 @@ def test_a_sigterm_when_the_burst_also_fails_the_session_delete_still_exits_prom
     assert len(state["sessions"]) == 1, "the service refused the delete"
     not_deleted = [line for line in stderr.splitlines() if "session not deleted" in line]
     assert len(not_deleted) == 1, stderr
+
+
+def test_after_a_sigkill_the_next_listener_gets_the_session_once_it_expires(
+    tmp_path: Path,
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    with (
+        ready_server("ersctl.testing.apiserver", "--port", "0", "--kubeconfig", str(kubeconfig)),
+        ready_server(
+            "ghalistener.testing.github",
+            "--port",
+            "0",
+            "--hold",
+            "0.5",
+            "--scale-set",
+            "runners",
+            "--session-idle-timeout",
+            "1",
+        ) as github,
+    ):
+        create_ers(kubeconfig)
+        first = start_listener(listener_config(github), tmp_path, kubeconfig)
+        try:
+            wait_until(lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session")
+            orphan = sim(github, "GET", "/state")["sessions"][0]["sessionId"]
+        finally:
+            first.kill()
+            first.wait()
+        (tmp_path / "second").mkdir()
+        config = listener_config(github, session_retry_interval=0.2, session_retry_attempts=50)
+        second = start_listener(config, tmp_path / "second", kubeconfig)
+        try:
+
+            def successor() -> bool:
+                sessions = sim(github, "GET", "/state")["sessions"]
+                return bool(sessions) and sessions[0]["sessionId"] != orphan
+
+            wait_until(successor, timeout=15, what="the successor's session")
+            second.send_signal(signal.SIGTERM)
+            code = second.wait(timeout=10)
+        finally:
+            if second.poll() is None:
+                second.kill()
+        kinds = [event["kind"] for event in sim(github, "GET", "/events")["events"]]
+    assert code == 0
+    assert "session.expired" in kinds
