@@ -38,8 +38,7 @@ class Fault:
 
 # (fraction of the arrival window, fault): spread so that the system recovers from
 # each one before the next lands (a 5xx burst costs the listener a few seconds of
-# retry backoff, during which it does not react to SIGTERM), and busy runners exist
-# at every restart.
+# retry backoff), and busy runners exist at every restart.
 _SHAPE: tuple[tuple[float, FaultKind], ...] = (
     (0.05, FaultKind.GITHUB_5XX),
     (0.20, FaultKind.TOKEN_EXPIRY),

@@ -20,13 +20,19 @@ from simulation.workload import JobArrival
 ORG = "sim-org"
 SCALE_SET_NAME = "arc-runner-set"
 SIM_TOKEN = "ghp_simulated_not_a_secret"  # noqa: S105 (the simulator accepts any token)
+SESSION_IDLE_TIMEOUT = 5.0
+"""Seconds before the simulated service drops a message session nobody uses (a killed
+listener's): longer than the listener's retry backoff in a 5xx burst, shorter than its
+409 retries (10 x 1 s), so a successor takes over by itself."""
 
 
 class GitHubSide:
     """Start with ``with GitHubSide(...) as github:``; ``config_url`` is valid inside."""
 
     def __init__(self, *, long_poll: float) -> None:
-        self.sim = GitHubSimulator(hold_seconds=long_poll)
+        self.sim = GitHubSimulator(
+            hold_seconds=long_poll, session_idle_timeout=SESSION_IDLE_TIMEOUT
+        )
         self.scale_set_id = int(self.sim.create_scale_set(SCALE_SET_NAME)["id"])
         self.token = SIM_TOKEN
         self._server: Any = None
@@ -112,11 +118,6 @@ class GitHubSide:
     def delay_messages(self, seconds: float) -> None:
         """Every long poll from now on waits ``seconds`` before looking at the queue."""
         self.sim.faults.inject(endpoint="get_message", latency=seconds, times=-1)
-
-    def expire_sessions(self) -> None:
-        """Close every message session, as the service does once their owner is gone."""
-        for session in list(self.sim.sessions.values()):
-            self.sim.delete_session(session.scale_set_id, session.id)
 
     def expire_tokens(self) -> None:
         self.sim.expire_tokens("all")

@@ -255,38 +255,20 @@ class _Simulation:
                 verb="patch", resource=ERS_PLURAL, subresource="status", code=409, times=3
             ),
             FaultKind.API_LATENCY: lambda: self.api.inject_fault(latency=0.3, times=25),
-            FaultKind.LISTENER_RESTART: lambda: self._restart(
-                self.listener, graceful=True, before_start=self._after_listener_stop
-            ),
+            FaultKind.LISTENER_RESTART: lambda: self._restart(self.listener, graceful=True),
             FaultKind.CONTROLLER_RESTART: lambda: self._restart(self.controller, graceful=False),
         }
         actions[fault.kind]()
 
-    def _restart(
-        self,
-        program: Program,
-        *,
-        graceful: bool,
-        before_start: Callable[[bool], None] | None = None,
-    ) -> None:
+    def _restart(self, program: Program, *, graceful: bool) -> None:
         thread = threading.Thread(
             target=program.restart,
-            kwargs={"graceful": graceful, "before_start": before_start},
+            kwargs={"graceful": graceful},
             name=f"restart-{program.name}",
             daemon=True,
         )
         self.restarts = [t for t in self.restarts if t.is_alive()] + [thread]
         thread.start()
-
-    def _after_listener_stop(self, killed: bool) -> None:
-        if not killed:
-            return
-        # The listener ignored SIGTERM for 10 s and was killed, leaving its message
-        # session open. The real service expires such a session after a while (ARC's
-        # listener retries a 409 for up to five minutes); do that now, and say so.
-        self.marks.append(Mark(at=round(time.time() - self.origin, 2), label="listener killed"))
-        self.live.note("listener did not exit within 10 s of SIGTERM: killed; session expired")
-        self.github.expire_sessions()
 
     # -- observation ----------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
@@ -73,14 +73,7 @@ class Program:
             self._log = None
         return killed
 
-    def restart(
-        self, *, graceful: bool, before_start: Callable[[bool], None] | None = None
-    ) -> None:
-        """Stop (SIGTERM when ``graceful``, else SIGKILL) and start again.
-
-        ``before_start(killed)`` runs in between, e.g. to clean up after a killed program.
-        """
-        killed = self.stop(graceful=graceful)
-        if before_start is not None:
-            before_start(killed)
+    def restart(self, *, graceful: bool) -> None:
+        """Stop (SIGTERM when ``graceful``, else SIGKILL) and start again."""
+        self.stop(graceful=graceful)
         self.start()
