@@ -40,7 +40,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, kw_only=True)
 class KubeRetry:
-    """Backoff for API-server writes. ``sleep`` is the seam that keeps tests instant."""
+    """Backoff for API-server writes. ``sleep`` is the seam that keeps tests instant;
+    the CLI passes ``StopSignal.sleep`` so a stop cuts a backoff short (it raises)."""
 
     attempts: int = 6
     initial_wait: float = 0.5

@@ -55,7 +55,9 @@ class RetryPolicy:
     """How often and how patiently to retry one HTTP request.
 
     ``sleep`` is the seam for tests: pass ``lambda _: None`` (or a recorder) so retries
-    are instant. ``initial_wait`` is the base of the exponential backoff.
+    are instant. The listener passes ``StopSignal.sleep`` (``ghalistener.stopping``):
+    whatever it raises ends the retries and propagates (a stop cuts a backoff short).
+    ``initial_wait`` is the base of the exponential backoff.
     """
 
     max_retries: int = 4

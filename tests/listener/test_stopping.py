@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import pytest
 import respx
 
+from ersctl.testing.apiserver import ApiServer
 from ghalistener.actions import ActionsClient, PatCredentials, RetryPolicy
 from ghalistener.listener import Listener, SessionRetry
+from ghalistener.publisher import KubePublisher, KubeRetry
 from ghalistener.scaler import Scaler
 from ghalistener.sessions import SessionOpener
 from ghalistener.stopping import StopRequested, StopSignal
@@ -135,3 +138,24 @@ def test_a_stop_in_the_backoff_of_a_failing_acquisition_leaves_the_message_for_r
     assert "message.acked" not in kinds
     assert simulator.state()["scaleSets"][0]["unackedMessages"], "queued for the next session"
     assert signal.requested
+
+
+def test_the_publisher_backing_off_from_a_failing_api_server_gives_up_when_stopped(
+    apiserver: ApiServer, kube_client: Any
+) -> None:
+    apiserver.create_object(
+        "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "arc"}}
+    )
+    apiserver.inject_fault(verb="patch", resource="ephemeralrunnersets", code=503, times=100)
+    time = FakeTime(stop_at=100.01)
+    signal = stop_signal(time, grace=0.0)
+    publisher = KubePublisher(
+        api_client=kube_client,
+        namespace="arc",
+        name="runners",
+        retry=KubeRetry(attempts=6, initial_wait=5.0, sleep=signal.sleep),
+    )
+    with pytest.raises(StopRequested):
+        publisher.publish_desired(replicas=1, patch_id=1)
+    patches = [r for r in apiserver.request_log.records() if r.verb == "patch"]
+    assert len(patches) == 1, "no further try once the stop arrived in the backoff"
