@@ -21,8 +21,8 @@ Stopping: :meth:`Listener.request_stop` (or the shared
 poll in progress is abandoned (it runs on a daemon thread); a message being handled is
 finished first, unless it is waiting to retry a failing call past the stop's grace
 period (``ghalistener.stopping``): then it is left unacknowledged, to be delivered
-again. The session is deleted (its retries bounded by the same grace) and
-:meth:`Listener.run` returns normally.
+again. The session is deleted (its retries bounded by the same grace, the whole
+delete by ``CLOSE_TIMEOUT``) and :meth:`Listener.run` returns normally.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final, Generic, Protocol, TypeVar
 
 from ghalistener.actions.errors import SessionConflictError, SessionNotFoundError
 from ghalistener.actions.types import (
@@ -49,6 +49,11 @@ log = logging.getLogger(__name__)
 
 STOP_CHECK_INTERVAL: Final = 0.1
 """Seconds between checks of the stop flag while waiting (well inside the 2 s budget)."""
+CLOSE_TIMEOUT: Final = 1.0
+"""Seconds a stopping listener waits for its session delete (a slow service must not
+hold up the exit; it drops the session once nobody polls it)."""
+
+T = TypeVar("T")
 
 
 class Session(Protocol):
@@ -107,28 +112,29 @@ class _Stopped:
 _STOPPED: Final = _Stopped()
 
 
-class _PollThread:
-    """Runs one blocking long poll on a daemon thread, so a stop need not wait for it."""
+class _Background(Generic[T]):
+    """Runs one blocking call on a daemon thread, so a stop need not wait for it
+    (the long poll; the session delete on the way out)."""
 
-    def __init__(self, poll: Callable[[], RunnerScaleSetMessage | None]) -> None:
-        self._poll = poll
+    def __init__(self, call: Callable[[], T], *, name: str) -> None:
+        self._call = call
         self.done = threading.Event()
-        self._result: RunnerScaleSetMessage | None = None
+        self._result: T | None = None
         self._error: BaseException | None = None
-        threading.Thread(target=self._run, name="long-poll", daemon=True).start()
+        threading.Thread(target=self._run, name=name, daemon=True).start()
 
     def _run(self) -> None:
         try:
-            self._result = self._poll()
+            self._result = self._call()
         except BaseException as exc:  # handed to the loop thread, which re-raises it
             self._error = exc
         finally:
             self.done.set()
 
-    def result(self) -> RunnerScaleSetMessage | None:
+    def result(self) -> T:
         if self._error is not None:
             raise self._error
-        return self._result
+        return self._result  # type: ignore[return-value]  # set when no error
 
 
 class Listener:
@@ -205,7 +211,10 @@ class Listener:
     def _poll(self) -> RunnerScaleSetMessage | _Stopped | None:
         session = self._require_session()
         last, capacity = self._last_message_id, self._scaler.max_runners
-        poll = _PollThread(lambda: session.get_message(last_message_id=last, max_capacity=capacity))
+        poll = _Background(
+            lambda: session.get_message(last_message_id=last, max_capacity=capacity),
+            name="long-poll",
+        )
         while not poll.done.wait(STOP_CHECK_INTERVAL):
             if self._stop.requested:
                 return _STOPPED
@@ -321,8 +330,16 @@ class Listener:
         session, self._session = self._session, None
         if session is None:
             return
+        closing = _Background(session.close, name="close-session")
+        if not closing.done.wait(CLOSE_TIMEOUT if self._stop.requested else None):
+            log.warning(
+                "message session not deleted: the service did not answer within "
+                f"{CLOSE_TIMEOUT:g} s of the stop; it drops the session once nobody polls it",
+                extra={"fields": {"scale_set_id": self.scale_set_id}},
+            )
+            return
         try:
-            session.close()
+            closing.result()
             log.info(
                 "message session deleted", extra={"fields": {"scale_set_id": self.scale_set_id}}
             )

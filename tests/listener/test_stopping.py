@@ -6,8 +6,10 @@ deliver the stop request at a chosen moment, as a SIGTERM would arrive mid-wait.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from time import monotonic
 from typing import Any
 
 import httpx
@@ -16,14 +18,14 @@ import respx
 
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.actions import ActionsClient, PatCredentials, RetryPolicy
-from ghalistener.listener import Listener, SessionRetry
+from ghalistener.listener import CLOSE_TIMEOUT, Listener, SessionRetry
 from ghalistener.publisher import KubePublisher, KubeRetry
 from ghalistener.scaler import Scaler
 from ghalistener.sessions import SessionOpener
 from ghalistener.stopping import StopRequested, StopSignal
 from ghalistener.testing import GitHubSimulator
 from ghalistener.testing.respx_adapter import mount
-from tests.listener.fakes import FakePublisher, Journal
+from tests.listener.fakes import FakePublisher, FakeSession, Journal, Opener
 
 
 @dataclass
@@ -159,3 +161,38 @@ def test_the_publisher_backing_off_from_a_failing_api_server_gives_up_when_stopp
         publisher.publish_desired(replicas=1, patch_id=1)
     patches = [r for r in apiserver.request_log.records() if r.verb == "patch"]
     assert len(patches) == 1, "no further try once the stop arrived in the backoff"
+
+
+@dataclass
+class SlowToCloseSession(FakeSession):
+    """A session whose delete hangs, as against a service that stopped answering."""
+
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def close(self) -> None:
+        self.journal.append(("close", self.name))
+        self.release.wait(30)
+
+
+def test_a_stopping_listener_does_not_wait_long_for_a_session_delete_that_hangs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    journal: Journal = []
+    session = SlowToCloseSession("s1", journal)
+    listener = Listener(
+        scale_set_id=7,
+        open_session=Opener([session], journal),
+        scaler=Scaler(min_runners=0, max_runners=5),
+        publisher=FakePublisher(journal),
+        session_retry=SessionRetry(interval=0.0, attempts=1),
+    )
+    session.script = [lambda: listener.request_stop()]
+    started_at = monotonic()
+    try:
+        listener.run()
+        elapsed = monotonic() - started_at
+    finally:
+        session.release.set()
+    assert ("close", "s1") in journal
+    assert elapsed < CLOSE_TIMEOUT + 0.5
+    assert [r for r in caplog.records if "session not deleted" in r.getMessage()]
