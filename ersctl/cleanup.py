@@ -4,7 +4,8 @@ A live runner (pending or running) is first removed from GitHub's scale-set serv
 and only then deleted, so the service never keeps a registration for a runner that
 no longer exists; a runner whose removal is refused with JobStillRunning is left to
 finish its job. A runner that never registered (``runnerId`` 0) has nothing to
-remove and is deleted directly.
+remove and is deleted directly. A batch resolves the set's credentials once (one
+Secret read, ``RunnerRegistry.service_for``), not once per runner.
 
 Every function tries all the runners it was given before it raises: one refused
 delete must not strand the rest. The first ``ErsctlError`` is re-raised at the end
@@ -15,12 +16,13 @@ once: every other runner would fail the same way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
-from ersctl.api import EphemeralRunner, EphemeralRunnerSet
+from ersctl.api import EphemeralRunner, EphemeralRunnerSet, RunnerID
 from ersctl.errors import ErsctlError
-from ersctl.ports import RunnerRegistry, Writer
+from ersctl.ports import RunnerRegistry, RunnerService, Writer
 from ersctl.runners import RunnerStates
 from ersctl.scaling import ScaleDown
 
@@ -40,11 +42,9 @@ def delete_runners(writer: Writer, runners: Iterable[EphemeralRunner]) -> int:
     return sum(_attempt_all(runners, lambda runner: _delete(writer, runner)))
 
 
-def remove_and_delete(
-    registry: RunnerRegistry, writer: Writer, ers: EphemeralRunnerSet, runner: EphemeralRunner
-) -> bool:
+def remove_and_delete(service: RunnerService, writer: Writer, runner: EphemeralRunner) -> bool:
     """Remove ``runner`` from the service, then delete it. False when it is busy (kept)."""
-    if runner.runner_id != 0 and not registry.remove_runner(ers, runner.runner_id):
+    if runner.runner_id != 0 and not service.remove_runner(runner.runner_id):
         log.info("runner %s is still running a job; leaving it", runner.key)
         return False
     return _delete(writer, runner)
@@ -61,7 +61,8 @@ def clean_up_runners(
     deleted = delete_runners(writer, states.terminated)
     with_job = [r for r in states.running if r.has_job]
     live = [*states.pending, *(r for r in states.running if not r.has_job)]
-    outcomes = _attempt_all(live, lambda r: remove_and_delete(registry, writer, ers, r))
+    with _service(registry, ers, live) as service:
+        outcomes = _attempt_all(live, lambda r: remove_and_delete(service, writer, r))
     return Removal(deleted=deleted + sum(outcomes), busy=len(with_job) + outcomes.count(False))
 
 
@@ -71,18 +72,35 @@ def scale_down(
     """Remove up to ``decision.count`` runners, trying ``decision.candidates`` in order."""
     removed = busy = 0
     errors: list[ErsctlError] = []
-    for runner in decision.candidates:
-        if removed == decision.count:
-            break
-        try:
-            if remove_and_delete(registry, writer, ers, runner):
-                removed += 1
-            else:
-                busy += 1
-        except ErsctlError as exc:
-            errors.append(exc)
+    with _service(registry, ers, decision.candidates) as service:
+        for runner in decision.candidates:
+            if removed == decision.count:
+                break
+            try:
+                if remove_and_delete(service, writer, runner):
+                    removed += 1
+                else:
+                    busy += 1
+            except ErsctlError as exc:
+                errors.append(exc)
     _raise_first(errors)
     return Removal(deleted=removed, busy=busy)
+
+
+class _NoService:
+    """Stands in when no runner of a batch is registered: nothing to ask the service."""
+
+    def remove_runner(self, runner_id: RunnerID) -> bool:
+        raise AssertionError(f"runner {runner_id} is registered; the batch needed a service")
+
+
+def _service(
+    registry: RunnerRegistry, ers: EphemeralRunnerSet, runners: Sequence[EphemeralRunner]
+) -> AbstractContextManager[RunnerService]:
+    """The set's service for one batch (one Secret read), if any runner is registered."""
+    if any(runner.runner_id != 0 for runner in runners):
+        return registry.service_for(ers)
+    return nullcontext(_NoService())
 
 
 def _delete(writer: Writer, runner: EphemeralRunner) -> bool:

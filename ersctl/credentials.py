@@ -3,9 +3,10 @@
 :class:`SecretRunnerRegistry` implements ``ersctl.ports.RunnerRegistry``. For an
 EphemeralRunnerSet it reads the Secret named by
 ``spec.ephemeralRunnerSpec.githubConfigSecret`` in the set's namespace (through the
-API reader: Secrets are not cached) and builds one ``ActionsClient`` per Secret
-``resourceVersion``, so a rotated credential takes effect on the next call and an
-unchanged one reuses the client's connection and tokens.
+API reader: Secrets are not cached) once per block of removals
+(:meth:`SecretRunnerRegistry.service_for`), and builds one ``ActionsClient`` per
+Secret ``resourceVersion`` and config URL, so a rotated credential takes effect on the
+next block and an unchanged one reuses the client's connection and tokens.
 
 Secret keys, as ARC reads them: ``github_token`` (a PAT), or ``github_app_id``,
 ``github_app_installation_id`` and ``github_app_private_key`` (a GitHub App). A
@@ -20,13 +21,14 @@ import base64
 import binascii
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
 from ersctl.api import EphemeralRunnerSet, FieldError, RunnerID
 from ersctl.errors import ErsctlError
-from ersctl.ports import ApiReader
+from ersctl.ports import ApiReader, RunnerService
 from ghalistener.actions.auth import AppCredentials, PatCredentials
 from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import (
@@ -119,16 +121,44 @@ def _actions_client(config_url: str, credentials: Credentials) -> ActionsClient:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class _Entry:
+    """One cached client and the reconciles using it right now (guarded by the lock)."""
+
     resource_version: str
-    config_url: str
     client: ActionsClient
+    users: int = 0
+    retired: bool = False
+
+
+class _Service:
+    """The ``RunnerService`` handed out by :meth:`SecretRunnerRegistry.service_for`."""
+
+    def __init__(self, client: ActionsClient, ers: EphemeralRunnerSet) -> None:
+        self._client = client
+        self._ers = ers
+
+    def remove_runner(self, runner_id: RunnerID) -> bool:
+        """See ``ersctl.ports.RunnerService.remove_runner``."""
+        try:
+            self._client.remove_runner(runner_id)
+        except JobStillRunningError:
+            return False
+        except RunnerNotFoundError:
+            return True
+        except ActionsError as exc:
+            key = self._ers.key
+            raise RunnerServiceError(f"removing runner {runner_id} of {key}: {exc}") from exc
+        return True
 
 
 class SecretRunnerRegistry:
     """``RunnerRegistry`` backed by each ERS's credentials Secret. Thread-safe.
 
+    Clients are cached per (namespace, Secret, config URL), so sets that share one
+    Secret but name different configuration URLs each keep theirs. A client replaced
+    by a newer Secret version is closed once the last block using it ends: never
+    under a reconcile mid-call, never left open for the life of the process.
     ``client_factory`` builds an ``ActionsClient`` from a config URL and credentials
     (default: the production client; pass one with a transport or system info of your
     choosing).
@@ -138,59 +168,73 @@ class SecretRunnerRegistry:
         self._api = api
         self._factory = client_factory
         self._lock = threading.Lock()
-        self._clients: dict[tuple[str, str], _Entry] = {}
-        # Clients replaced by a newer Secret version. Another worker may still be in the
-        # middle of a call on one, so they are closed only by close(), never on replace.
-        self._retired: list[ActionsClient] = []
+        self._clients: dict[tuple[str, str, str], _Entry] = {}
+        # Replaced entries a block still uses; each is closed when its last user leaves.
+        self._retired: set[_Entry] = set()
 
-    def remove_runner(self, ers: EphemeralRunnerSet, runner_id: RunnerID) -> bool:
-        """See ``ersctl.ports.RunnerRegistry.remove_runner``."""
-        client = self._client_for(ers)
+    @contextmanager
+    def service_for(self, ers: EphemeralRunnerSet) -> Iterator[RunnerService]:
+        """See ``ersctl.ports.RunnerRegistry.service_for``: one Secret read per block."""
+        entry = self._acquire(ers)
         try:
-            client.remove_runner(runner_id)
-        except JobStillRunningError:
-            return False
-        except RunnerNotFoundError:
-            return True
-        except ActionsError as exc:
-            raise RunnerServiceError(f"removing runner {runner_id} of {ers.key}: {exc}") from exc
-        return True
+            yield _Service(entry.client, ers)
+        finally:
+            self._release(entry)
 
     def close(self) -> None:
-        """Close every cached client."""
+        """Close every cached client (after the reconciles have stopped)."""
         with self._lock:
-            clients = [entry.client for entry in self._clients.values()] + self._retired
-            self._clients, self._retired = {}, []
-        for client in clients:
-            client.close()
+            entries = [*self._clients.values(), *self._retired]
+            self._clients, self._retired = {}, set()
+        for entry in entries:
+            entry.client.close()
 
-    def _client_for(self, ers: EphemeralRunnerSet) -> ActionsClient:
+    def _acquire(self, ers: EphemeralRunnerSet) -> _Entry:
         name, config_url = _secret_name(ers), _config_url(ers)
         where = f"{ers.namespace}/{name}"
         secret = self._api.get_secret(ers.namespace, name)
         if secret is None:
             raise CredentialsFieldError(SECRET_FIELD, f"Secret {where} not found")
         version = str((secret.get("metadata") or {}).get("resourceVersion") or "")
-        key = (ers.namespace, name)
+        key = (ers.namespace, name, config_url)
         with self._lock:
             entry = self._clients.get(key)
-            if entry and (entry.resource_version, entry.config_url) == (version, config_url):
-                return entry.client
+            if entry is not None and entry.resource_version == version:
+                entry.users += 1
+                return entry
         # Built outside the lock (it may authenticate); two workers can race here.
         client = self._new_client(config_url, credentials_from_secret(secret, where=where))
+        unused: list[ActionsClient] = []
         with self._lock:
             current = self._clients.get(key)
-            if current and (current.resource_version, current.config_url) == (version, config_url):
-                loser = client  # another worker won: nobody has seen ours yet
-                client = current.client
+            if current is not None and current.resource_version == version:
+                unused.append(client)  # another worker won: nobody has seen ours
+                entry = current
             else:
-                loser = None
-                self._clients[key] = _Entry(version, config_url, client)
+                entry = self._clients[key] = _Entry(version, client)
                 if current is not None:
-                    self._retired.append(current.client)
-        if loser is not None:
-            loser.close()
-        return client
+                    unused.extend(self._retire(current))
+            entry.users += 1
+        for idle in unused:
+            idle.close()
+        return entry
+
+    def _retire(self, entry: _Entry) -> list[ActionsClient]:
+        """Mark ``entry`` replaced (lock held); the clients to close now (none while in use)."""
+        entry.retired = True
+        if entry.users:
+            self._retired.add(entry)
+            return []
+        return [entry.client]
+
+    def _release(self, entry: _Entry) -> None:
+        with self._lock:
+            entry.users -= 1
+            done = entry.retired and entry.users == 0 and entry in self._retired
+            if done:
+                self._retired.discard(entry)
+        if done:
+            entry.client.close()
 
     def _new_client(self, config_url: str, credentials: Credentials) -> ActionsClient:
         try:

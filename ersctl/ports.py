@@ -14,6 +14,7 @@ Errors: implementations raise ``ersctl.errors.KubeError`` subclasses
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -123,18 +124,30 @@ class EventRecorder(Protocol):
         ...
 
 
-class RunnerRegistry(Protocol):
-    """The GitHub scale-set service's view of runners, for the ERS they belong to."""
+class RunnerService(Protocol):
+    """GitHub's scale-set service, with the credentials of one EphemeralRunnerSet."""
 
-    def remove_runner(self, ers: EphemeralRunnerSet, runner_id: RunnerID) -> bool:
-        """Remove the runner registration ``runner_id`` of ``ers``'s scale set.
+    def remove_runner(self, runner_id: RunnerID) -> bool:
+        """Remove the runner registration ``runner_id`` from the set's scale set.
 
         Returns True when the runner is gone (removed now, or already unknown to the
         service) and False when it is still running a job (leave it to finish).
-        Raises ``ersctl.api.FieldError`` when the credentials Secret named by
-        ``spec.ephemeralRunnerSpec.githubConfigSecret`` is absent or malformed, and
-        ``ersctl.credentials.RunnerServiceError`` when the service call fails otherwise.
-        May be called from several reconciles (threads) at once.
+        Raises ``ersctl.credentials.RunnerServiceError`` when the service call fails.
+        """
+        ...
+
+
+class RunnerRegistry(Protocol):
+    """Hands out a :class:`RunnerService` for the set a batch of removals belongs to."""
+
+    def service_for(self, ers: EphemeralRunnerSet) -> AbstractContextManager[RunnerService]:
+        """Resolve ``ers``'s credentials now, and hold its service client for the block.
+
+        Entering reads the Secret named by ``spec.ephemeralRunnerSpec.githubConfigSecret``
+        once and raises ``ersctl.api.FieldError`` when it is absent or malformed, so a
+        caller that enters before its first write changes nothing on bad credentials.
+        The service is valid only inside the block. May be used from several reconciles
+        (threads) at once.
         """
         ...
 

@@ -16,6 +16,7 @@ from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.retry import RetryPolicy
 
 CONFIG_URL = "https://github.com/octo-org"
+OTHER_CONFIG_URL = "https://github.com/octo-org/hello-world"
 API = "https://api.github.com"
 SERVICE = "https://pipelines.actions.test/tenant"
 PAT = "ghp_controllerSECRETtoken0123456789"
@@ -38,9 +39,10 @@ class FakeGitHub:
 
     def install(self) -> None:
         admin = jwt.encode({"exp": int(time.time()) + 3600}, "k" * 32, algorithm="HS256")
-        self.router.post(f"{API}/orgs/octo-org/actions/runners/registration-token").mock(
-            side_effect=self._registration
-        )
+        for owner in ("orgs/octo-org", "repos/octo-org/hello-world"):
+            self.router.post(f"{API}/{owner}/actions/runners/registration-token").mock(
+                side_effect=self._registration
+            )
         self.router.post(f"{API}/actions/runner-registration").mock(
             return_value=httpx.Response(200, json={"url": SERVICE, "token": admin})
         )

@@ -19,7 +19,14 @@ from ersctl.credentials import (
     credentials_from_secret,
 )
 from ghalistener.actions.auth import AppCredentials, PatCredentials
-from tests.controller.github import CONFIG_URL, PAT, FakeGitHub, no_sleep_client
+from ghalistener.actions.client import ActionsClient
+from tests.controller.github import (
+    CONFIG_URL,
+    OTHER_CONFIG_URL,
+    PAT,
+    FakeGitHub,
+    no_sleep_client,
+)
 from tests.controller.objects import RUNNER_SPEC, ers_doc
 
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEsecretKEYmaterial\n-----END RSA PRIVATE KEY-----\n"
@@ -54,8 +61,8 @@ class Secrets:
         return self.items.get((namespace, name))
 
 
-def scale_set() -> EphemeralRunnerSet:
-    return EphemeralRunnerSet(ers_doc(runner_spec={**RUNNER_SPEC, "githubConfigUrl": CONFIG_URL}))
+def scale_set(config_url: str = CONFIG_URL) -> EphemeralRunnerSet:
+    return EphemeralRunnerSet(ers_doc(runner_spec={**RUNNER_SPEC, "githubConfigUrl": config_url}))
 
 
 @pytest.mark.parametrize(
@@ -114,6 +121,12 @@ def test_a_malformed_secret_names_the_field_and_never_the_value(
     assert "MIIEsecretKEYmaterial" not in str(caught.value)
 
 
+def remove(registry: SecretRunnerRegistry, ers: EphemeralRunnerSet, runner_id: int) -> bool:
+    """One removal in a block of its own (one Secret read)."""
+    with registry.service_for(ers) as service:
+        return service.remove_runner(RunnerID(runner_id))
+
+
 def test_removing_a_runner_authenticates_with_the_secret_and_deletes_it_from_the_service(
     github: FakeGitHub,
 ) -> None:
@@ -122,7 +135,7 @@ def test_removing_a_runner_authenticates_with_the_secret_and_deletes_it_from_the
         api=Secrets({("arc", "github-config"): secret(github_token=PAT)}),
     )
 
-    assert registry.remove_runner(scale_set(), RunnerID(41)) is True
+    assert remove(registry, scale_set(), 41) is True
     assert github.removed == [41]
 
 
@@ -142,7 +155,7 @@ def test_service_answers_that_are_not_failures(
         api=Secrets({("arc", "github-config"): secret(github_token=PAT)}),
     )
 
-    assert registry.remove_runner(scale_set(), RunnerID(41)) is expected
+    assert remove(registry, scale_set(), 41) is expected
     assert github.removed == []
 
 
@@ -156,16 +169,16 @@ def test_other_service_errors_are_runner_service_errors_without_the_token(
     )
 
     with pytest.raises(RunnerServiceError) as caught:
-        registry.remove_runner(scale_set(), RunnerID(41))
+        remove(registry, scale_set(), 41)
 
     assert PAT not in str(caught.value)
 
 
-def test_a_missing_secret_names_the_field(github: FakeGitHub) -> None:
+def test_a_missing_secret_names_the_field_on_entering_the_block(github: FakeGitHub) -> None:
     registry = SecretRunnerRegistry(client_factory=no_sleep_client, api=Secrets())
 
     with pytest.raises(CredentialsFieldError, match="Secret arc/github-config not found"):
-        registry.remove_runner(scale_set(), RunnerID(41))
+        registry.service_for(scale_set()).__enter__()
     assert github.attempts == []
 
 
@@ -173,14 +186,84 @@ def test_one_client_per_secret_version(github: FakeGitHub) -> None:
     secrets = Secrets({("arc", "github-config"): secret("1", github_token=PAT)})
     registry = SecretRunnerRegistry(client_factory=no_sleep_client, api=secrets)
 
-    registry.remove_runner(scale_set(), RunnerID(1))
-    registry.remove_runner(scale_set(), RunnerID(2))
+    remove(registry, scale_set(), 1)
+    remove(registry, scale_set(), 2)
     assert github.auth_calls == 1, "an unchanged Secret reuses the client and its tokens"
 
     secrets.items[("arc", "github-config")] = secret("2", github_token=PAT)
-    registry.remove_runner(scale_set(), RunnerID(3))
+    remove(registry, scale_set(), 3)
     assert github.auth_calls == 2, "a new Secret version builds a new client"
     assert github.removed == [1, 2, 3]
+
+
+def test_one_block_reads_the_secret_once_for_all_its_removals(github: FakeGitHub) -> None:
+    secrets = Secrets({("arc", "github-config"): secret(github_token=PAT)})
+    registry = SecretRunnerRegistry(client_factory=no_sleep_client, api=secrets)
+
+    with registry.service_for(scale_set()) as service:
+        for runner_id in (1, 2, 3):
+            service.remove_runner(RunnerID(runner_id))
+
+    assert secrets.reads == 1
+    assert github.removed == [1, 2, 3]
+
+
+def test_sets_sharing_a_secret_with_different_config_urls_each_keep_their_client(
+    github: FakeGitHub,
+) -> None:
+    """Keyed by Secret alone, the two sets replaced each other's client on every call:
+    a fresh admin token from GitHub each time, and a retired client per call."""
+    secrets = Secrets({("arc", "github-config"): secret(github_token=PAT)})
+    registry = SecretRunnerRegistry(client_factory=no_sleep_client, api=secrets)
+    org, other = scale_set(), scale_set(config_url=OTHER_CONFIG_URL)
+
+    for runner_id in range(1, 7):
+        remove(registry, org if runner_id % 2 else other, runner_id)
+
+    assert github.auth_calls == 2, "one authentication per configuration URL"
+    assert github.removed == [1, 2, 3, 4, 5, 6]
+
+
+@dataclass
+class RecordingFactory:
+    """Builds production clients (retries without sleeping) and keeps a list of them."""
+
+    built: list[ActionsClient] = field(default_factory=list)
+
+    def __call__(self, config_url: str, credentials: PatCredentials | AppCredentials) -> Any:
+        client = no_sleep_client(config_url, credentials)
+        self.built.append(client)
+        return client
+
+
+def is_closed(client: ActionsClient) -> bool:
+    try:
+        client.remove_runner(RunnerID(99))
+    except RuntimeError as exc:
+        return "closed" in str(exc)
+    return False
+
+
+def test_a_client_replaced_by_a_rotated_secret_is_closed_when_its_last_block_ends(
+    github: FakeGitHub,
+) -> None:
+    secrets = Secrets({("arc", "github-config"): secret("1", github_token=PAT)})
+    factory = RecordingFactory()
+    registry = SecretRunnerRegistry(client_factory=factory, api=secrets)
+
+    with registry.service_for(scale_set()) as in_flight:
+        secrets.items[("arc", "github-config")] = secret("2", github_token=PAT)
+        remove(registry, scale_set(), 1)  # the rotation replaces the cached client
+        assert in_flight.remove_runner(RunnerID(2)) is True, "still usable mid-block"
+        assert not is_closed(factory.built[0])
+    assert is_closed(factory.built[0]), "closed once its last user left"
+
+    secrets.items[("arc", "github-config")] = secret("3", github_token=PAT)
+    remove(registry, scale_set(), 3)  # nobody uses version 2's client: closed at once
+
+    assert is_closed(factory.built[1])
+    assert not is_closed(factory.built[2])
+    assert [runner_id for runner_id in github.removed if runner_id != 99] == [1, 2, 3]
 
 
 def test_no_secret_value_reaches_the_logs(
@@ -194,7 +277,7 @@ def test_no_secret_value_reaches_the_logs(
     )
 
     with pytest.raises(RunnerServiceError):
-        registry.remove_runner(scale_set(), RunnerID(41))
+        remove(registry, scale_set(), 41)
 
     assert PAT not in caplog.text
     assert "AREGcontrollerSECRET" not in caplog.text
@@ -203,11 +286,13 @@ def test_no_secret_value_reaches_the_logs(
 def test_a_client_in_use_is_never_closed_by_a_concurrent_rebuild(github: FakeGitHub) -> None:
     """Two workers race to build the client for one Secret version, and a third rotates it.
 
-    Every client a worker was handed must stay usable: closing one under a worker
-    failed its next call with "the client has been closed" and stalled runs.
+    Every client a worker was handed must stay usable while its block runs: closing one
+    under a worker failed its next call with "the client has been closed" and stalled runs.
     """
     secrets = Secrets({("arc", "github-config"): secret("1", github_token=PAT)})
     both_building = threading.Barrier(2, timeout=10)
+    rotated = threading.Event()
+    inside = threading.Barrier(3, timeout=10)
 
     def racing_factory(config_url: str, credentials: PatCredentials | AppCredentials) -> Any:
         client = no_sleep_client(config_url, credentials)
@@ -216,21 +301,24 @@ def test_a_client_in_use_is_never_closed_by_a_concurrent_rebuild(github: FakeGit
         return client
 
     registry = SecretRunnerRegistry(client_factory=racing_factory, api=secrets)
-    handed_out: list[Any] = []
-    workers = [
-        threading.Thread(target=lambda: handed_out.append(registry._client_for(scale_set())))
-        for _ in range(2)
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=10)
-    both_building.abort()
+    held: list[bool] = []
 
+    def worker() -> None:
+        with registry.service_for(scale_set()) as service:
+            inside.wait()
+            rotated.wait(timeout=10)
+            held.append(service.remove_runner(RunnerID(8)))  # raises if it was closed
+
+    workers = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in workers:
+        thread.start()
+    inside.wait()
+    both_building.abort()  # the rebuild below races nobody
     secrets.items[("arc", "github-config")] = secret("2", github_token=PAT)
-    registry.remove_runner(scale_set(), RunnerID(7))  # rotation replaces the cached client
+    remove(registry, scale_set(), 7)  # rotation replaces the client both workers hold
+    rotated.set()
+    for thread in workers:
+        thread.join(timeout=10)
 
-    assert len(handed_out) == 2
-    for client in handed_out:
-        client.remove_runner(RunnerID(8))  # raises if the registry closed it
+    assert held == [True, True]
     assert github.removed == [7, 8, 8]
