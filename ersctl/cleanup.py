@@ -56,12 +56,16 @@ def clean_up_runners(
     """Delete terminated runners; remove pending and idle running ones; keep busy ones.
 
     Used when the set is deleted, when a new runner spec is applied, and while the set
-    is Outdated. Runners already being deleted are left to their finalizers.
+    is Outdated. Runners already being deleted are left to their finalizers. When a
+    registered runner needs the service, the credentials are resolved before anything
+    is deleted: a ``FieldError`` for an absent or malformed Secret leaves every runner
+    as it was.
     """
-    deleted = delete_runners(writer, states.terminated)
     with_job = [r for r in states.running if r.has_job]
     live = [*states.pending, *(r for r in states.running if not r.has_job)]
+    # Credentials first: unusable ones must stop the pass before its first write.
     with _service(registry, ers, live) as service:
+        deleted = delete_runners(writer, states.terminated)
         outcomes = _attempt_all(live, lambda r: remove_and_delete(service, writer, r))
     return Removal(deleted=deleted + sum(outcomes), busy=len(with_job) + outcomes.count(False))
 

@@ -197,6 +197,39 @@ def test_without_its_credentials_secret_a_scale_down_warns_changes_nothing_and_r
     assert outcome.result.requeue_after == 30.0
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("revision", id="applying a new runner spec revision"),
+        pytest.param("outdated", id="cleaning up an Outdated set"),
+        pytest.param("deleting", id="deleting the set"),
+    ],
+)
+def test_without_its_credentials_secret_no_cleanup_path_deletes_any_runner(
+    cluster: Cluster, path: str
+) -> None:
+    """Issue 6: unusable credentials when a service call is needed -> no runner changes.
+    The terminated runner needs no service call, but the idle one in the same pass does."""
+    revision = {"actionable_revision": 1} if path == "revision" else {}
+    status = {"phase": "Outdated"} if path == "outdated" else None
+    cluster.create_ers(replicas=2, patch_id=3, status=status, **revision)
+    finished = cluster.add_runner(phase="Succeeded", patch_id=2, runner_id=5)
+    idle = cluster.add_runner(phase="Running", patch_id=2, runner_id=6)
+    cluster.core.delete_namespaced_secret("github-config", NAMESPACE)
+    if path == "deleting":
+        cluster.custom.delete_namespaced_custom_object(
+            api.GROUP, api.VERSION, NAMESPACE, api.ERS_PLURAL, "runners"
+        )
+
+    outcome = cluster.reconcile()
+
+    assert outcome.action == "invalid"
+    assert cluster.live_runner_names() == {finished, idle}
+    assert not cluster.requests(verb="delete", resource=api.ER_PLURAL)
+    assert cluster.github.attempts == []
+    assert [e["type"] for e in cluster.events("InvalidSpec")] == ["Warning"]
+
+
 def test_created_runners_are_owned_annotated_labelled_and_held_by_finalizers(
     cluster: Cluster,
 ) -> None:
