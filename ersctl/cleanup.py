@@ -9,8 +9,9 @@ Secret read, ``RunnerRegistry.service_for``), not once per runner.
 
 Every function tries all the runners it was given before it raises: one refused
 delete must not strand the rest. The first ``ErsctlError`` is re-raised at the end
-(the runtime requeues with backoff). A ``FieldError`` (unusable credentials) stops at
-once: every other runner would fail the same way.
+(the runtime requeues with backoff). A ``FieldError`` (unusable credentials) and a
+``NotLeaderError`` (the lease is lost) stop at once: every other runner would fail the
+same way, and the second must not be retried at all.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet, RunnerID
-from ersctl.errors import ErsctlError
+from ersctl.errors import ErsctlError, NotLeaderError
 from ersctl.ports import RunnerRegistry, RunnerService, Writer
 from ersctl.runners import RunnerStates
 from ersctl.scaling import ScaleDown
@@ -85,6 +86,8 @@ def scale_down(
                     removed += 1
                 else:
                     busy += 1
+            except NotLeaderError:
+                raise
             except ErsctlError as exc:
                 errors.append(exc)
     _raise_first(errors)
@@ -120,6 +123,8 @@ def _attempt_all(
     for runner in runners:
         try:
             outcomes.append(action(runner))
+        except NotLeaderError:
+            raise
         except ErsctlError as exc:
             log.warning("cleaning up runner %s failed: %s", runner.key, exc)
             errors.append(exc)

@@ -86,7 +86,8 @@ def build_controller(
         resync_period=options.resync_period,
         metrics=metrics,
     )
-    registry = SecretRunnerRegistry(api=manager.api_reader)
+    # Fenced like the writer: no GitHub side effect once the lease is lost.
+    registry = SecretRunnerRegistry(api=manager.api_reader, fence=manager.is_leading)
     reconciler = EphemeralRunnerSetReconciler(
         cache=manager.reader,
         api=manager.api_reader,

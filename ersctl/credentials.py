@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ersctl.api import EphemeralRunnerSet, FieldError, RunnerID
-from ersctl.errors import ErsctlError
+from ersctl.errors import ErsctlError, NotLeaderError
 from ersctl.ports import ApiReader, RunnerService
 from ghalistener.actions.auth import AppCredentials, PatCredentials
 from ghalistener.actions.client import ActionsClient
@@ -134,12 +134,20 @@ class _Entry:
 class _Service:
     """The ``RunnerService`` handed out by :meth:`SecretRunnerRegistry.service_for`."""
 
-    def __init__(self, client: ActionsClient, ers: EphemeralRunnerSet) -> None:
+    def __init__(
+        self, client: ActionsClient, ers: EphemeralRunnerSet, fence: Callable[[], bool] | None
+    ) -> None:
         self._client = client
         self._ers = ers
+        self._fence = fence
 
     def remove_runner(self, runner_id: RunnerID) -> bool:
         """See ``ersctl.ports.RunnerService.remove_runner``."""
+        if self._fence is not None and not self._fence():
+            raise NotLeaderError(
+                f"removing runner {runner_id} of {self._ers.key}: refused, "
+                "this process no longer holds the lease"
+            )
         try:
             self._client.remove_runner(runner_id)
         except JobStillRunningError:
@@ -161,12 +169,21 @@ class SecretRunnerRegistry:
     under a reconcile mid-call, never left open for the life of the process.
     ``client_factory`` builds an ``ActionsClient`` from a config URL and credentials
     (default: the production client; pass one with a transport or system info of your
-    choosing).
+    choosing). ``fence`` is asked before every service call, like the writer's: when
+    it answers False (the leader lease is lost) the call raises ``NotLeaderError``
+    instead of reaching GitHub.
     """
 
-    def __init__(self, *, api: ApiReader, client_factory: ClientFactory = _actions_client) -> None:
+    def __init__(
+        self,
+        *,
+        api: ApiReader,
+        client_factory: ClientFactory = _actions_client,
+        fence: Callable[[], bool] | None = None,
+    ) -> None:
         self._api = api
         self._factory = client_factory
+        self._fence = fence
         self._lock = threading.Lock()
         self._clients: dict[tuple[str, str, str], _Entry] = {}
         # Replaced entries a block still uses; each is closed when its last user leaves.
@@ -177,7 +194,7 @@ class SecretRunnerRegistry:
         """See ``ersctl.ports.RunnerRegistry.service_for``: one Secret read per block."""
         entry = self._acquire(ers)
         try:
-            yield _Service(entry.client, ers)
+            yield _Service(entry.client, ers, self._fence)
         finally:
             self._release(entry)
 

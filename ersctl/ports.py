@@ -132,7 +132,8 @@ class RunnerService(Protocol):
 
         Returns True when the runner is gone (removed now, or already unknown to the
         service) and False when it is still running a job (leave it to finish).
-        Raises ``ersctl.credentials.RunnerServiceError`` when the service call fails.
+        Raises ``ersctl.credentials.RunnerServiceError`` when the service call fails,
+        and ``ersctl.errors.NotLeaderError`` (without calling) once the leader lease is lost.
         """
         ...
 

@@ -37,7 +37,7 @@ from ersctl.api import ERS_FINALIZER, EphemeralRunner, EphemeralRunnerSet, ERSPh
 from ersctl.cleanup import Removal, clean_up_runners, delete_runners, scale_down
 from ersctl.creation import create_runners, runner_body
 from ersctl.credentials import CredentialsFieldError
-from ersctl.errors import ConflictError, ErsctlError, NotFoundError
+from ersctl.errors import ConflictError, ErsctlError, NotFoundError, NotLeaderError
 from ersctl.expectations import Expectations
 from ersctl.expecting import ExpectingWriter
 from ersctl.markers import ConflictRetry, advance_applied_revision, record_cleanup_patch_id
@@ -154,9 +154,9 @@ class EphemeralRunnerSetReconciler:
             after = self._credentials_retry_after if retry else None
             outcome = Outcome(action="invalid", detail=str(exc), result=Result(after))
             return self._requeue_while_expecting(ers, outcome)
-        except ConflictError:
-            # Optimistic concurrency doing its job (the cache was behind): requeue
-            # quietly; a Warning here would only alarm people.
+        except (ConflictError, NotLeaderError):
+            # Optimistic concurrency doing its job (the cache was behind), or the lease
+            # is gone: end quietly; a Warning here would only alarm people.
             raise
         except ErsctlError as exc:
             self._event(ers, WARNING, Reason.RECONCILE_FAILED, str(exc))

@@ -86,14 +86,20 @@ class Cluster:
             },
         )
 
-    def reconciler_with(self, expectations: Expectations) -> EphemeralRunnerSetReconciler:
-        """Another reconciler on the same cache and server, with its own ``expectations``."""
+    def reconciler_with(
+        self,
+        expectations: Expectations | None = None,
+        *,
+        registry: SecretRunnerRegistry | None = None,
+    ) -> EphemeralRunnerSetReconciler:
+        """Another reconciler on the same cache and server, with its own ``expectations``
+        (fresh by default) and, if given, its own ``registry``."""
         return EphemeralRunnerSetReconciler(
             cache=self.cache,
             api=self.api_reader,
             writer=self.writer,
             events=EventRecorder(self.api_client),
-            registry=self.registry,
+            registry=registry or self.registry,
             expectations=expectations,
         )
 

@@ -1,0 +1,72 @@
+"""Losing the leader lease stops GitHub side effects too, not only Kubernetes writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from ersctl.api import RunnerID
+from ersctl.cli import ControllerOptions, build_controller
+from ersctl.credentials import SecretRunnerRegistry
+from ersctl.errors import NotLeaderError
+from ersctl.kube.leader import LeaderElectionConfig
+from ersctl.ports import Request
+from tests.controller.github import no_sleep_client
+from tests.controller.harness import NAMESPACE, Cluster
+
+
+@dataclass
+class Lease:
+    """A fence that holds for ``checks`` more questions, then reports the lease lost."""
+
+    checks: int
+
+    def __call__(self) -> bool:
+        self.checks -= 1
+        return self.checks >= 0
+
+
+def test_a_lease_lost_midway_through_a_scale_down_removes_no_further_runner_from_github(
+    cluster: Cluster,
+) -> None:
+    cluster.create_ers(replicas=0, patch_id=0)
+    for runner_id in (5, 6, 7):
+        cluster.add_runner(phase="Running", runner_id=runner_id)
+    registry = SecretRunnerRegistry(
+        api=cluster.api_reader, client_factory=no_sleep_client, fence=Lease(checks=1)
+    )
+    reconciler = cluster.reconciler_with(registry=registry)
+    cluster.sync()
+
+    try:
+        with pytest.raises(NotLeaderError, match="no longer holds the lease"):
+            reconciler.reconcile_with_outcome(Request(NAMESPACE, "runners"))
+    finally:
+        registry.close()
+
+    assert len(cluster.github.attempts) == 1, "only the call made while still leading"
+    assert not cluster.events("ReconcileFailed"), "losing the lease is not a failure to report"
+
+
+def test_the_controller_built_by_the_cli_fences_runner_removal_with_the_lease(
+    cluster: Cluster,
+) -> None:
+    cluster.create_ers(replicas=0, patch_id=0)
+    election = LeaderElectionConfig(namespace=NAMESPACE)
+    controller = build_controller(
+        cluster.api_client, ControllerOptions(namespace=NAMESPACE, leader_election=election)
+    )
+    ers = cluster.ers()
+
+    try:
+        assert not controller.manager.is_leading(), "never campaigned: not the leader"
+        with (
+            controller.registry.service_for(ers) as service,
+            pytest.raises(NotLeaderError),
+        ):
+            service.remove_runner(RunnerID(41))
+    finally:
+        controller.close()
+
+    assert cluster.github.attempts == []
