@@ -224,6 +224,7 @@ class Listener:
         """Handle one message completely, then ack it. Never interrupted by a stop."""
         session = self._require_session()
         self._record_statistics(message.statistics)
+        self._log_skipped(message)
         available = [int(j.runner_request_id) for j in message.jobs if isinstance(j, JobAvailable)]
         if available:
             acquired = session.acquire_jobs(available)
@@ -239,6 +240,16 @@ class Listener:
         self._publish_desired(message.statistics)
         session.delete_message(message.message_id)
         self._last_message_id = message.message_id
+
+    def _log_skipped(self, message: RunnerScaleSetMessage) -> None:
+        # Redelivery cannot repair a malformed job message: log it and handle the rest,
+        # so the message is still acked (it would otherwise come back, and fail, forever).
+        for reason in message.skipped:
+            log.warning(
+                "skipped a job message that cannot be parsed: %s",
+                reason,
+                extra={"fields": {"message_id": message.message_id}},
+            )
 
     def _job_started(self, job: JobStarted) -> None:
         self._scaler.job_started()

@@ -1,7 +1,10 @@
 """The service's JSON <-> ``ghalistener.actions.types`` values.
 
 Every function raises ``MessageParseError`` naming the field that is missing or has
-the wrong type; none of them includes secret values in the error text. Pure: no I/O.
+the wrong type; none of them includes secret values in the error text. The one
+exception is a queue message's job list: job messages are parsed one by one and a bad
+one is reported in ``RunnerScaleSetMessage.skipped`` instead (see ``parse_message``).
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -216,8 +219,13 @@ def parse_acquired_ids(value: Any) -> list[int]:
 def parse_message(value: Any) -> RunnerScaleSetMessage:
     """Decode a queue message; its ``body`` is a JSON *string* holding the job list.
 
-    messageType must be RunnerScaleSetJobMessages; an empty body means no jobs; job
-    messages of unknown type are skipped (the service may add kinds).
+    The envelope must be usable: messageType RunnerScaleSetJobMessages, an integer
+    messageId and statistics, else MessageParseError. The body is parsed one job
+    message at a time: a job message that cannot be parsed (or a body that is not a
+    JSON list) does not fail the message; its reason lands in ``skipped``, so the
+    rest is handled and the message can be acked instead of being redelivered (and
+    failing) forever. An empty body means no jobs; job messages of unknown type are
+    skipped silently (the service may add kinds).
     """
     what = "message"
     obj = as_object(value, what=what)
@@ -230,28 +238,44 @@ def parse_message(value: Any) -> RunnerScaleSetMessage:
     message_id = _field(obj, "messageId", int, what=what)
     if "statistics" not in obj:
         raise MessageParseError(f"{what}: field 'statistics' is missing")
-    body = _field(obj, "body", str, what=what, default="")
+    statistics = parse_statistics(obj["statistics"], what=f"{what} statistics")
+    try:
+        body = _field(obj, "body", str, what=what, default="")
+        jobs, skipped = parse_job_messages(body)
+    except MessageParseError as exc:
+        jobs, skipped = [], [str(exc)]
     return RunnerScaleSetMessage(
         message_id=MessageId(message_id),
-        statistics=parse_statistics(obj["statistics"], what=f"{what} statistics"),
-        jobs=tuple(parse_job_messages(body)),
+        statistics=statistics,
+        jobs=tuple(jobs),
+        skipped=tuple(skipped),
         message_type=message_type,
     )
 
 
-def parse_job_messages(body: str) -> list[JobMessage]:
-    """Decode the job list inside a message body (empty string: no jobs)."""
+def parse_job_messages(body: str) -> tuple[list[JobMessage], list[str]]:
+    """Decode the job list inside a message body, each entry on its own.
+
+    Returns the parsed jobs and, for every entry that could not be parsed, the reason
+    (it names the entry and the field, never a value). Raises MessageParseError only
+    when the body as a whole is not a JSON list; an empty string is no jobs.
+    """
     if not body.strip():
-        return []
+        return [], []
     decoded = decode_json(body.encode("utf-8"), what="message body")
     if not isinstance(decoded, list):
         raise MessageParseError(f"message body: expected a JSON list, got {_kind(decoded)}")
     jobs: list[JobMessage] = []
+    skipped: list[str] = []
     for index, entry in enumerate(decoded):
-        job = parse_job_message(entry, what=f"job message #{index}")
+        try:
+            job = parse_job_message(entry, what=f"job message #{index}")
+        except MessageParseError as exc:
+            skipped.append(str(exc))
+            continue
         if job is not None:
             jobs.append(job)
-    return jobs
+    return jobs, skipped
 
 
 def parse_job_message(value: Any, *, what: str = "job message") -> JobMessage | None:

@@ -141,11 +141,16 @@ class JobCompleted(JobMessage):
 
 @dataclass(frozen=True, kw_only=True)
 class RunnerScaleSetMessage:
-    """One message from the queue: statistics plus up to 50 job messages."""
+    """One message from the queue: statistics plus up to 50 job messages.
+
+    ``skipped`` holds one reason per job message that could not be parsed (naming the
+    entry and the field, never a value): those jobs are not in ``jobs``.
+    """
 
     message_id: MessageId
     statistics: Statistics
     jobs: tuple[JobMessage, ...] = ()
+    skipped: tuple[str, ...] = ()
     message_type: str = RUNNER_SCALE_SET_JOB_MESSAGES
 
 

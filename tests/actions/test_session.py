@@ -228,42 +228,64 @@ def test_close_deletes_the_session_once(github: GitHubMock, client: ActionsClien
             "'statistics' is missing",
             id="missing statistics",
         ),
-        pytest.param(
-            json.dumps({**message_json(1, None), "body": "{not json"}).encode(),
-            "message body: the body is not JSON",
-            id="body not JSON",
-        ),
-        pytest.param(
-            json.dumps({**message_json(1, None), "body": '{"a": 1}'}).encode(),
-            "expected a JSON list",
-            id="body not a list",
-        ),
-        pytest.param(
-            json.dumps(
-                message_json(1, [{"messageType": "JobStarted", "runnerRequestId": 1}])
-            ).encode(),
-            "'runnerId' is missing",
-            id="job started without runnerId",
-        ),
-        pytest.param(
-            json.dumps(message_json(1, [{"messageType": "JobAssigned"}])).encode(),
-            "'runnerRequestId' is missing",
-            id="job without runnerRequestId",
-        ),
-        pytest.param(
-            json.dumps(message_json(1, [{"runnerRequestId": 1}])).encode(),
-            "'messageType' is missing",
-            id="job without messageType",
-        ),
     ],
 )
-def test_bad_messages_raise_a_parse_error_naming_what_is_wrong(
+def test_a_message_with_an_unusable_envelope_raises_a_parse_error_naming_what_is_wrong(
     github: GitHubMock, session: MessageSession, content: bytes, problem: str
 ) -> None:
     github.router.get(url__startswith=QUEUE).return_value = httpx.Response(200, content=content)
     with pytest.raises(MessageParseError) as caught:
         session.get_message(last_message_id=0, max_capacity=1)
     assert problem in str(caught.value)
+
+
+GOOD_JOB = {"messageType": "JobAssigned", **JOB_FIELDS}
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        pytest.param("{not json", "message body: the body is not JSON", id="body not JSON"),
+        pytest.param('{"a": 1}', "message body: expected a JSON list", id="body not a list"),
+        pytest.param(
+            json.dumps([{"messageType": "JobStarted", "runnerRequestId": 1}, GOOD_JOB]),
+            "job message #0: field 'runnerId' is missing",
+            id="job started without runnerId",
+        ),
+        pytest.param(
+            json.dumps([{"messageType": "JobStarted", "runnerId": 3, "runnerRequestId": 1}]),
+            "job message #0: field 'runnerName' is missing",
+            id="job started without runnerName",
+        ),
+        pytest.param(
+            json.dumps([GOOD_JOB, {"messageType": "JobAssigned"}]),
+            "job message #1 (JobAssigned): field 'runnerRequestId' is missing",
+            id="job without runnerRequestId",
+        ),
+        pytest.param(
+            json.dumps([{**GOOD_JOB, "jobId": 12345}, GOOD_JOB]),
+            "job message #0 (JobAssigned): field 'jobId' must be str, got int",
+            id="numeric jobId",
+        ),
+        pytest.param(
+            json.dumps([{"runnerRequestId": 1}, GOOD_JOB]),
+            "job message #0: field 'messageType' is missing",
+            id="job without messageType",
+        ),
+    ],
+)
+def test_a_bad_job_message_is_skipped_with_its_reason_and_the_rest_is_parsed(
+    github: GitHubMock, session: MessageSession, body: str, problem: str
+) -> None:
+    # A per-job parse error used to fail the whole message, which was never acked and
+    # came back forever: each job message now stands on its own.
+    wire = {**message_json(9, None), "body": body}
+    github.router.get(url__startswith=QUEUE).return_value = httpx.Response(200, json=wire)
+    message = session.get_message(last_message_id=0, max_capacity=1)
+    assert message is not None and message.message_id == 9
+    assert len(message.skipped) == 1 and message.skipped[0].startswith(problem)
+    good = json.loads(body).count(GOOD_JOB) if body.startswith("[") else 0
+    assert [type(j) for j in message.jobs] == [JobAssigned] * good
 
 
 def test_a_byte_order_mark_is_stripped(github: GitHubMock, session: MessageSession) -> None:

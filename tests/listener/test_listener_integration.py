@@ -7,6 +7,7 @@ merge patches in the API server's request log, as (replicas, patchID) pairs.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from ghalistener.metrics import ListenerMetrics, ScaleSetLabels
 from ghalistener.publisher import MERGE_PATCH, KubePublisher, KubeRetry
 from ghalistener.scaler import Scaler
 from ghalistener.sessions import SessionOpener
-from tests.listener.github import SCALE_SET_ID, TIMEOUT, Message, ScaleSetService, job
+from tests.listener.github import PAT, SCALE_SET_ID, TIMEOUT, Message, ScaleSetService, job
 
 NAMESPACE = "arc"
 ERS_NAME = "runners"
@@ -294,6 +295,28 @@ def test_a_crash_mid_message_redelivers_it_and_reaches_the_same_end_state(
     assert harness.ers_spec()["replicas"] == 0
     # The new incarnation numbers from 0 again and handles 2 and 3 exactly as the first would.
     assert harness.published()[-3:] == [(0, 0), (1, 1), (0, 2)]
+
+
+def test_a_bad_job_message_is_logged_and_skipped_and_the_message_still_acked(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A parse error used to be fatal: the message was never acked, so every new
+    # listener got it again and died again. Now only the bad job message is lost.
+    no_runner_name = job("JobStarted", 11, runnerId=11)
+    harness.service.steps = [
+        Message(1, 1, (no_runner_name, job("JobAvailable", 13), completed(12, "r-12"))),
+        TIMEOUT,
+    ]
+    with caplog.at_level(logging.WARNING, logger="ghalistener"):
+        harness.listener().run()
+    assert harness.service.entries("ack") == [("ack", "s1", 1)]
+    assert harness.service.entries("acquire") == [("acquire", (13,))]
+    assert harness.published() == [(0, 0), (1, 1), (1, 2)]  # the completion made ID 1 dirty
+    skipped = [r for r in caplog.records if "cannot be parsed" in r.getMessage()]
+    assert len(skipped) == 1
+    assert "'runnerName' is missing" in skipped[0].getMessage()
+    assert skipped[0].fields == {"message_id": 1}  # type: ignore[attr-defined]
+    assert PAT not in caplog.text
 
 
 # --- sessions -------------------------------------------------------------------------
