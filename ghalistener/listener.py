@@ -13,8 +13,10 @@ Order of work, per the contract in ``shared/DESIGN.md``:
 
 Acking last makes delivery at-least-once: a crash mid-message leaves the message on
 the queue for the next session, and every step above is idempotent. A 404 on the
-queue, on a session refresh or on an ack means the service dropped the session: a new
-one is opened (its statistics published) and the loop carries on.
+queue, on a session refresh, on an ack or on an acquisition means the service dropped
+the session: the old one is deleted best-effort (in case the 404 meant something else
+and it still holds the scale set), a new one is opened (its statistics published) and
+the loop carries on.
 
 Stopping: :meth:`Listener.request_stop` (or the shared
 :class:`~ghalistener.stopping.StopSignal`) may be called from a signal handler. A long
@@ -202,10 +204,10 @@ class Listener:
             self._handle(polled)
         except SessionNotFoundError as exc:
             log.warning(
-                "the service dropped the message session; opening a new one",
+                "the service answered 404 for the message session; replacing it",
                 extra={"fields": {"scale_set_id": self.scale_set_id, "error": str(exc)}},
             )
-            self._session = None
+            self._discard_session()
             self._start_session()
 
     def _poll(self) -> RunnerScaleSetMessage | _Stopped | None:
@@ -332,6 +334,24 @@ class Listener:
             )
             self._stop.sleep(retry.interval)
             attempt += 1
+
+    def _discard_session(self) -> None:
+        """Delete the current session best-effort before a new one is opened.
+
+        A 404 usually means the service dropped the session, and the delete is then a
+        no-op (404 counts as closed). But if the session is in fact still there, leaving
+        it would make every create answer 409 until the listener gave up.
+        """
+        session, self._session = self._session, None
+        if session is None:
+            return
+        try:
+            session.close()
+        except Exception as exc:  # best effort: the service expires sessions itself
+            log.warning(
+                "could not delete the old message session; opening a new one anyway",
+                extra={"fields": {"scale_set_id": self.scale_set_id, "error": str(exc)}},
+            )
 
     def _require_session(self) -> Session:
         assert self._session is not None, "no open session"

@@ -4,7 +4,9 @@ It speaks the wire protocol the real ``ActionsClient`` speaks (auth chain, sessi
 long poll, ack, acquire) and follows a script of queue steps: a message (delivered
 until acked, so an unacked message comes back to the next session) or a timeout (one
 202). Faults are armed one at a time: a 409 on session create, a 401 on the next poll
-(expired queue token), a 404 on the next poll or ack (session dropped).
+(expired queue token), a 404 on the next poll or ack (session dropped), a 404 on the
+next ack or acquisition that leaves the session in place (``spurious_404_on``). With
+``exclusive``, a create answers 409 while another session exists, as the service does.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class ScaleSetService:
     conflicts: int = 0
     expire_next_poll: bool = False
     drop_on_next: str | None = None  # "poll" or "ack"
+    spurious_404_on: str | None = None  # "ack" or "acquire": 404, the session stays
+    exclusive: bool = False
     on_exhausted: Callable[[], None] | None = None
     on_ack: Callable[[int], None] | None = None
     journal: list[tuple[Any, ...]] = field(default_factory=list)
@@ -118,6 +122,8 @@ class ScaleSetService:
         if match := _SESSIONS.search(path):
             return self._session_call(request.method, match["sid"])
         if _ACQUIRE.search(path) and request.method == "POST":
+            if self._spurious_404("acquire"):
+                return httpx.Response(404, json={"message": "not found"})
             ids = json.loads(request.content)
             self.journal.append(("acquire", tuple(ids)))
             return httpx.Response(200, json={"count": len(ids), "value": ids})
@@ -126,7 +132,7 @@ class ScaleSetService:
     def _session_call(self, method: str, sid: str | None) -> httpx.Response:
         with self._lock:
             if method == "POST":
-                if self.conflicts > 0:
+                if self.conflicts > 0 or (self.exclusive and self.sessions):
                     self.conflicts -= 1
                     self.journal.append(("session-conflict",))
                     return httpx.Response(409, json={"message": "session exists"})
@@ -207,6 +213,8 @@ class ScaleSetService:
                 self.sessions.pop(sid, None)
             if (denied := self._authorized(sid, request)) is not None:
                 return denied
+            if self._spurious_404("ack"):
+                return httpx.Response(404, json={"message": "not found"})
             if self.on_ack is not None:
                 self.on_ack(message_id)
             self.journal.append(("ack", sid, message_id))
@@ -214,3 +222,10 @@ class ScaleSetService:
                 s for s in self.steps if not (isinstance(s, Message) and s.message_id == message_id)
             ]
         return httpx.Response(204)
+
+    def _spurious_404(self, where: str) -> bool:
+        if self.spurious_404_on != where:
+            return False
+        self.spurious_404_on = None
+        self.journal.append(("spurious-404", where))
+        return True

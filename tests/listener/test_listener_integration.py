@@ -359,6 +359,24 @@ def test_a_session_dropped_on_the_ack_redelivers_the_message_to_the_new_session(
     assert harness.published() == [(0, 0), (2, 1), (0, 2), (2, 3)]
 
 
+@pytest.mark.parametrize(
+    "where", [pytest.param("ack", id="on the ack"), pytest.param("acquire", id="on acquire")]
+)
+def test_a_404_that_left_the_session_alive_deletes_it_before_opening_a_new_one(
+    harness: Harness, where: str
+) -> None:
+    # Before, the old session was abandoned: the service, which allows one session per
+    # scale set, answered every create with 409 until the listener gave up.
+    harness.service.exclusive = True
+    harness.service.spurious_404_on = where
+    harness.service.steps = [Message(1, 1, (job("JobAvailable", 11),))]
+    harness.listener().run()
+    journal = harness.service.journal
+    assert journal.index(("session-deleted", "s1")) < journal.index(("session-created", "s2"))
+    assert harness.service.entries("session-conflict") == []
+    assert harness.service.entries("ack") == [("ack", "s2", 1)]
+
+
 def test_a_session_held_elsewhere_is_retried_until_free(harness: Harness) -> None:
     harness.service.conflicts = 2
     harness.service.steps = [TIMEOUT]

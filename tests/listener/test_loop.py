@@ -147,7 +147,9 @@ def test_a_dropped_session_is_replaced_and_its_statistics_published(where: str) 
     s2_polls = [e for e in journal if e[0] == "poll" and e[1] == "s2"]
     assert s2_polls[0] == ("poll", "s2", 0, 10)
     assert desired(journal) == [(1, 0), (2, 1), (3, 2), (3, 3)]
-    assert ("close", "s1") not in journal, "a dropped session is not deleted again"
+    # The old session is deleted (best effort) before the new one is opened: if the
+    # 404 did not really mean "gone", it would otherwise hold the scale set (409s).
+    assert journal.index(("close", "s1")) < journal.index(("open", "s2"))
     assert journal[-1] == ("close", "s2")
 
 
