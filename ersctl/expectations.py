@@ -20,7 +20,13 @@ expectations. Per set:
 - either expires ``ttl`` seconds after it was recorded (5 minutes, as in Kubernetes),
   so a watch event that is never delivered cannot wedge a set: after that the cache is
   believed again. An expiry is logged as a warning, since it means the cache lost an
-  event.
+  event;
+- a create still unseen ``confirm_after`` seconds after it was recorded (or last
+  confirmed) is *overdue*: far beyond normal watch latency, so the runner may have
+  been deleted before the cache ever saw it (a relist skips a short-lived object) and
+  would otherwise block scale-up until the ttl. The caller asks the API server
+  (one GET by name) and reports back with :meth:`Expectations.confirm_created`: gone
+  drops the expectation, present keeps it for another ``confirm_after``.
 
 The judgement is by level (the listing a reconcile reads), not by watch event, so an
 event that arrives before the write is recorded is not lost. Thread-safe: creates are
@@ -42,6 +48,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TTL: Final = 300.0
 """Seconds after which an unobserved expectation is dropped (Kubernetes' ExpectationsTimeout)."""
+DEFAULT_CONFIRM_AFTER: Final = 10.0
+"""Seconds an unseen create waits before the API server is asked whether it still exists."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +63,8 @@ class Pending:
 
     created: tuple[EphemeralRunner, ...] = ()
     deleted: frozenset[str] = frozenset()
+    overdue: frozenset[str] = frozenset()
+    """Names among ``created`` due for a confirmation GET (see the module docstring)."""
 
     @property
     def satisfied(self) -> bool:
@@ -63,9 +73,16 @@ class Pending:
 
 
 @dataclass
+class _Create:
+    at: float
+    raw: dict[str, Any]
+    checked: float  # when it was recorded or last confirmed present
+
+
+@dataclass
 class _Entry:
     owner_uid: str
-    created: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
+    created: dict[str, _Create] = field(default_factory=dict)
     deleted: dict[str, float] = field(default_factory=dict)
 
 
@@ -73,9 +90,14 @@ class Expectations:
     """See the module docstring. ``clock`` is monotonic seconds (injectable for tests)."""
 
     def __init__(
-        self, *, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        ttl: float = DEFAULT_TTL,
+        confirm_after: float = DEFAULT_CONFIRM_AFTER,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._ttl = ttl
+        self._confirm_after = confirm_after
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
@@ -84,7 +106,8 @@ class Expectations:
         """Record that ``runner`` (the create response) was created for set ``key``."""
         raw = runner.to_dict()
         with self._lock:
-            self._entry(key, owner_uid).created[runner.name] = (self._clock(), raw)
+            now = self._clock()
+            self._entry(key, owner_uid).created[runner.name] = _Create(now, raw, now)
 
     def expect_deleted(self, key: str, owner_uid: str, name: str) -> None:
         """Record that the runner ``name`` of set ``key`` was deleted (the request succeeded)."""
@@ -110,6 +133,24 @@ class Expectations:
                 del self._entries[key]
             return pending
 
+    def confirm_created(self, key: str, owner_uid: str, name: str, *, exists: bool) -> None:
+        """Record what the API server said about the overdue create ``name`` of set ``key``.
+
+        ``exists`` False: the runner is gone, so neither its create nor a delete of it is
+        pending any more. True: keep waiting for the cache, and ask again only after
+        another ``confirm_after``.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.owner_uid != owner_uid or name not in entry.created:
+                return
+            if exists:
+                entry.created[name].checked = self._clock()
+            else:
+                log.info("%s: runner %s was deleted before the cache saw it", key, name)
+                del entry.created[name]
+                entry.deleted.pop(name, None)
+
     def unsatisfied(self, key: str) -> bool:
         """True while anything unexpired is recorded for ``key`` (no listing needed)."""
         now = self._clock()
@@ -117,7 +158,7 @@ class Expectations:
             entry = self._entries.get(key)
             if entry is None:
                 return False
-            stamps = [at for at, _ in entry.created.values()] + list(entry.deleted.values())
+            stamps = [c.at for c in entry.created.values()] + list(entry.deleted.values())
             return any(now - at < self._ttl for at in stamps)
 
     def forget(self, key: str) -> None:
@@ -133,16 +174,21 @@ class Expectations:
 
     def _judge(self, key: str, entry: _Entry, listed: dict[str, bool]) -> Pending:
         now = self._clock()
-        for name, (at, _) in list(entry.created.items()):
-            if name in listed or self._expired(key, "create", name, at, now):
+        for name, create in list(entry.created.items()):
+            if name in listed or self._expired(key, "create", name, create.at, now):
                 del entry.created[name]
         for name, at in list(entry.deleted.items()):
             # Absent counts as deleted only once the create itself was seen.
             gone = listed.get(name, name not in entry.created)
             if gone or self._expired(key, "delete", name, at, now):
                 del entry.deleted[name]
-        created = tuple(EphemeralRunner.from_dict(raw) for _, raw in entry.created.values())
-        return Pending(created=created, deleted=frozenset(entry.deleted))
+        created = tuple(EphemeralRunner.from_dict(c.raw) for c in entry.created.values())
+        overdue = frozenset(
+            name
+            for name, create in entry.created.items()
+            if now - create.checked >= self._confirm_after
+        )
+        return Pending(created=created, deleted=frozenset(entry.deleted), overdue=overdue)
 
     def _expired(self, key: str, write: str, name: str, at: float, now: float) -> bool:
         if now - at < self._ttl:

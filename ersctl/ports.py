@@ -77,6 +77,10 @@ class ApiReader(Protocol):
         """The live runners in ``ers.namespace`` controlled by ``ers`` (by ownerReference uid)."""
         ...
 
+    def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
+        """The live EphemeralRunner, or None when it does not exist."""
+        ...
+
     def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The live Secret as JSON (``data`` values base64-encoded), or None when absent."""
         ...

@@ -34,6 +34,18 @@ class ApiReader:
             return None
         return EphemeralRunnerSet(json_body(resp, action=f"get {ERS_PLURAL}/{namespace}/{name}"))
 
+    def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
+        """The live EphemeralRunner, or None when it does not exist."""
+        action = f"get {ER_PLURAL}/{namespace}/{name}"
+        try:
+            with kube_call(action):
+                resp = self._custom.get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, ER_PLURAL, name, _preload_content=False
+                )
+        except NotFoundError:
+            return None
+        return EphemeralRunner(json_body(resp, action=action))
+
     def list_ers(self, namespace: str | None = None) -> list[EphemeralRunnerSet]:
         """Every live ERS (of one namespace, or cluster-wide)."""
         return [EphemeralRunnerSet(item) for item in self._list(ERS_PLURAL, namespace)]

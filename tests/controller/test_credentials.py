@@ -56,6 +56,9 @@ class Secrets:
     def list_owned_runners(self, ers: EphemeralRunnerSet) -> list[EphemeralRunner]:
         raise AssertionError("the registry lists no runners")
 
+    def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
+        raise AssertionError("the registry reads no runner")
+
     def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
         self.reads += 1
         return self.items.get((namespace, name))

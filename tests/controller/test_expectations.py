@@ -238,3 +238,30 @@ def test_the_writer_records_nothing_for_a_runner_without_a_controlling_set() -> 
 
     assert not expectations.unsatisfied(KEY)
     assert expectations.observe("arc/stray", "", []).satisfied
+
+
+def test_a_create_unseen_past_confirm_after_is_overdue_until_confirmed() -> None:
+    clock = Clock()
+    expectations = Expectations(confirm_after=10, clock=clock)
+    expectations.expect_created(KEY, UID, named("a"))
+
+    clock.now += 9
+    assert expectations.observe(KEY, UID, []).overdue == frozenset()
+    clock.now += 1
+    assert expectations.observe(KEY, UID, []).overdue == {"a"}
+
+    expectations.confirm_created(KEY, UID, "a", exists=True)
+    assert expectations.observe(KEY, UID, []).overdue == frozenset(), "asked again later"
+    clock.now += 10
+    assert expectations.observe(KEY, UID, []).overdue == {"a"}
+
+
+def test_a_create_confirmed_gone_drops_it_and_any_delete_of_it() -> None:
+    expectations = Expectations(confirm_after=10)
+    expectations.expect_created(KEY, UID, named("a"))
+    expectations.expect_deleted(KEY, UID, "a")
+
+    expectations.confirm_created(KEY, UID, "a", exists=False)
+
+    assert expectations.observe(KEY, UID, []).satisfied
+    assert not expectations.unsatisfied(KEY)

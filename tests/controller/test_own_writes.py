@@ -175,6 +175,59 @@ def test_a_create_the_cache_never_shows_stops_counting_when_its_expectation_expi
     assert len(cluster.live_runner_names()) == 1
 
 
+@pytest.mark.parametrize(
+    ("elapsed", "action", "gets"),
+    [
+        pytest.param(5.0, "hold", 0, id="within watch latency: no request, still counted"),
+        pytest.param(11.0, "scale-up", 1, id="overdue: one GET finds it gone, then scale-up"),
+    ],
+)
+def test_a_create_the_cache_never_shows_is_confirmed_gone_long_before_it_expires(
+    cluster: Cluster, elapsed: float, action: str, gets: int
+) -> None:
+    # As above, but the expectation is far older than any watch latency: one uncached
+    # GET by name shows the runner is gone, so the set does not wait out the 5 minutes.
+    clock = Clock()
+    reconciler = cluster.reconciler_with(Expectations(ttl=300, confirm_after=10, clock=clock))
+    cluster.create_ers(replicas=1, patch_id=0)
+    cluster.sync()
+    cluster.server.set_watch_delay(api.ER_PLURAL, 30.0)
+    assert reconciler.reconcile_with_outcome(REQUEST).action == "scale-up"
+    (gone,) = cluster.runners()
+    cluster.release_runner(gone.name)
+    cluster.delete_runner(gone.name)
+    cluster.server.request_log.clear()
+
+    clock.now += elapsed
+    outcome = reconciler.reconcile_with_outcome(REQUEST)
+
+    assert outcome.action == action
+    runner_gets = cluster.requests(verb="get", resource=api.ER_PLURAL)
+    assert [r.name for r in runner_gets] == [gone.name] * gets
+    assert len(cluster.live_runner_names()) == (1 if gets else 0)
+
+
+def test_an_overdue_create_that_still_exists_keeps_counting_and_is_asked_again_later(
+    cluster: Cluster,
+) -> None:
+    clock = Clock()
+    reconciler = cluster.reconciler_with(Expectations(ttl=300, confirm_after=10, clock=clock))
+    cluster.create_ers(replicas=1, patch_id=0)
+    cluster.sync()
+    cluster.server.set_watch_delay(api.ER_PLURAL, 30.0)
+    assert reconciler.reconcile_with_outcome(REQUEST).action == "scale-up"
+    cluster.server.request_log.clear()
+
+    clock.now += 11
+    first = reconciler.reconcile_with_outcome(REQUEST)
+    clock.now += 5
+    second = reconciler.reconcile_with_outcome(REQUEST)
+
+    assert (first.action, second.action) == ("hold", "hold"), "it exists: no second runner"
+    assert len(cluster.requests(verb="get", resource=api.ER_PLURAL)) == 1
+    assert len(cluster.runners()) == 1
+
+
 @dataclass
 class Clock:
     now: float = 0.0
