@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet, RunnerID
 from ersctl.errors import ErsctlError, NotLeaderError
 from ersctl.ports import RunnerRegistry, RunnerService, Writer
-from ersctl.runners import RunnerStates
+from ersctl.runners import RunnerStates, is_busy
 from ersctl.scaling import ScaleDown
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,8 @@ def remove_and_delete(service: RunnerService, writer: Writer, runner: EphemeralR
 def clean_up_runners(
     registry: RunnerRegistry, writer: Writer, ers: EphemeralRunnerSet, states: RunnerStates
 ) -> Removal:
-    """Delete terminated runners; remove pending and idle running ones; keep busy ones.
+    """Delete terminated runners; remove pending and idle running ones; keep busy ones
+    (``ersctl.runners.is_busy``, the rule scale-down uses too).
 
     Used when the set is deleted, when a new runner spec is applied, and while the set
     is Outdated. Runners already being deleted are left to their finalizers. When a
@@ -62,8 +63,8 @@ def clean_up_runners(
     is deleted: a ``FieldError`` for an absent or malformed Secret leaves every runner
     as it was.
     """
-    with_job = [r for r in states.running if r.has_job]
-    live = [*states.pending, *(r for r in states.running if not r.has_job)]
+    with_job = [r for r in (*states.pending, *states.running) if is_busy(r)]
+    live = [r for r in (*states.pending, *states.running) if not is_busy(r)]
     # Credentials first: unusable ones must stop the pass before its first write.
     with _service(registry, ers, live) as service:
         deleted = delete_runners(writer, states.terminated)

@@ -126,3 +126,15 @@ def _bucket(runner: EphemeralRunner, applied_revision: int) -> str:
             return "stale_outdated"
         return "outdated"
     return _PHASE_BUCKET.get(phase, "pending")
+
+
+def is_busy(runner: EphemeralRunner) -> bool:
+    """Holding a job: ``status.jobId`` non-empty (ARC's ``has_job``) or a ``jobRequestId``.
+
+    The one rule for every path that may remove a runner (scale-down and cleanup alike).
+    The request id widens ARC's rule on purpose: the listener records both fields from one
+    JobStarted message, and a runner that shows only the request id (a message without a
+    job id, or a status written partially) is still running that job. Mistaking a busy
+    runner for an idle one costs a job; the converse only keeps a runner a little longer.
+    """
+    return runner.has_job or runner.job_request_id > 0

@@ -33,6 +33,21 @@ def test_a_revision_advance_rebuilds_idle_runners_keeps_busy_ones_and_clears_the
     assert ers.phase == "Running"
 
 
+def test_a_runner_showing_only_its_job_request_id_is_busy_for_cleanup_as_for_scale_down(
+    cluster: Cluster,
+) -> None:
+    """One rule for "busy" on every removal path: a runner whose status shows the job
+    request but no job id yet keeps its job through a revision advance."""
+    cluster.create_ers(replicas=1, actionable_revision=2, status={"appliedActionableRevision": 1})
+    busy = cluster.add_runner(phase="Running", revision=1, runner_id=14)
+    cluster.set_runner_status(busy, jobRequestId=901)
+
+    assert cluster.reconcile().action == "revision-applied"
+
+    assert cluster.github.attempts == [], "not even asked to remove it"
+    assert cluster.live_runner_names() == {busy}
+
+
 @pytest.mark.parametrize(
     ("runner_revision", "phase"),
     [
