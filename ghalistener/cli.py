@@ -1,8 +1,10 @@
 """Command line of the listener: ``ghalistener run``.
 
 Exit codes: 0 after a requested stop (SIGTERM/SIGINT), 2 for an invalid configuration
-(one line on stderr naming the field), 1 for any other fatal error (one line on stderr
-naming the cause).
+(one line on stderr naming the field; this includes a kubeconfig that cannot be loaded
+and a ``metrics_addr`` that cannot be bound), 1 for any other fatal error (one line on
+stderr naming the cause; this includes a ``metrics_addr`` whose port is in use, a
+condition of the host that a restart may clear).
 
 SIGTERM/SIGINT set one :class:`~ghalistener.stopping.StopSignal`; every wait of the
 program sleeps on it (the scale-set client's retry backoff, the publisher's, the 409
@@ -74,6 +76,9 @@ def run(config_path: str | None, kubeconfig: str | None, **overrides: Any) -> No
     configure_logging(level=config.log_level, fmt=config.log_format, secrets=config.secrets())
     try:
         _serve(config, kubeconfig)
+    except ConfigError as exc:  # found only when used: the kubeconfig, metrics_addr
+        click.echo(f"ghalistener: invalid configuration: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
     except (ListenerError, ActionsError) as exc:
         click.echo(f"ghalistener: {exc}", err=True)
         sys.exit(EXIT_FATAL)

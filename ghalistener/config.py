@@ -9,6 +9,7 @@ Unknown keys are ignored: ARC's file carries more keys than this listener uses.
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -153,6 +154,7 @@ def parse_config(raw: Mapping[str, Any]) -> ListenerConfig:
     _check_choice(values, "log_level", LOG_LEVELS)
     _check_choice(values, "log_format", LOG_FORMATS)
     _check_metrics(values)
+    _check_root_ca(values.get("server_root_ca", ""))
     return ListenerConfig(**values)
 
 
@@ -161,8 +163,13 @@ def _as_int(key: str, value: object) -> int:
         raise ConfigError(key, "must be an integer")
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
+    if isinstance(value, str):
+        # int() itself is the judge: str.isdigit() admits "²" and a stripped "--5",
+        # which int() then refused with a traceback instead of this one line.
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
     raise ConfigError(key, "must be an integer")
 
 
@@ -246,8 +253,21 @@ def _check_metrics(values: Mapping[str, Any]) -> None:
     addr = values.get("metrics_addr", "")
     if addr:
         _, sep, port = addr.rpartition(":")
-        if not sep or not port.isdigit() or int(port) > 65535:
+        if not sep or not (port.isascii() and port.isdigit()) or int(port) > 65535:
             raise ConfigError("metrics_addr", f"must be [host]:port, got {addr!r}")
     endpoint = values.get("metrics_endpoint", "/metrics")
     if not endpoint.startswith("/"):
         raise ConfigError("metrics_endpoint", f"must start with '/', got {endpoint!r}")
+
+
+def _check_root_ca(pem: str) -> None:
+    # Checked here so a bad bundle is a config error (exit 2) naming the field, not a
+    # failure when the HTTP client is built.
+    if not pem:
+        return
+    try:
+        ssl.create_default_context().load_verify_locations(cadata=pem)
+    except (ssl.SSLError, TypeError, ValueError):
+        raise ConfigError(
+            "server_root_ca", "must hold PEM certificates (none could be loaded)"
+        ) from None

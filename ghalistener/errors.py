@@ -6,6 +6,7 @@
     +-- ConfigError          the configuration is unusable; ``field`` names the culprit (exit 2)
     +-- KubernetesError      an API-server request failed after its retries (exit 1)
     +-- SessionHeldError     another listener kept the message session through every retry (exit 1)
+    +-- MetricsServerError   the metrics port is in use (exit 1; a bad address is a ConfigError)
 
 ``kubernetes.client.ApiException`` and urllib3 errors are translated into
 KubernetesError at one boundary (``ghalistener.publisher``). Errors of the scale-set
@@ -42,3 +43,11 @@ class KubernetesError(ListenerError):
 
 class SessionHeldError(ListenerError):
     """The service kept answering 409: another listener holds the scale set's session."""
+
+
+class MetricsServerError(ListenerError):
+    """The metrics server could not listen on a valid address (the port is in use).
+
+    A condition of the host, not of the configuration: a restart may succeed, so it is
+    a fatal error (exit 1) rather than an invalid value (exit 2).
+    """

@@ -11,6 +11,7 @@ listeners (or tests) in one process do not collide.
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from ghalistener.actions.types import JobCompleted, JobMessage, JobStarted, Statistics
+from ghalistener.errors import ConfigError, ListenerError, MetricsServerError
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +167,7 @@ class MetricsServer:
 
     def __init__(self, metrics: ListenerMetrics, *, addr: str, endpoint: str) -> None:
         host, _, port = addr.rpartition(":")
+        self._addr = addr
         self._bind = (host or "0.0.0.0", int(port))
         self._endpoint = endpoint
         self._metrics = metrics
@@ -177,8 +180,14 @@ class MetricsServer:
         return f"http://{host!s}:{port}{self._endpoint}"
 
     def start(self) -> None:
+        """Bind and serve. ConfigError("metrics_addr") when the address cannot be bound
+        (unknown host, not a local address, no permission); MetricsServerError when the
+        port is in use."""
         handler = _handler_for(self._metrics, self._endpoint)
-        self._server = ThreadingHTTPServer(self._bind, handler)
+        try:
+            self._server = ThreadingHTTPServer(self._bind, handler)
+        except OSError as exc:
+            raise _bind_error(self._addr, exc) from exc
         self._server.daemon_threads = True
         # shutdown() waits for the serving loop's next look: keep it short, it is on the
         # SIGTERM path (2 s budget).
@@ -196,6 +205,13 @@ class MetricsServer:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+def _bind_error(addr: str, exc: OSError) -> ListenerError:
+    reason = exc.strerror or type(exc).__name__
+    if exc.errno == errno.EADDRINUSE:
+        return MetricsServerError(f"metrics_addr: cannot listen on {addr!r}: {reason}")
+    return ConfigError("metrics_addr", f"cannot listen on {addr!r}: {reason}")
 
 
 def _handler_for(metrics: ListenerMetrics, endpoint: str) -> type[BaseHTTPRequestHandler]:

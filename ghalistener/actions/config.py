@@ -69,6 +69,10 @@ def parse_config_url(url: str, *, env: Mapping[str, str] | None = None) -> GitHu
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigUrlError(f"config URL {url!r} is not an http(s) URL with a host")
+    try:
+        parts.port  # noqa: B018  (the property validates: digits, 0-65535)
+    except ValueError:
+        raise ConfigUrlError("config URL has an invalid port (expected 0-65535)") from None
     segments = [s for s in parts.path.split("/") if s]
     hosted = is_hosted_host(parts.hostname) and FORCE_GHES_ENV not in environ
     config_url = f"{parts.scheme}://{parts.netloc}/{'/'.join(segments)}"

@@ -182,8 +182,10 @@ def ssl_context(root_ca: str | None) -> ssl.SSLContext | bool:
     context = ssl.create_default_context()
     try:
         context.load_verify_locations(cadata=root_ca)
-    except ssl.SSLError as exc:
-        raise ActionsError(f"server_root_ca is not a valid PEM certificate: {exc.reason}") from None
+    except (ssl.SSLError, TypeError, ValueError) as exc:
+        # SSLError.reason is often None: name the kind of failure rather than print "None".
+        reason = getattr(exc, "reason", None) or type(exc).__name__
+        raise ActionsError(f"server_root_ca is not a valid PEM certificate: {reason}") from None
     return context
 
 

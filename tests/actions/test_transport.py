@@ -151,13 +151,23 @@ def test_without_the_root_ca_the_private_server_is_not_trusted_and_not_retried(
     assert waits == []
 
 
-def test_a_root_ca_that_is_no_certificate_is_a_clear_error() -> None:
-    with pytest.raises(ActionsError, match="server_root_ca"):
+@pytest.mark.parametrize(
+    "root_ca",
+    [
+        pytest.param(
+            "-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----\n", id="bad PEM"
+        ),
+        pytest.param("caf\u00e9", id="not ASCII"),
+    ],
+)
+def test_a_root_ca_that_is_no_certificate_is_a_clear_error(root_ca: str) -> None:
+    with pytest.raises(ActionsError, match="server_root_ca") as caught:
         ActionsClient(
             config_url="https://github.com/o",
             credentials=PatCredentials(token="ghp_x_123456"),
-            root_ca="-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----\n",
+            root_ca=root_ca,
         )
+    assert not str(caught.value).endswith("None"), "the reason is named, not 'None'"
 
 
 @pytest.fixture

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +134,22 @@ def test_secrets_stay_out_of_the_repr() -> None:
             valid(metrics_endpoint="metrics"), "metrics_endpoint", id="relative metrics endpoint"
         ),
         pytest.param(valid(min_runners=True), "min_runners", id="a boolean is not a count"),
+        pytest.param(valid(max_runners="--5"), "max_runners", id="a doubled minus sign"),
+        pytest.param(valid(max_runners="\u00b2"), "max_runners", id="a superscript digit"),
+        pytest.param(
+            valid(metrics_addr=":\u00b2"), "metrics_addr", id="a superscript metrics port"
+        ),
+        pytest.param(
+            valid(server_root_ca="-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----"),
+            "server_root_ca",
+            id="a root CA that is no certificate",
+        ),
+        pytest.param(valid(server_root_ca="caf\u00e9"), "server_root_ca", id="a non-ASCII root CA"),
+        pytest.param(
+            valid(configure_url="https://ghes.example:99999/octo"),
+            "configure_url",
+            id="a URL port out of range",
+        ),
     ],
 )
 def test_invalid_configuration_names_the_field(raw: dict[str, Any], field: str) -> None:
@@ -193,3 +212,66 @@ def test_the_installed_program_exits_2_for_an_unreadable_file(tmp_path: Path) ->
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0
     assert "invalid configuration: config: cannot read" in result.stderr
+
+
+def test_integer_strings_are_accepted_as_int_reads_them() -> None:
+    config = parse_config(valid(min_runners=" 2 ", max_runners="+7"))
+    assert (config.min_runners, config.max_runners) == (2, 7)
+
+
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:9"}}]
+users: [{name: u, user: {}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+@pytest.fixture
+def signal_handlers() -> Iterator[None]:
+    """``run`` installs SIGTERM/SIGINT handlers: give pytest its own back afterwards."""
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    for signum, handler in saved.items():
+        signal.signal(signum, handler)
+
+
+def run_cli(tmp_path: Path, *args: str) -> tuple[int, list[str]]:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(valid()))
+    result = CliRunner().invoke(main, ["run", "--config", str(path), *args])
+    return result.exit_code, result.output.strip().splitlines()
+
+
+@pytest.mark.usefixtures("signal_handlers")
+def test_a_kubeconfig_that_cannot_be_loaded_exits_2_naming_it(tmp_path: Path) -> None:
+    code, lines = run_cli(tmp_path, "--kubeconfig", str(tmp_path / "absent"))
+    assert code == 2
+    assert len(lines) == 1 and "invalid configuration: kubeconfig:" in lines[0]
+
+
+@pytest.mark.usefixtures("signal_handlers")
+def test_a_metrics_address_that_cannot_be_bound_exits_2_naming_it(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    # 192.0.2.1 (TEST-NET-1) is no address of this host: the bind fails at once.
+    args = ("--kubeconfig", str(kubeconfig), "--metrics-addr", "192.0.2.1:9100")
+    code, lines = run_cli(tmp_path, *args)
+    assert code == 2
+    assert len(lines) == 1 and "invalid configuration: metrics_addr:" in lines[0]
+
+
+@pytest.mark.usefixtures("signal_handlers")
+def test_a_metrics_port_in_use_exits_1_with_one_line_naming_it(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = ("--kubeconfig", str(kubeconfig), "--metrics-addr", f"127.0.0.1:{port}")
+        code, lines = run_cli(tmp_path, *args)
+    assert code == 1
+    assert len(lines) == 1 and "metrics_addr:" in lines[0] and "in use" in lines[0]
