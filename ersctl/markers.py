@@ -91,6 +91,15 @@ def record_cleanup_patch_id(
     return retry.run(attempt)
 
 
+@dataclass(frozen=True, kw_only=True)
+class RevisionWrite:
+    """What :func:`advance_applied_revision` found: the live ERS after it, and whether
+    this call moved the applied revision (False: it was already at or past the target)."""
+
+    ers: EphemeralRunnerSet
+    advanced: bool
+
+
 def advance_applied_revision(
     *,
     api: ApiReader,
@@ -99,28 +108,29 @@ def advance_applied_revision(
     name: str,
     target: int,
     retry: ConflictRetry,
-) -> EphemeralRunnerSet | None:
+) -> RevisionWrite | None:
     """Raise the live applied revision to ``target`` (never lower it); fix the phase.
 
     On an advance the marker is cleared. The phase is Outdated when an API-reader list
     of owned runners holds an Outdated runner created at or after the applied revision
-    (``max(live, target)``), Running otherwise. Returns the live ERS after the write,
-    or None when it is gone.
+    (``max(live, target)``), Running otherwise. Returns the live ERS after the write and
+    whether it advanced, or None when the ERS is gone.
     """
 
-    def attempt() -> EphemeralRunnerSet | None:
+    def attempt() -> RevisionWrite | None:
         live = api.get_ers(namespace, name)
         if live is None:
             return None
         changes = _revision_changes(live, target)
+        advanced = APPLIED_REVISION_FIELD in changes
         applied = max(live.applied_actionable_revision, target)
         states = classify(api.list_owned_runners(live), applied_revision=applied)
         phase = ERSPhase.OUTDATED if states.outdated else ERSPhase.RUNNING
         if live.phase != phase:
             changes["phase"] = phase.value
-        if not changes:
-            return live
-        return writer.patch_ers_status(live, _locked(live, changes))
+        if changes:
+            live = writer.patch_ers_status(live, _locked(live, changes))
+        return RevisionWrite(ers=live, advanced=advanced)
 
     return retry.run(attempt)
 

@@ -218,7 +218,7 @@ class EphemeralRunnerSetReconciler:
         removal = self._clean_up(ers, self._classify(ers))
         # Written last, after the cleanup succeeded: a crash midway leaves the applied
         # revision behind the spec, so the next reconcile redoes the cleanup.
-        live = advance_applied_revision(
+        written = advance_applied_revision(
             api=self._api,
             writer=self._writer,
             namespace=ers.namespace,
@@ -226,8 +226,13 @@ class EphemeralRunnerSetReconciler:
             target=target,
             retry=self._retry,
         )
-        if live is None:
+        if written is None:
             return Outcome(action="none", detail="gone")
+        if not written.advanced:
+            # A lagging cache: the live set had applied this revision (or a newer one).
+            applied = written.ers.applied_actionable_revision
+            detail = f"revision {target} superseded (applied {applied}): {_removal_text(removal)}"
+            return Outcome(action="revision-superseded", detail=detail)
         message = f"Applied runner spec revision {target}: {_removal_text(removal)}"
         self._event(ers, NORMAL, Reason.REVISION_APPLIED, message)
         return Outcome(action="revision-applied", detail=message)

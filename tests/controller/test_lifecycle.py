@@ -83,9 +83,11 @@ def test_a_reconcile_holding_an_older_target_cannot_move_the_applied_revision_ba
     cluster.patch_ers("runners", {"actionableRevision": 3})
     cluster.patch_ers_status("runners", {"appliedActionableRevision": 3})
 
-    cluster.reconcile(sync=False)
+    outcome = cluster.reconcile(sync=False)
 
     assert cluster.ers().applied_actionable_revision == 3
+    assert not cluster.events("RevisionApplied"), "nothing was applied by this reconcile"
+    assert outcome.action == "revision-superseded"
 
 
 @pytest.mark.parametrize(
