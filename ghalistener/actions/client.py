@@ -22,6 +22,7 @@ from ghalistener.actions.auth import AppCredentials, PatCredentials
 from ghalistener.actions.config import GitHubConfig, parse_config_url
 from ghalistener.actions.connection import AdminConnection, AdminConnector
 from ghalistener.actions.errors import (
+    MessageParseError,
     MessageQueueTokenExpiredError,
     RequestError,
     RunnerNotFoundError,
@@ -47,6 +48,7 @@ from ghalistener.actions.transport import (
     HttpSender,
     SecretRedactor,
     error_from_response,
+    is_valid_url,
 )
 from ghalistener.actions.types import (
     JitConfig,
@@ -358,6 +360,8 @@ class ActionsClient:
     def _session(self, response: httpx.Response) -> RunnerScaleSetSession:
         session = parse_session(self._json(response, "message session"))
         self._sender.redactor.add(session.message_queue_access_token)
+        if not is_valid_url(session.message_queue_url):
+            raise MessageParseError("message session: field 'messageQueueUrl' is not a valid URL")
         return session
 
     @staticmethod

@@ -26,7 +26,7 @@ from ghalistener.actions.auth import (
 from ghalistener.actions.config import GitHubConfig
 from ghalistener.actions.errors import MessageParseError
 from ghalistener.actions.messages import as_object, decode_json
-from ghalistener.actions.transport import HttpSender, error_from_response
+from ghalistener.actions.transport import HttpSender, error_from_response, is_valid_url
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,8 @@ class AdminConnector:
         url, token = body.get("url"), body.get("token")
         if not isinstance(url, str) or not url:
             raise MessageParseError("admin connection: field 'url' is missing or empty")
+        if not is_valid_url(url):
+            raise MessageParseError("admin connection: field 'url' is not a valid URL")
         if not isinstance(token, str) or not token:
             raise MessageParseError("admin connection: field 'token' is missing or empty")
         self._sender.redactor.add(token)

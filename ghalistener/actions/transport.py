@@ -1,9 +1,11 @@
 """The HTTP boundary: httpx in, typed ``RequestError`` out.
 
 Everything the client sends goes through ``HttpSender.send``: it applies the retry
-policy, logs each exchange at DEBUG with a redacted URL, and translates
-``httpx.TransportError`` into ``RequestError`` (status None). ``error_from_response``
-and ``error_from_exception`` are the only places request errors are built.
+policy, logs each exchange at DEBUG with a redacted URL, and translates every httpx
+failure (``httpx.HTTPError``: transport errors, a body that fails to decode, too many
+redirects; and ``httpx.InvalidURL`` from building the request) into ``RequestError``
+(status None). ``error_from_response`` and ``error_from_exception`` are the only places
+request errors are built.
 """
 
 from __future__ import annotations
@@ -99,6 +101,20 @@ def redact_url(url: httpx.URL | str, redactor: SecretRedactor | None = None) -> 
     return redactor.scrub(text) if redactor else text
 
 
+def is_valid_url(value: str) -> bool:
+    """True when ``value`` is an absolute http(s) URL that httpx accepts.
+
+    URLs the service hands us (the admin connection's, the session's queue URL) are
+    checked on arrival, so a bad one is a parse error naming the field rather than an
+    httpx error wherever a request is later built from it.
+    """
+    try:
+        parsed = httpx.URL(value)
+    except httpx.InvalidURL:
+        return False
+    return parsed.scheme in ("http", "https") and bool(parsed.host)
+
+
 def body_excerpt(response: httpx.Response, redactor: SecretRedactor | None = None) -> str:
     """The first ``BODY_EXCERPT_LIMIT`` characters of the body, BOM stripped, secrets hidden."""
     text = response.content.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
@@ -138,17 +154,30 @@ def error_from_response(
     )
 
 
+HttpxFailure = httpx.HTTPError | httpx.InvalidURL
+"""Every exception httpx raises for a request (``InvalidURL`` is no ``HTTPError``)."""
+
+
 def error_from_exception(
-    method: str, url: str, error: httpx.TransportError, *, redactor: SecretRedactor
+    method: str, url: str, error: HttpxFailure, *, redactor: SecretRedactor
 ) -> RequestError:
-    """Build the exception for an exchange that got no response (status None).
+    """Build the exception for an exchange that yielded no usable response (status None).
 
     ``url`` must already be redacted; the library's reason is scrubbed of secrets and
     of URL userinfo (a proxy URL from the environment may carry a password).
     """
     detail = _USERINFO.sub("//", redactor.scrub(str(error)))[:BODY_EXCERPT_LIMIT]
-    reason = f"no response: {type(error).__name__}" + (f": {detail}" if detail else "")
+    what = "no response" if isinstance(error, httpx.TransportError) else "request failed"
+    reason = f"{what}: {type(error).__name__}" + (f": {detail}" if detail else "")
     return RequestError(reason, method=method, url=url, status=None)
+
+
+def _shown_url(url: httpx.URL | str, redactor: SecretRedactor) -> str:
+    """``redact_url``, or a placeholder when the URL is too broken to parse."""
+    try:
+        return redact_url(url, redactor)
+    except httpx.InvalidURL:
+        return "[invalid URL]"
 
 
 def _service_exception(response: httpx.Response, excerpt: str) -> tuple[str | None, str]:
@@ -235,11 +264,17 @@ class HttpSender:
         """Send one request (retried per policy) and return the final response.
 
         Any status may come back; the caller decides what is an error. Raises
-        RequestError (status None) when no response arrived after the last try.
+        RequestError (status None) when no response arrived after the last try, or when
+        httpx failed otherwise (an invalid URL, a body that does not decode): no httpx
+        exception escapes.
         """
-        request = self._client.build_request(
-            method, url, headers=dict(headers), json=json_body, params=params, timeout=timeout
-        )
+        shown = _shown_url(url, self._redactor)
+        try:
+            request = self._client.build_request(
+                method, url, headers=dict(headers), json=json_body, params=params, timeout=timeout
+            )
+        except httpx.InvalidURL as exc:
+            raise error_from_exception(method, shown, exc, redactor=self._redactor) from exc
         shown = redact_url(request.url, self._redactor)
 
         def attempt() -> httpx.Response:
@@ -250,7 +285,7 @@ class HttpSender:
 
         try:
             return self._retry.run(attempt, also_retry=also_retry)
-        except httpx.TransportError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # the one boundary: none escape
             raise error_from_exception(method, shown, exc, redactor=self._redactor) from exc
 
     def close(self) -> None:

@@ -16,7 +16,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from ghalistener.actions import ActionsClient, MessageSession, PatCredentials, RetryPolicy
-from ghalistener.actions.errors import ActionsError, RequestError
+from ghalistener.actions.errors import ActionsError, MessageParseError, RequestError
+from ghalistener.actions.transport import HttpSender, SecretRedactor
 from ghalistener.testing import GitHubSimulator, SimulatorServer
 from ghalistener.testing.respx_adapter import mock_transport
 from tests.actions.conftest import QUEUE_URL, GitHubMock, session_json
@@ -230,3 +231,70 @@ def test_an_injected_httpx_transport_carries_every_request() -> None:
         assert client.get_runner_scale_set_by_id(1).id == 1
     kinds = [e["kind"] for e in simulator.events]
     assert kinds.count("token.issued") == 1 and kinds.count("admin.connected") == 1
+
+
+# --- httpx errors never escape the client --------------------------------------------
+
+
+def test_a_body_that_fails_to_decode_is_a_request_error(
+    github: GitHubMock, client: ActionsClient
+) -> None:
+    # httpx raises DecodingError while reading a bad gzip body; it used to escape the
+    # client and reach the CLI as a traceback, past the log redactor.
+    github.service("GET", "_apis/runtime/runnerscalesets/7").return_value = httpx.Response(
+        200, headers={"Content-Encoding": "gzip"}, stream=httpx.ByteStream(b"this is not gzip")
+    )
+    with pytest.raises(RequestError) as caught:
+        client.get_runner_scale_set_by_id(7)
+    assert caught.value.status is None
+    assert "DecodingError" in str(caught.value)
+    assert isinstance(caught.value.__cause__, httpx.DecodingError)
+
+
+def test_too_many_redirects_is_a_request_error(github: GitHubMock, client: ActionsClient) -> None:
+    route = github.service("GET", "_apis/runtime/runnerscalesets/7")
+    route.side_effect = httpx.TooManyRedirects("Exceeded maximum allowed redirects.")
+    with pytest.raises(RequestError, match="TooManyRedirects") as caught:
+        client.get_runner_scale_set_by_id(7)
+    assert isinstance(caught.value.__cause__, httpx.TooManyRedirects)
+
+
+def test_an_invalid_url_is_a_request_error_without_its_credentials() -> None:
+    sender = HttpSender(
+        user_agent="test", retry=RetryPolicy(sleep=lambda _: None), redactor=SecretRedactor()
+    )
+    with pytest.raises(RequestError, match="InvalidURL") as caught:
+        sender.send("GET", "https://user:pw-SECRET@host.test:port/x", headers={})
+    assert "pw-SECRET" not in str(caught.value)
+    assert isinstance(caught.value.__cause__, httpx.InvalidURL)
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        pytest.param(
+            {"url": "https://svc.test:port/", "token": "t" * 20},
+            "admin connection: field 'url' is not a valid URL",
+            id="admin connection URL",
+        ),
+    ],
+)
+def test_a_service_url_httpx_cannot_parse_is_a_parse_error(
+    github: GitHubMock, client: ActionsClient, answer: dict[str, str], problem: str
+) -> None:
+    github.admin.side_effect = None
+    github.admin.return_value = httpx.Response(200, json=answer)
+    with pytest.raises(MessageParseError, match=problem):
+        client.get_runner_scale_set_by_id(7)
+
+
+def test_a_session_whose_queue_url_httpx_cannot_parse_is_a_parse_error(
+    github: GitHubMock, client: ActionsClient
+) -> None:
+    github.service(
+        "POST", "_apis/runtime/runnerscalesets/7/sessions"
+    ).return_value = httpx.Response(
+        200, json={**session_json(), "messageQueueUrl": "https://b.test:port/q"}
+    )
+    with pytest.raises(MessageParseError, match="'messageQueueUrl' is not a valid URL"):
+        MessageSession.open(client, scale_set_id=7, owner_name="h")
