@@ -33,6 +33,7 @@ from ersctl.api import EphemeralRunnerSet, ERSPhase, PatchID
 from ersctl.errors import ConflictError
 from ersctl.ports import ApiReader, Writer
 from ersctl.runners import classify
+from ersctl.status import RESET_VALUES, malformed
 
 T = TypeVar("T")
 
@@ -131,6 +132,30 @@ def advance_applied_revision(
         if changes:
             live = writer.patch_ers_status(live, _locked(live, changes))
         return RevisionWrite(ers=live, advanced=advanced)
+
+    return retry.run(attempt)
+
+
+def repair_status(
+    *, api: ApiReader, writer: Writer, namespace: str, name: str, retry: ConflictRetry
+) -> EphemeralRunnerSet | None:
+    """Overwrite the live ERS's malformed controller-owned status fields; return it.
+
+    Decided on the live copy and locked like the writers above, so only values that are
+    malformed on the server are replaced (``ersctl.status.RESET_VALUES``): a lagging
+    cache that still shows a bad marker never overwrites a good one written since.
+    Returns the live ERS after the write (unchanged when nothing is malformed), or None
+    when it is gone.
+    """
+
+    def attempt() -> EphemeralRunnerSet | None:
+        live = api.get_ers(namespace, name)
+        if live is None:
+            return None
+        fields = {field: RESET_VALUES[field] for field in malformed(live)}
+        if not fields:
+            return live
+        return writer.patch_ers_status(live, _locked(live, fields))
 
     return retry.run(attempt)
 

@@ -3,7 +3,9 @@
 1. Read the ERS from the cache; gone -> done.
 2. Being deleted: clean up its runners; once none are left, drop our finalizer.
 3. Malformed (replicas/patchID not a non-negative integer, no runner spec): a Warning
-   Event naming the field, and nothing else until it is fixed.
+   Event naming the field, and nothing else until it is fixed. A malformed status
+   field the controller owns (counts, phase, marker, applied revision) is instead
+   overwritten through a locked write (``ersctl.markers.repair_status``).
 4. No finalizer yet: add it and return.
 5. A new runner spec revision: clean up idle runners, advance the applied revision
    (API reader, only upward, clears the marker, optimistic lock) and return.
@@ -40,7 +42,12 @@ from ersctl.credentials import CredentialsFieldError
 from ersctl.errors import ConflictError, ErsctlError, NotFoundError, NotLeaderError
 from ersctl.expectations import Expectations
 from ersctl.expecting import ExpectingWriter
-from ersctl.markers import ConflictRetry, advance_applied_revision, record_cleanup_patch_id
+from ersctl.markers import (
+    ConflictRetry,
+    advance_applied_revision,
+    record_cleanup_patch_id,
+    repair_status,
+)
 from ersctl.ports import (
     ApiReader,
     CachedReader,
@@ -81,6 +88,7 @@ class Reason(StrEnum):
     REVISION_APPLIED = "RevisionApplied"
     RUNNERS_CLEANED_UP = "RunnersCleanedUp"
     INVALID_SPEC = "InvalidSpec"
+    STATUS_REPAIRED = "MalformedStatusOverwritten"
     CREATE_FAILED = "FailedCreateRunner"
     RECONCILE_FAILED = "ReconcileFailed"
 
@@ -180,6 +188,11 @@ class EphemeralRunnerSetReconciler:
         if ers.is_deleting:
             return self._finalize(ers)
         validate(ers)
+        if status.malformed(ers):
+            repaired = self._repair_status(ers)
+            if repaired is None:
+                return Outcome(action="none", detail="gone")
+            ers = repaired
         if not ers.has_finalizer(ERS_FINALIZER):
             self._set_finalizers(ers, [*ers.finalizers, ERS_FINALIZER])
             return Outcome(action="finalizer-added")
@@ -212,6 +225,20 @@ class EphemeralRunnerSetReconciler:
         removal = self._clean_up(ers, classify(runners, applied_revision=0, deleting=deleted))
         left = len(runners) - removal.deleted
         return Outcome(action="deleting", detail=f"{_removal_text(removal)}; {left} left")
+
+    def _repair_status(self, ers: EphemeralRunnerSet) -> EphemeralRunnerSet | None:
+        # The controller's own bookkeeping: overwrite it, never stop the set over it.
+        problems = "; ".join(str(exc) for exc in status.malformed(ers).values())
+        live = repair_status(
+            api=self._api,
+            writer=self._writer,
+            namespace=ers.namespace,
+            name=ers.name,
+            retry=self._retry,
+        )
+        if live is not None:
+            self._event(ers, WARNING, Reason.STATUS_REPAIRED, f"Overwrote {problems}")
+        return live
 
     def _apply_revision(self, ers: EphemeralRunnerSet) -> Outcome:
         target = ers.actionable_revision
@@ -405,9 +432,12 @@ class EphemeralRunnerSetReconciler:
 
 
 def validate(ers: EphemeralRunnerSet) -> None:
-    """Raise FieldError naming the first field of ``ers`` the controller cannot act on."""
+    """Raise FieldError naming the first spec field of ``ers`` the controller cannot act on.
+
+    Status fields are not judged here: those the controller owns are overwritten when
+    malformed (``ersctl.status.malformed``), not reported as bad input.
+    """
     _ = (ers.replicas, ers.patch_id, ers.actionable_revision, ers.ephemeral_runner_spec)
-    status.observed(ers)
 
 
 def _removal_text(removal: Removal) -> str:

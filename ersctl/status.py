@@ -13,10 +13,11 @@ no authority to change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from ersctl.api import EphemeralRunnerSet, ERSPhase
+from ersctl.api import EphemeralRunnerSet, ERSPhase, FieldError
 from ersctl.ports import Writer
 from ersctl.runners import RunnerStates
 
@@ -42,6 +43,46 @@ class StatusView:
     failed: int
     applied_revision: int
     cleanup_patch_id: int
+
+
+_READERS: Final[dict[str, Callable[[EphemeralRunnerSet], object]]] = {
+    "phase": lambda ers: ers.phase,
+    "currentReplicas": lambda ers: ers.current_replicas,
+    "pendingEphemeralRunners": lambda ers: ers.pending_runners,
+    "runningEphemeralRunners": lambda ers: ers.running_runners,
+    "failedEphemeralRunners": lambda ers: ers.failed_runners,
+    "appliedActionableRevision": lambda ers: ers.applied_actionable_revision,
+    "finishedRunnerCleanupPatchID": lambda ers: ers.finished_runner_cleanup_patch_id,
+}
+
+RESET_VALUES: Final[dict[str, object]] = {
+    "phase": None,  # removed; the status update then derives it again
+    "currentReplicas": 0,
+    "pendingEphemeralRunners": 0,
+    "runningEphemeralRunners": 0,
+    "failedEphemeralRunners": 0,
+    # Unknown which revision was applied: apply the current one again (idle runners
+    # are rebuilt), rather than assume runners match a spec nobody can vouch for.
+    "appliedActionableRevision": 0,
+    # Not a record of any cleanup: 0 never suppresses a scale-up.
+    "finishedRunnerCleanupPatchID": 0,
+}
+"""What :func:`malformed` fields are overwritten with (JSON name -> value; None removes)."""
+
+
+def malformed(ers: EphemeralRunnerSet) -> dict[str, FieldError]:
+    """The status fields this controller owns that ``ers`` holds in a malformed shape.
+
+    They are the controller's own bookkeeping, so a bad value is overwritten
+    (``ersctl.markers.repair_status``), never a reason to stop reconciling the set.
+    """
+    found: dict[str, FieldError] = {}
+    for name, read in _READERS.items():
+        try:
+            read(ers)
+        except FieldError as exc:
+            found[name] = exc
+    return found
 
 
 def observed(ers: EphemeralRunnerSet) -> StatusView:

@@ -5,13 +5,18 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from ersctl import api
+from ersctl.kube.events import EventRecorder
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
 from ersctl.kube.queue import Backoff
-from tests.controller.harness import Cluster
+from ersctl.ports import Request
+from ersctl.reconciler import EphemeralRunnerSetReconciler
+from tests.controller.harness import NAMESPACE, Cluster, body
 
 
 @pytest.fixture
@@ -87,3 +92,55 @@ def test_a_malformed_set_gets_a_warning_and_is_left_alone_while_a_healthy_one_sc
     assert cluster.live_runner_names("broken") == {finished}, "the finished runner is untouched"
     assert cluster.ers("broken").finished_runner_cleanup_patch_id == 0
     assert cluster.runners("negative") == []
+
+
+@dataclass
+class StoredMalformed:
+    """A reader (the cache or the API reader) showing the set's status with malformed
+    fields, as a server that did not enforce the CRD's schema would have stored them,
+    until a write changes the set's resourceVersion."""
+
+    inner: Any
+    resource_version: str
+    fields: dict[str, Any]
+
+    def get_ers(self, namespace: str, name: str) -> api.EphemeralRunnerSet | None:
+        ers = self.inner.get_ers(namespace, name)
+        if ers is not None and ers.resource_version == self.resource_version:
+            ers.status.update(self.fields)
+        return ers
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_malformed_status_field_of_the_controller_is_overwritten_not_reported_invalid(
+    cluster: Cluster,
+) -> None:
+    # The marker reads "3" (a string) while spec.patchID is 3: misread as the number it
+    # would suppress the scale-up; reset to 0 it records no cleanup.
+    created = cluster.create_ers(replicas=2, patch_id=3)
+    version = created["metadata"]["resourceVersion"]
+    bad = {"currentReplicas": "two", "finishedRunnerCleanupPatchID": "3"}
+    reconciler = EphemeralRunnerSetReconciler(
+        cache=StoredMalformed(cluster.cache, version, bad),
+        api=StoredMalformed(cluster.api_reader, version, bad),
+        writer=cluster.writer,
+        events=EventRecorder(cluster.api_client),
+        registry=cluster.registry,
+    )
+    cluster.sync()
+
+    outcome = reconciler.reconcile_with_outcome(Request(NAMESPACE, "runners"))
+
+    assert not cluster.events("InvalidSpec"), "the controller's own fields are not bad input"
+    assert outcome.action == "scale-up"
+    assert len(cluster.live_runner_names()) == 2
+    repair = body(cluster.requests(verb="patch", resource=api.ERS_PLURAL, subresource="status")[0])
+    assert repair == {
+        "metadata": {"resourceVersion": version},
+        "status": {"currentReplicas": 0, "finishedRunnerCleanupPatchID": 0},
+    }
+    (event,) = cluster.events("MalformedStatusOverwritten")
+    assert event["type"] == "Warning"
+    assert "status.finishedRunnerCleanupPatchID: must be an integer" in event["message"]

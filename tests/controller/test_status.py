@@ -6,7 +6,7 @@ import pytest
 
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet
 from ersctl.runners import classify
-from ersctl.status import desired, observed, status_patch
+from ersctl.status import RESET_VALUES, desired, malformed, observed, status_patch
 from tests.controller.objects import ers_doc, runner
 
 
@@ -81,3 +81,14 @@ def test_the_phase(current: str, runners: list[EphemeralRunner], expected: str) 
     item = ers(phase=current) if current else ers()
 
     assert desired(item, classify(runners, applied_revision=0)).phase == expected
+
+
+def test_only_malformed_controller_owned_fields_are_reported_and_reset() -> None:
+    item = ers(currentReplicas="two", finishedRunnerCleanupPatchID="3", phase="Running")
+    item.spec["replicas"] = "many"  # a spec field: bad input, not ours to overwrite
+
+    found = malformed(item)
+
+    assert set(found) == {"currentReplicas", "finishedRunnerCleanupPatchID"}
+    assert str(found["currentReplicas"]) == "status.currentReplicas: must be an integer, got 'two'"
+    assert {RESET_VALUES[name] for name in found} == {0}
