@@ -2,7 +2,8 @@
 
 Accepted forms: ``<scheme>://<host>/<org>``, ``<scheme>://<host>/<owner>/<repo>``,
 ``<scheme>://<host>/enterprises/<enterprise>`` (``enterprises`` in any case), with
-trailing slashes ignored. Hosted GitHub (github.com, www.github.com, github.localhost,
+trailing slashes ignored, and no credentials in the URL (``user:token@`` is refused:
+the URL is logged and shown in reprs). Hosted GitHub (github.com, www.github.com, github.localhost,
 ``*.ghe.com``) has its REST API at ``<scheme>://api.<host>``; any other host is GitHub
 Enterprise Server with the API under ``/api/v3``. Env ``GITHUB_ACTIONS_FORCE_GHES``
 (any value) forces the GHES form. Pure: no I/O.
@@ -67,6 +68,13 @@ def parse_config_url(url: str, *, env: Mapping[str, str] | None = None) -> GitHu
     """Parse a configuration URL; raise ConfigUrlError naming what is wrong."""
     environ = os.environ if env is None else env
     parts = urlsplit(url.strip())
+    if _has_userinfo(url, parts):
+        # A token in user:password@ would be logged (the admin connection names the
+        # URL) and shown in reprs: refuse it, and do not echo it back.
+        raise ConfigUrlError(
+            "config URL must not carry credentials (user:password@host); "
+            "give the token as github_token"
+        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigUrlError(f"config URL {url!r} is not an http(s) URL with a host")
     try:
@@ -97,6 +105,12 @@ def parse_config_url(url: str, *, env: Mapping[str, str] | None = None) -> GitHu
         is_hosted=hosted,
         api_url=api_url,
     )
+
+
+def _has_userinfo(url: str, parts: SplitResult) -> bool:
+    # Without "//" urlsplit sees no authority: "TOKEN@github.com/org" is all path.
+    authority = parts.netloc or url.strip().split("/", 1)[0]
+    return "@" in authority
 
 
 def _api_url(parts: SplitResult, *, hosted: bool) -> str:

@@ -127,3 +127,27 @@ def test_the_config_url_sent_to_github_has_no_trailing_slash() -> None:
     assert parse_config_url("https://github.com/o/r///", env={}).config_url == (
         "https://github.com/o/r"
     )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        pytest.param(
+            "https://x-access-token:ghp_SECRETtoken42@github.com/org", id="user and token"
+        ),
+        pytest.param("https://ghp_SECRETtoken42@github.com/org", id="token as the user"),
+        pytest.param("https://ghp_SECRETtoken42:@ghes.example/org/repo", id="GHES, empty password"),
+        pytest.param("ftp://u:ghp_SECRETtoken42@ghes.example/org", id="other scheme"),
+        pytest.param("ghp_SECRETtoken42@github.com/org", id="no scheme"),
+    ],
+)
+def test_credentials_in_the_url_are_refused_without_echoing_them(url: str) -> None:
+    # The URL is logged ("refreshing the admin connection for ...") and shown in reprs,
+    # so a token in its userinfo would leak; the error must not show it either.
+    with pytest.raises(ConfigUrlError, match="must not carry credentials") as caught:
+        parse_config_url(url)
+    assert "SECRET" not in str(caught.value)
+
+
+def test_an_at_sign_in_the_path_is_not_userinfo() -> None:
+    assert parse_config_url("https://github.com/org@team").organization == "org@team"

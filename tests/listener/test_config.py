@@ -146,6 +146,11 @@ def test_secrets_stay_out_of_the_repr() -> None:
         ),
         pytest.param(valid(server_root_ca="caf\u00e9"), "server_root_ca", id="a non-ASCII root CA"),
         pytest.param(
+            valid(configure_url="https://u:ghp_userinfo123@github.com/octo"),
+            "configure_url",
+            id="a token in the URL",
+        ),
+        pytest.param(
             valid(configure_url="https://ghes.example:99999/octo"),
             "configure_url",
             id="a URL port out of range",
