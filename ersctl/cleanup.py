@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet, RunnerID
 from ersctl.errors import ErsctlError, NotLeaderError
 from ersctl.ports import RunnerRegistry, RunnerService, Writer
-from ersctl.runners import RunnerStates, is_busy
+from ersctl.runners import RunnerStates, is_busy, registered_id
 from ersctl.scaling import ScaleDown
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,8 @@ def delete_runners(writer: Writer, runners: Iterable[EphemeralRunner]) -> int:
 
 def remove_and_delete(service: RunnerService, writer: Writer, runner: EphemeralRunner) -> bool:
     """Remove ``runner`` from the service, then delete it. False when it is busy (kept)."""
-    if runner.runner_id != 0 and not service.remove_runner(runner.runner_id):
+    runner_id = registered_id(runner)
+    if runner_id != 0 and not service.remove_runner(runner_id):
         log.info("runner %s is still running a job; leaving it", runner.key)
         return False
     return _delete(writer, runner)
@@ -106,7 +107,7 @@ def _service(
     registry: RunnerRegistry, ers: EphemeralRunnerSet, runners: Sequence[EphemeralRunner]
 ) -> AbstractContextManager[RunnerService]:
     """The set's service for one batch (one Secret read), if any runner is registered."""
-    if any(runner.runner_id != 0 for runner in runners):
+    if any(registered_id(runner) != 0 for runner in runners):
         return registry.service_for(ers)
     return nullcontext(_NoService())
 

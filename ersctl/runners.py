@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from ersctl.api import EphemeralRunner, ERPhase, PatchID
+from ersctl.api import EphemeralRunner, ERPhase, FieldError, PatchID, RunnerID
 
 NO_PATCH_ID = PatchID(0)
 
@@ -33,6 +33,22 @@ _PHASE_BUCKET = {
     ERPhase.SUCCEEDED.value: "finished",
     ERPhase.FAILED.value: "failed",
 }
+
+
+class RunnerFieldError(FieldError):
+    """A field of one owned EphemeralRunner is malformed; the message names the runner,
+    so the Warning Event on its set says which object to fix."""
+
+    def __init__(self, runner: str, cause: FieldError) -> None:
+        super().__init__(cause.path, cause.problem)
+        self.runner = runner
+
+    def __str__(self) -> str:
+        return f"EphemeralRunner {self.runner}: {self.path}: {self.problem}"
+
+
+def _naming(runner: EphemeralRunner, exc: FieldError) -> FieldError:
+    return exc if isinstance(exc, RunnerFieldError) else RunnerFieldError(runner.key, exc)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,7 +97,7 @@ def classify(
 
     Runners named in ``deleting`` count as being deleted even without a
     ``deletionTimestamp``: this controller deleted them and its cache has not shown it
-    yet (``ersctl.expectations``). Raises ``ersctl.api.FieldError`` when a runner's
+    yet (``ersctl.expectations``). Raises :class:`RunnerFieldError` when a runner's
     ``status.phase`` is not a string.
     """
     buckets: dict[str, list[EphemeralRunner]] = {
@@ -96,11 +112,14 @@ def classify(
     latest = 0
     for runner in runners:
         latest = max(latest, runner.patch_id)
-        bucket = (
-            "deleting"
-            if deleting and runner.name in deleting
-            else _bucket(runner, applied_revision)
-        )
+        try:
+            bucket = (
+                "deleting"
+                if deleting and runner.name in deleting
+                else _bucket(runner, applied_revision)
+            )
+        except FieldError as exc:
+            raise _naming(runner, exc) from None
         buckets[bucket].append(runner)
     return RunnerStates(
         pending=tuple(buckets["pending"]),
@@ -137,4 +156,23 @@ def is_busy(runner: EphemeralRunner) -> bool:
     job id, or a status written partially) is still running that job. Mistaking a busy
     runner for an idle one costs a job; the converse only keeps a runner a little longer.
     """
-    return runner.has_job or runner.job_request_id > 0
+    try:
+        return runner.has_job or runner.job_request_id > 0
+    except FieldError as exc:
+        raise _naming(runner, exc) from None
+
+
+def registered_id(runner: EphemeralRunner) -> RunnerID:
+    """``status.runnerId`` (0: not registered with the service yet); RunnerFieldError."""
+    try:
+        return runner.runner_id
+    except FieldError as exc:
+        raise _naming(runner, exc) from None
+
+
+def created_at(runner: EphemeralRunner) -> str:
+    """``metadata.creationTimestamp`` (RFC 3339); RunnerFieldError when malformed."""
+    try:
+        return runner.creation_timestamp
+    except FieldError as exc:
+        raise _naming(runner, exc) from None

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ersctl.api import EphemeralRunner, PatchID
-from ersctl.runners import RunnerStates, is_busy
+from ersctl.runners import RunnerStates, created_at, is_busy, registered_id
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,10 +117,10 @@ def scale_down_candidates(
         runner
         for group in (pending, running)
         for runner in sorted(group, key=_age_key)
-        if runner.is_done or (runner.runner_id != 0 and not is_busy(runner))
+        if runner.is_done or (registered_id(runner) != 0 and not is_busy(runner))
     )
 
 
 def _age_key(runner: EphemeralRunner) -> tuple[str, str]:
     # RFC 3339 timestamps from the API server share one format and sort as strings.
-    return (runner.creation_timestamp, runner.name)
+    return (created_at(runner), runner.name)

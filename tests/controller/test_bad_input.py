@@ -144,3 +144,44 @@ def test_a_malformed_status_field_of_the_controller_is_overwritten_not_reported_
     (event,) = cluster.events("MalformedStatusOverwritten")
     assert event["type"] == "Warning"
     assert "status.finishedRunnerCleanupPatchID: must be an integer" in event["message"]
+
+
+@dataclass
+class OneRunnerMalformed:
+    """The cache, showing one owned runner with a malformed field (as a server that did
+    not enforce the CRD's schema would have stored it)."""
+
+    inner: Any
+    fields: dict[str, Any]
+
+    def list_owned_runners(self, ers: api.EphemeralRunnerSet) -> list[api.EphemeralRunner]:
+        runners = self.inner.list_owned_runners(ers)
+        for runner in runners[:1]:
+            runner.status.update(self.fields)
+        return runners
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_runner_with_a_malformed_field_gets_a_warning_naming_the_runner(
+    cluster: Cluster,
+) -> None:
+    cluster.create_ers(replicas=0, patch_id=0)
+    bad = cluster.add_runner(phase="Running", runner_id=6)
+    reconciler = EphemeralRunnerSetReconciler(
+        cache=OneRunnerMalformed(cluster.cache, {"phase": 3}),
+        api=cluster.api_reader,
+        writer=cluster.writer,
+        events=EventRecorder(cluster.api_client),
+        registry=cluster.registry,
+    )
+    cluster.sync()
+
+    outcome = reconciler.reconcile_with_outcome(Request(NAMESPACE, "runners"))
+
+    assert outcome.action == "invalid"
+    assert warnings_for(cluster, "runners") == [
+        f"EphemeralRunner {NAMESPACE}/{bad}: status.phase: must be a string, got 3"
+    ]
+    assert cluster.live_runner_names() == {bad}, "no runner changes"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ersctl.api import EphemeralRunner, FieldError
-from ersctl.runners import RunnerStates, classify
+from ersctl.runners import RunnerStates, classify, is_busy, registered_id
+from ersctl.scaling import scale_down_candidates
 from tests.controller.objects import runner
 
 BUCKETS = ("pending", "running", "finished", "failed", "deleting", "outdated", "stale_outdated")
@@ -114,11 +117,46 @@ def test_latest_patch_id_includes_runners_being_deleted() -> None:
     assert states.latest_patch_id == 5
 
 
-def test_a_phase_that_is_not_a_string_is_a_field_error() -> None:
-    broken = EphemeralRunner({"metadata": {"name": "r"}, "status": {"phase": 3}})
+def malformed_runner(**status: object) -> EphemeralRunner:
+    metadata = {"name": "runners-runner-bad", "namespace": "arc"}
+    return EphemeralRunner({"metadata": metadata, "status": {"phase": "Running", **status}})
 
-    with pytest.raises(FieldError, match=r"status\.phase"):
-        classify([broken], applied_revision=0)
+
+@pytest.mark.parametrize(
+    ("status", "read", "path"),
+    [
+        pytest.param(
+            {"phase": 3},
+            lambda r: classify([r], applied_revision=0),
+            "status.phase",
+            id="classification reads the phase",
+        ),
+        pytest.param(
+            {"runnerId": "seven"},
+            lambda r: scale_down_candidates(pending=[], running=[r]),
+            "status.runnerId",
+            id="scale-down reads the runner id",
+        ),
+        pytest.param(
+            {"runnerId": 7, "jobRequestId": "x"},
+            lambda r: scale_down_candidates(pending=[], running=[r]),
+            "status.jobRequestId",
+            id="scale-down reads the job fields",
+        ),
+        pytest.param({"jobId": 5}, is_busy, "status.jobId", id="cleanup asks whether it is busy"),
+        pytest.param(
+            {"runnerId": []}, registered_id, "status.runnerId", id="removal reads the runner id"
+        ),
+    ],
+)
+def test_a_malformed_runner_field_is_a_field_error_that_names_the_runner(
+    status: dict[str, object], read: Callable[[EphemeralRunner], object], path: str
+) -> None:
+    with pytest.raises(FieldError) as caught:
+        read(malformed_runner(**status))
+
+    assert caught.value.path == path
+    assert str(caught.value).startswith(f"EphemeralRunner arc/runners-runner-bad: {path}: ")
 
 
 runner_strategy = st.builds(
