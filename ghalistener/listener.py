@@ -94,9 +94,9 @@ class Metrics(Protocol):
 
     def publish_desired_runners(self, count: int) -> None: ...
 
-    def publish_job_started(self, job: JobStarted) -> None: ...
+    def publish_job_started(self, job: JobStarted, *, message_id: int) -> None: ...
 
-    def publish_job_completed(self, job: JobCompleted) -> None: ...
+    def publish_job_completed(self, job: JobCompleted, *, message_id: int) -> None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,9 +236,9 @@ class Listener:
             )
         for job in message.jobs:
             if isinstance(job, JobStarted):
-                self._job_started(job)
+                self._job_started(job, message.message_id)
             elif isinstance(job, JobCompleted):
-                self._job_completed(job)
+                self._job_completed(job, message.message_id)
         self._publish_desired(message.statistics)
         session.delete_message(message.message_id)
         self._last_message_id = message.message_id
@@ -253,7 +253,7 @@ class Listener:
                 extra={"fields": {"message_id": message.message_id}},
             )
 
-    def _job_started(self, job: JobStarted) -> None:
+    def _job_started(self, job: JobStarted, message_id: int) -> None:
         self._scaler.job_started()
         found = self._publisher.record_job_started(job)
         log.info(
@@ -261,9 +261,9 @@ class Listener:
             extra={"fields": {"runner": job.runner_name, "job_id": job.job_id}},
         )
         if self._metrics:
-            self._metrics.publish_job_started(job)
+            self._metrics.publish_job_started(job, message_id=message_id)
 
-    def _job_completed(self, job: JobCompleted) -> None:
+    def _job_completed(self, job: JobCompleted, message_id: int) -> None:
         self._scaler.job_completed()
         log.info(
             "job completed",
@@ -272,7 +272,7 @@ class Listener:
             },
         )
         if self._metrics:
-            self._metrics.publish_job_completed(job)
+            self._metrics.publish_job_completed(job, message_id=message_id)
 
     def _record_statistics(self, stats: Statistics) -> None:
         self._statistics = stats

@@ -7,6 +7,12 @@ from the configuration URL). Job counters and histograms carry ``repository``,
 ``job_result`` for completed jobs. ``gha_available_jobs`` and ``gha_acquired_jobs``
 are additions ARC does not export. Each instance has its own registry, so several
 listeners (or tests) in one process do not collide.
+
+Job counters and histograms count each (message id, runner request id) once per
+process: the listener acks a message only after handling it, so a message is
+redelivered after a failure, and a bounded memory of what was counted keeps that from
+counting a job twice. Across restarts that memory is gone: there, counting is
+at-least-once (a message redelivered to the next process is counted again).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import errno
 import logging
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,6 +46,31 @@ RUNTIME_BUCKETS: Final = (
 )  # fmt: skip
 
 
+COUNTED_JOBS_LIMIT: Final = 4096
+"""How many counted (message, job) pairs are remembered (a message holds at most 50 jobs,
+and a redelivery comes right after the failure that caused it)."""
+
+
+class _CountedJobs:
+    """A bounded set of job events already counted; the oldest are forgotten first."""
+
+    def __init__(self, limit: int = COUNTED_JOBS_LIMIT) -> None:
+        self._limit = limit
+        self._seen: OrderedDict[tuple[str, int, int], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def first_time(self, kind: str, *, message_id: int, request_id: int) -> bool:
+        """True the first time this event is seen (and remembers it)."""
+        key = (kind, message_id, request_id)
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen[key] = None
+            if len(self._seen) > self._limit:
+                self._seen.popitem(last=False)
+            return True
+
+
 @dataclass(frozen=True, kw_only=True)
 class ScaleSetLabels:
     """The constant labels of one listener's scale-set gauges."""
@@ -56,6 +88,7 @@ class ListenerMetrics:
     def __init__(self, labels: ScaleSetLabels) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._labels = labels
+        self._counted = _CountedJobs()
         self._scale_set = {
             "name": labels.name,
             "namespace": labels.namespace,
@@ -123,14 +156,24 @@ class ListenerMetrics:
     def publish_desired_runners(self, count: int) -> None:
         self._set("desired_runners", count)
 
-    def publish_job_started(self, job: JobStarted) -> None:
+    def publish_job_started(self, job: JobStarted, *, message_id: int) -> None:
+        """Count a started job (and its startup time) unless this message's was counted."""
+        if not self._counted.first_time(
+            "started", message_id=message_id, request_id=job.runner_request_id
+        ):
+            return
         labels = self._job_labels(job)
         self._started.labels(**labels).inc()
         duration = _seconds_between(job.scale_set_assign_time, job.runner_assign_time)
         if duration is not None:
             self._startup.labels(**labels).observe(duration)
 
-    def publish_job_completed(self, job: JobCompleted) -> None:
+    def publish_job_completed(self, job: JobCompleted, *, message_id: int) -> None:
+        """Count a completed job (and its run time) unless this message's was counted."""
+        if not self._counted.first_time(
+            "completed", message_id=message_id, request_id=job.runner_request_id
+        ):
+            return
         labels = {**self._job_labels(job), "job_result": job.result}
         self._completed.labels(**labels).inc()
         duration = _seconds_between(job.runner_assign_time, job.finish_time)

@@ -439,3 +439,20 @@ def test_metrics_follow_the_statistics_and_jobs(harness: Harness) -> None:
     assert values[("gha_desired_runners", "")] == 1
     assert values[("gha_started_jobs_total", "")] == 1
     assert values[("gha_completed_jobs_total", "succeeded")] == 1
+
+
+def test_a_message_redelivered_within_the_process_is_counted_once(harness: Harness) -> None:
+    metrics = ListenerMetrics(
+        ScaleSetLabels(name=ERS_NAME, namespace=NAMESPACE, organization="octo")
+    )
+    harness.service.drop_on_next = "ack"  # message 1 comes back to the next session
+    harness.service.steps = [Message(1, 0, (started(11, "r-x"), completed(11, "r-x")))]
+    harness.listener(metrics=metrics).run()
+    assert harness.service.entries("deliver") == [("deliver", "s1", 1), ("deliver", "s2", 1)]
+    values = {
+        (sample.name, sample.labels.get("job_result", "")): sample.value
+        for family in text_string_to_metric_families(metrics.render().decode())
+        for sample in family.samples
+    }
+    assert values[("gha_started_jobs_total", "")] == 1
+    assert values[("gha_completed_jobs_total", "succeeded")] == 1

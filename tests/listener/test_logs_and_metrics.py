@@ -20,7 +20,7 @@ from ghalistener.actions.types import (
     Statistics,
 )
 from ghalistener.logs import REDACTED, configure_logging
-from ghalistener.metrics import ListenerMetrics, MetricsServer, ScaleSetLabels
+from ghalistener.metrics import COUNTED_JOBS_LIMIT, ListenerMetrics, MetricsServer, ScaleSetLabels
 
 TOKEN = "ghp_TOPSECRETTOKEN1234"
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAsecretkeymaterialxyz\n-----END RSA PRIVATE KEY-----"
@@ -140,8 +140,9 @@ def test_metrics_use_arc_names_and_labels() -> None:
         )
     )
     metrics.publish_desired_runners(4)
-    metrics.publish_job_started(JobStarted(runner_id=RunnerId(1), runner_name="r1", **job_base()))  # type: ignore[arg-type]
-    metrics.publish_job_completed(JobCompleted(result="succeeded", **job_base()))  # type: ignore[arg-type]
+    started = JobStarted(runner_id=RunnerId(1), runner_name="r1", **job_base())  # type: ignore[arg-type]
+    metrics.publish_job_started(started, message_id=1)
+    metrics.publish_job_completed(JobCompleted(result="succeeded", **job_base()), message_id=2)  # type: ignore[arg-type]
     found = samples(metrics)
     expected_gauges = {
         "gha_min_runners": 1,
@@ -174,11 +175,52 @@ def test_metrics_use_arc_names_and_labels() -> None:
 def test_a_job_without_timestamps_is_counted_but_not_timed() -> None:
     metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc"))
     metrics.publish_job_completed(
-        JobCompleted(runner_request_id=RunnerRequestId(1), result="canceled")
+        JobCompleted(runner_request_id=RunnerRequestId(1), result="canceled"), message_id=1
     )
     names = {name for name, _ in samples(metrics)}
     assert "gha_completed_jobs_total" in names
     assert "gha_job_execution_duration_seconds_count" not in names
+
+
+def test_a_redelivered_message_does_not_count_its_jobs_twice() -> None:
+    # The listener acks last, so a failure mid-message redelivers it; the counters and
+    # histograms used to count its jobs again.
+    metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc", organization="octo"))
+    started = JobStarted(runner_id=RunnerId(1), runner_name="r1", **job_base())  # type: ignore[arg-type]
+    done = JobCompleted(result="succeeded", **job_base())  # type: ignore[arg-type]
+    for _ in range(2):  # message 5 delivered twice
+        metrics.publish_job_started(started, message_id=5)
+        metrics.publish_job_completed(done, message_id=5)
+    found = samples(metrics)
+    job = frozenset(
+        {
+            "repository": "app",
+            "organization": "octo",
+            "enterprise": "",
+            "job_name": "build",
+            "event_name": "push",
+        }.items()
+    )
+    result = frozenset({*job, ("job_result", "succeeded")})
+    assert found[("gha_started_jobs_total", job)] == 1
+    assert found[("gha_completed_jobs_total", result)] == 1
+    assert found[("gha_job_startup_duration_seconds_count", job)] == 1
+    assert found[("gha_job_execution_duration_seconds_count", result)] == 1
+    # The same request in another message is another event (e.g. a job taken back
+    # and assigned again): it counts.
+    metrics.publish_job_completed(done, message_id=6)
+    assert samples(metrics)[("gha_completed_jobs_total", result)] == 2
+
+
+def test_the_memory_of_counted_jobs_is_bounded() -> None:
+    metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc", organization="octo"))
+    done = JobCompleted(result="succeeded", **job_base())  # type: ignore[arg-type]
+    for message_id in range(COUNTED_JOBS_LIMIT + 1):
+        metrics.publish_job_completed(done, message_id=message_id)
+    metrics.publish_job_completed(done, message_id=0)  # forgotten: counted again
+    metrics.publish_job_completed(done, message_id=COUNTED_JOBS_LIMIT)  # remembered
+    totals = [v for (name, _), v in samples(metrics).items() if name == "gha_completed_jobs_total"]
+    assert totals == [COUNTED_JOBS_LIMIT + 2]
 
 
 def test_the_server_serves_the_endpoint_and_nothing_else() -> None:
