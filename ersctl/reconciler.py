@@ -41,7 +41,7 @@ from ersctl.creation import create_runners, runner_body
 from ersctl.credentials import CredentialsFieldError
 from ersctl.errors import ConflictError, ErsctlError, NotFoundError, NotLeaderError
 from ersctl.expectations import Expectations
-from ersctl.expecting import ExpectingWriter
+from ersctl.expecting import ExpectingWriter, owned_runners
 from ersctl.markers import (
     ConflictRetry,
     advance_applied_revision,
@@ -393,28 +393,7 @@ class EphemeralRunnerSetReconciler:
         self, ers: EphemeralRunnerSet
     ) -> tuple[list[EphemeralRunner], frozenset[str]]:
         """The cached runners plus unobserved creates, and the names of unobserved deletes."""
-        cached = self._cache.list_owned_runners(ers)
-        pending = self._expectations.observe(ers.key, ers.uid, cached)
-        if pending.overdue:
-            self._confirm_overdue(ers, pending.overdue)
-            pending = self._expectations.observe(ers.key, ers.uid, cached)
-        if pending.satisfied:
-            return cached, pending.deleted
-        log.debug(
-            "%s: %d creates and %d deletes not in the cache yet",
-            ers.key,
-            len(pending.created),
-            len(pending.deleted),
-        )
-        return [*cached, *pending.created], pending.deleted
-
-    def _confirm_overdue(self, ers: EphemeralRunnerSet, names: frozenset[str]) -> None:
-        # Unseen for far longer than watch latency: the runner may be long gone, deleted
-        # before the cache ever listed it. One GET each settles it (no request otherwise).
-        for name in sorted(names):
-            live = self._api.get_runner(ers.namespace, name)
-            exists = live is not None and (live.controller_owner() or {}).get("uid") == ers.uid
-            self._expectations.confirm_created(ers.key, ers.uid, name, exists=exists)
+        return owned_runners(self._cache, self._api, self._expectations, ers)
 
     def _set_finalizers(self, ers: EphemeralRunnerSet, finalizers: list[str]) -> None:
         # A merge patch replaces the whole list: lock it so a finalizer someone else
