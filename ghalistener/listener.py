@@ -168,6 +168,7 @@ class Listener:
         self._session: Session | None = None
         self._statistics = Statistics()
         self._last_message_id = 0
+        self._in_hand: int | None = None  # the message being handled, not yet acked
         self._stop = stop or StopSignal()
 
     def request_stop(self) -> None:
@@ -183,13 +184,20 @@ class Listener:
             while not self._stop.requested:
                 self._step()
         except StopRequested:
-            log.info(
-                "stop requested while waiting to retry; "
-                "a message in hand stays unacknowledged for redelivery",
-                extra={"fields": {"scale_set_id": self.scale_set_id}},
-            )
+            self._log_stopped_while_waiting()
         finally:
             self._close_session()
+
+    def _log_stopped_while_waiting(self) -> None:
+        fields: dict[str, object] = {"scale_set_id": self.scale_set_id}
+        if self._in_hand is None:  # e.g. the 409 wait, or retries opening a session
+            log.info("stop requested while waiting to retry", extra={"fields": fields})
+            return
+        log.info(
+            "stop requested while waiting to retry; the message stays unacknowledged "
+            "for redelivery",
+            extra={"fields": {**fields, "message_id": self._in_hand}},
+        )
 
     # --- one iteration ------------------------------------------------------------
 
@@ -223,7 +231,13 @@ class Listener:
         return poll.result()
 
     def _handle(self, message: RunnerScaleSetMessage) -> None:
-        """Handle one message completely, then ack it. Never interrupted by a stop."""
+        """Handle one message completely, then ack it.
+
+        A stop request does not interrupt it, except through StopRequested: a retry
+        backoff inside (acquire, runner status, publish, ack) that would outlast the
+        stop's grace raises it, and the message stays unacknowledged for redelivery.
+        """
+        self._in_hand = message.message_id  # until acked: a stop now leaves it unacked
         session = self._require_session()
         self._record_statistics(message.statistics)
         self._log_skipped(message)
@@ -242,6 +256,7 @@ class Listener:
         self._publish_desired(message.statistics)
         session.delete_message(message.message_id)
         self._last_message_id = message.message_id
+        self._in_hand = None
 
     def _log_skipped(self, message: RunnerScaleSetMessage) -> None:
         # Redelivery cannot repair a malformed job message: log it and handle the rest,

@@ -187,7 +187,9 @@ def test_a_conflict_that_outlasts_every_attempt_gives_up_naming_the_cause() -> N
     assert desired(journal) == []
 
 
-def test_a_stop_during_the_conflict_wait_returns_without_a_session() -> None:
+def test_a_stop_during_the_conflict_wait_returns_without_a_session(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     journal: Journal = []
     listener, opener = make_listener(
         journal, [conflict(), conflict()], retry=SessionRetry(interval=30.0, attempts=10)
@@ -197,6 +199,8 @@ def test_a_stop_during_the_conflict_wait_returns_without_a_session() -> None:
     listener.run()
     assert time.monotonic() - started_at < 2
     assert opener.calls == 1
+    stops = [r.getMessage() for r in caplog.records if "stop requested" in r.getMessage()]
+    assert stops == ["stop requested while waiting to retry"], "no message was in hand"
 
 
 def test_a_stop_ends_a_long_poll_promptly_and_deletes_the_session() -> None:

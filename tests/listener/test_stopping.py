@@ -111,7 +111,7 @@ def simulator() -> Iterator[GitHubSimulator]:
 
 
 def test_a_stop_in_the_backoff_of_a_failing_acquisition_leaves_the_message_for_redelivery(
-    simulator: GitHubSimulator,
+    simulator: GitHubSimulator, caplog: pytest.LogCaptureFixture
 ) -> None:
     time = FakeTime()
     signal = stop_signal(time, grace=0.0)
@@ -140,6 +140,9 @@ def test_a_stop_in_the_backoff_of_a_failing_acquisition_leaves_the_message_for_r
     assert "message.acked" not in kinds
     assert simulator.state()["scaleSets"][0]["unackedMessages"], "queued for the next session"
     assert signal.requested
+    stops = [r for r in caplog.records if "stop requested" in r.getMessage()]
+    assert len(stops) == 1 and "stays unacknowledged" in stops[0].getMessage()
+    assert stops[0].fields["message_id"] > 0  # type: ignore[attr-defined]
 
 
 def test_the_publisher_backing_off_from_a_failing_api_server_gives_up_when_stopped(
