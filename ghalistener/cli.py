@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import click
+import prometheus_client
 from kubernetes import client as kube_client
 from kubernetes import config as kube_config
 
@@ -68,6 +69,9 @@ def main() -> None:
 @click.option("--session-retry-attempts", type=int, help="Tries on 409 before giving up (10).")
 def run(config_path: str | None, kubeconfig: str | None, **overrides: Any) -> None:
     """Run the listener until SIGTERM or SIGINT (then delete the session and exit 0)."""
+    # ARC exports no *_created series; the switch is process-global, so it is thrown
+    # here, in the program's entry point, and not when the metrics module is imported.
+    prometheus_client.disable_created_metrics()
     try:
         config = load_config(path=config_path, env=os.environ, overrides=overrides)
     except ConfigError as exc:

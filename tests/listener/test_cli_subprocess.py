@@ -110,11 +110,16 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
                 return dict(obj["spec"])
 
             wait_until(lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session")
-            sim(github, "POST", "/jobs", {"scaleSetId": 1, "count": 2})
+            request_ids = sim(github, "POST", "/jobs", {"scaleSetId": 1, "count": 3})["requestIds"]
+            wait_until(lambda: spec()["replicas"] == 3, what="replicas 3")
+            sim(github, "POST", f"/jobs/{request_ids[2]}/cancel", {"requeue": False})
             wait_until(lambda: spec()["replicas"] == 2, what="replicas 2")
             assert spec()["patchID"] > 0
 
             scrape = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
+            # The canceled job made a counter series; ARC exports no *_created beside it.
+            assert "gha_completed_jobs_total{" in scrape and 'job_result="canceled"' in scrape
+            assert "_created" not in scrape
             gauges = {
                 sample.name: (sample.labels, sample.value)
                 for family in text_string_to_metric_families(scrape)
