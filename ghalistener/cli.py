@@ -71,7 +71,7 @@ def run(config_path: str | None, kubeconfig: str | None, **overrides: Any) -> No
     """Run the listener until SIGTERM or SIGINT (then delete the session and exit 0)."""
     # ARC exports no *_created series; the switch is process-global, so it is thrown
     # here, in the program's entry point, and not when the metrics module is imported.
-    prometheus_client.disable_created_metrics()
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
     try:
         config = load_config(path=config_path, env=os.environ, overrides=overrides)
     except ConfigError as exc:
