@@ -103,3 +103,14 @@ def test_arbitrary_bytes_are_decoded_or_rejected_clearly(content: bytes) -> None
 def test_absurdly_deep_nesting_is_rejected_clearly() -> None:
     with pytest.raises(MessageParseError, match="not JSON"):
         decode_json(b"[" * 100_000 + b"]" * 100_000, what="message")
+
+
+@settings(max_examples=200, deadline=None)
+@given(job=_mutations(VALID_JOB) | json_values)
+def test_a_damaged_job_never_fails_its_message_or_its_neighbours(job: Any) -> None:
+    # Per job: the damaged entry is parsed, skipped with a reason, or (unknown type)
+    # dropped; the valid neighbour is always there, and the message always parses.
+    message = parse_message({**VALID_MESSAGE, "body": json.dumps([job, VALID_JOB])})
+    assert len(message.jobs) + len(message.skipped) in (1, 2)
+    assert message.jobs[-1].runner_request_id == 1
+    assert all(reason.startswith("job message #0") for reason in message.skipped)
