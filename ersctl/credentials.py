@@ -1,17 +1,20 @@
-"""Removing runners from GitHub's scale-set service with the ERS's own credentials.
+"""GitHub credentials from Secrets, and the scale-set service clients built from them.
 
-:class:`SecretRunnerRegistry` implements ``ersctl.ports.RunnerRegistry``. For an
-EphemeralRunnerSet it reads the Secret named by
-``spec.ephemeralRunnerSpec.githubConfigSecret`` in the set's namespace (through the
-API reader: Secrets are not cached) once per block of removals
-(:meth:`SecretRunnerRegistry.service_for`), and builds one ``ActionsClient`` per
-Secret ``resourceVersion`` and config URL, so a rotated credential takes effect on the
-next block and an unchanged one reuses the client's connection and tokens.
+- :func:`credentials_from_secret` parses a credentials Secret. Keys, as ARC reads
+  them: ``github_token`` (a PAT), or ``github_app_id``, ``github_app_installation_id``
+  and ``github_app_private_key`` (a GitHub App). A Secret that is absent or holds
+  neither is a :class:`CredentialsFieldError` naming the field; the reconcilers turn
+  it into a Warning Event and change nothing.
+- :class:`ClientCache` is the one cache of ``ActionsClient`` per (namespace, Secret,
+  config URL) and Secret ``resourceVersion``, with leases that close a replaced client
+  after its last user and a leader fence before every call. Both controllers use it:
+  :class:`SecretRunnerRegistry` here (the ERS controller's runner removals) and
+  ``ersctl.runner.service.SecretRunnerServices`` (the EphemeralRunner controller's).
+- :class:`SecretRunnerRegistry` implements ``ersctl.ports.RunnerRegistry``: for an
+  EphemeralRunnerSet it reads the Secret named by
+  ``spec.ephemeralRunnerSpec.githubConfigSecret`` once per block of removals
+  (:meth:`SecretRunnerRegistry.service_for`).
 
-Secret keys, as ARC reads them: ``github_token`` (a PAT), or ``github_app_id``,
-``github_app_installation_id`` and ``github_app_private_key`` (a GitHub App). A
-Secret that is absent or holds neither is a :class:`CredentialsFieldError` naming
-the field; the reconciler turns it into a Warning Event and changes no runner.
 Nothing here ever logs or raises with a secret value in it: messages name keys only.
 """
 
@@ -42,13 +45,15 @@ from ghalistener.actions.types import SystemInfo
 
 log = logging.getLogger(__name__)
 
-SECRET_FIELD: Final = "spec.ephemeralRunnerSpec.githubConfigSecret"  # noqa: S105 (a field path)
-CONFIG_URL_FIELD: Final = "spec.ephemeralRunnerSpec.githubConfigUrl"
+RUNNER_SPEC_PATH: Final = "spec.ephemeralRunnerSpec"
+SECRET_FIELD: Final = f"{RUNNER_SPEC_PATH}.githubConfigSecret"
+CONFIG_URL_FIELD: Final = f"{RUNNER_SPEC_PATH}.githubConfigUrl"
 TOKEN_KEY: Final = "github_token"  # noqa: S105 (a key name)
 APP_KEYS: Final = ("github_app_id", "github_app_installation_id", "github_app_private_key")
 
 Credentials = PatCredentials | AppCredentials
 ClientFactory = Callable[[str, Credentials], ActionsClient]
+SecretGetter = Callable[[str, str], "Mapping[str, Any] | None"]
 
 
 class CredentialsFieldError(FieldError):
@@ -59,25 +64,28 @@ class RunnerServiceError(ErsctlError):
     """The scale-set service refused or failed a runner removal (message has no secret)."""
 
 
-def credentials_from_secret(secret: Mapping[str, Any], *, where: str) -> Credentials:
+def credentials_from_secret(
+    secret: Mapping[str, Any], *, where: str, field: str = SECRET_FIELD
+) -> Credentials:
     """The credentials a Secret document holds; CredentialsFieldError naming what is wrong.
 
-    ``where`` names the Secret (``namespace/name``) in error messages.
+    ``where`` names the Secret (``namespace/name``) in error messages, ``field`` is the
+    path of the field that named it (the error's path).
     """
-    values = _decoded(secret, where=where)
+    values = _decoded(secret, where=where, field=field)
     if values.get(TOKEN_KEY):
-        return _build(lambda: PatCredentials(token=values[TOKEN_KEY]), where=where)
+        return _build(lambda: PatCredentials(token=values[TOKEN_KEY]), where=where, field=field)
     missing = [key for key in APP_KEYS if not values.get(key)]
     if missing == list(APP_KEYS):
         raise CredentialsFieldError(
-            SECRET_FIELD, f"Secret {where} has neither {TOKEN_KEY} nor {'/'.join(APP_KEYS)}"
+            field, f"Secret {where} has neither {TOKEN_KEY} nor {'/'.join(APP_KEYS)}"
         )
     if missing:
-        raise CredentialsFieldError(SECRET_FIELD, f"Secret {where} lacks {', '.join(missing)}")
+        raise CredentialsFieldError(field, f"Secret {where} lacks {', '.join(missing)}")
     installation = values["github_app_installation_id"].strip()
     if not installation.isdigit():
         raise CredentialsFieldError(
-            SECRET_FIELD, f"Secret {where}: github_app_installation_id is not a positive integer"
+            field, f"Secret {where}: github_app_installation_id is not a positive integer"
         )
     return _build(
         lambda: AppCredentials(
@@ -86,10 +94,11 @@ def credentials_from_secret(secret: Mapping[str, Any], *, where: str) -> Credent
             private_key=values["github_app_private_key"],
         ),
         where=where,
+        field=field,
     )
 
 
-def _decoded(secret: Mapping[str, Any], *, where: str) -> dict[str, str]:
+def _decoded(secret: Mapping[str, Any], *, where: str, field: str) -> dict[str, str]:
     values: dict[str, str] = {}
     data = secret.get("data") or {}
     for key, encoded in data.items() if isinstance(data, dict) else ():
@@ -97,7 +106,7 @@ def _decoded(secret: Mapping[str, Any], *, where: str) -> dict[str, str]:
             values[str(key)] = base64.b64decode(str(encoded), validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
             raise CredentialsFieldError(
-                SECRET_FIELD, f"Secret {where}: data.{key} is not base64-encoded UTF-8"
+                field, f"Secret {where}: data.{key} is not base64-encoded UTF-8"
             ) from None
     string_data = secret.get("stringData") or {}
     if isinstance(string_data, dict):
@@ -105,12 +114,12 @@ def _decoded(secret: Mapping[str, Any], *, where: str) -> dict[str, str]:
     return values
 
 
-def _build(make: Callable[[], Credentials], *, where: str) -> Credentials:
+def _build(make: Callable[[], Credentials], *, where: str, field: str) -> Credentials:
     try:
         return make()
     except CredentialsError as exc:
         # The message names the problem ("not a PEM private key"), never the value.
-        raise CredentialsFieldError(SECRET_FIELD, f"Secret {where}: {exc}") from None
+        raise CredentialsFieldError(field, f"Secret {where}: {exc}") from None
 
 
 def _actions_client(config_url: str, credentials: Credentials) -> ActionsClient:
@@ -121,9 +130,63 @@ def _actions_client(config_url: str, credentials: Credentials) -> ActionsClient:
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class SecretRef:
+    """The credentials an object names: a Secret in its namespace and a config URL.
+
+    ``secret_field`` and ``url_field`` are the object's field paths, named in errors.
+    """
+
+    namespace: str
+    secret: str
+    config_url: str
+    secret_field: str = SECRET_FIELD
+    url_field: str = CONFIG_URL_FIELD
+
+    @property
+    def where(self) -> str:
+        """``namespace/name`` of the Secret, for messages."""
+        return f"{self.namespace}/{self.secret}"
+
+
+def secret_ref(namespace: str, spec: Mapping[str, Any], *, prefix: str) -> SecretRef:
+    """The ``githubConfigSecret``/``githubConfigUrl`` pair of ``spec`` (found at field
+    path ``prefix``); CredentialsFieldError naming the field when one is absent."""
+    fields = {key: f"{prefix}.{key}" for key in ("githubConfigSecret", "githubConfigUrl")}
+    values = {key: spec.get(key) for key in fields}
+    for key, problem in (
+        ("githubConfigSecret", "must name a Secret"),
+        ("githubConfigUrl", "must be a GitHub configuration URL"),
+    ):
+        if not isinstance(values[key], str) or not values[key]:
+            raise CredentialsFieldError(fields[key], problem)
+    return SecretRef(
+        namespace=namespace,
+        secret=str(values["githubConfigSecret"]),
+        config_url=str(values["githubConfigUrl"]),
+        secret_field=fields["githubConfigSecret"],
+        url_field=fields["githubConfigUrl"],
+    )
+
+
+class ClientLease:
+    """A cached client held for one block (see :meth:`ClientCache.lease`)."""
+
+    def __init__(self, client: ActionsClient, fence: Callable[[], bool] | None) -> None:
+        self._client = client
+        self._fence = fence
+
+    def client(self, action: str) -> ActionsClient:
+        """The client for one call; ``NotLeaderError`` (naming ``action``) instead once
+        the fence answers False. Ask again for every call: each is fenced on its own."""
+        if self._fence is not None and not self._fence():
+            raise NotLeaderError(f"{action}: refused, this process no longer holds the lease")
+        return self._client
+
+
 @dataclass(eq=False)
 class _Entry:
-    """One cached client and the reconciles using it right now (guarded by the lock)."""
+    """One cached client and the blocks using it right now (guarded by the lock)."""
 
     resource_version: str
     client: ActionsClient
@@ -131,57 +194,28 @@ class _Entry:
     retired: bool = False
 
 
-class _Service:
-    """The ``RunnerService`` handed out by :meth:`SecretRunnerRegistry.service_for`."""
+class ClientCache:
+    """Scale-set service clients per (namespace, Secret, config URL). Thread-safe.
 
-    def __init__(
-        self, client: ActionsClient, ers: EphemeralRunnerSet, fence: Callable[[], bool] | None
-    ) -> None:
-        self._client = client
-        self._ers = ers
-        self._fence = fence
-
-    def remove_runner(self, runner_id: RunnerID) -> bool:
-        """See ``ersctl.ports.RunnerService.remove_runner``."""
-        if self._fence is not None and not self._fence():
-            raise NotLeaderError(
-                f"removing runner {runner_id} of {self._ers.key}: refused, "
-                "this process no longer holds the lease"
-            )
-        try:
-            self._client.remove_runner(runner_id)
-        except JobStillRunningError:
-            return False
-        except RunnerNotFoundError:
-            return True
-        except ActionsError as exc:
-            key = self._ers.key
-            raise RunnerServiceError(f"removing runner {runner_id} of {key}: {exc}") from exc
-        return True
-
-
-class SecretRunnerRegistry:
-    """``RunnerRegistry`` backed by each ERS's credentials Secret. Thread-safe.
-
-    Clients are cached per (namespace, Secret, config URL), so sets that share one
-    Secret but name different configuration URLs each keep theirs. A client replaced
-    by a newer Secret version is closed once the last block using it ends: never
-    under a reconcile mid-call, never left open for the life of the process.
-    ``client_factory`` builds an ``ActionsClient`` from a config URL and credentials
-    (default: the production client; pass one with a transport or system info of your
-    choosing). ``fence`` is asked before every service call, like the writer's: when
-    it answers False (the leader lease is lost) the call raises ``NotLeaderError``
-    instead of reaching GitHub.
+    Each :meth:`lease` reads the Secret once (``get_secret``: uncached, Secrets are not
+    watched) and hands out the client built for its ``resourceVersion``: an unchanged
+    Secret reuses the client's connection and tokens, a rotated one gets a new client
+    at once. Objects sharing one Secret but naming different config URLs each keep
+    theirs. A replaced client is closed when the last block using it ends: never under
+    a call in flight, never kept for the life of the process. ``fence`` is asked
+    before every call (:meth:`ClientLease.client`); False (the leader lease is lost)
+    refuses the call with ``NotLeaderError``. No secret value is logged or put in an
+    error message.
     """
 
     def __init__(
         self,
         *,
-        api: ApiReader,
+        get_secret: SecretGetter,
         client_factory: ClientFactory = _actions_client,
         fence: Callable[[], bool] | None = None,
     ) -> None:
-        self._api = api
+        self._get_secret = get_secret
         self._factory = client_factory
         self._fence = fence
         self._lock = threading.Lock()
@@ -190,42 +224,41 @@ class SecretRunnerRegistry:
         self._retired: set[_Entry] = set()
 
     @contextmanager
-    def service_for(self, ers: EphemeralRunnerSet) -> Iterator[RunnerService]:
-        """See ``ersctl.ports.RunnerRegistry.service_for``: one Secret read per block."""
-        entry = self._acquire(ers)
+    def lease(self, ref: SecretRef) -> Iterator[ClientLease]:
+        """Hold ``ref``'s client for the block. Entering reads the Secret and raises
+        ``CredentialsFieldError`` naming the field when it or the URL is unusable."""
+        entry = self._acquire(ref)
         try:
-            yield _Service(entry.client, ers, self._fence)
+            yield ClientLease(entry.client, self._fence)
         finally:
             self._release(entry)
 
     def close(self) -> None:
-        """Close every cached client (after the reconciles have stopped)."""
+        """Close every client (after the blocks have ended)."""
         with self._lock:
             entries = [*self._clients.values(), *self._retired]
             self._clients, self._retired = {}, set()
         for entry in entries:
             entry.client.close()
 
-    def _acquire(self, ers: EphemeralRunnerSet) -> _Entry:
-        name, config_url = _secret_name(ers), _config_url(ers)
-        where = f"{ers.namespace}/{name}"
-        secret = self._api.get_secret(ers.namespace, name)
+    def _acquire(self, ref: SecretRef) -> _Entry:
+        secret = self._get_secret(ref.namespace, ref.secret)
         if secret is None:
-            raise CredentialsFieldError(SECRET_FIELD, f"Secret {where} not found")
+            raise CredentialsFieldError(ref.secret_field, f"Secret {ref.where} not found")
         version = str((secret.get("metadata") or {}).get("resourceVersion") or "")
-        key = (ers.namespace, name, config_url)
+        key = (ref.namespace, ref.secret, ref.config_url)
         with self._lock:
             entry = self._clients.get(key)
             if entry is not None and entry.resource_version == version:
                 entry.users += 1
                 return entry
-        # Built outside the lock (it may authenticate); two workers can race here.
-        client = self._new_client(config_url, credentials_from_secret(secret, where=where))
+        # Built outside the lock (a factory may be slow); two blocks can race here.
+        client = self._new_client(ref, secret)
         unused: list[ActionsClient] = []
         with self._lock:
             current = self._clients.get(key)
             if current is not None and current.resource_version == version:
-                unused.append(client)  # another worker won: nobody has seen ours
+                unused.append(client)  # another block won: nobody has seen ours
                 entry = current
             else:
                 entry = self._clients[key] = _Entry(version, client)
@@ -253,22 +286,64 @@ class SecretRunnerRegistry:
         if done:
             entry.client.close()
 
-    def _new_client(self, config_url: str, credentials: Credentials) -> ActionsClient:
+    def _new_client(self, ref: SecretRef, secret: Mapping[str, Any]) -> ActionsClient:
+        credentials = credentials_from_secret(secret, where=ref.where, field=ref.secret_field)
         try:
-            return self._factory(config_url, credentials)
+            return self._factory(ref.config_url, credentials)
         except ConfigUrlError as exc:
-            raise CredentialsFieldError(CONFIG_URL_FIELD, str(exc)) from None
+            raise CredentialsFieldError(ref.url_field, str(exc)) from None
 
 
-def _secret_name(ers: EphemeralRunnerSet) -> str:
-    name = ers.ephemeral_runner_spec.get("githubConfigSecret")
-    if not isinstance(name, str) or not name:
-        raise CredentialsFieldError(SECRET_FIELD, "must name a Secret")
-    return name
+class _Service:
+    """The ``RunnerService`` handed out by :meth:`SecretRunnerRegistry.service_for`."""
+
+    def __init__(self, lease: ClientLease, ers: EphemeralRunnerSet) -> None:
+        self._lease = lease
+        self._ers = ers
+
+    def remove_runner(self, runner_id: RunnerID) -> bool:
+        """See ``ersctl.ports.RunnerService.remove_runner``."""
+        action = f"removing runner {runner_id} of {self._ers.key}"
+        client = self._lease.client(action)
+        try:
+            client.remove_runner(runner_id)
+        except JobStillRunningError:
+            return False
+        except RunnerNotFoundError:
+            return True
+        except ActionsError as exc:
+            raise RunnerServiceError(f"{action}: {exc}") from exc
+        return True
 
 
-def _config_url(ers: EphemeralRunnerSet) -> str:
-    url = ers.ephemeral_runner_spec.get("githubConfigUrl")
-    if not isinstance(url, str) or not url:
-        raise CredentialsFieldError(CONFIG_URL_FIELD, "must be a GitHub configuration URL")
-    return url
+class SecretRunnerRegistry:
+    """``RunnerRegistry`` backed by each ERS's credentials Secret (a :class:`ClientCache`).
+
+    ``client_factory`` builds an ``ActionsClient`` from a config URL and credentials
+    (default: the production client; pass one with a transport or system info of your
+    choosing). ``fence`` is asked before every service call, like the writer's: when
+    it answers False (the leader lease is lost) the call raises ``NotLeaderError``
+    instead of reaching GitHub.
+    """
+
+    def __init__(
+        self,
+        *,
+        api: ApiReader,
+        client_factory: ClientFactory = _actions_client,
+        fence: Callable[[], bool] | None = None,
+    ) -> None:
+        self._cache = ClientCache(
+            get_secret=api.get_secret, client_factory=client_factory, fence=fence
+        )
+
+    @contextmanager
+    def service_for(self, ers: EphemeralRunnerSet) -> Iterator[RunnerService]:
+        """See ``ersctl.ports.RunnerRegistry.service_for``: one Secret read per block."""
+        ref = secret_ref(ers.namespace, ers.ephemeral_runner_spec, prefix=RUNNER_SPEC_PATH)
+        with self._cache.lease(ref) as lease:
+            yield _Service(lease, ers)
+
+    def close(self) -> None:
+        """Close every cached client (after the reconciles have stopped)."""
+        self._cache.close()
