@@ -105,13 +105,12 @@ def add_runner_controller(
 ) -> RunnerController:
     """Build the runner reconciler and register it (and the Pod informer) on ``manager``.
 
-    Writes are fenced by the manager's leadership, like the set controller's.
+    Kubernetes writes and GitHub calls are fenced by the manager's leadership, like
+    the set controller's.
     """
     resources = KubeRunnerResources(api_client, fence=manager.is_leading)
-    services = (
-        SecretRunnerServices(get_secret=resources.get_secret)
-        if client_factory is None
-        else SecretRunnerServices(get_secret=resources.get_secret, client_factory=client_factory)
+    services = SecretRunnerServices(
+        get_secret=resources.get_secret, client_factory=client_factory, fence=manager.is_leading
     )
     informer = RunnerPodInformer(api_client, namespace=manager.namespace)
     reconciler = RunnerReconciler(

@@ -8,6 +8,7 @@ scale-set service side. Kubernetes errors arrive as ``ersctl.errors.KubeError``
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from ersctl.api import EphemeralRunner
@@ -73,10 +74,11 @@ class RunnerService(Protocol):
 
 
 class RunnerServices(Protocol):
-    def for_runner(self, runner: EphemeralRunner) -> RunnerService:
-        """The service client for ``runner``'s credentials (``spec.githubConfigSecret``
-        in its namespace) and configuration URL. Raises ``ersctl.api.FieldError`` when
-        they are absent or unusable."""
+    def service_for(self, runner: EphemeralRunner) -> AbstractContextManager[RunnerService]:
+        """Hold the service client for ``runner``'s credentials (``spec.githubConfigSecret``
+        in its namespace) and configuration URL for the block; valid only inside it.
+        Entering raises ``ersctl.api.FieldError`` when they are absent or unusable;
+        calls raise ``ersctl.errors.NotLeaderError`` once the leader lease is lost."""
         ...
 
 

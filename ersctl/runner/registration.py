@@ -54,12 +54,13 @@ class Registrations:
 
     def register(self, runner: EphemeralRunner) -> JitConfig:
         """A fresh JIT registration named ``runner.name`` in its scale set."""
-        service, scale_set = self._services.for_runner(runner), scale_set_id(runner)
-        try:
-            return service.generate_jit_runner_config(scale_set, runner.name, work_folder(runner))
-        except RunnerExistsError:
-            self._remove_stale(runner, service, scale_set)
-        return service.generate_jit_runner_config(scale_set, runner.name, work_folder(runner))
+        with self._services.service_for(runner) as service:
+            scale_set, folder = scale_set_id(runner), work_folder(runner)
+            try:
+                return service.generate_jit_runner_config(scale_set, runner.name, folder)
+            except RunnerExistsError:
+                self._remove_stale(runner, service, scale_set)
+            return service.generate_jit_runner_config(scale_set, runner.name, folder)
 
     def unregister(self, runner: EphemeralRunner) -> bool:
         """Remove ``runner``'s registration; True when gone, False while it runs a job."""
@@ -67,7 +68,8 @@ class Registrations:
         if not runner_id:
             return True  # never registered: nothing to remove
         try:
-            self._services.for_runner(runner).remove_runner(runner_id)
+            with self._services.service_for(runner) as service:
+                service.remove_runner(runner_id)
         except RunnerNotFoundError:
             pass
         except JobStillRunningError:
@@ -82,14 +84,14 @@ class Registrations:
         if found:
             return found[0]
         try:
-            service = self._services.for_runner(runner)
+            with self._services.service_for(runner) as service:
+                existing = service.get_runner_by_name(runner.name)
         except FieldError as exc:
             # No usable credentials, no recorded id, no JIT Secret: it was never
             # registered with these credentials. Not letting the runner go would block
             # its deletion (and its namespace's) for good.
             log.warning("runner %s: assuming it was never registered: %s", runner.key, exc)
             return 0
-        existing = service.get_runner_by_name(runner.name)
         if existing is None or existing.runner_scale_set_id not in (0, scale_set_id(runner)):
             return 0  # none, or another scale set's runner of the same name: not ours
         return int(existing.id)

@@ -1,90 +1,71 @@
 """Scale-set service clients for runners, from each runner's credentials Secret.
 
-:class:`SecretRunnerServices` implements ``RunnerServices``: for an EphemeralRunner it
-reads the Secret named by ``spec.githubConfigSecret`` in the runner's namespace
-(uncached: Secrets are never watched) and returns an ``ActionsClient`` for
-``spec.githubConfigUrl``, one per Secret resourceVersion, so a rotated credential
-takes effect at once and an unchanged one reuses its connection and tokens. The
-Secret's keys are parsed as the ERS controller parses them
-(``ersctl.credentials.credentials_from_secret``).
+:class:`SecretRunnerServices` implements ``RunnerServices`` on the shared
+``ersctl.credentials.ClientCache``: for an EphemeralRunner it reads the Secret named by
+``spec.githubConfigSecret`` in the runner's namespace once per block and holds the
+client for that Secret version and ``spec.githubConfigUrl``, so a rotated credential
+takes effect at once, an unchanged one reuses its connection and tokens, and a
+replaced client is closed when its last block ends. Every call is fenced by the leader
+lease, as the controller's Kubernetes writes are.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ersctl.api import EphemeralRunner
-from ersctl.credentials import (
-    ClientFactory,
-    Credentials,
-    CredentialsFieldError,
-    credentials_from_secret,
-)
+from ersctl.credentials import ClientCache, ClientFactory, ClientLease, secret_ref
 from ersctl.runner.ports import RunnerService
-from ghalistener.actions.client import ActionsClient
-from ghalistener.actions.errors import ConfigUrlError
-from ghalistener.actions.types import SystemInfo
+from ghalistener.actions.types import JitConfig, RunnerReference
 
 SecretGetter = Callable[[str, str], "dict[str, Any] | None"]
 
 
-def _actions_client(config_url: str, credentials: Credentials) -> ActionsClient:
-    return ActionsClient(
-        config_url=config_url,
-        credentials=credentials,
-        system_info=SystemInfo(subsystem="controller"),
-    )
+class _Service:
+    """The ``RunnerService`` of one block: each call asks the fence first."""
+
+    def __init__(self, lease: ClientLease, runner: EphemeralRunner) -> None:
+        self._lease = lease
+        self._key = runner.key
+
+    def generate_jit_runner_config(
+        self, scale_set_id: int, name: str, work_folder: str = "_work"
+    ) -> JitConfig:
+        client = self._lease.client(f"registering runner {self._key}")
+        return client.generate_jit_runner_config(scale_set_id, name, work_folder)
+
+    def get_runner_by_name(self, name: str) -> RunnerReference | None:
+        return self._lease.client(f"looking up runner {name}").get_runner_by_name(name)
+
+    def remove_runner(self, runner_id: int) -> None:
+        action = f"removing runner {runner_id} of {self._key}"
+        self._lease.client(action).remove_runner(runner_id)
 
 
 class SecretRunnerServices:
-    """See the module docstring. Thread-safe; :meth:`close` closes every client."""
+    """See the module docstring. Thread-safe; :meth:`close` closes every client.
+
+    ``fence`` is asked before every service call; False (the lease is lost) raises
+    ``ersctl.errors.NotLeaderError`` instead of reaching GitHub.
+    """
 
     def __init__(
-        self, *, get_secret: SecretGetter, client_factory: ClientFactory = _actions_client
+        self,
+        *,
+        get_secret: SecretGetter,
+        client_factory: ClientFactory | None = None,
+        fence: Callable[[], bool] | None = None,
     ) -> None:
-        self._get_secret = get_secret
-        self._factory = client_factory
-        self._lock = threading.Lock()
-        self._clients: dict[tuple[str, str], tuple[str, str, ActionsClient]] = {}
-        self._retired: list[ActionsClient] = []
+        self._cache = ClientCache(get_secret=get_secret, client_factory=client_factory, fence=fence)
 
-    def for_runner(self, runner: EphemeralRunner) -> RunnerService:
-        name = _required(runner, "githubConfigSecret")
-        url = _required(runner, "githubConfigUrl")
-        where = f"{runner.namespace}/{name}"
-        secret = self._get_secret(runner.namespace, name)
-        if secret is None:
-            raise CredentialsFieldError("spec.githubConfigSecret", f"Secret {where} not found")
-        version = str((secret.get("metadata") or {}).get("resourceVersion") or "")
-        key = (runner.namespace, name)
-        # Under the lock, so concurrent reconciles share one client per Secret version.
-        # Building one does no I/O.
-        with self._lock:
-            cached = self._clients.get(key)
-            if cached is not None and cached[:2] == (version, url):
-                return cached[2]
-            try:
-                fresh = self._factory(url, credentials_from_secret(secret, where=where))
-            except ConfigUrlError as exc:
-                raise CredentialsFieldError("spec.githubConfigUrl", str(exc)) from None
-            self._clients[key] = (version, url, fresh)
-            if cached is not None:
-                # Another reconcile may still be using it: closed with the rest in close().
-                self._retired.append(cached[2])
-        return fresh
+    @contextmanager
+    def service_for(self, runner: EphemeralRunner) -> Iterator[RunnerService]:
+        """See ``ersctl.runner.ports.RunnerServices.service_for``."""
+        with self._cache.lease(secret_ref(runner.namespace, runner.spec, prefix="spec")) as lease:
+            yield _Service(lease, runner)
 
     def close(self) -> None:
-        with self._lock:
-            clients = [c for _, _, c in self._clients.values()] + self._retired
-            self._clients, self._retired = {}, []
-        for actions in clients:
-            actions.close()
-
-
-def _required(runner: EphemeralRunner, key: str) -> str:
-    value = runner.spec.get(key)
-    if not isinstance(value, str) or not value:
-        raise CredentialsFieldError(f"spec.{key}", "is required")
-    return value
+        """Close every client (after the reconciles have stopped)."""
+        self._cache.close()

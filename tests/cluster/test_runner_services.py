@@ -1,5 +1,5 @@
 """Service clients per runner credentials Secret: shared, rotated, never closed under a
-reconcile that still uses them."""
+reconcile that still uses them, never left open once replaced."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from ersctl.api import EphemeralRunner, FieldError
 from ersctl.credentials import Credentials
+from ersctl.runner.ports import RunnerService
 from ersctl.runner.service import SecretRunnerServices
 from ghalistener.actions.auth import PatCredentials
 from ghalistener.actions.client import ActionsClient
@@ -41,6 +42,7 @@ class Factory:
     def __init__(self, *, delay: float = 0.0) -> None:
         self.delay = delay
         self.built: list[ActionsClient] = []
+        self.sent = 0
         self.lock = threading.Lock()
 
     def __call__(self, config_url: str, credentials: Credentials) -> ActionsClient:
@@ -51,23 +53,36 @@ class Factory:
             credentials=credentials,
             retry=RetryPolicy(max_retries=0),
             # No network: every request fails with a 500, which is all is_closed needs.
-            transport=httpx.MockTransport(lambda request: httpx.Response(500)),
+            transport=httpx.MockTransport(self._answer),
         )
         with self.lock:
             self.built.append(client)
         return client
 
+    def _answer(self, request: httpx.Request) -> httpx.Response:
+        with self.lock:
+            self.sent += 1
+        return httpx.Response(500)
 
-def runner(credentials_ref: str = "creds") -> EphemeralRunner:
+
+def runner(credentials_ref: str = "creds", url: str = "https://github.com/org") -> EphemeralRunner:
     return EphemeralRunner(
         {
             "metadata": {"name": "r", "namespace": "ci"},
-            "spec": {
-                "githubConfigUrl": "https://github.com/org",
-                "githubConfigSecret": credentials_ref,
-            },
+            "spec": {"githubConfigUrl": url, "githubConfigSecret": credentials_ref},
         }
     )
+
+
+def reaches_the_transport(service: RunnerService) -> bool:
+    """True when a call is sent (the mock's 500 comes back); False when the client is closed."""
+    try:
+        service.get_runner_by_name("probe")
+    except RuntimeError:
+        return False
+    except ActionsError:
+        return True
+    raise AssertionError("the mock transport answers 500 to everything")
 
 
 def is_closed(client: ActionsClient) -> bool:
@@ -84,36 +99,61 @@ def is_closed(client: ActionsClient) -> bool:
 def test_concurrent_reconciles_share_one_client_and_none_is_closed_under_them() -> None:
     secrets, factory = Secrets(together=8), Factory(delay=0.05)
     services = SecretRunnerServices(get_secret=secrets.get, client_factory=factory)
+    all_inside = threading.Barrier(8, timeout=10)
+
+    def reconcile(_: int) -> bool:
+        with services.service_for(runner()) as service:
+            all_inside.wait()  # every block holds its client while the others race
+            return reaches_the_transport(service)
+
     with ThreadPoolExecutor(max_workers=8) as pool:
-        got = list(pool.map(lambda _: services.for_runner(runner()), range(8)))
-    assert len(factory.built) == 1
-    assert all(client is factory.built[0] for client in got)
-    assert not is_closed(factory.built[0])
+        sent = list(pool.map(reconcile, range(8)))
+
+    assert sent == [True] * 8
+    # Racing builders may each build one; all but the cached one were closed unused.
+    assert [is_closed(client) for client in factory.built].count(False) == 1
     services.close()
-    assert is_closed(factory.built[0])
+    assert all(is_closed(client) for client in factory.built)
 
 
-def test_a_rotated_secret_gets_a_new_client_and_the_old_one_stays_usable_until_close() -> None:
+def test_a_rotated_secret_gets_a_new_client_and_the_unused_old_one_is_closed_at_once() -> None:
     secrets, factory = Secrets(), Factory()
     services = SecretRunnerServices(get_secret=secrets.get, client_factory=factory)
-    old = services.for_runner(runner())
+    with services.service_for(runner()) as service:
+        assert reaches_the_transport(service)
     secrets.version = 2
-    new = services.for_runner(runner())
-    assert new is not old
-    assert not is_closed(old)  # a reconcile may still be in the middle of a call with it
+    with services.service_for(runner()) as service:
+        assert reaches_the_transport(service)
+
+    old, new = factory.built
+    assert is_closed(old), "replaced and unused: not kept open until shutdown"
+    assert not is_closed(new)
     services.close()
-    assert is_closed(old) and is_closed(new)
+    assert is_closed(new)
+
+
+MALFORMED = {"metadata": {"resourceVersion": "1"}, "data": {}}
 
 
 @pytest.mark.parametrize(
-    ("doc", "field"),
+    ("doc", "secret", "field"),
     [
-        pytest.param(runner("missing"), "spec.githubConfigSecret", id="absent Secret"),
-        pytest.param(runner(""), "spec.githubConfigSecret", id="no Secret named"),
+        pytest.param(runner("missing"), None, "spec.githubConfigSecret", id="absent Secret"),
+        pytest.param(runner(""), None, "spec.githubConfigSecret", id="no Secret named"),
+        pytest.param(runner(url=""), None, "spec.githubConfigUrl", id="no config URL"),
+        pytest.param(
+            runner(url="ftp://x"), None, "spec.githubConfigUrl", id="a config URL that is none"
+        ),
+        pytest.param(runner(), MALFORMED, "spec.githubConfigSecret", id="a Secret without keys"),
     ],
 )
-def test_unusable_credentials_name_the_field(doc: EphemeralRunner, field: str) -> None:
-    services = SecretRunnerServices(get_secret=Secrets().get, client_factory=Factory())
-    with pytest.raises(FieldError) as err:
-        services.for_runner(doc)
+def test_unusable_credentials_name_the_runners_field(
+    doc: EphemeralRunner, secret: dict[str, Any] | None, field: str
+) -> None:
+    secrets = Secrets()
+    get = secrets.get if secret is None else (lambda namespace, name: secret)
+    services = SecretRunnerServices(get_secret=get, client_factory=Factory())
+    with pytest.raises(FieldError) as err, services.service_for(doc):
+        pass
     assert err.value.path == field
+    assert "ghp_x" not in str(err.value)
