@@ -202,7 +202,9 @@ class ClientCache:
     Secret reuses the client's connection and tokens, a rotated one gets a new client
     at once. Objects sharing one Secret but naming different config URLs each keep
     theirs. A replaced client is closed when the last block using it ends: never under
-    a call in flight, never kept for the life of the process. ``fence`` is asked
+    a call in flight, never kept for the life of the process. ``client_factory``
+    builds a client from a config URL and credentials (None: the production
+    ``ActionsClient``). ``fence`` is asked
     before every call (:meth:`ClientLease.client`); False (the leader lease is lost)
     refuses the call with ``NotLeaderError``. No secret value is logged or put in an
     error message.
@@ -212,11 +214,11 @@ class ClientCache:
         self,
         *,
         get_secret: SecretGetter,
-        client_factory: ClientFactory = _actions_client,
+        client_factory: ClientFactory | None = None,
         fence: Callable[[], bool] | None = None,
     ) -> None:
         self._get_secret = get_secret
-        self._factory = client_factory
+        self._factory = client_factory or _actions_client
         self._fence = fence
         self._lock = threading.Lock()
         self._clients: dict[tuple[str, str, str], _Entry] = {}
