@@ -58,6 +58,8 @@ class Harness:
     clock: Clock
     reconciler: RunnerReconciler
     registry: CollectorRegistry
+    clients: list[ActionsClient]
+    """Every service client the reconciler's ``SecretRunnerServices`` built, in order."""
 
     def metric(self, name: str, **labels: str) -> float:
         return self.registry.get_sample_value(name, {"namespace": NAMESPACE, **labels}) or 0.0
@@ -151,6 +153,18 @@ def actions_client(config_url: str, credentials: Credentials) -> ActionsClient:
     )
 
 
+@dataclass
+class RecordingFactory:
+    """:func:`actions_client`, keeping every client it builds."""
+
+    built: list[ActionsClient] = field(default_factory=list)
+
+    def __call__(self, config_url: str, credentials: Credentials) -> ActionsClient:
+        built = actions_client(config_url, credentials)
+        self.built.append(built)
+        return built
+
+
 def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
@@ -179,7 +193,8 @@ def harness(apiserver: ApiServer, sim: GitHubSimulator) -> Iterator[Harness]:
     )
     api_client = apiserver.api_client()
     resources = KubeRunnerResources(api_client)
-    services = SecretRunnerServices(get_secret=resources.get_secret, client_factory=actions_client)
+    factory = RecordingFactory()
+    services = SecretRunnerServices(get_secret=resources.get_secret, client_factory=factory)
     clock = Clock()
     registry = CollectorRegistry()
     reconciler = RunnerReconciler(
@@ -201,6 +216,7 @@ def harness(apiserver: ApiServer, sim: GitHubSimulator) -> Iterator[Harness]:
             clock=clock,
             reconciler=reconciler,
             registry=registry,
+            clients=factory.built,
         )
     finally:
         services.close()
