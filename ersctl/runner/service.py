@@ -11,16 +11,13 @@ lease, as the controller's Kubernetes writes are.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from ersctl.api import EphemeralRunner
-from ersctl.credentials import ClientCache, ClientFactory, ClientLease, secret_ref
+from ersctl.credentials import ClientCache, ClientLease, secret_ref
 from ersctl.runner.ports import RunnerService
 from ghalistener.actions.types import JitConfig, RunnerReference
-
-SecretGetter = Callable[[str, str], "dict[str, Any] | None"]
 
 
 class _Service:
@@ -44,28 +41,16 @@ class _Service:
         self._lease.client(action).remove_runner(runner_id)
 
 
-class SecretRunnerServices:
-    """See the module docstring. Thread-safe; :meth:`close` closes every client.
+class SecretRunnerServices(ClientCache):
+    """See the module docstring: a ``ClientCache`` (same constructor) that hands out
+    runner services. Thread-safe; :meth:`close` closes every client.
 
     ``fence`` is asked before every service call; False (the lease is lost) raises
     ``ersctl.errors.NotLeaderError`` instead of reaching GitHub.
     """
 
-    def __init__(
-        self,
-        *,
-        get_secret: SecretGetter,
-        client_factory: ClientFactory | None = None,
-        fence: Callable[[], bool] | None = None,
-    ) -> None:
-        self._cache = ClientCache(get_secret=get_secret, client_factory=client_factory, fence=fence)
-
     @contextmanager
     def service_for(self, runner: EphemeralRunner) -> Iterator[RunnerService]:
         """See ``ersctl.runner.ports.RunnerServices.service_for``."""
-        with self._cache.lease(secret_ref(runner.namespace, runner.spec, prefix="spec")) as lease:
+        with self.lease(secret_ref(runner.namespace, runner.spec, prefix="spec")) as lease:
             yield _Service(lease, runner)
-
-    def close(self) -> None:
-        """Close every client (after the reconciles have stopped)."""
-        self._cache.close()
