@@ -4,6 +4,7 @@ use, and no GitHub call once the leader lease is lost (as built by the CLI)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import pytest
@@ -16,7 +17,14 @@ from ersctl.ports import Request
 from ersctl.runner.kube import KubeRunnerResources
 from ersctl.runner.service import SecretRunnerServices
 from ghalistener.actions.client import ActionsClient
-from tests.cluster.conftest import CREDENTIALS, NAMESPACE, Harness, RecordingFactory, b64
+from tests.cluster.conftest import (
+    CREDENTIALS,
+    NAMESPACE,
+    TOKEN,
+    Harness,
+    RecordingFactory,
+    b64,
+)
 
 RUNNER = "arc-runner-abcde"
 ROTATED = "ghp_rotated_token_never_logged"
@@ -60,7 +68,10 @@ def test_runners_of_sets_sharing_a_secret_with_different_config_urls_keep_their_
     assert len(h.clients) == 2
 
 
-def test_a_rotated_secrets_old_client_is_closed_once_no_reconcile_uses_it(h: Harness) -> None:
+def test_a_rotated_secrets_old_client_is_closed_once_no_reconcile_uses_it(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     h.create_runner("arc-runner-1")
     h.settle("arc-runner-1")
     rotate(h)
@@ -71,6 +82,7 @@ def test_a_rotated_secrets_old_client_is_closed_once_no_reconcile_uses_it(h: Har
     assert is_closed(old), "replaced and unused: closed now, not at shutdown"
     assert not is_closed(new)
     assert authentications(h) == 2
+    assert TOKEN not in caplog.text and ROTATED not in caplog.text
 
 
 def test_a_client_in_use_when_its_secret_rotates_is_closed_when_that_block_ends(
