@@ -14,8 +14,9 @@ from typing import Any
 
 from kubernetes import client
 
-from ersctl.api import ER_PLURAL, GROUP, VERSION, EphemeralRunner
+from ersctl.api import EphemeralRunner
 from ersctl.errors import ConflictError, NotFoundError, NotLeaderError, kube_call
+from ersctl.kube.apireader import ApiReader
 from ersctl.kube.wire import json_body
 from ersctl.kube.writer import Writer
 
@@ -30,22 +31,14 @@ class KubeRunnerResources:
         self, api_client: client.ApiClient, *, fence: Callable[[], bool] | None = None
     ) -> None:
         self._core = client.CoreV1Api(api_client)
-        self._custom = client.CustomObjectsApi(api_client)
+        self._api = ApiReader(api_client)
         self._writer = Writer(api_client, fence=fence)
         self._fence = fence
 
     # -- EphemeralRunners ---------------------------------------------------------------
 
     def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
-        action = f"get {ER_PLURAL}/{namespace}/{name}"
-        try:
-            with kube_call(action):
-                resp = self._custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, ER_PLURAL, name, _preload_content=False
-                )
-        except NotFoundError:
-            return None
-        return EphemeralRunner(json_body(resp, action=action))
+        return self._api.get_runner(namespace, name)
 
     def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
         return self._writer.patch_runner(runner, patch)
