@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ersctl.api import EphemeralRunner, ERPhase
-from simulation.trace import RunnerTrace
+from simulation.trace import RunnerTrace, runner_traces
 
 
 class Cluster(Protocol):
@@ -182,17 +182,4 @@ class RunnerAgent:
 
     def traces(self, *, origin: float) -> tuple[RunnerTrace, ...]:
         """One record per runner ever seen, times relative to ``origin``."""
-
-        def rel(value: float | None) -> float | None:
-            return None if value is None else round(value - origin, 3)
-
-        return tuple(
-            RunnerTrace(
-                name=r.name,
-                created_at=round(r.seen_at - origin, 3),
-                patch_id=r.patch_id,
-                registered_at=rel(r.registered_at),
-                deleted_at=rel(r.deleted_at),
-            )
-            for r in sorted(self._runners.values(), key=lambda r: r.seen_at)
-        )
+        return runner_traces(self._runners.values(), origin=origin)

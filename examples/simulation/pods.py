@@ -30,7 +30,7 @@ from ersctl.runner.podsim import PodNotStartable, RunnerPods
 from ersctl.testing.apiserver import ApiServer, StatusError
 from simulation.agent import AgentTiming
 from simulation.cluster import NAMESPACE
-from simulation.trace import RunnerTrace
+from simulation.trace import RunnerTrace, runner_traces
 
 
 class RunnerService(Protocol):
@@ -167,17 +167,4 @@ class PodAgent:
 
     def traces(self, *, origin: float) -> tuple[RunnerTrace, ...]:
         """One record per runner (ER) ever seen, times relative to ``origin``."""
-
-        def rel(value: float | None) -> float | None:
-            return None if value is None else round(value - origin, 3)
-
-        return tuple(
-            RunnerTrace(
-                name=r.name,
-                created_at=round(r.seen_at - origin, 3),
-                patch_id=r.patch_id,
-                registered_at=rel(r.registered_at),
-                deleted_at=rel(r.deleted_at),
-            )
-            for r in sorted(self._runners.values(), key=lambda r: r.seen_at)
-        )
+        return runner_traces(self._runners.values(), origin=origin)

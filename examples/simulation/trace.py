@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +44,34 @@ class RunnerTrace:
     registered_at: float | None = None
     deleted_at: float | None = None
     """When the deletion was requested (first sight of a deletionTimestamp)."""
+
+
+class SeenRunner(Protocol):
+    """What an agent remembers of a runner it saw."""
+
+    name: str
+    seen_at: float
+    patch_id: int
+    registered_at: float | None
+    deleted_at: float | None
+
+
+def runner_traces(runners: Iterable[SeenRunner], *, origin: float) -> tuple[RunnerTrace, ...]:
+    """One record per runner, in the order they were seen, times relative to ``origin``."""
+
+    def rel(value: float | None) -> float | None:
+        return None if value is None else round(value - origin, 3)
+
+    return tuple(
+        RunnerTrace(
+            name=r.name,
+            created_at=round(r.seen_at - origin, 3),
+            patch_id=r.patch_id,
+            registered_at=rel(r.registered_at),
+            deleted_at=rel(r.deleted_at),
+        )
+        for r in sorted(runners, key=lambda r: r.seen_at)
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
