@@ -30,6 +30,7 @@ from ghalistener.actions import ActionsClient, RetryPolicy, SystemInfo
 from ghalistener.actions.errors import ActionsError
 from ghalistener.config import ListenerConfig, load_config
 from ghalistener.errors import ConfigError, ListenerError
+from ghalistener.health import ListenerHealth
 from ghalistener.listener import Listener, SessionRetry
 from ghalistener.logs import configure_logging
 from ghalistener.metrics import ListenerMetrics, MetricsServer, ScaleSetLabels
@@ -104,9 +105,12 @@ def _serve(config: ListenerConfig, kubeconfig: str | None) -> None:
     )
     metrics = ListenerMetrics(_scale_set_labels(config))
     metrics.publish_static(min_runners=config.min_runners, max_runners=config.max_runners)
+    health = ListenerHealth()
     server = None
     if config.metrics_addr:
-        server = MetricsServer(metrics, addr=config.metrics_addr, endpoint=config.metrics_endpoint)
+        server = MetricsServer(
+            metrics, addr=config.metrics_addr, endpoint=config.metrics_endpoint, health=health
+        )
         server.start()
 
     listener = Listener(
@@ -126,6 +130,7 @@ def _serve(config: ListenerConfig, kubeconfig: str | None) -> None:
             interval=config.session_retry_interval, attempts=config.session_retry_attempts
         ),
         stop=stop,
+        health=health,
     )
     try:
         listener.run()

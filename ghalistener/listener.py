@@ -44,6 +44,7 @@ from ghalistener.actions.types import (
     Statistics,
 )
 from ghalistener.errors import SessionHeldError
+from ghalistener.health import ListenerHealth
 from ghalistener.scaler import Decision, Scaler
 from ghalistener.stopping import StopRequested, StopSignal
 
@@ -146,6 +147,7 @@ class Listener:
     session) or a fatal error (raises: SessionHeldError, KubernetesError, ActionsError).
     ``stop`` is the signal every wait obeys; pass the one the client's ``RetryPolicy``
     and the publisher's ``KubeRetry`` sleep on, so a stop also cuts their backoffs short.
+    ``health`` receives the loop's progress and session state (for ``/healthz``, ``/readyz``).
     """
 
     def __init__(
@@ -158,6 +160,7 @@ class Listener:
         metrics: Metrics | None = None,
         session_retry: SessionRetry | None = None,
         stop: StopSignal | None = None,
+        health: ListenerHealth | None = None,
     ) -> None:
         self.scale_set_id = scale_set_id
         self._open_session = open_session
@@ -170,6 +173,7 @@ class Listener:
         self._last_message_id = 0
         self._in_hand: int | None = None  # the message being handled, not yet acked
         self._stop = stop or StopSignal()
+        self.health = health or ListenerHealth()
 
     def request_stop(self) -> None:
         """Ask ``run()`` to return soon. Safe from signal handlers and other threads."""
@@ -206,6 +210,7 @@ class Listener:
             polled = self._poll()
             if isinstance(polled, _Stopped):
                 return
+            self.health.record_progress()
             if polled is None:
                 self._publish_desired(self._statistics)
                 return
@@ -297,6 +302,7 @@ class Listener:
     def _publish_desired(self, stats: Statistics) -> Decision:
         decision = self._scaler.desired_count(stats.total_assigned_jobs)
         self._publisher.publish_desired(replicas=decision.replicas, patch_id=decision.patch_id)
+        self.health.record_published()
         if self._metrics:
             self._metrics.publish_desired_runners(decision.replicas)
         log.info(
@@ -324,6 +330,7 @@ class Listener:
         session = self._open_with_retries()
         self._session = session
         self._last_message_id = 0
+        self.health.record_session_opened()
         log.info(
             "message session open; listening",
             extra={"fields": {"scale_set_id": self.scale_set_id}},
@@ -347,6 +354,7 @@ class Listener:
                 "another listener holds the message session; retrying",
                 extra={"fields": {"attempt": attempt, "retry_in_s": retry.interval}},
             )
+            self.health.record_progress()  # the 409 wait is alive, not stuck
             self._stop.sleep(retry.interval)
             attempt += 1
 
@@ -358,6 +366,7 @@ class Listener:
         it would make every create answer 409 until the listener gave up.
         """
         session, self._session = self._session, None
+        self.health.record_session_closed()
         if session is None:
             return
         try:
@@ -374,6 +383,7 @@ class Listener:
 
     def _close_session(self) -> None:
         session, self._session = self._session, None
+        self.health.record_session_closed()
         if session is None:
             return
         closing = _Background(session.close, name="close-session")
