@@ -267,6 +267,20 @@ def test_one_listener_per_scale_set_reads_its_config_from_a_secret(
     assert config["runner_scale_set_id"] == ers["spec"]["ephemeralRunnerSpec"]["runnerScaleSetId"]
 
 
+def test_the_listener_is_probed_on_its_metrics_port(rendered: list[dict[str, Any]]) -> None:
+    main = container(one(rendered, "Deployment", "arc-runners-listener"))
+    (volume,) = one(rendered, "Deployment", "arc-runners-listener")["spec"]["template"]["spec"][
+        "volumes"
+    ]
+    secret = one(rendered, "Secret", volume["secret"]["secretName"])
+    config = yaml.safe_load(secret["stringData"]["config.json"])
+    (port,) = main["ports"]
+    # the probes reach the server that metrics_addr opens (it serves /healthz, /readyz)
+    assert config["metrics_addr"].rpartition(":")[2] == str(port["containerPort"])
+    assert main["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port["name"]}
+    assert main["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port["name"]}
+
+
 def test_the_sample_set_names_the_credentials_secret_template(
     rendered: list[dict[str, Any]],
 ) -> None:
