@@ -296,14 +296,6 @@ class EphemeralRunnerSet(KubeObject):
     def failed_runners(self) -> int:
         return _int_field(self.raw, "status.failedEphemeralRunners")
 
-    def set_counts(self, *, current: int, pending: int, running: int, failed: int) -> None:
-        self.status.update(
-            currentReplicas=current,
-            pendingEphemeralRunners=pending,
-            runningEphemeralRunners=running,
-            failedEphemeralRunners=failed,
-        )
-
 
 class EphemeralRunner(KubeObject):
     """An EphemeralRunner: one runner pod, one job at most."""
@@ -372,14 +364,14 @@ class EphemeralRunner(KubeObject):
     @property
     def patch_id(self) -> PatchID:
         """The ERS ``spec.patchID`` at creation; 0 when absent or unparsable."""
-        return PatchID(_annotation_int(self.annotations_or_empty(), PATCH_ID_ANNOTATION))
+        return PatchID(_annotation_int(self._annotations(), PATCH_ID_ANNOTATION))
 
     @property
     def actionable_revision(self) -> int:
         """The ERS ``spec.actionableRevision`` at creation; 0 when absent or unparsable."""
-        return _annotation_int(self.annotations_or_empty(), ACTIONABLE_REVISION_ANNOTATION)
+        return _annotation_int(self._annotations(), ACTIONABLE_REVISION_ANNOTATION)
 
-    def annotations_or_empty(self) -> Mapping[str, str]:
+    def _annotations(self) -> Mapping[str, str]:
         value = _walk(self.raw, "metadata.annotations")
         return value if isinstance(value, dict) else {}
 

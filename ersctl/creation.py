@@ -26,7 +26,11 @@ def runner_body(ers: api.EphemeralRunnerSet) -> dict[str, Any]:
     Raises FieldError when the ERS has no runner spec.
     """
     template = ers.ephemeral_runner_metadata
-    labels = {**_str_map(template.get("labels")), **ers.labels, api.COMPONENT_LABEL: "runner"}
+    labels = {
+        **_str_map(template.get("labels")),
+        **ers.labels,
+        api.COMPONENT_LABEL: api.RUNNER_COMPONENT,
+    }
     annotations = {
         **_str_map(template.get("annotations")),
         api.PATCH_ID_ANNOTATION: str(ers.patch_id),
