@@ -95,13 +95,7 @@ class KubeRunnerResources:
     # -- Secrets --------------------------------------------------------------------------
 
     def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
-        action = f"get secrets/{namespace}/{name}"
-        try:
-            with kube_call(action):
-                resp = self._core.read_namespaced_secret(name, namespace, _preload_content=False)
-        except NotFoundError:
-            return None
-        return json_body(resp, action=action)
+        return self._api.get_secret(namespace, name)
 
     def create_secret(self, body: dict[str, Any]) -> dict[str, Any]:
         namespace = body["metadata"]["namespace"]
