@@ -244,13 +244,6 @@ class SimulatorCore:
                 del self.sessions[sid]
             self._event("scaleset.deleted", scale_set_id=scale_set_id)
 
-    def add_runner_group(self, name: str) -> int:
-        """Add a runner group; returns its id."""
-        with self._cond:
-            group_id = max(self.runner_groups) + 1
-            self.runner_groups[group_id] = name
-            return group_id
-
     # -- statistics --------------------------------------------------------------------
 
     def _stats(self, scale_set_id: int) -> dict[str, int]:
