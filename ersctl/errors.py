@@ -19,7 +19,7 @@ nothing the client sends (headers, tokens) is included.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Final
 
@@ -65,6 +65,13 @@ class GoneError(KubeError):
 
 class NotLeaderError(ErsctlError):
     """This process no longer holds the leader lease, so it must not write."""
+
+
+def check_fence(fence: Callable[[], bool] | None, action: str) -> None:
+    """Raise :class:`NotLeaderError` naming ``action`` when ``fence`` answers False
+    (None: no fence, always pass). Asked before every fenced write."""
+    if fence is not None and not fence():
+        raise NotLeaderError(f"{action}: refused, this process no longer holds the lease")
 
 
 _BY_STATUS: Final[dict[int, type[KubeError]]] = {

@@ -18,7 +18,7 @@ from typing import Any
 from kubernetes import client
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, EphemeralRunner, EphemeralRunnerSet
-from ersctl.errors import NotFoundError, NotLeaderError, kube_call
+from ersctl.errors import NotFoundError, check_fence, kube_call
 from ersctl.kube.wire import MERGE_PATCH, json_body
 
 
@@ -37,7 +37,7 @@ class Writer:
         if not namespace:
             raise ValueError("create_runner: body.metadata.namespace is required")
         action = f"create {ER_PLURAL} in {namespace}"
-        self._check_fence(action)
+        check_fence(self._fence, action)
         with kube_call(action):
             resp = self._custom.create_namespaced_custom_object(
                 GROUP, VERSION, namespace, ER_PLURAL, body, _preload_content=False
@@ -47,7 +47,7 @@ class Writer:
     def delete_runner(self, runner: EphemeralRunner) -> None:
         """Delete ``runner`` (its finalizers still hold it until removed). NotFound is success."""
         action = f"delete {ER_PLURAL}/{runner.key}"
-        self._check_fence(action)
+        check_fence(self._fence, action)
         try:
             with kube_call(action):
                 self._custom.delete_namespaced_custom_object(
@@ -84,7 +84,7 @@ class Writer:
         self, plural: str, namespace: str, name: str, patch: dict[str, Any], *, status: bool = False
     ) -> dict[str, Any]:
         action = f"patch {plural}/{namespace}/{name}{'/status' if status else ''}"
-        self._check_fence(action)
+        check_fence(self._fence, action)
         call = (
             self._custom.patch_namespaced_custom_object_status
             if status
@@ -102,7 +102,3 @@ class Writer:
                 _preload_content=False,
             )
         return json_body(resp, action=action)
-
-    def _check_fence(self, action: str) -> None:
-        if self._fence is not None and not self._fence():
-            raise NotLeaderError(f"{action}: refused, this process no longer holds the lease")

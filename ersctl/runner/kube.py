@@ -15,7 +15,7 @@ from typing import Any
 from kubernetes import client
 
 from ersctl.api import EphemeralRunner
-from ersctl.errors import ConflictError, NotFoundError, NotLeaderError, kube_call
+from ersctl.errors import ConflictError, NotFoundError, check_fence, kube_call
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.wire import json_body
 from ersctl.kube.writer import Writer
@@ -65,7 +65,7 @@ class KubeRunnerResources:
     def create_pod(self, body: dict[str, Any]) -> dict[str, Any]:
         namespace = body["metadata"]["namespace"]
         action = f"create pods/{namespace}/{body['metadata']['name']}"
-        self._check_fence(action)
+        check_fence(self._fence, action)
         with kube_call(action):
             # A dict body is sent as is: the pod template may hold fields this client's
             # models do not know, which a V1Pod round trip would drop.
@@ -78,7 +78,7 @@ class KubeRunnerResources:
 
     def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
         action = f"delete pods/{namespace}/{name}"
-        self._check_fence(action)
+        check_fence(self._fence, action)
         options = (
             client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)) if uid else None
         )
@@ -100,7 +100,7 @@ class KubeRunnerResources:
     def create_secret(self, body: dict[str, Any]) -> dict[str, Any]:
         namespace = body["metadata"]["namespace"]
         action = f"create secrets/{namespace}/{body['metadata']['name']}"
-        self._check_fence(action)
+        check_fence(self._fence, action)
         with kube_call(action):
             resp = self._core.create_namespaced_secret(
                 namespace,
@@ -111,13 +111,9 @@ class KubeRunnerResources:
 
     def delete_secret(self, namespace: str, name: str) -> None:
         action = f"delete secrets/{namespace}/{name}"
-        self._check_fence(action)
+        check_fence(self._fence, action)
         try:
             with kube_call(action):
                 self._core.delete_namespaced_secret(name, namespace, _preload_content=False)
         except NotFoundError:
             return
-
-    def _check_fence(self, action: str) -> None:
-        if self._fence is not None and not self._fence():
-            raise NotLeaderError(f"{action}: not the leader")
