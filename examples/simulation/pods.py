@@ -106,9 +106,9 @@ class PodAgent:
                 self._on_gone(state)
             else:
                 self._advance(state, now)
-        for uid, state in self._pods.items():
-            if uid not in present:
-                self._on_gone(state)
+        for uid in [uid for uid in self._pods if uid not in present]:
+            # Forget a Pod once gone: uids are never reused, so each step only walks live Pods.
+            self._on_gone(self._pods.pop(uid))
 
     def _advance(self, state: _Pod, now: float) -> None:
         if state.done or state.dead:
