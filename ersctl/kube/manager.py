@@ -209,26 +209,23 @@ class Manager:
         self._informers[plural] = informer
 
     def _informer(self, plural: str) -> CustomResourceInformer:
-        added = self._informers.get(plural)
-        if added is not None:
-            return added
+        informer = self._informers.get(plural)
+        if informer is not None:
+            return informer
         if plural not in KINDS:
             raise ValueError(f"the manager cannot watch {plural!r}; known: {sorted(KINDS)}")
-        informer = self._informers.get(plural)
-        if informer is None:
-            store = Store(indexers={OWNER_UID_INDEX: controller_owner_uid})
-            informer = CustomResourceInformer(
-                self._api_client,
-                CustomResource(group=GROUP, version=VERSION, plural=plural),
-                namespace=self.namespace,
-                store=store,
-                watch_timeout=self._watch_timeout,
-                on_relist=self.metrics.relists.labels(plural).inc,
-                # Runners of one set share their spec (the set's template): store it once.
-                share_specs=plural == ER_PLURAL,
-                **({"backoff": self._relist_backoff} if self._relist_backoff else {}),
-            )
-            self._informers[plural] = informer
+        informer = CustomResourceInformer(
+            self._api_client,
+            CustomResource(group=GROUP, version=VERSION, plural=plural),
+            namespace=self.namespace,
+            store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
+            watch_timeout=self._watch_timeout,
+            on_relist=self.metrics.relists.labels(plural).inc,
+            # Runners of one set share their spec (the set's template): store it once.
+            share_specs=plural == ER_PLURAL,
+            **({"backoff": self._relist_backoff} if self._relist_backoff else {}),
+        )
+        self._informers[plural] = informer
         return informer
 
     def _wait_for_sync(self, stop: threading.Event) -> bool:
