@@ -67,7 +67,7 @@ def resource_list(registry: Registry, group: str, version: str) -> JsonObject | 
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
-        "groupVersion": types[0].group_version,
+        "groupVersion": types[0].api_version,
         "resources": resources,
     }
 

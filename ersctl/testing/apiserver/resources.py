@@ -52,10 +52,6 @@ class ResourceType:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
-    def group_version(self) -> str:
-        return self.api_version
-
-    @property
     def list_kind(self) -> str:
         return f"{self.kind}List"
 
