@@ -54,6 +54,3 @@ class CachedReader:
 def _age_key(raw: dict[str, Any]) -> tuple[str, str]:
     meta = metadata(raw)
     return (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
-
-
-__all__ = ["CachedReader", "json_copy"]  # json_copy stays importable from here (its old home)

@@ -23,7 +23,7 @@ from kubernetes import client
 
 from ersctl.api import ER_PLURAL
 from ersctl.credentials import ClientFactory
-from ersctl.kube.cache import json_copy
+from ersctl.kube.copies import json_copy
 from ersctl.kube.informer import CustomResource, CustomResourceInformer
 from ersctl.kube.manager import Manager
 from ersctl.kube.predicates import AlwaysPass
