@@ -287,7 +287,7 @@ class Store:
             if options.propagation == "Orphan":
                 self._orphan_dependents(current.obj)
             meta = current.obj["metadata"]
-            container = rt.plural == "namespaces" or rt.storage_key == CRD_TYPE.storage_key
+            container = _is_container(rt)
             foreground = options.propagation == "Foreground"
             if not meta.get("finalizers") and not container and not foreground:
                 return self._remove(rt, key, current), True
@@ -362,13 +362,12 @@ class Store:
                             found.append((served, key))
         else:
             for served in self.registry.all():
-                if served.custom and f"{served.plural}.{served.group}" == name:
+                if served.custom and served.qualified == name:
                     found.extend((served, key) for key in self._objects[served.storage_key])
         return list(dict.fromkeys(found))
 
     def _is_container_in_use(self, rt: ResourceType, obj: JsonObject) -> bool:
-        container = rt.plural == "namespaces" or rt.storage_key == CRD_TYPE.storage_key
-        return container and bool(self._contents(rt, obj))
+        return _is_container(rt) and bool(self._contents(rt, obj))
 
     def _empty_container(self, rt: ResourceType, container: JsonObject) -> None:
         """Delete everything inside (honouring finalizers), then the container if empty."""
@@ -449,6 +448,11 @@ class Store:
     def close_watchers(self) -> None:
         with self.lock:
             self._fanout.close_all()
+
+
+def _is_container(rt: ResourceType) -> bool:
+    """Namespaces and CRDs hold other objects: deleting one empties it first."""
+    return rt.plural == "namespaces" or rt.storage_key == CRD_TYPE.storage_key
 
 
 __all__ = ["Store"]
