@@ -128,8 +128,9 @@ class Controller:
         )
 
 
-class EnqueueSelf:
-    """Event handler for the primary resource: the object's own key, if ``predicate`` agrees."""
+class _EnqueueHandler:
+    """Informer event handler: the Requests of each event's object(s), if ``predicate``
+    agrees. An update enqueues the Requests of both its old and new state."""
 
     def __init__(self, controller: Controller, predicate: Predicate | None = None) -> None:
         self._controller = controller
@@ -141,35 +142,6 @@ class EnqueueSelf:
 
     def on_update(self, old: Json, new: Json) -> None:
         if self._predicate.update(old, new):
-            self._enqueue(new)
-
-    def on_delete(self, obj: Json) -> None:
-        if self._predicate.delete(obj):
-            self._enqueue(obj)
-
-    def _enqueue(self, obj: Json) -> None:
-        namespace, name = object_key(obj)
-        self._controller.enqueue(Request(namespace, name))
-
-
-class EnqueueOwner:
-    """Event handler for owned resources: the key of the object's controller owner of
-    ``owner_kind`` (same namespace). Objects without such an owner are ignored."""
-
-    def __init__(
-        self, controller: Controller, owner_kind: str, predicate: Predicate | None = None
-    ) -> None:
-        self._controller = controller
-        self._owner_kind = owner_kind
-        self._predicate = predicate or AlwaysPass()
-
-    def on_add(self, obj: Json) -> None:
-        if self._predicate.create(obj):
-            self._enqueue(obj)
-
-    def on_update(self, old: Json, new: Json) -> None:
-        if self._predicate.update(old, new):
-            # Both owners: a runner moved between sets changes both.
             self._enqueue(old, new)
 
     def on_delete(self, obj: Json) -> None:
@@ -177,10 +149,33 @@ class EnqueueOwner:
             self._enqueue(obj)
 
     def _enqueue(self, *objs: Json) -> None:
-        for request in {r for obj in objs for r in self._owners(obj)}:
+        for request in {r for obj in objs for r in self._requests(obj)}:
             self._controller.enqueue(request)
 
-    def _owners(self, obj: Json) -> Iterable[Request]:
+    def _requests(self, obj: Json) -> Iterable[Request]:
+        raise NotImplementedError
+
+
+class EnqueueSelf(_EnqueueHandler):
+    """Event handler for the primary resource: the object's own key, if ``predicate`` agrees."""
+
+    def _requests(self, obj: Json) -> Iterable[Request]:
+        namespace, name = object_key(obj)
+        yield Request(namespace, name)
+
+
+class EnqueueOwner(_EnqueueHandler):
+    """Event handler for owned resources: the key of the object's controller owner of
+    ``owner_kind`` (same namespace). Objects without such an owner are ignored; an update
+    enqueues both owners (a runner moved between sets changes both)."""
+
+    def __init__(
+        self, controller: Controller, owner_kind: str, predicate: Predicate | None = None
+    ) -> None:
+        super().__init__(controller, predicate)
+        self._owner_kind = owner_kind
+
+    def _requests(self, obj: Json) -> Iterable[Request]:
         meta = metadata(obj)
         refs = meta.get("ownerReferences")
         for ref in refs if isinstance(refs, list) else ():
