@@ -291,7 +291,7 @@ def _reconcile_once(api: client.ApiClient, request: Request) -> None:
         with controller.manager.caches():
             outcome = controller.reconciler.reconcile_with_outcome(request)
     finally:
-        controller.registry.close()
+        controller.close()
     click.echo(f"{request}: {outcome}")
 
 
