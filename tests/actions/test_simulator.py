@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -36,13 +37,19 @@ def sim() -> GitHubSimulator:
 
 
 @pytest.fixture
-def client(sim: GitHubSimulator) -> Iterator[ActionsClient]:
+def sleeps() -> list[float]:
+    """The retry waits the client asked for (none are slept)."""
+    return []
+
+
+@pytest.fixture
+def client(sim: GitHubSimulator, sleeps: list[float]) -> Iterator[ActionsClient]:
     with respx.mock(assert_all_mocked=True, assert_all_called=False) as router:
         mount(router, sim, base_url="https://ghes.sim")
         with ActionsClient(
             config_url="https://ghes.sim/my-org",
             credentials=PatCredentials(token="ghp_anything_goes"),
-            retry=RetryPolicy(sleep=lambda _: None),
+            retry=RetryPolicy(sleep=sleeps.append),
         ) as actions_client:
             yield actions_client
 
@@ -174,12 +181,14 @@ def test_expired_admin_tokens_make_the_client_reconnect(
 
 
 def test_a_5xx_burst_is_ridden_out_by_the_retries(
-    sim: GitHubSimulator, session: MessageSession
+    sim: GitHubSimulator, session: MessageSession, sleeps: list[float]
 ) -> None:
     drain(session)
     sim.enqueue_job(1)
+    sleeps.clear()
     sim.inject_fault(endpoint="get_message", status=503, times=3)
     assert len(next_message(session).jobs) == 1
+    assert len(sleeps) == 3  # one retry per injected 503
 
 
 def test_a_malformed_body_is_a_parse_error_and_a_bom_is_harmless(
@@ -196,7 +205,9 @@ def test_a_malformed_body_is_a_parse_error_and_a_bom_is_harmless(
 
 def test_latency_faults_delay_but_do_not_break(sim: GitHubSimulator, client: ActionsClient) -> None:
     sim.inject_fault(endpoint="get_scale_set", latency=0.05)
+    started = time.monotonic()
     assert client.get_runner_scale_set_by_id(1).id == 1
+    assert time.monotonic() - started >= 0.05
 
 
 def test_assignment_respects_the_max_capacity_header(
