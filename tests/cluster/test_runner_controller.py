@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import base64
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
+from ersctl.errors import NotLeaderError
+from ersctl.runner.kube import KubeRunnerResources
 from ersctl.runner.podsim import exited_status, running_status
 from ersctl.runner.registration import RetryLater
+from ersctl.testing.apiserver import ApiServer
 from tests.cluster.conftest import NAMESPACE, TOKEN, Harness
 
 RUNNER = "arc-runner-abcde"
@@ -307,3 +311,24 @@ def test_a_pod_that_fails_during_a_job_is_not_replaced_and_its_runner_is_deleted
     h.sim.complete_job(runner_id=runner_id, result="failed")
     h.settle()
     assert h.runner() is None
+
+
+def test_runner_pod_and_secret_writes_are_refused_without_the_lease(
+    apiserver: ApiServer, kube_client: Any
+) -> None:
+    resources = KubeRunnerResources(kube_client, fence=lambda: False)
+    meta = {"name": RUNNER, "namespace": NAMESPACE}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": []}}
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": {}}
+    apiserver.request_log.clear()
+
+    writes: list[Callable[[], object]] = [
+        lambda: resources.create_pod(pod),
+        lambda: resources.delete_pod(NAMESPACE, RUNNER),
+        lambda: resources.create_secret(secret),
+        lambda: resources.delete_secret(NAMESPACE, RUNNER),
+    ]
+    for write in writes:
+        with pytest.raises(NotLeaderError, match="no longer holds the lease"):
+            write()
+    assert apiserver.request_log.records() == [], "refused before reaching the server"
