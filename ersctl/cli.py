@@ -6,9 +6,13 @@
 - ``ersctl rollout NAMESPACE/NAME``: bump ``spec.actionableRevision`` so the
   controller rebuilds idle runners from a changed runner template.
 - ``ersctl scaleset --config-url URL --name NAME``: find or create a runner scale set
-  on GitHub and print its id (``ersctl.runner.scaleset``).
+  on GitHub and print its id (``ersctl.scaleset.command``).
 
-Errors end the command with one line on stderr and exit status 1 (2 for bad usage).
+Exit codes, as for ``ghalistener`` (``ersctl.platform.errors``): 0 a clean stop (SIGTERM
+or SIGINT), 1 a runtime failure, 2 bad usage, configuration or kubeconfig; every failure
+is one line on stderr. What ``reconcile`` runs is put together by ``ersctl.wiring``;
+click's context object, when given, is the reconciler factory (the guard benchmark's
+baseline runs its reconciler inside this very command).
 """
 
 from __future__ import annotations
@@ -16,98 +20,35 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from dataclasses import dataclass
 from types import FrameType
+from typing import Final
 
 import click
 from kubernetes import client
 
 from ersctl import __version__
-from ersctl.api import ER_PLURAL, ERS_PLURAL, FieldError
-from ersctl.credentials import SecretRunnerRegistry
-from ersctl.errors import ConflictError, ErsctlError
+from ersctl.api import GROUP, VERSION, FieldError
 from ersctl.kube.apireader import ApiReader
-from ersctl.kube.connect import api_client, pod_namespace
+from ersctl.kube.connect import api_client, check_api_group, pod_namespace
+from ersctl.kube.errors import ConflictError, NotFoundError
 from ersctl.kube.leader import LeaderElectionConfig
-from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, LeadershipLost, Manager
+from ersctl.kube.manager import LeadershipLost
+from ersctl.kube.reconcile import Request
 from ersctl.kube.writer import Writer
-from ersctl.logs import configure_logging
-from ersctl.metrics import ControllerMetrics, MetricsServer, parse_addr
-from ersctl.ports import Request
-from ersctl.reconciler import EphemeralRunnerSetReconciler
-from ersctl.runner.controller import RunnerController, add_runner_controller
-from ersctl.runner.phases import FailurePolicy
-from ersctl.runner.scaleset import main as scaleset_command
-from ersctl.statustable import render_table, rows_for
+from ersctl.platform.cli import run_command
+from ersctl.platform.errors import ConfigError, Failure
+from ersctl.platform.logs import configure_logging
+from ersctl.platform.probes import Verdict
+from ersctl.platform.serving import ProbeServer, parse_address
+from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
+from ersctl.runnerset.table import render_table, rows_for
+from ersctl.scaleset.command import main as scaleset_command
+from ersctl.wiring import ControllerOptions, ReconcilerFactory, build_controller
 
 log = logging.getLogger("ersctl")
 
-CONTROLLER_NAME = "ephemeralrunnerset"
-
-
-@dataclass(frozen=True, kw_only=True)
-class ControllerOptions:
-    """What ``ersctl reconcile`` builds the controller from."""
-
-    namespace: str | None = None
-    workers: int = 2
-    leader_election: LeaderElectionConfig | None = None
-    resync_period: float = 600.0
-    runner_controller: bool = False
-    """Also run the EphemeralRunner controller (JIT registration and runner Pods)."""
-    runner_max_failures: int = 5
-
-
-@dataclass(frozen=True)
-class Controller:
-    """A manager with the EphemeralRunnerSet controller registered on it."""
-
-    manager: Manager
-    reconciler: EphemeralRunnerSetReconciler
-    registry: SecretRunnerRegistry
-    runner: RunnerController | None = None
-
-    def close(self) -> None:
-        """Close the controllers' service clients (after the manager has stopped)."""
-        self.registry.close()
-        if self.runner is not None:
-            self.runner.close()
-
-
-def build_controller(
-    api: client.ApiClient, options: ControllerOptions, *, metrics: ControllerMetrics | None = None
-) -> Controller:
-    """Wire the runtime's adapters into the reconciler and register it on a manager."""
-    manager = Manager(
-        api,
-        namespace=options.namespace,
-        workers=options.workers,
-        leader_election=options.leader_election,
-        resync_period=options.resync_period,
-        metrics=metrics,
-    )
-    # Fenced like the writer: no GitHub side effect once the lease is lost.
-    registry = SecretRunnerRegistry(api=manager.api_reader, fence=manager.is_leading)
-    reconciler = EphemeralRunnerSetReconciler(
-        cache=manager.reader,
-        api=manager.api_reader,
-        writer=manager.writer,
-        events=manager.events,
-        registry=registry,
-        metrics=manager.metrics,
-    )
-    manager.add_controller(
-        CONTROLLER_NAME,
-        reconciler,
-        primary=ERS_PLURAL,
-        owns=[ER_PLURAL],
-        predicates=ERS_CONTROLLER_PREDICATES,
-    )
-    runner = None
-    if options.runner_controller:
-        policy = FailurePolicy(max_failures=options.runner_max_failures)
-        runner = add_runner_controller(manager, api, policy=policy)
-    return Controller(manager=manager, reconciler=reconciler, registry=registry, runner=runner)
+PROGRAM: Final = "ersctl"
+METRICS_OPTION: Final = "--metrics-addr"
 
 
 def parse_key(value: str) -> Request:
@@ -198,11 +139,13 @@ def main() -> None:
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text")
 @click.option(
     "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"]),
+    type=click.Choice(["debug", "info", "warn", "warning", "error"], case_sensitive=False),
     default="info",
     show_default=True,
 )
+@click.pass_obj
 def reconcile(
+    reconciler_factory: ReconcilerFactory | None,
     namespace: str | None,
     kubeconfig: str | None,
     workers: int,
@@ -221,21 +164,32 @@ def reconcile(
     log_level: str,
 ) -> None:
     """Run the controller until SIGTERM."""
-    configure_logging(log_format=log_format, level=log_level)
-    try:
+    # First, so that a stop requested during start-up is a clean stop too (exit 0).
+    stop = threading.Event()
+    _stop_on_signals(stop)
+    with run_command(PROGRAM):
+        configure_logging(fmt=log_format, level=log_level)
+        address = parse_address(METRICS_OPTION, metrics_addr)
         api = api_client(kubeconfig)
+        _check_api(api)
+        factory = reconciler_factory or EphemeralRunnerSetReconciler
         if once is not None:
-            _reconcile_once(api, once)
+            _reconcile_once(api, once, factory)
             return
         election = None
         if leader_elect:
-            election = LeaderElectionConfig(
-                namespace=lease_namespace or namespace or pod_namespace(),
-                name=lease_name,
-                lease_duration=lease_duration,
-                renew_deadline=renew_deadline,
-                retry_period=retry_period,
-            )
+            try:
+                election = LeaderElectionConfig(
+                    namespace=lease_namespace or namespace or pod_namespace(),
+                    name=lease_name,
+                    lease_duration=lease_duration,
+                    renew_deadline=renew_deadline,
+                    retry_period=retry_period,
+                )
+            except ValueError as exc:
+                raise ConfigError(
+                    "--lease-duration/--renew-deadline/--retry-period", str(exc)
+                ) from None
         options = ControllerOptions(
             namespace=namespace,
             workers=workers,
@@ -244,40 +198,58 @@ def reconcile(
             runner_controller=runner_controller,
             runner_max_failures=runner_max_failures,
         )
-        _run_until_signalled(api, options, metrics_addr)
-    except (ErsctlError, ValueError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
+        _run_until_stopped(api, options, address, factory, stop)
 
 
-def _run_until_signalled(
-    api: client.ApiClient, options: ControllerOptions, metrics_addr: str
-) -> None:
-    stop = threading.Event()
-
+def _stop_on_signals(stop: threading.Event) -> None:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("received %s, stopping", signal.Signals(signum).name)
         stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    controller = build_controller(api, options)
+
+
+def _check_api(api: client.ApiClient) -> None:
+    """One request before anything starts: the server answers and serves ARC's API."""
+    try:
+        check_api_group(api, group=GROUP, version=VERSION)
+    except NotFoundError:
+        raise Failure(
+            f"the API server does not serve {GROUP}/{VERSION}: install the CRDs first "
+            "(kubectl apply -k ersctl/crds)"
+        ) from None
+
+
+def _run_until_stopped(
+    api: client.ApiClient,
+    options: ControllerOptions,
+    address: tuple[str, int] | None,
+    factory: ReconcilerFactory,
+    stop: threading.Event,
+) -> None:
+    controller = build_controller(api, options, reconciler_factory=factory)
     manager = controller.manager
     server = None
-    address = parse_addr(metrics_addr)
     if address is not None:
-        server = MetricsServer(
+        server = ProbeServer(
             manager.metrics.registry,
-            host=address[0],
-            port=address[1],
-            healthy=lambda: not stop.is_set(),
-            ready=manager.has_synced,
+            option=METRICS_OPTION,
+            address=address,
+            live=lambda: Verdict(
+                ok=not stop.is_set(), reason="ok" if not stop.is_set() else "stopping"
+            ),
+            ready=lambda: Verdict(
+                ok=manager.has_synced(),
+                reason="ok" if manager.has_synced() else "caches not synced",
+            ),
         )
-        server.start()
-        log.info("serving metrics and probes on %s:%d", address[0], server.port)
     try:
+        if server is not None:
+            server.start()
         manager.run(stop)
     except LeadershipLost as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Failure(str(exc)) from None
     finally:
         if server is not None:
             server.stop()
@@ -285,10 +257,14 @@ def _run_until_signalled(
     log.info("stopped")
 
 
-def _reconcile_once(api: client.ApiClient, request: Request) -> None:
-    controller = build_controller(api, ControllerOptions(namespace=request.namespace))
+def _reconcile_once(api: client.ApiClient, request: Request, factory: ReconcilerFactory) -> None:
+    controller = build_controller(
+        api, ControllerOptions(namespace=request.namespace), reconciler_factory=factory
+    )
     try:
         with controller.manager.caches():
+            if controller.manager.reader.get_ers(request.namespace, request.name) is None:
+                raise Failure(f"EphemeralRunnerSet {request} not found")
             outcome = controller.reconciler.reconcile_with_outcome(request)
     finally:
         controller.close()
@@ -301,18 +277,16 @@ def _reconcile_once(api: client.ApiClient, request: Request) -> None:
 @kubeconfig_option
 def status(key: Request | None, namespace: str | None, kubeconfig: str | None) -> None:
     """Print a table of EphemeralRunnerSets (all, one namespace, or NAMESPACE/NAME)."""
-    try:
+    with run_command(PROGRAM):
         reader = ApiReader(api_client(kubeconfig))
         if key is not None:
             ers = reader.get_ers(key.namespace, key.name)
             if ers is None:
-                raise click.ClickException(f"EphemeralRunnerSet {key} not found")
+                raise Failure(f"EphemeralRunnerSet {key} not found")
             sets = [ers]
         else:
             sets = reader.list_ers(namespace)
         click.echo(render_table(rows_for(reader, sets)), nl=False)
-    except ErsctlError as exc:
-        raise click.ClickException(str(exc)) from None
 
 
 @main.command()
@@ -320,11 +294,12 @@ def status(key: Request | None, namespace: str | None, kubeconfig: str | None) -
 @kubeconfig_option
 def rollout(key: Request, kubeconfig: str | None) -> None:
     """Bump spec.actionableRevision of NAMESPACE/NAME after a runner template change."""
-    try:
+    with run_command(PROGRAM):
         api = api_client(kubeconfig)
-        old, new = _bump_revision(ApiReader(api), Writer(api), key)
-    except (ErsctlError, FieldError) as exc:
-        raise click.ClickException(str(exc)) from None
+        try:
+            old, new = _bump_revision(ApiReader(api), Writer(api), key)
+        except FieldError as exc:
+            raise Failure(str(exc)) from None
     click.echo(f"{key}: actionableRevision {old} -> {new}")
 
 
@@ -338,7 +313,7 @@ def _bump_revision(reader: ApiReader, writer: Writer, key: Request) -> tuple[int
     for attempt in range(5):
         ers = reader.get_ers(key.namespace, key.name)
         if ers is None:
-            raise click.ClickException(f"EphemeralRunnerSet {key} not found")
+            raise Failure(f"EphemeralRunnerSet {key} not found")
         old = ers.actionable_revision
         patch = {
             "metadata": {"resourceVersion": ers.resource_version},

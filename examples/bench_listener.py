@@ -29,6 +29,7 @@ from typing import Any
 
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing.model import GitHubSimulator
+from ghalistener.testing.server import serve
 
 JOBS_PER_MESSAGE = 50
 
@@ -68,7 +69,7 @@ def one_round(messages: int, workdir: Path) -> tuple[float, int, int, dict[str, 
     scale_set = sim.create_scale_set("runners")
     for _ in range(messages * JOBS_PER_MESSAGE):
         sim.enqueue_job(scale_set["id"], repository="octo/app")
-    server = sim.serve()
+    server = serve(sim)
     with ApiServer() as api:
         kubeconfig = api.write_kubeconfig(workdir / "kubeconfig")
         api.create_object(

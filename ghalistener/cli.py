@@ -1,10 +1,11 @@
 """Command line of the listener: ``ghalistener run``.
 
-Exit codes: 0 after a requested stop (SIGTERM/SIGINT), 2 for an invalid configuration
-(one line on stderr naming the field; this includes a kubeconfig that cannot be loaded
-and a ``metrics_addr`` that cannot be bound), 1 for any other fatal error (one line on
-stderr naming the cause; this includes a ``metrics_addr`` whose port is in use, a
-condition of the host that a restart may clear).
+Exit codes, as for ``ersctl`` (``ersctl.platform.errors``): 0 after a requested stop
+(SIGTERM/SIGINT), 2 for an invalid configuration (one line on stderr naming the field;
+this includes a kubeconfig that cannot be loaded and a ``metrics_addr`` that cannot be
+bound), 1 for any other fatal error (one line on stderr naming the cause; this includes
+a ``metrics_addr`` whose port is in use, a condition of the host that a restart may
+clear).
 
 SIGTERM/SIGINT set one :class:`~ghalistener.stopping.StopSignal`; every wait of the
 program sleeps on it (the scale-set client's retry backoff, the publisher's, the 409
@@ -16,31 +17,27 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import sys
-from collections.abc import Mapping
 from typing import Any
 
 import click
 import prometheus_client
-from kubernetes import client as kube_client
-from kubernetes import config as kube_config
 
+from ersctl.kube.connect import api_client as kube_api_client
+from ersctl.platform.cli import run_command
+from ersctl.platform.logs import configure_logging
+from ersctl.platform.serving import ProbeServer, parse_address
 from ghalistener import __version__
-from ghalistener.actions import ActionsClient, RetryPolicy, SystemInfo
-from ghalistener.actions.errors import ActionsError
+from ghalistener.actions.client import ActionsClient
+from ghalistener.actions.retry import RetryPolicy
+from ghalistener.actions.types import SystemInfo
 from ghalistener.config import ListenerConfig, load_config
-from ghalistener.errors import ConfigError, ListenerError
 from ghalistener.health import ListenerHealth
 from ghalistener.listener import Listener, SessionRetry
-from ghalistener.logs import configure_logging
-from ghalistener.metrics import ListenerMetrics, MetricsServer, ScaleSetLabels
+from ghalistener.metrics import ListenerMetrics, ScaleSetLabels
 from ghalistener.publisher import KubePublisher, KubeRetry
 from ghalistener.scaler import Scaler
 from ghalistener.sessions import SessionOpener
 from ghalistener.stopping import StopSignal
-
-EXIT_FATAL = 1
-EXIT_CONFIG = 2
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -73,27 +70,18 @@ def run(config_path: str | None, kubeconfig: str | None, **overrides: Any) -> No
     # ARC exports no *_created series; the switch is process-global, so it is thrown
     # here, in the program's entry point, and not when the metrics module is imported.
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
-    try:
-        config = load_config(path=config_path, env=os.environ, overrides=overrides)
-    except ConfigError as exc:
-        click.echo(f"ghalistener: invalid configuration: {exc}", err=True)
-        sys.exit(EXIT_CONFIG)
-    configure_logging(level=config.log_level, fmt=config.log_format, secrets=config.secrets())
-    try:
-        _serve(config, kubeconfig)
-    except ConfigError as exc:  # found only when used: the kubeconfig, metrics_addr
-        click.echo(f"ghalistener: invalid configuration: {exc}", err=True)
-        sys.exit(EXIT_CONFIG)
-    except (ListenerError, ActionsError) as exc:
-        click.echo(f"ghalistener: {exc}", err=True)
-        sys.exit(EXIT_FATAL)
-
-
-def _serve(config: ListenerConfig, kubeconfig: str | None) -> None:
+    # First, so that a stop requested during start-up is a clean stop too (exit 0).
     stop = StopSignal()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.request())
-    api_client = _kube_api_client(kubeconfig, os.environ)
+    with run_command("ghalistener"):
+        config = load_config(path=config_path, env=os.environ, overrides=overrides)
+        configure_logging(level=config.log_level, fmt=config.log_format, secrets=config.secrets())
+        _serve(config, kubeconfig, stop)
+
+
+def _serve(config: ListenerConfig, kubeconfig: str | None, stop: StopSignal) -> None:
+    api_client = kube_api_client(kubeconfig)
     actions = ActionsClient(
         config_url=config.configure_url,
         credentials=config.credentials(),
@@ -107,24 +95,31 @@ def _serve(config: ListenerConfig, kubeconfig: str | None) -> None:
     metrics.publish_static(min_runners=config.min_runners, max_runners=config.max_runners)
     health = ListenerHealth()
     server = None
-    if config.metrics_addr:
-        server = MetricsServer(
-            metrics, addr=config.metrics_addr, endpoint=config.metrics_endpoint, health=health
+    address = parse_address("metrics_addr", config.metrics_addr)
+    if address is not None:
+        server = ProbeServer(
+            metrics.registry,
+            option="metrics_addr",
+            address=address,
+            endpoint=config.metrics_endpoint,
+            live=health.live,
+            ready=health.ready,
         )
         server.start()
 
+    publisher = KubePublisher(
+        api_client=api_client,
+        namespace=config.ephemeral_runner_set_namespace,
+        name=config.ephemeral_runner_set_name,
+        retry=KubeRetry(sleep=stop.sleep),
+    )
     listener = Listener(
         scale_set_id=config.runner_scale_set_id,
         open_session=SessionOpener(
             client=actions, scale_set_id=config.runner_scale_set_id, owner_name=socket.gethostname()
         ),
         scaler=Scaler(min_runners=config.min_runners, max_runners=config.max_runners),
-        publisher=KubePublisher(
-            api_client=api_client,
-            namespace=config.ephemeral_runner_set_namespace,
-            name=config.ephemeral_runner_set_name,
-            retry=KubeRetry(sleep=stop.sleep),
-        ),
+        publisher=publisher,
         metrics=metrics,
         session_retry=SessionRetry(
             interval=config.session_retry_interval, attempts=config.session_retry_attempts
@@ -133,27 +128,15 @@ def _serve(config: ListenerConfig, kubeconfig: str | None) -> None:
         health=health,
     )
     try:
+        # Before a session is opened: an unreachable API server or a missing set ends
+        # the start with one line, not after a session and a round of retries.
+        publisher.check_target()
         listener.run()
     finally:
         if server is not None:
             server.stop()
         actions.close()
         api_client.close()  # type: ignore[no-untyped-call]
-
-
-def _kube_api_client(kubeconfig: str | None, env: Mapping[str, str]) -> kube_client.ApiClient:
-    """``--kubeconfig``, else in-cluster config, else KUBECONFIG / ~/.kube/config."""
-    try:
-        if not kubeconfig and env.get("KUBERNETES_SERVICE_HOST"):
-            configuration = kube_client.Configuration()
-            kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            return kube_client.ApiClient(configuration)
-        api_client: kube_client.ApiClient = kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig
-        )
-        return api_client
-    except (kube_config.ConfigException, OSError) as exc:
-        raise ConfigError("kubeconfig", f"cannot load Kubernetes configuration: {exc}") from exc
 
 
 def _scale_set_labels(config: ListenerConfig) -> ScaleSetLabels:

@@ -15,10 +15,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
-from ghalistener.actions.auth import AppCredentials, PatCredentials
+from ersctl.platform.errors import ConfigError
+from ersctl.platform.serving import parse_address
+from ghalistener.actions.auth import Credentials, PatCredentials
 from ghalistener.actions.config import GitHubConfig, parse_config_url
+from ghalistener.actions.credentials import CredentialsKeyError, parse_credentials, secret_values
 from ghalistener.actions.errors import ActionsError
-from ghalistener.errors import ConfigError
 
 CONFIG_PATH_ENV: Final = "LISTENER_CONFIG_PATH"
 MAX_RUNNERS_UNBOUNDED: Final = 2**31 - 1
@@ -32,7 +34,7 @@ LOG_FORMATS: Final = ("text", "json")
 class ListenerConfig:
     """A validated configuration. Secrets are excluded from ``repr``.
 
-    ``metrics_addr`` empty means no metrics server. ``session_retry_interval`` and
+    ``metrics_addr`` empty (or ``0``) means no metrics server. ``session_retry_interval`` and
     ``session_retry_attempts`` bound how long a 409 (another listener holds the session)
     is waited out at start: ARC's 30 s and 10 tries by default.
     """
@@ -60,25 +62,25 @@ class ListenerConfig:
         """The parsed configuration URL (validated at load time)."""
         return parse_config_url(self.configure_url)
 
-    def credentials(self) -> PatCredentials | AppCredentials:
-        """The one credential the file holds (validated at load time)."""
-        if self.github_token:
-            return PatCredentials(token=self.github_token)
-        return AppCredentials(
-            app_id=self.github_app_id,
-            installation_id=self.github_app_installation_id,
-            private_key=self.github_app_private_key,
+    def credentials(self) -> Credentials:
+        """The one credential the file holds (validated at load time, by the parser the
+        controller reads credentials Secrets with)."""
+        return parse_credentials(
+            {
+                "github_token": self.github_token,
+                "github_app_id": self.github_app_id,
+                "github_app_installation_id": self.github_app_installation_id or None,
+                "github_app_private_key": self.github_app_private_key,
+            }
         )
 
     def secrets(self) -> tuple[str, ...]:
         """Values that must never reach a log line."""
-        return tuple(s for s in (self.github_token, self.github_app_private_key) if s)
+        return secret_values(self.credentials())
 
 
 _STRING_KEYS: Final = (
     "configure_url",
-    "github_token",
-    "github_app_private_key",
     "ephemeral_runner_set_namespace",
     "ephemeral_runner_set_name",
     "server_root_ca",
@@ -88,7 +90,6 @@ _STRING_KEYS: Final = (
     "metrics_endpoint",
 )
 _INT_KEYS: Final = (
-    "github_app_installation_id",
     "runner_scale_set_id",
     "min_runners",
     "max_runners",
@@ -143,13 +144,11 @@ def parse_config(raw: Mapping[str, Any]) -> ListenerConfig:
     for key in _INT_KEYS:
         if key in values:
             values[key] = _as_int(key, values[key])
-    if "github_app_id" in values:
-        values["github_app_id"] = _app_id(values["github_app_id"])
     if "session_retry_interval" in values:
         values["session_retry_interval"] = _as_seconds(values["session_retry_interval"])
     _require_present(values)
     _check_url(values["configure_url"])
-    _check_credentials(values)
+    values.update(_credential_values(values))
     _check_counts(values)
     _check_choice(values, "log_level", LOG_LEVELS)
     _check_choice(values, "log_format", LOG_FORMATS)
@@ -171,13 +170,6 @@ def _as_int(key: str, value: object) -> int:
         except ValueError:
             pass
     raise ConfigError(key, "must be an integer")
-
-
-def _app_id(value: object) -> str:
-    # An App is named by its numeric id or by its client id (a string), as in ARC.
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ConfigError("github_app_id", "must be an integer or a client id string")
-    return str(value)
 
 
 def _as_seconds(value: object) -> float:
@@ -207,27 +199,25 @@ def _check_url(url: str) -> None:
         raise ConfigError("configure_url", str(exc)) from exc
 
 
-def _check_credentials(values: Mapping[str, Any]) -> None:
-    app_keys = ("github_app_id", "github_app_installation_id", "github_app_private_key")
-    has_token = bool(values.get("github_token"))
-    app_given = [key for key in app_keys if values.get(key)]
-    if has_token and app_given:
-        raise ConfigError(
-            "github_token", f"only one credential kind at a time, but {app_given[0]} is set too"
-        )
-    if not has_token and not app_given:
-        raise ConfigError(
-            "github_token", "no credentials: set github_token or the github_app_* keys"
-        )
-    if has_token:
-        return
-    for key in app_keys:
-        if key not in app_given:
-            raise ConfigError(key, "is missing (GitHub App credentials need all three)")
-    if values["github_app_installation_id"] < 0:
-        raise ConfigError("github_app_installation_id", "must be a positive integer")
-    if "PRIVATE KEY" not in values["github_app_private_key"]:
-        raise ConfigError("github_app_private_key", "is not a PEM private key")
+def _credential_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The credential keys as the shared parser reads them (ConfigError naming the key)."""
+    try:
+        credentials = parse_credentials(values)
+    except CredentialsKeyError as exc:
+        raise ConfigError(exc.key, exc.problem) from None
+    if isinstance(credentials, PatCredentials):
+        return {
+            "github_token": credentials.token,
+            "github_app_id": "",
+            "github_app_installation_id": 0,
+            "github_app_private_key": "",
+        }
+    return {
+        "github_token": "",
+        "github_app_id": credentials.app_id,
+        "github_app_installation_id": credentials.installation_id,
+        "github_app_private_key": credentials.private_key,
+    }
 
 
 def _check_counts(values: dict[str, Any]) -> None:
@@ -250,11 +240,7 @@ def _check_choice(values: Mapping[str, Any], key: str, choices: tuple[str, ...])
 
 
 def _check_metrics(values: Mapping[str, Any]) -> None:
-    addr = values.get("metrics_addr", "")
-    if addr:
-        _, sep, port = addr.rpartition(":")
-        if not sep or not (port.isascii() and port.isdigit()) or int(port) > 65535:
-            raise ConfigError("metrics_addr", f"must be [host]:port, got {addr!r}")
+    parse_address("metrics_addr", values.get("metrics_addr", ""))
     endpoint = values.get("metrics_endpoint", "/metrics")
     if not endpoint.startswith("/"):
         raise ConfigError("metrics_endpoint", f"must start with '/', got {endpoint!r}")

@@ -17,8 +17,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final
+
+from ersctl.platform.probes import Verdict
 
 LONG_POLL_HOLD: Final = 50.0
 """Seconds the service holds a long poll before answering 202."""
@@ -26,14 +27,6 @@ RETRY_BUDGET: Final = 150.0
 """Seconds of retries (backoffs plus timed-out attempts) a working loop may spend."""
 STALE_AFTER: Final = 3 * LONG_POLL_HOLD + RETRY_BUDGET
 """Seconds without progress after which the loop counts as dead (5 minutes)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Verdict:
-    """One probe's answer: ``ok`` (HTTP 200) or not (503), with a one-line reason."""
-
-    ok: bool
-    reason: str
 
 
 class ListenerHealth:

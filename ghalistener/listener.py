@@ -144,7 +144,7 @@ class Listener:
     """One listener incarnation: a scaler, a publisher, and sessions from ``open_session``.
 
     ``run()`` blocks until a stop is requested (returns normally after deleting the
-    session) or a fatal error (raises: SessionHeldError, KubernetesError, ActionsError).
+    session) or a fatal error (raises: SessionHeldError, KubeError, ActionsError).
     ``stop`` is the signal every wait obeys; pass the one the client's ``RetryPolicy``
     and the publisher's ``KubeRetry`` sleep on, so a stop also cuts their backoffs short.
     ``health`` receives the loop's progress and session state (for ``/healthz``, ``/readyz``).
@@ -172,6 +172,7 @@ class Listener:
         self._statistics = Statistics()
         self._last_message_id = 0
         self._in_hand: int | None = None  # the message being handled, not yet acked
+        self._last_published: tuple[int, int] | None = None
         self._stop = stop or StopSignal()
         self.health = health or ListenerHealth()
 
@@ -305,7 +306,13 @@ class Listener:
         self.health.record_published()
         if self._metrics:
             self._metrics.publish_desired_runners(decision.replicas)
-        log.info(
+        # The same idle state is republished on every empty long poll (the timer that
+        # lets the controller recover); only a change is worth an INFO line.
+        published = (decision.replicas, decision.patch_id)
+        level = logging.DEBUG if published == self._last_published else logging.INFO
+        self._last_published = published
+        log.log(
+            level,
             "published desired runner count",
             extra={
                 "fields": {

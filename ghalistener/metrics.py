@@ -17,22 +17,17 @@ at-least-once (a message redelivered to the next process is counted again).
 
 from __future__ import annotations
 
-import errno
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Final, Protocol
+from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import generate_latest
 
 from ghalistener.actions.types import JobCompleted, JobMessage, JobStarted, Statistics
-from ghalistener.errors import ConfigError, ListenerError, MetricsServerError
-from ghalistener.health import Verdict
 
 log = logging.getLogger(__name__)
 
@@ -201,109 +196,3 @@ def _seconds_between(start: datetime | None, end: datetime | None) -> float | No
     if start is None or end is None or start.year <= 1 or end.year <= 1:
         return None
     return max((end - start).total_seconds(), 0.0)
-
-
-class Health(Protocol):
-    """What the probes ask (``health.ListenerHealth`` fits)."""
-
-    def live(self) -> Verdict: ...
-
-    def ready(self) -> Verdict: ...
-
-
-class MetricsServer:
-    """Serves one ListenerMetrics at ``endpoint`` on ``addr`` ("[host]:port").
-
-    With ``health``, also ``/healthz`` (liveness) and ``/readyz`` (readiness): 200 with
-    ``ok``, or 503 with the reason, as ``text/plain``. ``start()`` binds (port 0 picks a
-    free port) and serves on a daemon thread; ``url`` is the full metrics address
-    afterwards. Any other path answers 404.
-    """
-
-    def __init__(
-        self,
-        metrics: ListenerMetrics,
-        *,
-        addr: str,
-        endpoint: str,
-        health: Health | None = None,
-    ) -> None:
-        host, _, port = addr.rpartition(":")
-        self._addr = addr
-        self._bind = (host or "0.0.0.0", int(port))
-        self._endpoint = endpoint
-        self._metrics = metrics
-        self._health = health
-        self._server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "start() first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}{self._endpoint}"
-
-    def start(self) -> None:
-        """Bind and serve. ConfigError("metrics_addr") when the address cannot be bound
-        (unknown host, not a local address, no permission); MetricsServerError when the
-        port is in use."""
-        handler = _handler_for(self._metrics, self._endpoint, self._health)
-        try:
-            self._server = ThreadingHTTPServer(self._bind, handler)
-        except OSError as exc:
-            raise _bind_error(self._addr, exc) from exc
-        self._server.daemon_threads = True
-        # shutdown() waits for the serving loop's next look: keep it short, it is on the
-        # SIGTERM path (2 s budget).
-        thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="metrics-server",
-            daemon=True,
-        )
-        thread.start()
-        log.info("metrics server listening", extra={"fields": {"url": self.url}})
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-
-def _bind_error(addr: str, exc: OSError) -> ListenerError:
-    reason = exc.strerror or type(exc).__name__
-    if exc.errno == errno.EADDRINUSE:
-        return MetricsServerError(f"metrics_addr: cannot listen on {addr!r}: {reason}")
-    return ConfigError("metrics_addr", f"cannot listen on {addr!r}: {reason}")
-
-
-def _handler_for(
-    metrics: ListenerMetrics, endpoint: str, health: Health | None
-) -> type[BaseHTTPRequestHandler]:
-    probes: dict[str, Callable[[], Verdict]] = (
-        {"/healthz": health.live, "/readyz": health.ready} if health is not None else {}
-    )
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            if path == endpoint:
-                self._send(200, CONTENT_TYPE_LATEST, metrics.render())
-            elif path in probes:
-                verdict = probes[path]()
-                body = f"{verdict.reason}\n".encode()
-                self._send(200 if verdict.ok else 503, "text/plain; charset=utf-8", body)
-            else:
-                self.send_error(404)
-
-        def _send(self, status: int, content_type: str, body: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            return  # scrapes are not worth a log line each
-
-    return Handler

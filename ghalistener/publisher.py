@@ -1,7 +1,8 @@
 """The listener's Kubernetes side: the ERS desired count and the ER job fields.
 
-This is the one boundary where ``kubernetes.client.ApiException`` and urllib3 errors
-are translated into :class:`ghalistener.errors.KubernetesError`.
+Every call runs inside ``ersctl.kube.calls.kube_call``, the one boundary (shared with
+the controller) that turns the client library's errors into
+``ersctl.kube.errors.KubeError``.
 
 - :meth:`KubePublisher.publish_desired` sends one JSON merge patch
   ``{"spec": {"replicas": R, "patchID": P}}`` to the configured EphemeralRunnerSet.
@@ -18,24 +19,22 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import tenacity
-import urllib3.exceptions
 from kubernetes.client import ApiClient, CustomObjectsApi
-from kubernetes.client.exceptions import ApiException
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, job_status_fields
+from ersctl.kube.calls import MERGE_PATCH, kube_call, server_of
+from ersctl.kube.errors import KubeError, NotFoundError
+from ersctl.platform.errors import ConfigError
 from ghalistener.actions.types import JobStarted
-from ghalistener.errors import KubernetesError
 
 log = logging.getLogger(__name__)
 
-MERGE_PATCH: Final = "application/merge-patch+json"
+CHECK_TIMEOUT: Final = (5.0, 10.0)
 REQUEST_TIMEOUT: Final = (5.0, 30.0)
 """(connect, read) seconds for every API-server request: a hung server must not hang us."""
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,9 +49,7 @@ class KubeRetry:
 
 
 def _is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, KubernetesError):
-        return exc.status is None or exc.status in (409, 429) or exc.status >= 500
-    return False
+    return isinstance(exc, KubeError) and exc.transient
 
 
 def _log_retry(action: str) -> Callable[[tenacity.RetryCallState], None]:
@@ -64,17 +61,6 @@ def _log_retry(action: str) -> Callable[[tenacity.RetryCallState], None]:
         )
 
     return before_sleep
-
-
-def _translate(action: str, call: Callable[[], T]) -> T:
-    """Run one API call; raise KubernetesError (never ApiException / urllib3) on failure."""
-    try:
-        return call()
-    except ApiException as exc:
-        reason = exc.reason or "error"
-        raise KubernetesError(f"{action}: {exc.status} {reason}", status=exc.status) from exc
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise KubernetesError(f"{action}: no response ({type(exc).__name__})") from exc
 
 
 class KubePublisher:
@@ -92,17 +78,44 @@ class KubePublisher:
         retry: KubeRetry | None = None,
     ) -> None:
         self._api = CustomObjectsApi(api_client)
+        self._server = server_of(api_client)
         self.namespace = namespace
         self.name = name
         self._retry = retry or KubeRetry()
 
+    def check_target(self) -> None:
+        """Send the EphemeralRunnerSet an empty merge patch once, without retries: a
+        no-op that needs only the ``patch`` the listener's Role grants (ARC's grants no
+        ``get``). KubeError when the API server cannot be reached or refuses;
+        ConfigError naming the set's field when it does not exist."""
+        action = f"patch {ERS_PLURAL}/{self.namespace}/{self.name}"
+        try:
+            self._call(
+                action,
+                lambda: self._api.patch_namespaced_custom_object(
+                    GROUP,
+                    VERSION,
+                    self.namespace,
+                    ERS_PLURAL,
+                    self.name,
+                    {},
+                    _content_type=MERGE_PATCH,
+                    _request_timeout=CHECK_TIMEOUT,
+                ),
+            )
+        except NotFoundError:
+            raise ConfigError(
+                "ephemeral_runner_set_name",
+                f"EphemeralRunnerSet {self.namespace}/{self.name} not found",
+            ) from None
+
     def publish_desired(self, *, replicas: int, patch_id: int) -> None:
         """Merge-patch ``spec.replicas`` and ``spec.patchID`` of the ERS.
 
-        Raises KubernetesError when the patch cannot be applied (after retries).
+        Raises KubeError when the patch cannot be applied (after retries).
         """
         body = {"spec": {"replicas": replicas, "patchID": patch_id}}
-        action = f"patch EphemeralRunnerSet {self.namespace}/{self.name}"
+        action = f"patch {ERS_PLURAL}/{self.namespace}/{self.name}"
         self._with_retries(
             action,
             lambda: self._api.patch_namespaced_custom_object(
@@ -122,7 +135,7 @@ class KubePublisher:
 
         The runner is the EphemeralRunner named ``job.runner_name`` in the ERS's
         namespace. Idempotent: the same message applied twice writes the same fields.
-        Raises KubernetesError for any failure other than 404 (after retries).
+        Raises KubeError for any failure other than 404 (after retries).
         """
         fields = job_status_fields(
             job_request_id=int(job.runner_request_id),
@@ -132,7 +145,7 @@ class KubePublisher:
             workflow_run_id=job.workflow_run_id,
             display_name=job.job_display_name,
         )
-        action = f"patch EphemeralRunner {self.namespace}/{job.runner_name} status"
+        action = f"patch {ER_PLURAL}/{self.namespace}/{job.runner_name}/status"
         try:
             self._with_retries(
                 action,
@@ -147,10 +160,8 @@ class KubePublisher:
                     _request_timeout=REQUEST_TIMEOUT,
                 ),
             )
-        except KubernetesError as exc:
-            if exc.status == 404:
-                return False
-            raise
+        except NotFoundError:
+            return False
         return True
 
     def _with_retries(self, action: str, call: Callable[[], Any]) -> None:
@@ -164,4 +175,8 @@ class KubePublisher:
             before_sleep=_log_retry(action),
             reraise=True,
         )
-        retrying(_translate, action, call)
+        retrying(self._call, action, call)
+
+    def _call(self, action: str, call: Callable[[], Any]) -> None:
+        with kube_call(action, server=self._server):
+            call()

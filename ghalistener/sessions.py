@@ -7,7 +7,8 @@ what lets SIGTERM end the listener within its 2 s budget.
 
 from __future__ import annotations
 
-from ghalistener.actions import ActionsClient, MessageSession
+from ghalistener.actions.client import ActionsClient
+from ghalistener.actions.session import MessageSession
 
 
 class SessionOpener:

@@ -12,21 +12,22 @@ from typing import Any
 from kubernetes import client
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, EphemeralRunner, EphemeralRunnerSet
-from ersctl.errors import NotFoundError, kube_call
-from ersctl.kube.wire import json_body
+from ersctl.kube.calls import json_body, kube_call, server_of
+from ersctl.kube.errors import NotFoundError
 
 
 class ApiReader:
-    """Implements ``ersctl.ports.ApiReader``. Raises ``ersctl.errors.KubeError``."""
+    """Implements ``ersctl.runnerset.ports.ApiReader``. Raises ``ersctl.kube.errors.KubeError``."""
 
     def __init__(self, api_client: client.ApiClient) -> None:
         self._custom = client.CustomObjectsApi(api_client)
+        self._server = server_of(api_client)
         self._core = client.CoreV1Api(api_client)
 
     def get_ers(self, namespace: str, name: str) -> EphemeralRunnerSet | None:
         """The live ERS, or None when it does not exist."""
         try:
-            with kube_call(f"get {ERS_PLURAL}/{namespace}/{name}"):
+            with kube_call(f"get {ERS_PLURAL}/{namespace}/{name}", server=self._server):
                 resp = self._custom.get_namespaced_custom_object(
                     GROUP, VERSION, namespace, ERS_PLURAL, name, _preload_content=False
                 )
@@ -38,7 +39,7 @@ class ApiReader:
         """The live EphemeralRunner, or None when it does not exist."""
         action = f"get {ER_PLURAL}/{namespace}/{name}"
         try:
-            with kube_call(action):
+            with kube_call(action, server=self._server):
                 resp = self._custom.get_namespaced_custom_object(
                     GROUP, VERSION, namespace, ER_PLURAL, name, _preload_content=False
                 )
@@ -66,14 +67,14 @@ class ApiReader:
     def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The live Secret as JSON (``data`` values base64-encoded), or None when absent."""
         try:
-            with kube_call(f"get secrets/{namespace}/{name}"):
+            with kube_call(f"get secrets/{namespace}/{name}", server=self._server):
                 resp = self._core.read_namespaced_secret(name, namespace, _preload_content=False)
         except NotFoundError:
             return None
         return json_body(resp, action=f"get secrets/{namespace}/{name}")
 
     def _list(self, plural: str, namespace: str | None) -> list[dict[str, Any]]:
-        with kube_call(f"list {plural}"):
+        with kube_call(f"list {plural}", server=self._server):
             if namespace is None:
                 resp = self._custom.list_cluster_custom_object(
                     GROUP, VERSION, plural, _preload_content=False

@@ -1,4 +1,4 @@
-"""The cached reader: the informer stores seen through ``ersctl.ports.CachedReader``.
+"""The cached reader: the informer stores seen through ``ersctl.runnerset.ports.CachedReader``.
 
 Reads never do I/O and may lag behind the API server by the watch latency (or more,
 when a watch is delayed). Every object handed out behaves as a private deep copy, so
@@ -17,7 +17,7 @@ from ersctl.kube.store import OWNER_UID_INDEX, Store, metadata
 
 
 class CachedReader:
-    """Implements ``ersctl.ports.CachedReader`` over an ERS store and a runner store.
+    """Implements ``ersctl.runnerset.ports.CachedReader`` over an ERS store and a runner store.
 
     ``runners`` must carry the ``owner-uid`` index
     (:func:`ersctl.kube.store.controller_owner_uid`).

@@ -1,5 +1,12 @@
-"""Building an API client: an explicit kubeconfig, else in-cluster, else the default
-kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``), like kubectl and controller-runtime."""
+"""The Kubernetes connection both programs build: an explicit kubeconfig, else
+in-cluster, else the default kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``), like
+kubectl and controller-runtime; optionally a context of the kubeconfig.
+
+Every way this can fail (a missing or unreadable file, bad YAML, no such context, no
+server in it) is one ``ConfigError`` naming ``kubeconfig``, the file and the problem:
+exit 2 at either command line. :func:`check_server` asks the server one question at
+start, so an unreachable one ends a start with one line naming it.
+"""
 
 from __future__ import annotations
 
@@ -7,39 +14,60 @@ import os
 from pathlib import Path
 from typing import Final
 
+import yaml
 from kubernetes import client, config
 
-from ersctl.errors import ErsctlError
+from ersctl.kube.calls import kube_call, server_of
+from ersctl.platform.errors import ConfigError
 
 SERVICE_ACCOUNT_DIR: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-
-
-class ConnectError(ErsctlError):
-    """No usable Kubernetes connection configuration was found."""
+OPTION: Final = "kubeconfig"
+CHECK_TIMEOUT: Final = (5.0, 10.0)
+"""(connect, read) seconds of the start-up check."""
 
 
 def api_client(kubeconfig: str | None = None, *, context: str | None = None) -> client.ApiClient:
     """An ``ApiClient`` from ``kubeconfig``, the in-cluster service account, or the
-    default kubeconfig, in that order. Raises :class:`ConnectError` (one line)."""
-    try:
-        if kubeconfig:
-            return _from_kubeconfig(kubeconfig, context)
-        if in_cluster():
+    default kubeconfig, in that order. ConfigError naming the file and the problem."""
+    if not kubeconfig and in_cluster():
+        try:
             configuration = client.Configuration()
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            return client.ApiClient(configuration)
-        default = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
-        return _from_kubeconfig(default, context)
-    except (config.ConfigException, OSError, ValueError) as exc:
-        where = kubeconfig or ("in-cluster" if in_cluster() else "the default kubeconfig")
-        raise ConnectError(f"cannot load Kubernetes configuration from {where}: {exc}") from exc
+        except (config.ConfigException, OSError) as exc:
+            raise ConfigError(OPTION, f"cannot use the in-cluster configuration: {exc}") from None
+        return client.ApiClient(configuration)
+    path = kubeconfig or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+    return _from_kubeconfig(path, context)
 
 
 def _from_kubeconfig(path: str, context: str | None) -> client.ApiClient:
-    api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
-        config_file=path, context=context, persist_config=False
-    )
+    # $KUBECONFIG may list several files; the client merges them. A single missing file
+    # is named as such rather than by the library's "Invalid kube-config file".
+    if os.pathsep not in path and not Path(path).is_file():
+        raise ConfigError(OPTION, f"{path}: no such file")
+    try:
+        api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=path, context=context, persist_config=False
+        )
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ConfigError(OPTION, f"{path}: not valid YAML{where}") from None
+    except (config.ConfigException, OSError, ValueError, TypeError, AttributeError) as exc:
+        raise ConfigError(OPTION, f"{path}: {_one_line(exc)}") from None
+    if not api.configuration.host:
+        raise ConfigError(OPTION, f"{path}: names no API server")
     return api
+
+
+def check_api_group(api: client.ApiClient, *, group: str, version: str) -> None:
+    """Ask for the resources of ``group/version`` once (no retries): ``KubeError`` naming
+    the server when it cannot be reached or refuses, ``NotFoundError`` when it does not
+    serve that API (its CRDs are not installed)."""
+    with kube_call(f"get /apis/{group}/{version}", server=server_of(api)):
+        client.CustomObjectsApi(api).get_api_resources(
+            group, version, _preload_content=False, _request_timeout=CHECK_TIMEOUT
+        )
 
 
 def in_cluster() -> bool:
@@ -60,3 +88,8 @@ def pod_namespace(default: str = "default") -> str:
         return (SERVICE_ACCOUNT_DIR / "namespace").read_text(encoding="utf-8").strip() or default
     except OSError:
         return default
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__

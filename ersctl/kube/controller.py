@@ -19,12 +19,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ersctl.errors import NotLeaderError
+from ersctl.kube.errors import NotLeaderError
+from ersctl.kube.metrics import ControllerMetrics
 from ersctl.kube.predicates import AlwaysPass, Predicate
 from ersctl.kube.queue import Backoff, WorkQueue
+from ersctl.kube.reconcile import Reconciler, Request
 from ersctl.kube.store import metadata, object_key
-from ersctl.metrics import ControllerMetrics
-from ersctl.ports import Reconciler, Request
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,9 @@ from typing import Any, Final
 from kubernetes import client
 
 from ersctl.api import API_VERSION, KubeObject
-from ersctl.errors import ErsctlError, NotFoundError, kube_call
-from ersctl.kube.wire import MERGE_PATCH
+from ersctl.kube.calls import MERGE_PATCH, kube_call, server_of
+from ersctl.kube.errors import NotFoundError
+from ersctl.platform.errors import Failure
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class _Seen:
 
 
 class EventRecorder:
-    """Implements ``ersctl.ports.EventRecorder``. Thread-safe.
+    """Implements ``ersctl.runnerset.ports.EventRecorder``. Thread-safe.
 
     ``fence`` (optional) is asked before each write; when it answers False the event is
     dropped (a process that lost its lease stays silent).
@@ -62,6 +63,7 @@ class EventRecorder:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._core = client.CoreV1Api(api_client)
+        self._server = server_of(api_client)
         self._component = component
         self._instance = instance
         self._window = window
@@ -82,7 +84,7 @@ class EventRecorder:
         try:
             if not self._bump(key):
                 self._create(obj, key)
-        except (ErsctlError, ValueError) as exc:
+        except (Failure, ValueError) as exc:
             log.warning("could not record event %s on %s: %s", reason, obj.key, exc)
 
     def _bump(self, key: _Key) -> bool:
@@ -97,7 +99,7 @@ class EventRecorder:
             name, namespace, count = seen.name, seen.namespace, seen.count
         patch = {"count": count, "lastTimestamp": self._timestamp()}
         try:
-            with kube_call(f"patch events/{namespace}/{name}"):
+            with kube_call(f"patch events/{namespace}/{name}", server=self._server):
                 self._core.patch_namespaced_event(
                     name, namespace, patch, _content_type=MERGE_PATCH, _preload_content=False
                 )
@@ -112,7 +114,7 @@ class EventRecorder:
         stamp = self._timestamp()
         name = f"{obj.name}.{uuid.uuid4().hex[:16]}"
         body = self._body(obj, name=name, type_=type_, reason=reason, message=message, stamp=stamp)
-        with kube_call(f"create events in {obj.namespace}"):
+        with kube_call(f"create events in {obj.namespace}", server=self._server):
             self._core.create_namespaced_event(
                 obj.namespace, _event_model(body), _preload_content=False
             )

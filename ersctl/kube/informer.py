@@ -28,10 +28,10 @@ from typing import Any, Final, Protocol, cast
 import urllib3
 from kubernetes import client
 
-from ersctl.errors import GoneError, KubeError, kube_call
+from ersctl.kube.calls import json_body, kube_call, server_of
+from ersctl.kube.errors import GoneError, KubeError
 from ersctl.kube.queue import Backoff
 from ersctl.kube.store import Delta, Json, Store, metadata
-from ersctl.kube.wire import json_body
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,7 @@ class CustomResourceInformer:
         share_specs: bool = False,
     ) -> None:
         self._api = client.CustomObjectsApi(api_client)
+        self._server = server_of(api_client)
         self.resource = resource
         self.namespace = namespace
         self.store = store if store is not None else Store()
@@ -136,7 +137,7 @@ class CustomResourceInformer:
 
     def _list(self) -> str:
         action = f"list {self.resource.plural}"
-        with kube_call(action):
+        with kube_call(action, server=self._server):
             resp = self._call(watch=False)
         # Compacting each item as the parser finishes it (rather than after the whole
         # list is built) keeps the peak, and so the resident memory, far lower: the
@@ -161,7 +162,7 @@ class CustomResourceInformer:
         """One watch request; returns the last resourceVersion seen when it ends cleanly."""
         # Spread reconnects of many informers, like client-go's randomized watch timeout.
         timeout = random.randint(self._watch_timeout, self._watch_timeout * 2)  # noqa: S311
-        with kube_call(f"watch {self.resource.plural}"):
+        with kube_call(f"watch {self.resource.plural}", server=self._server):
             resp = self._call(
                 watch=True,
                 resource_version=resource_version,

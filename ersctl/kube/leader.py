@@ -33,7 +33,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
-from ersctl.errors import KubeError, kube_call
+from ersctl.kube.calls import kube_call, server_of
+from ersctl.kube.errors import KubeError
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,7 @@ class LeaderElector:
     ) -> None:
         self.config = config
         self._api_client = api_client
+        self._server = server_of(api_client)
         self._on_started = on_started_leading
         self._on_stopped = on_stopped_leading
         self._leading = threading.Event()
@@ -195,7 +197,9 @@ class LeaderElector:
         """Clear ``holderIdentity`` if we still hold the Lease (optimistic lock)."""
         api = client.CoordinationV1Api(self._api_client)
         try:
-            with kube_call(f"release lease {self.config.namespace}/{self.config.name}"):
+            with kube_call(
+                f"release lease {self.config.namespace}/{self.config.name}", server=self._server
+            ):
                 lease = api.read_namespaced_lease(self.config.name, self.config.namespace)
                 if lease.spec is None or lease.spec.holder_identity != self.config.identity:
                     return

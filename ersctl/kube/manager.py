@@ -28,19 +28,19 @@ from typing import Final
 from kubernetes import client
 
 from ersctl.api import ER_KIND, ER_PLURAL, ERS_KIND, ERS_PLURAL, GROUP, VERSION
-from ersctl.errors import ErsctlError
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.cache import CachedReader
 from ersctl.kube.controller import Controller, EnqueueOwner, EnqueueSelf
 from ersctl.kube.events import EventRecorder
 from ersctl.kube.informer import CustomResource, CustomResourceInformer
 from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
+from ersctl.kube.metrics import ControllerMetrics
 from ersctl.kube.predicates import ERS_PREDICATE, RUNNER_PREDICATE, Predicate
 from ersctl.kube.queue import Backoff
+from ersctl.kube.reconcile import Reconciler, Request
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.kube.writer import Writer
-from ersctl.metrics import ControllerMetrics
-from ersctl.ports import Reconciler, Request
+from ersctl.platform.errors import Failure
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +54,11 @@ ERS_CONTROLLER_PREDICATES: Final[Mapping[str, Predicate]] = {
 """ARC's event filters for the EphemeralRunnerSet controller."""
 
 
-class LeadershipLost(ErsctlError):
+class LeadershipLost(Failure):
     """The leader lease was lost; the manager stopped reconciling."""
 
 
-class CacheSyncError(ErsctlError):
+class CacheSyncError(Failure):
     """The informers could not list their resources in time."""
 
 

@@ -18,17 +18,18 @@ from typing import Any
 from kubernetes import client
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, EphemeralRunner, EphemeralRunnerSet
-from ersctl.errors import NotFoundError, check_fence, kube_call
-from ersctl.kube.wire import MERGE_PATCH, json_body
+from ersctl.kube.calls import MERGE_PATCH, json_body, kube_call, server_of
+from ersctl.kube.errors import NotFoundError, check_fence
 
 
 class Writer:
-    """Implements ``ersctl.ports.Writer``. Raises ``ersctl.errors.KubeError``."""
+    """Implements ``ersctl.runnerset.ports.Writer``. Raises ``ersctl.kube.errors.KubeError``."""
 
     def __init__(
         self, api_client: client.ApiClient, *, fence: Callable[[], bool] | None = None
     ) -> None:
         self._custom = client.CustomObjectsApi(api_client)
+        self._server = server_of(api_client)
         self._fence = fence
 
     def create_runner(self, body: dict[str, Any]) -> EphemeralRunner:
@@ -38,7 +39,7 @@ class Writer:
             raise ValueError("create_runner: body.metadata.namespace is required")
         action = f"create {ER_PLURAL} in {namespace}"
         check_fence(self._fence, action)
-        with kube_call(action):
+        with kube_call(action, server=self._server):
             resp = self._custom.create_namespaced_custom_object(
                 GROUP, VERSION, namespace, ER_PLURAL, body, _preload_content=False
             )
@@ -49,7 +50,7 @@ class Writer:
         action = f"delete {ER_PLURAL}/{runner.key}"
         check_fence(self._fence, action)
         try:
-            with kube_call(action):
+            with kube_call(action, server=self._server):
                 self._custom.delete_namespaced_custom_object(
                     GROUP, VERSION, runner.namespace, ER_PLURAL, runner.name
                 )
@@ -90,7 +91,7 @@ class Writer:
             if status
             else self._custom.patch_namespaced_custom_object
         )
-        with kube_call(action):
+        with kube_call(action, server=self._server):
             resp = call(
                 GROUP,
                 VERSION,

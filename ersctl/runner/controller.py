@@ -14,7 +14,6 @@ watch would need ``list``/``watch`` on every Secret (see examples/deploy RBAC).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -22,18 +21,17 @@ import urllib3
 from kubernetes import client
 
 from ersctl.api import ER_PLURAL
-from ersctl.credentials import ClientFactory
 from ersctl.kube.copies import json_copy
 from ersctl.kube.informer import CustomResource, CustomResourceInformer
 from ersctl.kube.manager import Manager
 from ersctl.kube.predicates import AlwaysPass
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
-from ersctl.runner.kube import KubeRunnerResources
 from ersctl.runner.metrics import RunnerMetrics
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.pods import RUNNER_POD_LABEL
+from ersctl.runner.ports import RunnerServices
 from ersctl.runner.reconciler import RunnerReconciler
-from ersctl.runner.service import SecretRunnerServices
+from ersctl.runner.stores import KubeRunnerResources
 
 CONTROLLER_NAME: Final = "ephemeralrunner"
 PODS: Final = "pods"
@@ -84,34 +82,21 @@ class CachedPods:
         self._writer.delete_pod(namespace, name, uid=uid)
 
 
-@dataclass(frozen=True)
-class RunnerController:
-    """The registered controller's parts; :meth:`close` when the manager has stopped."""
-
-    reconciler: RunnerReconciler
-    services: SecretRunnerServices
-
-    def close(self) -> None:
-        self.services.close()
-
-
 def add_runner_controller(
     manager: Manager,
     api_client: client.ApiClient,
     *,
+    services: RunnerServices,
     policy: FailurePolicy | None = None,
-    client_factory: ClientFactory | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-) -> RunnerController:
+) -> RunnerReconciler:
     """Build the runner reconciler and register it (and the Pod informer) on ``manager``.
 
-    Kubernetes writes and GitHub calls are fenced by the manager's leadership, like
-    the set controller's.
+    Kubernetes writes are fenced by the manager's leadership, like the set controller's;
+    ``services`` (shared with the set controller: one client per credentials Secret)
+    fences the GitHub calls.
     """
     resources = KubeRunnerResources(api_client, fence=manager.is_leading)
-    services = SecretRunnerServices(
-        get_secret=resources.get_secret, client_factory=client_factory, fence=manager.is_leading
-    )
     informer = RunnerPodInformer(api_client, namespace=manager.namespace)
     reconciler = RunnerReconciler(
         runners=resources,
@@ -131,4 +116,4 @@ def add_runner_controller(
         owns=[PODS],
         predicates={ER_PLURAL: AlwaysPass(), PODS: AlwaysPass()},
     )
-    return RunnerController(reconciler=reconciler, services=services)
+    return reconciler

@@ -1,18 +1,18 @@
 """What the EphemeralRunner reconciler needs from the world (consumer-defined ports).
 
-``ersctl.runner.kube`` implements the Kubernetes side, ``ersctl.runner.service`` the
-scale-set service side. Kubernetes errors arrive as ``ersctl.errors.KubeError``
+``ersctl.runner.stores`` implements the Kubernetes side; the scale-set service is the
+port both controllers share (``ersctl.scaleset.ports.RunnerServices``, implemented by
+``ersctl.scaleset.clients``). Kubernetes errors arrive as ``ersctl.kube.errors.KubeError``
 (``NotFoundError``, ``ConflictError``); service errors as
-``ghalistener.actions.errors.ActionsError`` subclasses.
+``ersctl.scaleset.ports.ServiceError``.
 """
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from ersctl.api import EphemeralRunner
-from ghalistener.actions.types import JitConfig, RunnerReference
+from ersctl.scaleset.ports import RunnerServices as RunnerServices
 
 
 class RunnerStore(Protocol):
@@ -58,27 +58,6 @@ class SecretStore(Protocol):
 
     def delete_secret(self, namespace: str, name: str) -> None:
         """Delete. NotFound is success."""
-        ...
-
-
-class RunnerService(Protocol):
-    """The scale-set service calls the runner controller makes (``ActionsClient`` has them)."""
-
-    def generate_jit_runner_config(
-        self, scale_set_id: int, name: str, work_folder: str = "_work"
-    ) -> JitConfig: ...
-
-    def get_runner_by_name(self, name: str) -> RunnerReference | None: ...
-
-    def remove_runner(self, runner_id: int) -> None: ...
-
-
-class RunnerServices(Protocol):
-    def service_for(self, runner: EphemeralRunner) -> AbstractContextManager[RunnerService]:
-        """Hold the service client for ``runner``'s credentials (``spec.githubConfigSecret``
-        in its namespace) and configuration URL for the block; valid only inside it.
-        Entering raises ``ersctl.api.FieldError`` when they are absent or unusable;
-        calls raise ``ersctl.errors.NotLeaderError`` once the leader lease is lost."""
         ...
 
 

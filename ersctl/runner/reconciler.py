@@ -37,8 +37,8 @@ from ersctl.api import (
     ERPhase,
     FieldError,
 )
-from ersctl.errors import ConflictError
-from ersctl.ports import EventRecorder, Request, Result
+from ersctl.kube.errors import ConflictError
+from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.runner import pods
 from ersctl.runner.phases import (
     REASON_TOO_MANY_FAILURES,
@@ -64,7 +64,7 @@ from ersctl.runner.registration import (
     RunnerNameTaken,
     scale_set_id,
 )
-from ghalistener.actions.errors import ActionsError
+from ersctl.scaleset.ports import ServiceError
 from ghalistener.actions.types import JitConfig
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ REASON_FAILED_WITH_JOB: Final = "RunnerFailedWithJob"
 
 
 class RunnerReconciler:
-    """Implements ``ersctl.ports.Reconciler`` for EphemeralRunners. Thread-safe if its
+    """Implements ``ersctl.runnerset.ports.Reconciler`` for EphemeralRunners. Thread-safe if its
     ports are; the runtime never runs two reconciles of one runner at once."""
 
     def __init__(
@@ -325,7 +325,7 @@ class RunnerReconciler:
         # Best effort: the registration finalizer tries again when the set deletes it.
         try:
             self._registrations.unregister(runner)
-        except (ActionsError, FieldError) as exc:
+        except (ServiceError, FieldError) as exc:
             log.warning("runner %s keeps its registration until deleted: %s", runner.key, exc)
         self._delete_resources(runner)
 

@@ -11,22 +11,21 @@
   the caller retries later and never forces a busy runner off.
 
 Errors: ``ersctl.api.FieldError`` for unusable credentials or spec fields,
-``ghalistener.actions.errors.ActionsError`` for service failures. No JIT config is
+``ersctl.scaleset.ports.ServiceError`` for service failures. No JIT config is
 ever logged, recorded or put in an exception message.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from ersctl.api import EphemeralRunner, FieldError
-from ersctl.ports import EventRecorder
+from ersctl.kube.reconcile import EventRecorder
 from ersctl.runner import pods
-from ersctl.runner.ports import RunnerService, RunnerServices
-from ghalistener.actions.errors import JobStillRunningError, RunnerExistsError, RunnerNotFoundError
+from ersctl.runner.ports import RunnerServices
+from ersctl.scaleset.ports import RunnerNameTakenError, RunnerService
 from ghalistener.actions.types import JitConfig
 
 log = logging.getLogger(__name__)
@@ -57,23 +56,19 @@ class Registrations:
         with self._services.service_for(runner) as service:
             scale_set, folder = scale_set_id(runner), work_folder(runner)
             try:
-                return service.generate_jit_runner_config(scale_set, runner.name, folder)
-            except RunnerExistsError:
+                return service.generate_jit_config(scale_set, runner.name, folder)
+            except RunnerNameTakenError:
                 self._remove_stale(runner, service, scale_set)
-            return service.generate_jit_runner_config(scale_set, runner.name, folder)
+            return service.generate_jit_config(scale_set, runner.name, folder)
 
     def unregister(self, runner: EphemeralRunner) -> bool:
         """Remove ``runner``'s registration; True when gone, False while it runs a job."""
         runner_id = int(runner.runner_id) or self._unrecorded_id(runner)
         if not runner_id:
             return True  # never registered: nothing to remove
-        try:
-            with self._services.service_for(runner) as service:
-                service.remove_runner(runner_id)
-        except RunnerNotFoundError:
-            pass
-        except JobStillRunningError:
-            return False
+        with self._services.service_for(runner) as service:
+            if not service.remove_runner(runner_id):
+                return False
         log.info("removed runner %s (id %d) from the service", runner.key, runner_id)
         return True
 
@@ -114,8 +109,7 @@ class Registrations:
             reason="RegistrationReplaced",
             message=f"runner id {existing.id} had lost its JIT config; registering anew",
         )
-        with contextlib.suppress(RunnerNotFoundError):
-            service.remove_runner(existing.id)
+        service.remove_runner(existing.id)
 
 
 def scale_set_id(runner: EphemeralRunner) -> int:

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import sys
 
-from ersctl import cli, status
+from ersctl import cli
 from ersctl.api import EphemeralRunnerSet
-from ersctl.cleanup import delete_runners
-from ersctl.creation import create_runners, runner_body
-from ersctl.reconciler import EphemeralRunnerSetReconciler, Outcome
-from ersctl.runners import RunnerStates
-from ersctl.scaling import ScaleDown, scale_down_candidates
+from ersctl.runnerset import status
+from ersctl.runnerset.classification import RunnerStates
+from ersctl.runnerset.cleanup import delete_runners
+from ersctl.runnerset.creation import create_runners, runner_body
+from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler, Outcome
+from ersctl.runnerset.scaling import ScaleDown, scale_down_candidates
 
 
 class PrePr4642Reconciler(EphemeralRunnerSetReconciler):
@@ -72,10 +73,8 @@ class PrePr4642Reconciler(EphemeralRunnerSetReconciler):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``ersctl``'s command line with the baseline reconciler swapped in."""
-    # ersctl.cli.build_controller constructs the reconciler by this module-level name.
-    setattr(cli, "EphemeralRunnerSetReconciler", PrePr4642Reconciler)  # noqa: B010
-    cli.main(args=argv, prog_name="ersctl-baseline")
+    """``ersctl``'s command line with the baseline reconciler as its reconciler factory."""
+    cli.main(args=argv, prog_name="ersctl-baseline", obj=PrePr4642Reconciler)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any
 
 from ghalistener.testing import GitHubSimulator, SimError
+from ghalistener.testing.server import serve
 from simulation.pods import RunnerGone
 from simulation.trace import JobTrace
 from simulation.workload import JobArrival
@@ -41,7 +42,7 @@ class GitHubSide:
         self._jit: dict[int, str] = {}
 
     def __enter__(self) -> GitHubSide:
-        self._server = self.sim.serve(port=0)
+        self._server = serve(self.sim, port=0)
         return self
 
     def __exit__(

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Protocol
 
 from ersctl.api import ER_PLURAL, ERS_FINALIZER, ERS_PLURAL, EphemeralRunner, EphemeralRunnerSet
-from ersctl.runner.podsim import RunnerPods
 from ersctl.testing.apiserver import ApiServer
+from ersctl.testing.podsim import RunnerPods
 from simulation.agent import AgentTiming, RunnerAgent
 from simulation.cluster import ERS_NAME, NAMESPACE, DirectCluster, bucket, create_objects
 from simulation.faults import Fault, FaultKind, fault_plan

@@ -14,7 +14,7 @@ what is left, the kubelet and the runner binary, per runner Pod:
 4. A Pod deleted (or gone) while its runner runs a job kills the job, which the
    report must show.
 
-Starting and exiting a runner Pod is ``ersctl.runner.podsim.RunnerPods`` (the runner
+Starting and exiting a runner Pod is ``ersctl.testing.podsim.RunnerPods`` (the runner
 controller's own kubelet stand-in). It also records, from the ERs, what the report needs: when each runner's ER appeared,
 when it got a ``runnerId`` (registered), and when its deletion was first seen.
 """
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ersctl.api import ER_PLURAL, EphemeralRunner
-from ersctl.runner.podsim import PodNotStartable, RunnerPods
 from ersctl.testing.apiserver import ApiServer, StatusError
+from ersctl.testing.podsim import PodNotStartable, RunnerPods
 from simulation.agent import AgentTiming
 from simulation.cluster import NAMESPACE
 from simulation.trace import RunnerTrace, runner_traces

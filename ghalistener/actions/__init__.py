@@ -1,23 +1,9 @@
-"""Client of GitHub's runner scale-set service (the Python counterpart of actions/scaleset).
+"""Client of GitHub's runner scale-set service (the Python counterpart of actions/scaleset),
+shared by both programs.
 
-Entry points: ``ActionsClient`` (endpoints), ``MessageSession`` (the message queue of
-one session), the credentials ``PatCredentials`` / ``AppCredentials``, and the
-exception tree in ``ghalistener.actions.errors``.
+Entry points, imported from their modules: ``client.ActionsClient`` (endpoints),
+``session.MessageSession`` (the message queue of one session), ``auth`` and
+``credentials`` (PAT or GitHub App credentials, and the one parser for them), and the
+exception tree in ``errors``. This package module imports nothing, so the pure parts
+(``types``, ``errors``, ``credentials``) load without httpx.
 """
-
-from __future__ import annotations
-
-from ghalistener.actions.auth import AppCredentials, PatCredentials
-from ghalistener.actions.client import ActionsClient
-from ghalistener.actions.retry import RetryPolicy
-from ghalistener.actions.session import MessageSession
-from ghalistener.actions.types import SystemInfo
-
-__all__ = [
-    "ActionsClient",
-    "AppCredentials",
-    "MessageSession",
-    "PatCredentials",
-    "RetryPolicy",
-    "SystemInfo",
-]

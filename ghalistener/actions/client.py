@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from ersctl.platform.redaction import REDACTOR
 from ghalistener.actions.auth import AppCredentials, PatCredentials
 from ghalistener.actions.config import GitHubConfig, parse_config_url
 from ghalistener.actions.connection import AdminConnection, AdminConnector
@@ -46,7 +47,6 @@ from ghalistener.actions.transport import (
     DEFAULT_TIMEOUT,
     LONG_POLL_TIMEOUT,
     HttpSender,
-    SecretRedactor,
     error_from_response,
     is_valid_url,
 )
@@ -92,7 +92,7 @@ class ActionsClient:
         self._sender = HttpSender(
             user_agent=self.system_info.user_agent(),
             retry=retry or RetryPolicy(),
-            redactor=SecretRedactor(),
+            redactor=REDACTOR,
             root_ca=root_ca,
             transport=transport,
         )
@@ -163,7 +163,7 @@ class ActionsClient:
         path = f"{SCALE_SETS}/{scale_set_id}/generatejitconfig"
         response = self._service("POST", path, json_body={"name": name, "workFolder": work_folder})
         config = parse_jit_config(self._json(response, "JIT config"))
-        self._sender.redactor.add(config.encoded_jit_config)
+        self._sender.redactor.add([config.encoded_jit_config])
         return config
 
     def get_runner(self, runner_id: int) -> RunnerReference | None:
@@ -359,7 +359,7 @@ class ActionsClient:
 
     def _session(self, response: httpx.Response) -> RunnerScaleSetSession:
         session = parse_session(self._json(response, "message session"))
-        self._sender.redactor.add(session.message_queue_access_token)
+        self._sender.redactor.add([session.message_queue_access_token])
         if not is_valid_url(session.message_queue_url):
             raise MessageParseError("message session: field 'messageQueueUrl' is not a valid URL")
         return session

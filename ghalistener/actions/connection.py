@@ -66,10 +66,8 @@ class AdminConnector:
             if isinstance(credentials, PatCredentials)
             else credentials.private_key
         )
-        sender.redactor.add(secret, pin=True)
-        if isinstance(credentials, AppCredentials):
-            # Lines of the PEM body too: a fragment is as bad as the whole key.
-            sender.redactor.add(*credentials.private_key.splitlines(), pin=True)
+        # A PEM key is registered line by line too: a fragment is as bad as the whole key.
+        sender.redactor.add([secret], pin=True)
 
     def connection(self) -> AdminConnection:
         """The current admin connection, refreshed first when it expires within 60 s."""
@@ -110,7 +108,7 @@ class AdminConnector:
             raise MessageParseError("admin connection: field 'url' is not a valid URL")
         if not isinstance(token, str) or not token:
             raise MessageParseError("admin connection: field 'token' is missing or empty")
-        self._sender.redactor.add(token)
+        self._sender.redactor.add([token])
         return AdminConnection(url=url, token=token, expires_at=jwt_expiry(token))
 
     def _registration_token(self, bearer: str) -> str:
@@ -131,7 +129,7 @@ class AdminConnector:
         ):
             return cached.token
         app_token = app_jwt(self._credentials, now=now)
-        self._sender.redactor.add(app_token)
+        self._sender.redactor.add([app_token])
         response = self._sender.send(
             "POST",
             f"{self._config.api_url}/app/installations/"
@@ -150,5 +148,5 @@ class AdminConnector:
         token = body.get("token")
         if not isinstance(token, str) or not token:
             raise MessageParseError(f"{what}: field 'token' is missing or empty")
-        self._sender.redactor.add(token)
+        self._sender.redactor.add([token])
         return BearerToken(token=token, expires_at=parse_expires_at(body.get("expires_at")))

@@ -2,7 +2,7 @@
 
 ::
 
-    ActionsError
+    ActionsError (an ersctl.platform.errors.Failure: exit 1 at either command line)
     +-- ConfigUrlError               the configuration URL is not an org, repo or enterprise URL
     +-- CredentialsError             a credential is unusable (e.g. a private key that is no PEM)
     +-- MessageParseError            the service sent a body we cannot understand
@@ -21,10 +21,12 @@ ever contains a secret: URLs are redacted and bodies are cut to a short excerpt.
 
 from __future__ import annotations
 
+from ersctl.platform.errors import Failure
+
 BODY_EXCERPT_LIMIT = 256
 
 
-class ActionsError(Exception):
+class ActionsError(Failure):
     """Base class of every error raised by ``ghalistener.actions``."""
 
 

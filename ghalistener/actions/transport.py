@@ -14,12 +14,12 @@ import json
 import logging
 import re
 import ssl
-import threading
 from collections.abc import Collection, Mapping
 from typing import Any
 
 import httpx
 
+from ersctl.platform.redaction import REDACTED, Redactor
 from ghalistener.actions.errors import (
     BODY_EXCERPT_LIMIT,
     ActionsError,
@@ -43,62 +43,23 @@ _SERVICE_EXCEPTIONS: tuple[tuple[str, type[RequestError]], ...] = (
     ("JobStillRunningException", JobStillRunningError),
 )
 _SECRET_QUERY_KEYS = ("token", "sig", "secret", "password", "key", "code")
-_REDACTED = "[REDACTED]"
 # user:password@ in a URL quoted by an exception (a proxy URL from the environment).
 _USERINFO = re.compile(r"//[^/@\s]*@")
 
 
-class SecretRedactor:
-    """Remembers secret values and scrubs them from any text (thread-safe).
-
-    URLs and response excerpts pass through it before they enter an exception or a log
-    line, so a service that echoes a token back still cannot leak it. Credentials are
-    pinned; short-lived tokens and JIT configs are kept in a bounded window of the most
-    recent ``RECENT_LIMIT`` (a controller mints one JIT config per runner, forever).
-    """
-
-    RECENT_LIMIT = 512
-
-    def __init__(self) -> None:
-        self._pinned: set[str] = set()
-        self._recent: dict[str, None] = {}  # insertion-ordered set
-        self._lock = threading.Lock()
-
-    def add(self, *secrets: str, pin: bool = False) -> None:
-        """Register values that must never be shown (values under 6 characters are ignored)."""
-        with self._lock:
-            for secret in (s for s in secrets if len(s) >= 6):
-                if pin:
-                    self._pinned.add(secret)
-                    continue
-                self._recent.pop(secret, None)
-                self._recent[secret] = None
-                if len(self._recent) > self.RECENT_LIMIT:
-                    del self._recent[next(iter(self._recent))]
-
-    def scrub(self, text: str) -> str:
-        """Return ``text`` with every registered secret replaced."""
-        with self._lock:
-            secrets = sorted(self._pinned.union(self._recent), key=len, reverse=True)
-        for secret in secrets:
-            if secret in text:
-                text = text.replace(secret, _REDACTED)
-        return text
-
-
-def redact_url(url: httpx.URL | str, redactor: SecretRedactor | None = None) -> str:
+def redact_url(url: httpx.URL | str, redactor: Redactor | None = None) -> str:
     """Return ``url`` without userinfo and with secret-looking query values hidden."""
     parsed = httpx.URL(str(url))
     if parsed.userinfo:
         parsed = parsed.copy_with(username=None, password=None)
     params = [
-        (k, _REDACTED if any(s in k.lower() for s in _SECRET_QUERY_KEYS) else v)
+        (k, REDACTED if any(s in k.lower() for s in _SECRET_QUERY_KEYS) else v)
         for k, v in parsed.params.multi_items()
     ]
     if params:
         parsed = parsed.copy_with(params=params)
     text = str(parsed)
-    return redactor.scrub(text) if redactor else text
+    return redactor(text) if redactor else text
 
 
 def is_valid_url(value: str) -> bool:
@@ -115,11 +76,11 @@ def is_valid_url(value: str) -> bool:
     return parsed.scheme in ("http", "https") and bool(parsed.host)
 
 
-def body_excerpt(response: httpx.Response, redactor: SecretRedactor | None = None) -> str:
+def body_excerpt(response: httpx.Response, redactor: Redactor | None = None) -> str:
     """The first ``BODY_EXCERPT_LIMIT`` characters of the body, BOM stripped, secrets hidden."""
     text = response.content.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
     if redactor:
-        text = redactor.scrub(text)
+        text = redactor(text)
     if len(text) > BODY_EXCERPT_LIMIT:
         return text[:BODY_EXCERPT_LIMIT] + "..."
     return text
@@ -130,7 +91,7 @@ def error_from_response(
     *,
     error_type: type[RequestError] | None = None,
     message: str | None = None,
-    redactor: SecretRedactor | None = None,
+    redactor: Redactor | None = None,
 ) -> RequestError:
     """Build the exception for an unwanted response: the only place errors are made.
 
@@ -143,7 +104,7 @@ def error_from_response(
     cls = error_type or _class_for_type_name(type_name) or RequestError
     text = message or service_message or excerpt or response.reason_phrase or "request failed"
     return cls(
-        redactor.scrub(text) if redactor else text,
+        redactor(text) if redactor else text,
         method=response.request.method,
         url=redact_url(response.request.url, redactor),
         status=response.status_code,
@@ -159,20 +120,20 @@ HttpxFailure = httpx.HTTPError | httpx.InvalidURL
 
 
 def error_from_exception(
-    method: str, url: str, error: HttpxFailure, *, redactor: SecretRedactor
+    method: str, url: str, error: HttpxFailure, *, redactor: Redactor
 ) -> RequestError:
     """Build the exception for an exchange that yielded no usable response (status None).
 
     ``url`` must already be redacted; the library's reason is scrubbed of secrets and
     of URL userinfo (a proxy URL from the environment may carry a password).
     """
-    detail = _USERINFO.sub("//", redactor.scrub(str(error)))[:BODY_EXCERPT_LIMIT]
+    detail = _USERINFO.sub("//", redactor(str(error)))[:BODY_EXCERPT_LIMIT]
     what = "no response" if isinstance(error, httpx.TransportError) else "request failed"
     reason = f"{what}: {type(error).__name__}" + (f": {detail}" if detail else "")
     return RequestError(reason, method=method, url=url, status=None)
 
 
-def _shown_url(url: httpx.URL | str, redactor: SecretRedactor) -> str:
+def _shown_url(url: httpx.URL | str, redactor: Redactor) -> str:
     """``redact_url``, or a placeholder when the URL is too broken to parse."""
     try:
         return redact_url(url, redactor)
@@ -231,7 +192,7 @@ class HttpSender:
         *,
         user_agent: str,
         retry: RetryPolicy,
-        redactor: SecretRedactor,
+        redactor: Redactor,
         root_ca: str | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
@@ -246,7 +207,7 @@ class HttpSender:
         )
 
     @property
-    def redactor(self) -> SecretRedactor:
+    def redactor(self) -> Redactor:
         """The redactor shared by every error this sender builds."""
         return self._redactor
 

@@ -6,7 +6,8 @@
   ``state``).
 - ``mount(router, simulator)`` (``ghalistener.testing.respx_adapter``): answer a respx
   router's requests from the model.
-- ``GitHubSimulator.serve(port=0)`` / ``python -m ghalistener.testing.github``: the
+- ``serve(simulator, port=0)`` (``ghalistener.testing.server``) / ``python -m
+  ghalistener.testing.github``: the
   same model over real HTTP, GHES-style, with the ``/_sim`` control API documented in
   ``ghalistener.testing.github``.
 """
@@ -15,6 +16,6 @@ from __future__ import annotations
 
 from ghalistener.testing.core import SimError
 from ghalistener.testing.model import GitHubSimulator
-from ghalistener.testing.server import SimulatorServer
+from ghalistener.testing.server import SimulatorServer, serve
 
-__all__ = ["GitHubSimulator", "SimError", "SimulatorServer"]
+__all__ = ["GitHubSimulator", "SimError", "SimulatorServer", "serve"]

@@ -79,6 +79,7 @@ from collections.abc import Sequence
 
 from ghalistener.testing.core import DEFAULT_SESSION_IDLE_TIMEOUT
 from ghalistener.testing.model import GitHubSimulator
+from ghalistener.testing.server import serve
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -109,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    with simulator.serve(host=args.host, port=args.port) as server:
+    with serve(simulator, host=args.host, port=args.port) as server:
         print(f"ready {server.url}", flush=True)
         stop.wait()
     return 0

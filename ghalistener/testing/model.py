@@ -21,16 +21,12 @@ from __future__ import annotations
 
 import json
 import secrets
-import ssl
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ghalistener.testing.core import SimError, SimulatorCore, _iso
 from ghalistener.testing.state import Job, JobState, Message, ScaleSet, Session
-
-if TYPE_CHECKING:
-    from ghalistener.testing.server import SimulatorServer
 
 MAX_JOBS_PER_MESSAGE = 50
 MAX_REQUEUES = 3
@@ -396,13 +392,3 @@ class GitHubSimulator(SimulatorCore):
                 "runners": [r.wire() for r in self.runners.values()],
                 "faults": self.faults.describe(),
             }
-
-    def serve(
-        self, *, host: str = "127.0.0.1", port: int = 0, tls: ssl.SSLContext | None = None
-    ) -> SimulatorServer:
-        """Start the threaded HTTP(S) server on this model; returns it (``.url``, ``.stop()``)."""
-        from ghalistener.testing.server import SimulatorServer
-
-        server = SimulatorServer(self, host=host, port=port, tls=tls)
-        server.start()
-        return server

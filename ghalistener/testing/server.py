@@ -14,14 +14,12 @@ import ssl
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from ghalistener.testing.control import dispatch
+from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.service import SimRequest
-
-if TYPE_CHECKING:
-    from ghalistener.testing.model import GitHubSimulator
 
 log = logging.getLogger(__name__)
 
@@ -118,3 +116,17 @@ class SimulatorServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def serve(
+    simulator: GitHubSimulator,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    tls: ssl.SSLContext | None = None,
+) -> SimulatorServer:
+    """Start the threaded HTTP(S) server on ``simulator``; returns it (``.url``, ``.stop()``,
+    a context manager)."""
+    server = SimulatorServer(simulator, host=host, port=port, tls=tls)
+    server.start()
+    return server

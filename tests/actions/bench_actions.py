@@ -14,9 +14,12 @@ import statistics
 import threading
 import time
 
-from ghalistener.actions import ActionsClient, MessageSession, PatCredentials
+from ghalistener.actions.auth import PatCredentials
+from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.messages import decode_json, parse_message
+from ghalistener.actions.session import MessageSession
 from ghalistener.testing import GitHubSimulator
+from ghalistener.testing.server import serve
 
 
 def _message_bytes() -> bytes:
@@ -65,7 +68,7 @@ def bench_cycle(rounds: int = 200) -> tuple[float, float]:
     sim.create_scale_set("bench")
     cycle, wake = [], []
     with (
-        sim.serve() as server,
+        serve(sim) as server,
         ActionsClient(
             config_url=server.config_url(), credentials=PatCredentials(token="ghp_bench_token")
         ) as client,

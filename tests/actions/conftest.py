@@ -12,8 +12,9 @@ import jwt
 import pytest
 import respx
 
-from ghalistener.actions import ActionsClient, PatCredentials, RetryPolicy
-from ghalistener.actions.auth import AppCredentials
+from ghalistener.actions.auth import AppCredentials, PatCredentials
+from ghalistener.actions.client import ActionsClient
+from ghalistener.actions.retry import RetryPolicy
 
 PAT = "ghp_patSECRETvalue0123456789"
 REG_TOKEN = "AREGTOKENsecretvalue98765"

@@ -10,9 +10,11 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from ghalistener.actions import ActionsClient, PatCredentials, RetryPolicy, SystemInfo
-from ghalistener.actions.auth import AppCredentials
+from ghalistener.actions.auth import AppCredentials, PatCredentials
+from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import CredentialsError, MessageParseError, RequestError
+from ghalistener.actions.retry import RetryPolicy
+from ghalistener.actions.types import SystemInfo
 from tests.actions.conftest import (
     API,
     PAT,

@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from ghalistener.actions import ActionsClient
+from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import (
     JobStillRunningError,
     MessageParseError,

@@ -10,10 +10,13 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from ghalistener.actions import ActionsClient, MessageSession, PatCredentials, RetryPolicy
-from ghalistener.actions.auth import AppCredentials
+from ersctl.platform.redaction import RECENT_LIMIT, Redactor
+from ghalistener.actions.auth import AppCredentials, PatCredentials
+from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import ActionsError
-from ghalistener.actions.transport import SecretRedactor, redact_url
+from ghalistener.actions.retry import RetryPolicy
+from ghalistener.actions.session import MessageSession
+from ghalistener.actions.transport import redact_url
 from tests.actions.conftest import (
     API,
     PAT,
@@ -165,11 +168,11 @@ def test_error_bodies_are_cut_short(github: GitHubMock, client: ActionsClient) -
 
 
 def test_the_redactor_keeps_credentials_forever_and_tokens_in_a_bounded_window() -> None:
-    redactor = SecretRedactor()
-    redactor.add("ghp_pinned_credential", pin=True)
-    tokens = [f"token-{i:06d}" for i in range(SecretRedactor.RECENT_LIMIT + 10)]
-    redactor.add(*tokens)
-    text = redactor.scrub(" ".join(["ghp_pinned_credential", tokens[0], tokens[-1]]))
-    assert "ghp_pinned_credential" not in text
+    redactor = Redactor()
+    redactor.add(["pinned-credential"], pin=True)
+    tokens = [f"token-{i:06d}" for i in range(RECENT_LIMIT + 10)]
+    redactor.add(tokens)
+    text = redactor(" ".join(["pinned-credential", tokens[0], tokens[-1]]))
+    assert "pinned-credential" not in text
     assert tokens[-1] not in text
     assert tokens[0] in text  # evicted: long expired by the time 512 newer ones exist

@@ -5,8 +5,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from ghalistener.actions import ActionsClient, PatCredentials, RetryPolicy
+from ghalistener.actions.auth import PatCredentials
+from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import RequestError
+from ghalistener.actions.retry import RetryPolicy
 from tests.actions.conftest import Clock, GitHubMock, Sleeps
 
 SCALE_SET = {"id": 7, "name": "arc-runners"}

@@ -8,12 +8,13 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from ghalistener.actions import ActionsClient, MessageSession
+from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import (
     MessageParseError,
     MessageQueueTokenExpiredError,
     SessionNotFoundError,
 )
+from ghalistener.actions.session import MessageSession
 from ghalistener.actions.types import JobAssigned, JobAvailable, JobCompleted, JobStarted
 from tests.actions.conftest import (
     QUEUE_TOKEN,

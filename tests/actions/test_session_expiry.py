@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from ghalistener.actions import ActionsClient, PatCredentials, RetryPolicy
+from ghalistener.actions.auth import PatCredentials
+from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import SessionConflictError
+from ghalistener.actions.retry import RetryPolicy
 from ghalistener.testing import GitHubSimulator, SimError
 from ghalistener.testing.state import Session
 from tests.listener.processes import ready_server, sim

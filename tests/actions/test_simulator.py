@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import pytest
 import respx
 
-from ghalistener.actions import ActionsClient, MessageSession, PatCredentials, RetryPolicy
+from ghalistener.actions.auth import PatCredentials
+from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import (
     JobStillRunningError,
     MessageParseError,
@@ -17,6 +18,8 @@ from ghalistener.actions.errors import (
     RunnerExistsError,
     SessionConflictError,
 )
+from ghalistener.actions.retry import RetryPolicy
+from ghalistener.actions.session import MessageSession
 from ghalistener.actions.types import (
     JobAssigned,
     JobAvailable,

@@ -11,10 +11,14 @@ from typing import Any
 import httpx
 import pytest
 
-from ghalistener.actions import ActionsClient, MessageSession, PatCredentials, RetryPolicy
+from ghalistener.actions.auth import PatCredentials
+from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import SessionNotFoundError
+from ghalistener.actions.retry import RetryPolicy
+from ghalistener.actions.session import MessageSession
 from ghalistener.actions.types import JobAssigned, JobAvailable, JobCompleted, JobStarted
 from ghalistener.testing import GitHubSimulator, SimulatorServer
+from ghalistener.testing.server import serve
 
 
 @pytest.fixture
@@ -26,7 +30,7 @@ def sim() -> GitHubSimulator:
 
 @pytest.fixture
 def server(sim: GitHubSimulator) -> Iterator[SimulatorServer]:
-    with sim.serve(port=0) as running:
+    with serve(sim, port=0) as running:
         yield running
 
 

@@ -15,11 +15,16 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from ghalistener.actions import ActionsClient, MessageSession, PatCredentials, RetryPolicy
+from ersctl.platform.redaction import Redactor
+from ghalistener.actions.auth import PatCredentials
+from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import ActionsError, MessageParseError, RequestError
-from ghalistener.actions.transport import HttpSender, SecretRedactor
+from ghalistener.actions.retry import RetryPolicy
+from ghalistener.actions.session import MessageSession
+from ghalistener.actions.transport import HttpSender
 from ghalistener.testing import GitHubSimulator, SimulatorServer
 from ghalistener.testing.respx_adapter import mock_transport
+from ghalistener.testing.server import serve
 from tests.actions.conftest import QUEUE_URL, GitHubMock, session_json
 
 
@@ -115,7 +120,7 @@ def tls_server(tmp_path: Path) -> Iterator[tuple[SimulatorServer, str]]:
     ca_pem, context = _certificates(tmp_path)
     simulator = GitHubSimulator(hold_seconds=0.0)
     simulator.create_scale_set("arc-runners")
-    with simulator.serve(tls=context) as server:
+    with serve(simulator, tls=context) as server:
         yield server, ca_pem
 
 
@@ -176,7 +181,7 @@ def proxy() -> Iterator[SimulatorServer]:
     """The simulator also answers absolute-form requests, so it can act as the proxy."""
     simulator = GitHubSimulator(hold_seconds=0.0)
     simulator.create_scale_set("arc-runners")
-    with simulator.serve() as server:
+    with serve(simulator) as server:
         yield server
 
 
@@ -261,7 +266,7 @@ def test_too_many_redirects_is_a_request_error(github: GitHubMock, client: Actio
 
 def test_an_invalid_url_is_a_request_error_without_its_credentials() -> None:
     sender = HttpSender(
-        user_agent="test", retry=RetryPolicy(sleep=lambda _: None), redactor=SecretRedactor()
+        user_agent="test", retry=RetryPolicy(sleep=lambda _: None), redactor=Redactor()
     )
     with pytest.raises(RequestError, match="InvalidURL") as caught:
         sender.send("GET", "https://user:pw-SECRET@host.test:port/x", headers={})

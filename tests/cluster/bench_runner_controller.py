@@ -20,8 +20,10 @@ from dataclasses import dataclass
 
 from ersctl.kube.manager import Manager
 from ersctl.runner.controller import add_runner_controller
+from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing.model import GitHubSimulator
+from ghalistener.testing.server import serve
 from tests.cluster.conftest import actions_client
 
 
@@ -49,18 +51,21 @@ def runner_doc(i: int, url: str, scale_set: int) -> dict[str, object]:
 
 def one_run(n: int) -> Run:
     sim = GitHubSimulator()
-    github = sim.serve(port=0)
+    github = serve(sim, port=0)
     scale_set = int(sim.create_scale_set(name="bench")["id"])
     with ApiServer() as server:
         server.create_object("namespaces", {"metadata": {"name": "ci"}})
-        token = base64.b64encode(b"ghp_bench").decode()
+        token = base64.b64encode(b"ghp_bench_token").decode()
         server.create_object(
             "secrets",
             {"metadata": {"name": "creds", "namespace": "ci"}, "data": {"github_token": token}},
         )
         api = server.api_client()
         manager = Manager(api, namespace="ci", workers=4)
-        controller = add_runner_controller(manager, api, client_factory=actions_client)
+        services = SecretRunnerServices(
+            get_secret=manager.api_reader.get_secret, client_factory=actions_client
+        )
+        add_runner_controller(manager, api, services=services)
         stop = threading.Event()
         thread = threading.Thread(target=manager.run, args=(stop,))
         thread.start()
@@ -82,7 +87,7 @@ def one_run(n: int) -> Run:
         resync = len(server.request_log.records())
         stop.set()
         thread.join()
-        controller.close()
+        services.close()
         api.close()
     github.stop()
     return Run(seconds, len(records) / n, resync, writes)

@@ -15,18 +15,19 @@ from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from ersctl.api import ER_PLURAL, GROUP, VERSION, EphemeralRunner, job_status_fields
-from ersctl.credentials import Credentials
 from ersctl.kube.events import EventRecorder
-from ersctl.ports import Request, Result
-from ersctl.runner.kube import KubeRunnerResources
+from ersctl.kube.reconcile import Request, Result
 from ersctl.runner.metrics import RunnerMetrics
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.reconciler import RunnerReconciler
-from ersctl.runner.service import SecretRunnerServices
+from ersctl.runner.stores import KubeRunnerResources
+from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.apiserver import ApiServer
+from ghalistener.actions.auth import Credentials
 from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.retry import RetryPolicy
 from ghalistener.testing.model import GitHubSimulator
+from ghalistener.testing.server import serve
 
 NAMESPACE = "ci"
 CREDENTIALS = "github-credentials"
@@ -180,7 +181,7 @@ def sim() -> Iterator[GitHubSimulator]:
 
 @pytest.fixture
 def harness(apiserver: ApiServer, sim: GitHubSimulator) -> Iterator[Harness]:
-    github = sim.serve(port=0)
+    github = serve(sim, port=0)
     scale_set = sim.create_scale_set(name="arc-runners")
     scale_set_id = int(scale_set["id"])
     apiserver.create_object("namespaces", {"metadata": {"name": NAMESPACE}})

@@ -25,6 +25,7 @@ import yaml
 
 from ersctl.testing.apiserver import ApiServer, RequestRecord
 from ghalistener.testing.model import GitHubSimulator
+from ghalistener.testing.server import serve
 from tests.cluster.test_deploy import BASE, render
 from tests.cluster.test_runner_controller import RUNNING, terminated
 from tests.cluster.test_runner_manager import wait_for
@@ -90,7 +91,7 @@ def sample_set(config_url: str, scale_set: int) -> dict[str, Any]:
 def test_the_controller_needs_every_permission_the_deployment_grants_and_no_other(
     apiserver: ApiServer, sim: GitHubSimulator, tmp_path: Path
 ) -> None:
-    github = sim.serve(port=0)
+    github = serve(sim, port=0)
     scale_set = int(sim.create_scale_set(name="arc-runners")["id"])
     for ns in (NS, CONTROLLER_NS):
         apiserver.create_object("namespaces", {"metadata": {"name": ns}})
@@ -230,7 +231,7 @@ def spec_of_set(server: ApiServer) -> tuple[int, bool]:
 
 def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Path) -> None:
     sim = GitHubSimulator(hold_seconds=0.5)
-    github = sim.serve(port=0)
+    github = serve(sim, port=0)
     scale_set = int(sim.create_scale_set(name="arc-runners")["id"])
     apiserver.create_object("namespaces", {"metadata": {"name": NS}})
     apiserver.create_object("ephemeralrunnersets", sample_set(f"{github.url}/my-org", scale_set))

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
-from ersctl.errors import NotLeaderError
-from ersctl.runner.kube import KubeRunnerResources
-from ersctl.runner.podsim import exited_status, running_status
+from ersctl.kube.errors import NotLeaderError
 from ersctl.runner.registration import RetryLater
+from ersctl.runner.stores import KubeRunnerResources
 from ersctl.testing.apiserver import ApiServer
+from ersctl.testing.podsim import exited_status, running_status
 from tests.cluster.conftest import NAMESPACE, TOKEN, Harness
 
 RUNNER = "arc-runner-abcde"

@@ -10,12 +10,12 @@ from collections.abc import Callable
 import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
-from ersctl.cli import ControllerOptions, build_controller
-from ersctl.errors import NotLeaderError
+from ersctl.kube.errors import NotLeaderError
 from ersctl.kube.leader import LeaderElectionConfig
-from ersctl.ports import Request
-from ersctl.runner.kube import KubeRunnerResources
-from ersctl.runner.service import SecretRunnerServices
+from ersctl.kube.reconcile import Request
+from ersctl.runner.stores import KubeRunnerResources
+from ersctl.scaleset.clients import SecretRunnerServices
+from ersctl.wiring import ControllerOptions, build_controller
 from ghalistener.actions.client import ActionsClient
 from tests.cluster.conftest import (
     CREDENTIALS,
@@ -145,7 +145,7 @@ def test_the_cli_built_runner_controller_makes_no_github_call_without_the_lease(
             assert not controller.manager.is_leading(), "never campaigned: not the leader"
             assert controller.runner is not None
             with pytest.raises(NotLeaderError) as refused:
-                controller.runner.reconciler.reconcile(Request(NAMESPACE, RUNNER))
+                controller.runner.reconcile(Request(NAMESPACE, RUNNER))
         finally:
             controller.close()
 

@@ -19,7 +19,8 @@ import pytest
 from ersctl.kube.manager import Manager
 from ersctl.runner.controller import CONTROLLER_NAME, add_runner_controller
 from ersctl.runner.phases import FailurePolicy
-from ersctl.runner.podsim import RunnerPods
+from ersctl.scaleset.clients import SecretRunnerServices
+from ersctl.testing.podsim import RunnerPods
 from tests.cluster.conftest import NAMESPACE, Harness, actions_client
 from tests.cluster.test_runner_controller import RUNNING
 
@@ -48,8 +49,13 @@ def idle_and_online(h: Harness) -> bool:
 def manager(h: Harness) -> Iterator[Manager]:
     api_client = h.server.api_client()
     manager = Manager(api_client, namespace=NAMESPACE, workers=2)
-    controller = add_runner_controller(
-        manager, api_client, policy=FailurePolicy(max_failures=3), client_factory=actions_client
+    services = SecretRunnerServices(
+        get_secret=manager.api_reader.get_secret,
+        client_factory=actions_client,
+        fence=manager.is_leading,
+    )
+    add_runner_controller(
+        manager, api_client, services=services, policy=FailurePolicy(max_failures=3)
     )
     stop = threading.Event()
     thread = threading.Thread(target=manager.run, args=(stop,), daemon=True)
@@ -59,7 +65,7 @@ def manager(h: Harness) -> Iterator[Manager]:
     finally:
         stop.set()
         thread.join(timeout=10)
-        controller.close()
+        services.close()
         api_client.close()
 
 

@@ -2,7 +2,7 @@
 
 Run: ``python -m tests.controller.bench_reconcile [--runners 1000 10000] [--repeat 21]``
 
-The production wiring (``ersctl.cli.build_controller``: informers, cache, API reader,
+The production wiring (``ersctl.wiring.build_controller``: informers, cache, API reader,
 writer, event recorder, registry) against the embedded API server in this process.
 CPU is ``time.thread_time()`` of the reconciling thread only (the server and the
 informers run on other threads); requests come from the server's request log, watch
@@ -20,11 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ersctl import api
-from ersctl.cli import ControllerOptions, build_controller
-from ersctl.ports import CachedReader, Request
-from ersctl.reconciler import EphemeralRunnerSetReconciler
-from ersctl.runners import classify
+from ersctl.kube.reconcile import Request
+from ersctl.runnerset.classification import classify
+from ersctl.runnerset.ports import CachedReader
+from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.testing.apiserver import ApiServer
+from ersctl.wiring import ControllerOptions, build_controller
 from tests.controller.objects import ers_doc
 
 NAMESPACE = "bench"
@@ -159,7 +160,7 @@ def run(count: int, repeat: int) -> None:
                 wait_until(lambda p=patch_id: _cached(cache).patch_id == p)
                 ups.append(measure(server, reconciler))
             report("scale up by one (guarded)", count, ups)
-        controller.registry.close()
+        controller.services.close()
 
 
 def _cached(cache: CachedReader) -> api.EphemeralRunnerSet:

@@ -17,22 +17,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
+from prometheus_client import CollectorRegistry
 
 from ersctl import api
-from ersctl.credentials import SecretRunnerRegistry
-from ersctl.expectations import Expectations
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.cache import CachedReader
 from ersctl.kube.events import EventRecorder
 from ersctl.kube.informer import CustomResource, CustomResourceInformer
-from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
+from ersctl.kube.reconcile import Request
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.kube.writer import Writer
-from ersctl.metrics import ControllerMetrics
-from ersctl.ports import Request
-from ersctl.reconciler import EphemeralRunnerSetReconciler, Outcome
+from ersctl.runnerset.expectations import Expectations
+from ersctl.runnerset.metrics import RunnerSetMetrics
+from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler, Outcome
+from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.apiserver import ApiServer
 from ersctl.testing.apiserver.hooks import RequestRecord
+from ersctl.wiring import ControllerOptions, build_controller
 from tests.controller.github import PAT, FakeGitHub, no_sleep_client
 from tests.controller.objects import ers_doc
 
@@ -59,14 +60,17 @@ class Cluster:
         self.cache = CachedReader(sets=self._informers[0].store, runners=self._informers[1].store)
         self.api_reader = ApiReader(self.api_client)
         self.writer = Writer(self.api_client)
-        self.registry = SecretRunnerRegistry(api=self.api_reader, client_factory=no_sleep_client)
-        self.metrics = ControllerMetrics()
+        self.services = SecretRunnerServices(
+            get_secret=self.api_reader.get_secret, client_factory=no_sleep_client
+        )
+        self.metrics_registry = CollectorRegistry()
+        self.metrics = RunnerSetMetrics(self.metrics_registry)
         self.reconciler = EphemeralRunnerSetReconciler(
             cache=self.cache,
             api=self.api_reader,
             writer=self.writer,
             events=EventRecorder(self.api_client),
-            registry=self.registry,
+            services=self.services,
             metrics=self.metrics,
         )
         self._threads = [
@@ -90,16 +94,16 @@ class Cluster:
         self,
         expectations: Expectations | None = None,
         *,
-        registry: SecretRunnerRegistry | None = None,
+        services: SecretRunnerServices | None = None,
     ) -> EphemeralRunnerSetReconciler:
         """Another reconciler on the same cache and server, with its own ``expectations``
-        (fresh by default) and, if given, its own ``registry``."""
+        (fresh by default) and, if given, its own ``services``."""
         return EphemeralRunnerSetReconciler(
             cache=self.cache,
             api=self.api_reader,
             writer=self.writer,
             events=EventRecorder(self.api_client),
-            registry=registry or self.registry,
+            services=services or self.services,
             expectations=expectations,
         )
 
@@ -117,7 +121,7 @@ class Cluster:
             informer.interrupt()
         for thread in self._threads:
             thread.join(timeout=5)
-        self.registry.close()
+        self.services.close()
         self.api_client.close()
 
     # -- arranging -------------------------------------------------------------------
@@ -283,9 +287,9 @@ class Cluster:
         ]
 
     def counter(self, name: str, ers: str = "runners") -> float:
-        """A reconciler counter of ``ersctl.metrics`` for one set (0 when never set)."""
+        """A reconciler counter of ``ersctl.runnerset.metrics`` for one set (0 when never set)."""
         labels = {"namespace": NAMESPACE, "name": ers}
-        value = self.metrics.registry.get_sample_value(f"ersctl_{name}_total", labels)
+        value = self.metrics_registry.get_sample_value(f"ersctl_{name}_total", labels)
         return value or 0.0
 
     def live_runner_names(self, ers: str = "runners") -> set[str]:
@@ -321,25 +325,13 @@ class RunningController:
 
     def __init__(self, server: ApiServer, *, workers: int = 2) -> None:
         self._api_client = server.api_client()
-        self.manager = Manager(self._api_client, namespace=NAMESPACE, workers=workers)
-        self._registry = SecretRunnerRegistry(
-            api=self.manager.api_reader, client_factory=no_sleep_client
+        self._controller = build_controller(
+            self._api_client,
+            ControllerOptions(namespace=NAMESPACE, workers=workers),
+            client_factory=no_sleep_client,
         )
-        self.reconciler = EphemeralRunnerSetReconciler(
-            cache=self.manager.reader,
-            api=self.manager.api_reader,
-            writer=self.manager.writer,
-            events=self.manager.events,
-            registry=self._registry,
-            metrics=self.manager.metrics,
-        )
-        self.controller = self.manager.add_controller(
-            "ephemeralrunnerset",
-            self.reconciler,
-            primary=api.ERS_PLURAL,
-            owns=[api.ER_PLURAL],
-            predicates=ERS_CONTROLLER_PREDICATES,
-        )
+        self.manager = self._controller.manager
+        self.reconciler = self._controller.reconciler
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self.manager.run, args=(self._stop,), daemon=True)
 
@@ -354,7 +346,7 @@ class RunningController:
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
-        self._registry.close()
+        self._controller.close()
         self._api_client.close()
 
     def cached_runner_names(self, ers: api.EphemeralRunnerSet) -> set[str]:

@@ -14,8 +14,8 @@ from ersctl import api
 from ersctl.kube.events import EventRecorder
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
 from ersctl.kube.queue import Backoff
-from ersctl.ports import Request
-from ersctl.reconciler import EphemeralRunnerSetReconciler
+from ersctl.kube.reconcile import Request
+from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from tests.controller.harness import NAMESPACE, Cluster, body
 
 
@@ -45,7 +45,7 @@ def _manager(cluster: Cluster) -> Manager:
         api=manager.api_reader,
         writer=manager.writer,
         events=manager.events,
-        registry=cluster.registry,
+        services=cluster.services,
     )
     manager.add_controller(
         "ephemeralrunnerset",
@@ -127,7 +127,7 @@ def test_a_malformed_status_field_of_the_controller_is_overwritten_not_reported_
         api=StoredMalformed(cluster.api_reader, version, bad),
         writer=cluster.writer,
         events=EventRecorder(cluster.api_client),
-        registry=cluster.registry,
+        services=cluster.services,
     )
     cluster.sync()
 
@@ -174,7 +174,7 @@ def test_a_runner_with_a_malformed_field_gets_a_warning_naming_the_runner(
         api=cluster.api_reader,
         writer=cluster.writer,
         events=EventRecorder(cluster.api_client),
-        registry=cluster.registry,
+        services=cluster.services,
     )
     cluster.sync()
 

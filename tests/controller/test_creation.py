@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from ersctl import api
-from ersctl.creation import CreateResult, create_runners, runner_body
-from ersctl.errors import KubeError
+from ersctl.kube.errors import KubeError
+from ersctl.runnerset.creation import CreateResult, create_runners, runner_body
 from tests.controller.objects import RUNNER_SPEC, ers_doc
 
 

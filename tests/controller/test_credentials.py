@@ -12,12 +12,8 @@ from typing import Any
 import pytest
 
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet, RunnerID
-from ersctl.credentials import (
-    CredentialsFieldError,
-    RunnerServiceError,
-    SecretRunnerRegistry,
-    credentials_from_secret,
-)
+from ersctl.scaleset.clients import SecretRunnerServices, credentials_from_secret
+from ersctl.scaleset.ports import CredentialsFieldError, ServiceError
 from ghalistener.actions.auth import AppCredentials, PatCredentials
 from ghalistener.actions.client import ActionsClient
 from tests.controller.github import (
@@ -45,19 +41,19 @@ def secret(version: str = "1", **data: str) -> dict[str, Any]:
 
 @dataclass
 class Secrets:
-    """An ``ApiReader`` holding only Secrets (the registry needs nothing else)."""
+    """An ``ApiReader`` holding only Secrets (the services needs nothing else)."""
 
     items: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     reads: int = 0
 
     def get_ers(self, namespace: str, name: str) -> EphemeralRunnerSet | None:
-        raise AssertionError("the registry reads no ERS")
+        raise AssertionError("the services reads no ERS")
 
     def list_owned_runners(self, ers: EphemeralRunnerSet) -> list[EphemeralRunner]:
-        raise AssertionError("the registry lists no runners")
+        raise AssertionError("the services lists no runners")
 
     def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
-        raise AssertionError("the registry reads no runner")
+        raise AssertionError("the services reads no runner")
 
     def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
         self.reads += 1
@@ -90,15 +86,15 @@ def test_the_secret_yields_the_credentials_it_holds(data: dict[str, str], expect
 @pytest.mark.parametrize(
     ("doc", "complaint"),
     [
-        pytest.param(secret(), "neither github_token nor", id="no usable key"),
+        pytest.param(secret(), "no credentials", id="no usable key"),
         pytest.param(
             secret(github_app_id="1", github_app_private_key=PEM),
-            "lacks github_app_installation_id",
+            "github_app_installation_id: is missing",
             id="a partial GitHub App",
         ),
         pytest.param(
             secret(github_app_id="1", github_app_installation_id="x", github_app_private_key=PEM),
-            "not a positive integer",
+            "github_app_installation_id: must be an integer",
             id="a non-numeric installation id",
         ),
         pytest.param(
@@ -124,21 +120,21 @@ def test_a_malformed_secret_names_the_field_and_never_the_value(
     assert "MIIEsecretKEYmaterial" not in str(caught.value)
 
 
-def remove(registry: SecretRunnerRegistry, ers: EphemeralRunnerSet, runner_id: int) -> bool:
+def remove(services: SecretRunnerServices, ers: EphemeralRunnerSet, runner_id: int) -> bool:
     """One removal in a block of its own (one Secret read)."""
-    with registry.service_for(ers) as service:
+    with services.service_for(ers) as service:
         return service.remove_runner(RunnerID(runner_id))
 
 
 def test_removing_a_runner_authenticates_with_the_secret_and_deletes_it_from_the_service(
     github: FakeGitHub,
 ) -> None:
-    registry = SecretRunnerRegistry(
+    services = SecretRunnerServices(
         client_factory=no_sleep_client,
-        api=Secrets({("arc", "github-config"): secret(github_token=PAT)}),
+        get_secret=Secrets({("arc", "github-config"): secret(github_token=PAT)}).get_secret,
     )
 
-    assert remove(registry, scale_set(), 41) is True
+    assert remove(services, scale_set(), 41) is True
     assert github.removed == [41]
 
 
@@ -153,12 +149,12 @@ def test_service_answers_that_are_not_failures(
     github: FakeGitHub, busy: set[int], unknown: set[int], expected: bool
 ) -> None:
     github.busy, github.unknown = busy, unknown
-    registry = SecretRunnerRegistry(
+    services = SecretRunnerServices(
         client_factory=no_sleep_client,
-        api=Secrets({("arc", "github-config"): secret(github_token=PAT)}),
+        get_secret=Secrets({("arc", "github-config"): secret(github_token=PAT)}).get_secret,
     )
 
-    assert remove(registry, scale_set(), 41) is expected
+    assert remove(services, scale_set(), 41) is expected
     assert github.removed == []
 
 
@@ -166,44 +162,44 @@ def test_other_service_errors_are_runner_service_errors_without_the_token(
     github: FakeGitHub,
 ) -> None:
     github.fail_with = 403
-    registry = SecretRunnerRegistry(
+    services = SecretRunnerServices(
         client_factory=no_sleep_client,
-        api=Secrets({("arc", "github-config"): secret(github_token=PAT)}),
+        get_secret=Secrets({("arc", "github-config"): secret(github_token=PAT)}).get_secret,
     )
 
-    with pytest.raises(RunnerServiceError) as caught:
-        remove(registry, scale_set(), 41)
+    with pytest.raises(ServiceError) as caught:
+        remove(services, scale_set(), 41)
 
     assert PAT not in str(caught.value)
 
 
 def test_a_missing_secret_names_the_field_on_entering_the_block(github: FakeGitHub) -> None:
-    registry = SecretRunnerRegistry(client_factory=no_sleep_client, api=Secrets())
+    services = SecretRunnerServices(get_secret=Secrets().get_secret, client_factory=no_sleep_client)
 
     with pytest.raises(CredentialsFieldError, match="Secret arc/github-config not found"):
-        registry.service_for(scale_set()).__enter__()
+        services.service_for(scale_set()).__enter__()
     assert github.attempts == []
 
 
 def test_one_client_per_secret_version(github: FakeGitHub) -> None:
     secrets = Secrets({("arc", "github-config"): secret("1", github_token=PAT)})
-    registry = SecretRunnerRegistry(client_factory=no_sleep_client, api=secrets)
+    services = SecretRunnerServices(get_secret=secrets.get_secret, client_factory=no_sleep_client)
 
-    remove(registry, scale_set(), 1)
-    remove(registry, scale_set(), 2)
+    remove(services, scale_set(), 1)
+    remove(services, scale_set(), 2)
     assert github.auth_calls == 1, "an unchanged Secret reuses the client and its tokens"
 
     secrets.items[("arc", "github-config")] = secret("2", github_token=PAT)
-    remove(registry, scale_set(), 3)
+    remove(services, scale_set(), 3)
     assert github.auth_calls == 2, "a new Secret version builds a new client"
     assert github.removed == [1, 2, 3]
 
 
 def test_one_block_reads_the_secret_once_for_all_its_removals(github: FakeGitHub) -> None:
     secrets = Secrets({("arc", "github-config"): secret(github_token=PAT)})
-    registry = SecretRunnerRegistry(client_factory=no_sleep_client, api=secrets)
+    services = SecretRunnerServices(get_secret=secrets.get_secret, client_factory=no_sleep_client)
 
-    with registry.service_for(scale_set()) as service:
+    with services.service_for(scale_set()) as service:
         for runner_id in (1, 2, 3):
             service.remove_runner(RunnerID(runner_id))
 
@@ -217,11 +213,11 @@ def test_sets_sharing_a_secret_with_different_config_urls_each_keep_their_client
     """Keyed by Secret alone, the two sets replaced each other's client on every call:
     a fresh admin token from GitHub each time, and a retired client per call."""
     secrets = Secrets({("arc", "github-config"): secret(github_token=PAT)})
-    registry = SecretRunnerRegistry(client_factory=no_sleep_client, api=secrets)
+    services = SecretRunnerServices(get_secret=secrets.get_secret, client_factory=no_sleep_client)
     org, other = scale_set(), scale_set(config_url=OTHER_CONFIG_URL)
 
     for runner_id in range(1, 7):
-        remove(registry, org if runner_id % 2 else other, runner_id)
+        remove(services, org if runner_id % 2 else other, runner_id)
 
     assert github.auth_calls == 2, "one authentication per configuration URL"
     assert github.removed == [1, 2, 3, 4, 5, 6]
@@ -252,17 +248,17 @@ def test_a_client_replaced_by_a_rotated_secret_is_closed_when_its_last_block_end
 ) -> None:
     secrets = Secrets({("arc", "github-config"): secret("1", github_token=PAT)})
     factory = RecordingFactory()
-    registry = SecretRunnerRegistry(client_factory=factory, api=secrets)
+    services = SecretRunnerServices(get_secret=secrets.get_secret, client_factory=factory)
 
-    with registry.service_for(scale_set()) as in_flight:
+    with services.service_for(scale_set()) as in_flight:
         secrets.items[("arc", "github-config")] = secret("2", github_token=PAT)
-        remove(registry, scale_set(), 1)  # the rotation replaces the cached client
+        remove(services, scale_set(), 1)  # the rotation replaces the cached client
         assert in_flight.remove_runner(RunnerID(2)) is True, "still usable mid-block"
         assert not is_closed(factory.built[0])
     assert is_closed(factory.built[0]), "closed once its last user left"
 
     secrets.items[("arc", "github-config")] = secret("3", github_token=PAT)
-    remove(registry, scale_set(), 3)  # nobody uses version 2's client: closed at once
+    remove(services, scale_set(), 3)  # nobody uses version 2's client: closed at once
 
     assert is_closed(factory.built[1])
     assert not is_closed(factory.built[2])
@@ -274,13 +270,13 @@ def test_no_secret_value_reaches_the_logs(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     github.fail_with = 500
-    registry = SecretRunnerRegistry(
+    services = SecretRunnerServices(
         client_factory=no_sleep_client,
-        api=Secrets({("arc", "github-config"): secret(github_token=PAT)}),
+        get_secret=Secrets({("arc", "github-config"): secret(github_token=PAT)}).get_secret,
     )
 
-    with pytest.raises(RunnerServiceError):
-        remove(registry, scale_set(), 41)
+    with pytest.raises(ServiceError):
+        remove(services, scale_set(), 41)
 
     assert PAT not in caplog.text
     assert "AREGcontrollerSECRET" not in caplog.text
@@ -303,11 +299,11 @@ def test_a_client_in_use_is_never_closed_by_a_concurrent_rebuild(github: FakeGit
             both_building.wait()
         return client
 
-    registry = SecretRunnerRegistry(client_factory=racing_factory, api=secrets)
+    services = SecretRunnerServices(get_secret=secrets.get_secret, client_factory=racing_factory)
     held: list[bool] = []
 
     def worker() -> None:
-        with registry.service_for(scale_set()) as service:
+        with services.service_for(scale_set()) as service:
             inside.wait()
             rotated.wait(timeout=10)
             held.append(service.remove_runner(RunnerID(8)))  # raises if it was closed
@@ -318,7 +314,7 @@ def test_a_client_in_use_is_never_closed_by_a_concurrent_rebuild(github: FakeGit
     inside.wait()
     both_building.abort()  # the rebuild below races nobody
     secrets.items[("arc", "github-config")] = secret("2", github_token=PAT)
-    remove(registry, scale_set(), 7)  # rotation replaces the client both workers hold
+    remove(services, scale_set(), 7)  # rotation replaces the client both workers hold
     rotated.set()
     for thread in workers:
         thread.join(timeout=10)

@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 
 from ersctl import api
-from ersctl.errors import KubeError
-from ersctl.expectations import DEFAULT_TTL, Expectations, Pending
-from ersctl.expecting import ExpectingWriter
-from ersctl.runners import classify
+from ersctl.kube.errors import KubeError
+from ersctl.runnerset.classification import classify
+from ersctl.runnerset.expectations import DEFAULT_TTL, Expectations, ExpectingWriter, Pending
 from tests.controller.objects import runner
 
 KEY = "arc/runners"
@@ -172,7 +171,7 @@ def test_a_runner_named_as_deleting_is_classified_deleting_without_a_timestamp()
 
 @dataclass
 class FakeWriter:
-    """An in-memory ``ersctl.ports.Writer`` (only the runner calls matter here)."""
+    """An in-memory ``ersctl.runnerset.ports.Writer`` (only the runner calls matter here)."""
 
     fail_delete: bool = False
     counter: int = 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ersctl import api
-from ersctl.errors import ConflictError
+from ersctl.kube.errors import ConflictError
 from tests.controller.harness import Cluster, body
 
 

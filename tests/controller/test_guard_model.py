@@ -29,8 +29,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from ersctl.api import EphemeralRunner, PatchID
-from ersctl.runners import classify
-from ersctl.scaling import CleanUpFinished, ScaleDown, ScaleUp, decide, scale_up_suppressed
+from ersctl.runnerset.classification import classify
+from ersctl.runnerset.scaling import (
+    CleanUpFinished,
+    ScaleDown,
+    ScaleUp,
+    decide,
+    scale_up_suppressed,
+)
 from ghalistener.scaler import Scaler
 from tests.controller.objects import runner
 

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import pytest
 
 from ersctl.api import RunnerID
-from ersctl.cli import ControllerOptions, build_controller
-from ersctl.credentials import SecretRunnerRegistry
-from ersctl.errors import NotLeaderError
+from ersctl.kube.errors import NotLeaderError
 from ersctl.kube.leader import LeaderElectionConfig
-from ersctl.ports import Request
+from ersctl.kube.reconcile import Request
+from ersctl.scaleset.clients import SecretRunnerServices
+from ersctl.wiring import ControllerOptions, build_controller
 from tests.controller.github import no_sleep_client
 from tests.controller.harness import NAMESPACE, Cluster
 
@@ -33,10 +33,12 @@ def test_a_lease_lost_midway_through_a_scale_down_removes_no_further_runner_from
     cluster.create_ers(replicas=0, patch_id=0)
     for runner_id in (5, 6, 7):
         cluster.add_runner(phase="Running", runner_id=runner_id)
-    registry = SecretRunnerRegistry(
-        api=cluster.api_reader, client_factory=no_sleep_client, fence=Lease(checks=1)
+    registry = SecretRunnerServices(
+        get_secret=cluster.api_reader.get_secret,
+        client_factory=no_sleep_client,
+        fence=Lease(checks=1),
     )
-    reconciler = cluster.reconciler_with(registry=registry)
+    reconciler = cluster.reconciler_with(services=registry)
     cluster.sync()
 
     try:
@@ -62,7 +64,7 @@ def test_the_controller_built_by_the_cli_fences_runner_removal_with_the_lease(
     try:
         assert not controller.manager.is_leading(), "never campaigned: not the leader"
         with (
-            controller.registry.service_for(ers) as service,
+            controller.services.service_for(ers) as service,
             pytest.raises(NotLeaderError),
         ):
             service.remove_runner(RunnerID(41))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ersctl import api
-from ersctl.errors import KubeError
+from ersctl.kube.errors import KubeError
 from tests.controller.harness import NAMESPACE, Cluster
 
 

@@ -5,7 +5,7 @@ triggered (by a set event, or by the first of several runner events) while the c
 still lacks runners this controller just created, or still shows runners it just
 deleted as live. Deciding on that listing creates runners nobody asked for, or
 deletes (and removes from the service) runners a second time. Expectations
-(``ersctl.expectations``) close that window, as ReplicaSet's do in Kubernetes.
+(``ersctl.runnerset.expectations``) close that window, as ReplicaSet's do in Kubernetes.
 
 Every test here delays the API server's ``ephemeralrunners`` watch events so that the
 cache lags deterministically, and fails without the expectations.
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import pytest
 
 from ersctl import api
-from ersctl.expectations import Expectations
-from ersctl.ports import Request
+from ersctl.kube.reconcile import Request
+from ersctl.runnerset.expectations import Expectations
 from tests.controller.github import FakeGitHub
 from tests.controller.harness import Cluster, RunningController
 

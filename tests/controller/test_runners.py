@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ersctl.api import EphemeralRunner, FieldError
-from ersctl.runners import RunnerStates, classify, is_busy, registered_id
-from ersctl.scaling import scale_down_candidates
+from ersctl.runnerset.classification import RunnerStates, classify, is_busy, registered_id
+from ersctl.runnerset.scaling import scale_down_candidates
 from tests.controller.objects import runner
 
 BUCKETS = ("pending", "running", "finished", "failed", "deleting", "outdated", "stale_outdated")

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ersctl.api import EphemeralRunner, PatchID
-from ersctl.runners import classify
-from ersctl.scaling import (
+from ersctl.runnerset.classification import classify
+from ersctl.runnerset.scaling import (
     AlreadyServiced,
     CleanUpFinished,
     Decision,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet
-from ersctl.runners import classify
-from ersctl.status import RESET_VALUES, desired, malformed, observed, status_patch
+from ersctl.runnerset.classification import classify
+from ersctl.runnerset.status import RESET_VALUES, desired, malformed, observed, status_patch
 from tests.controller.objects import ers_doc, runner
 
 

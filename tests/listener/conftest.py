@@ -7,7 +7,9 @@ from collections.abc import Iterator
 import pytest
 import respx
 
-from ghalistener.actions import ActionsClient, PatCredentials, RetryPolicy
+from ghalistener.actions.auth import PatCredentials
+from ghalistener.actions.client import ActionsClient
+from ghalistener.actions.retry import RetryPolicy
 from tests.listener.github import CONFIG_URL, PAT, ScaleSetService
 
 

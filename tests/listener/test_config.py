@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from ersctl.platform.errors import ConfigError
 from ghalistener.cli import main
 from ghalistener.config import CONFIG_PATH_ENV, MAX_RUNNERS_UNBOUNDED, load_config, parse_config
-from ghalistener.errors import ConfigError
 
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAsecretsecretsecret\n-----END RSA PRIVATE KEY-----\n"
 

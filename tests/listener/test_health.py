@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ghalistener.health import STALE_AFTER, ListenerHealth, Verdict
+from ersctl.platform.probes import Verdict
+from ghalistener.health import STALE_AFTER, ListenerHealth
 from ghalistener.listener import Listener, SessionRetry
 from ghalistener.scaler import Scaler
 from tests.listener.fakes import FakePublisher, FakeSession, Journal, Opener, not_found, stats

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ersctl.kube.errors import KubeError
 from ersctl.testing.apiserver import ApiServer
-from ghalistener.actions import ActionsClient
-from ghalistener.errors import KubernetesError, SessionHeldError
+from ghalistener.actions.client import ActionsClient
+from ghalistener.errors import SessionHeldError
 from ghalistener.listener import Listener, SessionRetry
 from ghalistener.metrics import ListenerMetrics, ScaleSetLabels
 from ghalistener.publisher import MERGE_PATCH, KubePublisher, KubeRetry
@@ -282,7 +283,7 @@ def test_a_crash_mid_message_redelivers_it_and_reaches_the_same_end_state(
     harness.apiserver.inject_fault(
         verb="patch", resource="ephemeralrunners", subresource="status", code=500, times=2
     )
-    with pytest.raises(KubernetesError, match="500"):
+    with pytest.raises(KubeError, match="500"):
         harness.listener(kube_retry=KubeRetry(attempts=2, sleep=lambda _: None)).run()
     assert harness.service.entries("ack") == [("ack", "s1", 1)], "message 2 was not acked"
     assert ("session-deleted", "s1") in harness.service.journal
@@ -408,7 +409,7 @@ def test_a_failed_ers_patch_is_retried(harness: Harness) -> None:
 
 def test_a_persistent_ers_patch_failure_is_fatal(harness: Harness) -> None:
     harness.apiserver.inject_fault(verb="patch", resource="ephemeralrunnersets", code=500, times=50)
-    with pytest.raises(KubernetesError, match="EphemeralRunnerSet arc/runners: 500"):
+    with pytest.raises(KubeError, match="ephemeralrunnersets/arc/runners: HTTP 500"):
         harness.listener(kube_retry=KubeRetry(attempts=3, sleep=lambda _: None)).run()
     assert harness.service.entries("session-deleted") == [("session-deleted", "s1")]
 
@@ -416,7 +417,7 @@ def test_a_persistent_ers_patch_failure_is_fatal(harness: Harness) -> None:
 def test_a_missing_ers_is_fatal_without_retries(harness: Harness) -> None:
     harness.apiserver.delete_object("ephemeralrunnersets", NAMESPACE, ERS_NAME)
     harness.apiserver.request_log.clear()
-    with pytest.raises(KubernetesError, match="404"):
+    with pytest.raises(KubeError, match="404"):
         harness.listener().run()
     assert len([r for r in harness.apiserver.request_log.records() if r.verb == "patch"]) == 1
 

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from ghalistener.errors import KubernetesError, SessionHeldError
+from ersctl.kube.errors import KubeError
+from ghalistener.errors import SessionHeldError
 from ghalistener.listener import Listener, SessionRetry
 from ghalistener.scaler import Scaler
 from tests.listener.fakes import (
@@ -230,10 +231,12 @@ def test_a_stop_requested_while_handling_a_message_lets_it_finish() -> None:
 def test_a_crash_mid_message_leaves_it_unacked_and_the_session_deleted() -> None:
     journal: Journal = []
     session = FakeSession("s1", journal)
-    publisher = FakePublisher(journal, fail_on_job_started=KubernetesError("boom", status=500))
+    publisher = FakePublisher(
+        journal, fail_on_job_started=KubeError("boom", status=500, reason="Internal Server Error")
+    )
     listener, _ = make_listener(journal, [session], publisher=publisher)
     session.script = [message(3, 1, started(1, "r"))]
-    with pytest.raises(KubernetesError):
+    with pytest.raises(KubeError):
         listener.run()
     assert not [e for e in journal if e[0] == "ack"]
     assert journal[-1] == ("close", "s1")

@@ -17,7 +17,9 @@ import pytest
 import respx
 
 from ersctl.testing.apiserver import ApiServer
-from ghalistener.actions import ActionsClient, PatCredentials, RetryPolicy
+from ghalistener.actions.auth import PatCredentials
+from ghalistener.actions.client import ActionsClient
+from ghalistener.actions.retry import RetryPolicy
 from ghalistener.listener import CLOSE_TIMEOUT, Listener, SessionRetry
 from ghalistener.publisher import KubePublisher, KubeRetry
 from ghalistener.scaler import Scaler

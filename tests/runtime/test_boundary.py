@@ -1,19 +1,18 @@
-"""The error boundary, the event recorder, and the metrics/probe server."""
+"""The error boundary (``ersctl.kube.calls``, shared by both programs) and the event recorder."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from ersctl.api import ERS_PLURAL, EphemeralRunnerSet
-from ersctl.errors import ConflictError, GoneError, KubeError, NotFoundError, translate
 from ersctl.kube.apireader import ApiReader
+from ersctl.kube.calls import translate
+from ersctl.kube.errors import ConflictError, GoneError, KubeError, NotFoundError
 from ersctl.kube.events import EventRecorder
-from ersctl.metrics import ControllerMetrics, MetricsServer, parse_addr
 from ersctl.testing.apiserver import ApiServer
 from tests.runtime.conftest import ers_body
 
@@ -47,8 +46,12 @@ def test_a_refused_connection_is_a_kube_error_not_a_library_exception() -> None:
     with pytest.raises(KubeError) as caught:
         reader.get_ers("ns", "a")
 
-    assert caught.value.status == 0
+    assert caught.value.status is None  # "no response", as in the GitHub client's errors
     assert not isinstance(caught.value, ApiException)
+    assert str(caught.value) == (
+        "get ephemeralrunnersets/ns/a: no response from http://127.0.0.1:9: "
+        "[Errno 111] Connection refused"
+    )
 
 
 def test_errors_never_carry_the_clients_bearer_token(apiserver: ApiServer) -> None:
@@ -101,53 +104,3 @@ def test_a_fenced_recorder_stays_silent(apiserver: ApiServer) -> None:
         ers, type="Normal", reason="R", message="m"
     )
     assert events(apiserver) == []
-
-
-def get(url: str) -> tuple[int, str]:
-    resp = httpx.get(url, timeout=2)
-    return resp.status_code, resp.text
-
-
-def test_metrics_health_and_readiness_share_one_server() -> None:
-    metrics = ControllerMetrics()
-    synced = False
-    server = MetricsServer(metrics.registry, host="127.0.0.1", port=0, ready=lambda: synced)
-    server.start()
-    try:
-        ers = EphemeralRunnerSet(ers_body("web"))
-        metrics.runners_created(ers, 3)
-        metrics.scale_up_suppressed(ers)
-        metrics.observe_reconcile("ers", result="error", seconds=0.01)
-        base = f"http://127.0.0.1:{server.port}"
-
-        assert get(f"{base}/healthz") == (200, "ok\n")
-        assert get(f"{base}/readyz")[0] == 503
-        synced = True
-        assert get(f"{base}/readyz") == (200, "ok\n")
-        status, text = get(f"{base}/metrics")
-        assert status == 200
-        assert 'ersctl_runners_created_total{name="web",namespace="default"} 3.0' in text
-        assert 'ersctl_scale_up_suppressed_total{name="web",namespace="default"} 1.0' in text
-        assert 'ersctl_reconcile_errors_total{controller="ers"} 1.0' in text
-        assert get(f"{base}/nope")[0] == 404
-    finally:
-        server.stop()
-
-
-@pytest.mark.parametrize(
-    ("addr", "expected"),
-    [
-        pytest.param(":8080", ("0.0.0.0", 8080), id="port-only"),
-        pytest.param("127.0.0.1:9000", ("127.0.0.1", 9000), id="host-and-port"),
-        pytest.param("0", None, id="disabled"),
-    ],
-)
-def test_metrics_addresses_parse_like_controller_runtimes(
-    addr: str, expected: tuple[str, int] | None
-) -> None:
-    assert parse_addr(addr) == expected
-
-
-def test_a_malformed_metrics_address_is_refused() -> None:
-    with pytest.raises(ValueError, match="expected HOST:PORT"):
-        parse_addr("localhost")

@@ -75,7 +75,7 @@ def test_status_names_a_malformed_field_and_still_prints_the_others(
 def test_status_of_a_missing_set_is_one_line_and_exit_1(kubeconfig: str) -> None:
     code, out = invoke("status", "default/nope", "--kubeconfig", kubeconfig)
     assert code == 1
-    assert out.strip() == "Error: EphemeralRunnerSet default/nope not found"
+    assert out.strip() == "ersctl: EphemeralRunnerSet default/nope not found"
 
 
 def test_rollout_bumps_the_actionable_revision_with_a_resource_version_precondition(
@@ -102,7 +102,7 @@ def test_rollout_bumps_the_actionable_revision_with_a_resource_version_precondit
         pytest.param(["rollout", "no-slash"], "expected NAMESPACE/NAME", id="rollout-bad-key"),
         pytest.param(["reconcile", "--once", "a/b/c"], "expected NAMESPACE/NAME", id="once-bad-key"),
         pytest.param(["status", "--kubeconfig", "/nonexistent/kubeconfig"],
-                     "cannot load Kubernetes configuration", id="missing-kubeconfig"),
+                     "kubeconfig: /nonexistent/kubeconfig: no such file", id="missing-kubeconfig"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_clear_line_and_a_non_zero_exit(args: list[str], message: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, EphemeralRunnerSet
-from ersctl.errors import NotLeaderError
+from ersctl.kube.errors import NotLeaderError
 from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, LeadershipLost, Manager
 from ersctl.testing.apiserver import ApiServer

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, EphemeralRunnerSet
-from ersctl.errors import ConflictError, KubeError, NotFoundError
+from ersctl.kube.errors import ConflictError, KubeError, NotFoundError
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
 from ersctl.kube.queue import Backoff
-from ersctl.ports import Request, Result
+from ersctl.kube.reconcile import Request, Result
 from ersctl.testing.apiserver import ApiServer
 from tests.runtime.conftest import ers_body, runner_body, wait_for
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from ersctl.kube.controller import Controller, EnqueueOwner, EnqueueSelf
+from ersctl.kube.metrics import ControllerMetrics
 from ersctl.kube.predicates import ERS_PREDICATE, RUNNER_PREDICATE
-from ersctl.metrics import ControllerMetrics
-from ersctl.ports import Request, Result
+from ersctl.kube.reconcile import Request, Result
 
 Json = dict[str, Any]
 

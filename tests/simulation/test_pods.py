@@ -17,8 +17,8 @@ from simulation.pods import PodAgent
 
 from ersctl.api import EphemeralRunner
 from ersctl.runner.pods import build_jit_secret, build_runner_pod
-from ersctl.runner.podsim import RunnerPods
 from ersctl.testing.apiserver import ApiServer
+from ersctl.testing.podsim import RunnerPods
 
 
 class FakeRunnerService:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ersctl.api import EphemeralRunner, PatchID
-from ersctl.runners import RunnerStates, created_at, is_busy, registered_id
+from ersctl.runnerset.classification import RunnerStates, created_at, is_busy, registered_id
 
 
 @dataclass(frozen=True, kw_only=True)

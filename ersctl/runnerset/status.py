@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from ersctl.api import EphemeralRunnerSet, ERSPhase, FieldError
-from ersctl.ports import Writer
-from ersctl.runners import RunnerStates
+from ersctl.runnerset.classification import RunnerStates
+from ersctl.runnerset.ports import Writer
 
 _JSON_NAMES: Final = {
     "phase": "phase",
@@ -74,7 +74,7 @@ def malformed(ers: EphemeralRunnerSet) -> dict[str, FieldError]:
     """The status fields this controller owns that ``ers`` holds in a malformed shape.
 
     They are the controller's own bookkeeping, so a bad value is overwritten
-    (``ersctl.markers.repair_status``), never a reason to stop reconciling the set.
+    (``ersctl.runnerset.markers.repair_status``), never a reason to stop reconciling the set.
     """
     found: dict[str, FieldError] = {}
     for name, read in _READERS.items():

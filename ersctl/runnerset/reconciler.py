@@ -5,23 +5,23 @@
 3. Malformed (replicas/patchID not a non-negative integer, no runner spec): a Warning
    Event naming the field, and nothing else until it is fixed. A malformed status
    field the controller owns (counts, phase, marker, applied revision) is instead
-   overwritten through a locked write (``ersctl.markers.repair_status``).
+   overwritten through a locked write (``ersctl.runnerset.markers.repair_status``).
 4. No finalizer yet: add it and return.
 5. A new runner spec revision: clean up idle runners, advance the applied revision
    (API reader, only upward, clears the marker, optimistic lock) and return.
 6. Phase Outdated: clean up runners and return.
 7. Classify the cached runners; delete stale Outdated ones and return.
-8. The scaling decision (``ersctl.scaling``): the finished-runner cleanup is an early
+8. The scaling decision (``ersctl.runnerset.scaling``): the finished-runner cleanup is an early
    return that records the marker *before* deleting, and the scale-up guard reads
    the marker through the API reader only.
-9. The status update (``ersctl.status``), which never carries a marker this
+9. The status update (``ersctl.runnerset.status``), which never carries a marker this
    reconcile did not change.
 
 Why each rule of step 8 exists is argued in ``shared/reference/`` (ARC PR #4642).
 Raising means "requeue with backoff"; a Warning Event is recorded first.
 
 Every runner listing (steps 2 and 5-8) is the cache's, corrected by this controller's
-own creates and deletes that the cache has not shown yet (``ersctl.expectations``):
+own creates and deletes that the cache has not shown yet (``ersctl.runnerset.expectations``):
 unobserved creates count as pending runners, unobserved deletes as deleting ones, so
 no step creates or deletes a second time on a lagging cache. While any is pending
 the set is requeued shortly, as a backstop to the watch event that will show it.
@@ -34,33 +34,30 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Final
 
-from ersctl import status
 from ersctl.api import ERS_FINALIZER, EphemeralRunner, EphemeralRunnerSet, ERSPhase, FieldError
-from ersctl.cleanup import Removal, clean_up_runners, delete_runners, scale_down
-from ersctl.creation import create_runners, runner_body
-from ersctl.credentials import CredentialsFieldError
-from ersctl.errors import ConflictError, ErsctlError, NotFoundError, NotLeaderError
-from ersctl.expectations import Expectations
-from ersctl.expecting import ExpectingWriter, owned_runners
-from ersctl.markers import (
+from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError
+from ersctl.kube.reconcile import EventRecorder, Request, Result
+from ersctl.platform.errors import Failure
+from ersctl.runnerset import status
+from ersctl.runnerset.classification import RunnerStates, classify
+from ersctl.runnerset.cleanup import Removal, clean_up_runners, delete_runners, scale_down
+from ersctl.runnerset.creation import create_runners, runner_body
+from ersctl.runnerset.expectations import Expectations, ExpectingWriter, owned_runners
+from ersctl.runnerset.markers import (
     ConflictRetry,
     advance_applied_revision,
     record_cleanup_patch_id,
     repair_status,
 )
-from ersctl.ports import (
+from ersctl.runnerset.ports import (
     ApiReader,
     CachedReader,
-    EventRecorder,
     NoMetrics,
     ReconcileMetrics,
-    Request,
-    Result,
-    RunnerRegistry,
+    RunnerServices,
     Writer,
 )
-from ersctl.runners import RunnerStates, classify
-from ersctl.scaling import (
+from ersctl.runnerset.scaling import (
     AlreadyServiced,
     CleanUpFinished,
     Hold,
@@ -69,6 +66,7 @@ from ersctl.scaling import (
     decide,
     scale_up_suppressed,
 )
+from ersctl.scaleset.ports import CredentialsFieldError
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +104,7 @@ class Outcome:
 
 
 class EphemeralRunnerSetReconciler:
-    """Implements ``ersctl.ports.Reconciler`` for EphemeralRunnerSets. Thread-safe.
+    """Implements ``ersctl.runnerset.ports.Reconciler`` for EphemeralRunnerSets. Thread-safe.
 
     Holds no per-reconcile state, so the runtime may reconcile different keys on
     different threads at once (never the same key twice at once). Across reconciles it
@@ -122,7 +120,7 @@ class EphemeralRunnerSetReconciler:
         api: ApiReader,
         writer: Writer,
         events: EventRecorder,
-        registry: RunnerRegistry,
+        services: RunnerServices,
         metrics: ReconcileMetrics | None = None,
         create_concurrency: int = 8,
         conflict_retry: ConflictRetry | None = None,
@@ -136,7 +134,7 @@ class EphemeralRunnerSetReconciler:
         self._expectation_requeue = expectation_requeue
         self._writer = ExpectingWriter(writer, self._expectations)
         self._events = events
-        self._registry = registry
+        self._services = services
         self._metrics = metrics or NoMetrics()
         self._create_concurrency = create_concurrency
         self._retry = conflict_retry or ConflictRetry()
@@ -166,7 +164,7 @@ class EphemeralRunnerSetReconciler:
             # Optimistic concurrency doing its job (the cache was behind), or the lease
             # is gone: end quietly; a Warning here would only alarm people.
             raise
-        except ErsctlError as exc:
+        except Failure as exc:
             self._event(ers, WARNING, Reason.RECONCILE_FAILED, str(exc))
             raise
         level = logging.DEBUG if outcome.action in _QUIET_ACTIONS else logging.INFO
@@ -265,7 +263,7 @@ class EphemeralRunnerSetReconciler:
         return Outcome(action="revision-applied", detail=message)
 
     def _clean_up(self, ers: EphemeralRunnerSet, states: RunnerStates) -> Removal:
-        removal = clean_up_runners(self._registry, self._writer, ers, states)
+        removal = clean_up_runners(self._services, self._writer, ers, states)
         self._deleted(ers, removal.deleted, Reason.RUNNERS_CLEANED_UP, "idle or terminated")
         return removal
 
@@ -376,7 +374,7 @@ class EphemeralRunnerSetReconciler:
         return Outcome(action="suppressed", detail=message)
 
     def _scale_down(self, ers: EphemeralRunnerSet, decision: ScaleDown) -> Outcome:
-        removal = scale_down(self._registry, self._writer, ers, decision)
+        removal = scale_down(self._services, self._writer, ers, decision)
         self._metrics.runners_deleted(ers, removal.deleted)
         if removal.deleted:
             message = f"Removed {removal.deleted} of {decision.count} excess runners"
@@ -414,7 +412,7 @@ def validate(ers: EphemeralRunnerSet) -> None:
     """Raise FieldError naming the first spec field of ``ers`` the controller cannot act on.
 
     Status fields are not judged here: those the controller owns are overwritten when
-    malformed (``ersctl.status.malformed``), not reported as bad input.
+    malformed (``ersctl.runnerset.status.malformed``), not reported as bad input.
     """
     _ = (ers.replicas, ers.patch_id, ers.actionable_revision, ers.ephemeral_runner_spec)
 

@@ -1,5 +1,4 @@
-"""``ersctl scaleset`` (or ``python -m ersctl.runner.scaleset``): find or create a runner
-scale set, print its id.
+"""``ersctl scaleset``: find or create a runner scale set, print its id.
 
 A listener and an EphemeralRunnerSet serve one scale set, named by its id
 (``runner_scale_set_id``, ``spec.ephemeralRunnerSpec.runnerScaleSetId``). ARC creates
@@ -20,10 +19,13 @@ from collections.abc import Mapping
 
 import click
 
-from ersctl.credentials import Credentials
-from ghalistener.actions.auth import AppCredentials, PatCredentials
+from ersctl.platform.cli import run_command
+from ersctl.platform.errors import ConfigError, Failure
+from ghalistener.actions.auth import Credentials
 from ghalistener.actions.client import ActionsClient
-from ghalistener.actions.errors import ActionsError
+from ghalistener.actions.config import parse_config_url
+from ghalistener.actions.credentials import CREDENTIAL_KEYS, CredentialsKeyError, parse_credentials
+from ghalistener.actions.errors import ConfigUrlError
 from ghalistener.actions.types import (
     Label,
     RunnerScaleSet,
@@ -40,12 +42,13 @@ def ensure_scale_set(
     client: ActionsClient, *, name: str, runner_group: str | None, labels: tuple[str, ...]
 ) -> tuple[RunnerScaleSet, bool]:
     """The scale set ``name`` in ``runner_group`` (default group when None), created
-    when absent; returns it and whether it was created now. Raises ActionsError."""
+    when absent; returns it and whether it was created now. Raises ActionsError, or
+    Failure for an unknown runner group."""
     group_id = DEFAULT_RUNNER_GROUP_ID
     if runner_group:
         group = client.get_runner_group_by_name(runner_group)
         if group is None:
-            raise click.ClickException(f"runner group {runner_group!r} not found")
+            raise Failure(f"runner group {runner_group!r} not found")
         group_id = group.id
     existing = client.get_runner_scale_set(group_id, name)
     if existing is not None:
@@ -61,20 +64,13 @@ def ensure_scale_set(
 
 
 def credentials_from_env(env: Mapping[str, str]) -> Credentials:
-    """PAT or GitHub App credentials from the environment; ClickException naming what is missing."""
-    if env.get("GITHUB_TOKEN"):
-        return PatCredentials(token=env["GITHUB_TOKEN"])
-    app = ("GITHUB_APP_ID", "GITHUB_APP_INSTALLATION_ID", "GITHUB_APP_PRIVATE_KEY")
-    missing = [key for key in app if not env.get(key)]
-    if missing:
-        raise click.ClickException(
-            f"set GITHUB_TOKEN, or {', '.join(app)} (missing: {', '.join(missing)})"
-        )
-    return AppCredentials(
-        app_id=env["GITHUB_APP_ID"],
-        installation_id=int(env["GITHUB_APP_INSTALLATION_ID"]),
-        private_key=env["GITHUB_APP_PRIVATE_KEY"],
-    )
+    """PAT or GitHub App credentials from the environment (``GITHUB_TOKEN``, or the
+    ``GITHUB_APP_*`` variables), by the parser the listener and the controller use;
+    ConfigError naming the variable."""
+    try:
+        return parse_credentials({key: env.get(key.upper()) for key in CREDENTIAL_KEYS})
+    except CredentialsKeyError as exc:
+        raise ConfigError(exc.key.upper(), exc.problem) from None
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -88,8 +84,12 @@ def credentials_from_env(env: Mapping[str, str]) -> Credentials:
 )
 def main(config_url: str, name: str, runner_group: str | None, labels: tuple[str, ...]) -> None:
     """Find or create the runner scale set NAME and print its id."""
-    try:
+    with run_command("ersctl"):
         credentials = credentials_from_env(os.environ)
+        try:
+            parse_config_url(config_url)
+        except ConfigUrlError as exc:
+            raise ConfigError("--config-url", str(exc)) from None
         with ActionsClient(
             config_url=config_url,
             credentials=credentials,
@@ -98,11 +98,5 @@ def main(config_url: str, name: str, runner_group: str | None, labels: tuple[str
             scale_set, created = ensure_scale_set(
                 client, name=name, runner_group=runner_group, labels=labels
             )
-    except (ActionsError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
     click.echo(f"{'created' if created else 'found'} scale set {name!r}", err=True)
     click.echo(scale_set.id)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,21 +1,17 @@
-"""GitHub credentials from Secrets, and the scale-set service clients built from them.
+"""The scale-set service from the credentials Secret each object names.
 
-- :func:`credentials_from_secret` parses a credentials Secret. Keys, as ARC reads
-  them: ``github_token`` (a PAT), or ``github_app_id``, ``github_app_installation_id``
-  and ``github_app_private_key`` (a GitHub App). A Secret that is absent or holds
-  neither is a :class:`CredentialsFieldError` naming the field; the reconcilers turn
-  it into a Warning Event and change nothing.
+- :func:`credentials_from_secret` reads a credentials Secret with the one parser both
+  programs use (``ghalistener.actions.credentials``): ARC's keys and rules. A Secret
+  that is absent or unusable is a ``CredentialsFieldError`` naming the field; the
+  reconcilers turn it into a Warning Event and change nothing.
 - :class:`ClientCache` is the one cache of ``ActionsClient`` per (namespace, Secret,
   config URL) and Secret ``resourceVersion``, with leases that close a replaced client
-  after its last user and a leader fence before every call. Both controllers use it:
-  :class:`SecretRunnerRegistry` here (the ERS controller's runner removals) and
-  ``ersctl.runner.service.SecretRunnerServices`` (the EphemeralRunner controller's).
-- :class:`SecretRunnerRegistry` implements ``ersctl.ports.RunnerRegistry``: for an
-  EphemeralRunnerSet it reads the Secret named by
-  ``spec.ephemeralRunnerSpec.githubConfigSecret`` once per block of removals
-  (:meth:`SecretRunnerRegistry.service_for`).
+  after its last user and a leader fence before every call.
+- :class:`SecretRunnerServices` implements ``ersctl.scaleset.ports.RunnerServices`` on
+  it, for both controllers: one Secret read per block of calls.
 
 Nothing here ever logs or raises with a secret value in it: messages name keys only.
+The credential values are registered with the log redactor when a client is built.
 """
 
 from __future__ import annotations
@@ -29,39 +25,35 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ersctl.api import EphemeralRunnerSet, FieldError, RunnerID
-from ersctl.errors import ErsctlError, NotLeaderError
-from ersctl.ports import ApiReader, RunnerService
-from ghalistener.actions.auth import AppCredentials, PatCredentials
+from ersctl.api import EphemeralRunner, EphemeralRunnerSet
+from ersctl.kube.errors import check_fence
+from ersctl.platform import logs
+from ersctl.scaleset.ports import (
+    CredentialsFieldError,
+    RunnerNameTakenError,
+    RunnerService,
+    ServiceError,
+)
+from ghalistener.actions.auth import Credentials
 from ghalistener.actions.client import ActionsClient
+from ghalistener.actions.credentials import CredentialsKeyError, parse_credentials, secret_values
 from ghalistener.actions.errors import (
     ActionsError,
     ConfigUrlError,
-    CredentialsError,
     JobStillRunningError,
+    RunnerExistsError,
     RunnerNotFoundError,
 )
-from ghalistener.actions.types import SystemInfo
+from ghalistener.actions.types import JitConfig, RunnerReference, SystemInfo
 
 log = logging.getLogger(__name__)
 
 RUNNER_SPEC_PATH: Final = "spec.ephemeralRunnerSpec"
 SECRET_FIELD: Final = f"{RUNNER_SPEC_PATH}.githubConfigSecret"
 CONFIG_URL_FIELD: Final = f"{RUNNER_SPEC_PATH}.githubConfigUrl"
-TOKEN_KEY: Final = "github_token"  # noqa: S105 (a key name)
-APP_KEYS: Final = ("github_app_id", "github_app_installation_id", "github_app_private_key")
 
-Credentials = PatCredentials | AppCredentials
 ClientFactory = Callable[[str, Credentials], ActionsClient]
 SecretGetter = Callable[[str, str], "Mapping[str, Any] | None"]
-
-
-class CredentialsFieldError(FieldError):
-    """The credentials Secret (or the config URL) cannot be used. Not watched: retry later."""
-
-
-class RunnerServiceError(ErsctlError):
-    """The scale-set service refused or failed a runner removal (message has no secret)."""
 
 
 def credentials_from_secret(
@@ -73,29 +65,10 @@ def credentials_from_secret(
     path of the field that named it (the error's path).
     """
     values = _decoded(secret, where=where, field=field)
-    if values.get(TOKEN_KEY):
-        return _build(lambda: PatCredentials(token=values[TOKEN_KEY]), where=where, field=field)
-    missing = [key for key in APP_KEYS if not values.get(key)]
-    if missing == list(APP_KEYS):
-        raise CredentialsFieldError(
-            field, f"Secret {where} has neither {TOKEN_KEY} nor {'/'.join(APP_KEYS)}"
-        )
-    if missing:
-        raise CredentialsFieldError(field, f"Secret {where} lacks {', '.join(missing)}")
-    installation = values["github_app_installation_id"].strip()
-    if not installation.isdigit():
-        raise CredentialsFieldError(
-            field, f"Secret {where}: github_app_installation_id is not a positive integer"
-        )
-    return _build(
-        lambda: AppCredentials(
-            app_id=values["github_app_id"].strip(),
-            installation_id=int(installation),
-            private_key=values["github_app_private_key"],
-        ),
-        where=where,
-        field=field,
-    )
+    try:
+        return parse_credentials(values)
+    except CredentialsKeyError as exc:
+        raise CredentialsFieldError(field, f"Secret {where}: {exc}") from None
 
 
 def _decoded(secret: Mapping[str, Any], *, where: str, field: str) -> dict[str, str]:
@@ -112,14 +85,6 @@ def _decoded(secret: Mapping[str, Any], *, where: str, field: str) -> dict[str, 
     if isinstance(string_data, dict):
         values.update({str(k): str(v) for k, v in string_data.items()})
     return values
-
-
-def _build(make: Callable[[], Credentials], *, where: str, field: str) -> Credentials:
-    try:
-        return make()
-    except CredentialsError as exc:
-        # The message names the problem ("not a PEM private key"), never the value.
-        raise CredentialsFieldError(field, f"Secret {where}: {exc}") from None
 
 
 def _actions_client(config_url: str, credentials: Credentials) -> ActionsClient:
@@ -179,8 +144,7 @@ class ClientLease:
     def client(self, action: str) -> ActionsClient:
         """The client for one call; ``NotLeaderError`` (naming ``action``) instead once
         the fence answers False. Ask again for every call: each is fenced on its own."""
-        if self._fence is not None and not self._fence():
-            raise NotLeaderError(f"{action}: refused, this process no longer holds the lease")
+        check_fence(self._fence, action)
         return self._client
 
 
@@ -290,6 +254,7 @@ class ClientCache:
 
     def _new_client(self, ref: SecretRef, secret: Mapping[str, Any]) -> ActionsClient:
         credentials = credentials_from_secret(secret, where=ref.where, field=ref.secret_field)
+        logs.redact(secret_values(credentials))
         try:
             return self._factory(ref.config_url, credentials)
         except ConfigUrlError as exc:
@@ -297,15 +262,34 @@ class ClientCache:
 
 
 class _Service:
-    """The ``RunnerService`` handed out by :meth:`SecretRunnerRegistry.service_for`."""
+    """The ``RunnerService`` of one block: each call asks the fence first."""
 
-    def __init__(self, lease: ClientLease, ers: EphemeralRunnerSet) -> None:
+    def __init__(self, lease: ClientLease, obj: EphemeralRunnerSet | EphemeralRunner) -> None:
         self._lease = lease
-        self._ers = ers
+        self._key = obj.key
 
-    def remove_runner(self, runner_id: RunnerID) -> bool:
-        """See ``ersctl.ports.RunnerService.remove_runner``."""
-        action = f"removing runner {runner_id} of {self._ers.key}"
+    def generate_jit_config(
+        self, scale_set_id: int, name: str, work_folder: str = "_work"
+    ) -> JitConfig:
+        action = f"registering runner {name} of {self._key}"
+        client = self._lease.client(action)
+        try:
+            return client.generate_jit_runner_config(scale_set_id, name, work_folder)
+        except RunnerExistsError as exc:
+            raise RunnerNameTakenError(f"{action}: {exc}") from exc
+        except ActionsError as exc:
+            raise ServiceError(f"{action}: {exc}") from exc
+
+    def get_runner_by_name(self, name: str) -> RunnerReference | None:
+        action = f"looking up runner {name} of {self._key}"
+        client = self._lease.client(action)
+        try:
+            return client.get_runner_by_name(name)
+        except ActionsError as exc:
+            raise ServiceError(f"{action}: {exc}") from exc
+
+    def remove_runner(self, runner_id: int) -> bool:
+        action = f"removing runner {runner_id} of {self._key}"
         client = self._lease.client(action)
         try:
             client.remove_runner(runner_id)
@@ -314,38 +298,25 @@ class _Service:
         except RunnerNotFoundError:
             return True
         except ActionsError as exc:
-            raise RunnerServiceError(f"{action}: {exc}") from exc
+            raise ServiceError(f"{action}: {exc}") from exc
         return True
 
 
-class SecretRunnerRegistry:
-    """``RunnerRegistry`` backed by each ERS's credentials Secret (a :class:`ClientCache`).
+class SecretRunnerServices(ClientCache):
+    """``RunnerServices`` for both controllers: a :class:`ClientCache` (same
+    constructor) that hands out services for sets and runners. Thread-safe;
+    :meth:`close` closes every client.
 
-    ``client_factory`` builds an ``ActionsClient`` from a config URL and credentials
-    (default: the production client; pass one with a transport or system info of your
-    choosing). ``fence`` is asked before every service call, like the writer's: when
-    it answers False (the leader lease is lost) the call raises ``NotLeaderError``
-    instead of reaching GitHub.
+    ``fence`` is asked before every service call; False (the lease is lost) raises
+    ``NotLeaderError`` instead of reaching GitHub.
     """
 
-    def __init__(
-        self,
-        *,
-        api: ApiReader,
-        client_factory: ClientFactory = _actions_client,
-        fence: Callable[[], bool] | None = None,
-    ) -> None:
-        self._cache = ClientCache(
-            get_secret=api.get_secret, client_factory=client_factory, fence=fence
-        )
-
     @contextmanager
-    def service_for(self, ers: EphemeralRunnerSet) -> Iterator[RunnerService]:
-        """See ``ersctl.ports.RunnerRegistry.service_for``: one Secret read per block."""
-        ref = secret_ref(ers.namespace, ers.ephemeral_runner_spec, prefix=RUNNER_SPEC_PATH)
-        with self._cache.lease(ref) as lease:
-            yield _Service(lease, ers)
-
-    def close(self) -> None:
-        """Close every cached client (after the reconciles have stopped)."""
-        self._cache.close()
+    def service_for(self, obj: EphemeralRunnerSet | EphemeralRunner) -> Iterator[RunnerService]:
+        """See ``ersctl.scaleset.ports.RunnerServices.service_for``."""
+        if isinstance(obj, EphemeralRunnerSet):
+            ref = secret_ref(obj.namespace, obj.ephemeral_runner_spec, prefix=RUNNER_SPEC_PATH)
+        else:
+            ref = secret_ref(obj.namespace, obj.spec, prefix="spec")
+        with self.lease(ref) as lease:
+            yield _Service(lease, obj)

@@ -30,10 +30,10 @@ from typing import Any, TypeVar
 import tenacity
 
 from ersctl.api import EphemeralRunnerSet, ERSPhase, PatchID
-from ersctl.errors import ConflictError
-from ersctl.ports import ApiReader, Writer
-from ersctl.runners import classify
-from ersctl.status import RESET_VALUES, malformed
+from ersctl.kube.errors import ConflictError
+from ersctl.runnerset.classification import classify
+from ersctl.runnerset.ports import ApiReader, Writer
+from ersctl.runnerset.status import RESET_VALUES, malformed
 
 T = TypeVar("T")
 
@@ -142,7 +142,7 @@ def repair_status(
     """Overwrite the live ERS's malformed controller-owned status fields; return it.
 
     Decided on the live copy and locked like the writers above, so only values that are
-    malformed on the server are replaced (``ersctl.status.RESET_VALUES``): a lagging
+    malformed on the server are replaced (``ersctl.runnerset.status.RESET_VALUES``): a lagging
     cache that still shows a bad marker never overwrites a good one written since.
     Returns the live ERS after the write (unchanged when nothing is malformed), or None
     when it is gone.

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ersctl import api
-from ersctl.errors import ErsctlError
-from ersctl.ports import Writer
+from ersctl.platform.errors import Failure
+from ersctl.runnerset.ports import Writer
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class CreateResult:
     """How many creates succeeded, and the errors of those that failed."""
 
     created: int
-    errors: tuple[ErsctlError, ...]
+    errors: tuple[Failure, ...]
 
 
 def create_runners(
@@ -88,10 +88,10 @@ def create_runners(
     return CreateResult(created=count - len(errors), errors=errors)
 
 
-def _create_one(writer: Writer, body: dict[str, Any]) -> ErsctlError | None:
+def _create_one(writer: Writer, body: dict[str, Any]) -> Failure | None:
     try:
         writer.create_runner(copy.deepcopy(body))
-    except ErsctlError as exc:
+    except Failure as exc:
         log.warning("creating a runner for %s failed: %s", body["metadata"]["generateName"], exc)
         return exc
     return None

@@ -1,15 +1,9 @@
-"""Log lines (text and JSON, redacted) and the Prometheus metrics with ARC's names."""
+"""The listener's Prometheus metrics, with ARC's names."""
 
 from __future__ import annotations
 
-import io
-import json
-import logging
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-import httpx
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ghalistener.actions.types import (
@@ -19,77 +13,7 @@ from ghalistener.actions.types import (
     RunnerRequestId,
     Statistics,
 )
-from ghalistener.logs import REDACTED, configure_logging
-from ghalistener.metrics import COUNTED_JOBS_LIMIT, ListenerMetrics, MetricsServer, ScaleSetLabels
-
-TOKEN = "ghp_TOPSECRETTOKEN1234"
-PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAsecretkeymaterialxyz\n-----END RSA PRIVATE KEY-----"
-
-
-@pytest.fixture
-def captured() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    yield stream
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        if getattr(handler, "stream", None) is stream:
-            root.removeHandler(handler)
-
-
-def test_json_lines_carry_the_structured_fields(captured: io.StringIO) -> None:
-    configure_logging(level="info", fmt="json", stream=captured)
-    logging.getLogger("ghalistener.listener").info(
-        "published desired runner count", extra={"fields": {"replicas": 3, "patch_id": 7}}
-    )
-    line = json.loads(captured.getvalue())
-    assert line["msg"] == "published desired runner count"
-    assert (line["replicas"], line["patch_id"], line["level"]) == (3, 7, "info")
-
-
-def test_text_lines_carry_key_value_pairs(captured: io.StringIO) -> None:
-    configure_logging(level="info", fmt="text", stream=captured)
-    logging.getLogger("ghalistener.x").info(
-        "scaled", extra={"fields": {"replicas": 2, "note": "a b"}}
-    )
-    assert 'scaled replicas=2 note="a b"' in captured.getvalue()
-
-
-def test_the_level_filters_debug_lines(captured: io.StringIO) -> None:
-    configure_logging(level="warn", fmt="text", stream=captured)
-    logging.getLogger("ghalistener.x").info("quiet")
-    logging.getLogger("ghalistener.x").warning("loud")
-    assert "quiet" not in captured.getvalue() and "loud" in captured.getvalue()
-
-
-@pytest.mark.parametrize("fmt", ["text", "json"])
-@pytest.mark.parametrize(
-    "leak",
-    [
-        pytest.param(f"token is {TOKEN}", id="a configured token in the message"),
-        pytest.param(f"key {PEM}", id="a configured private key"),
-        pytest.param("Authorization: Bearer abcdefgh12345678", id="an unregistered bearer token"),
-        pytest.param("ghs_unregisteredinstallationtoken", id="an unregistered GitHub token"),
-        pytest.param("jwt eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiIxMjMifQ.c2lnbmF0dXJl", id="a JWT"),
-    ],
-)
-def test_no_secret_reaches_a_log_line(captured: io.StringIO, fmt: str, leak: str) -> None:
-    configure_logging(level="debug", fmt=fmt, secrets=[TOKEN, PEM], stream=captured)
-    log = logging.getLogger("ghalistener.x")
-    log.info(leak, extra={"fields": {"detail": leak}})
-    try:
-        raise RuntimeError(leak)
-    except RuntimeError:
-        log.exception("failed")
-    out = captured.getvalue()
-    for secret in (
-        TOKEN,
-        "secretkeymaterial",
-        "abcdefgh12345678",
-        "unregisteredinstallation",
-        "c2lnbmF0dXJl",
-    ):
-        assert secret not in out
-    assert REDACTED in out
+from ghalistener.metrics import COUNTED_JOBS_LIMIT, ListenerMetrics, ScaleSetLabels
 
 
 def job_base() -> dict[str, object]:
@@ -221,17 +145,3 @@ def test_the_memory_of_counted_jobs_is_bounded() -> None:
     metrics.publish_job_completed(done, message_id=COUNTED_JOBS_LIMIT)  # remembered
     totals = [v for (name, _), v in samples(metrics).items() if name == "gha_completed_jobs_total"]
     assert totals == [COUNTED_JOBS_LIMIT + 2]
-
-
-def test_the_server_serves_the_endpoint_and_nothing_else() -> None:
-    metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc"))
-    metrics.publish_desired_runners(2)
-    server = MetricsServer(metrics, addr="127.0.0.1:0", endpoint="/custom")
-    server.start()
-    try:
-        response = httpx.get(server.url, timeout=5)
-        assert response.status_code == 200
-        assert 'gha_desired_runners{enterprise="",name="runners"' in response.text
-        assert httpx.get(server.url.replace("/custom", "/metrics"), timeout=5).status_code == 404
-    finally:
-        server.stop()

@@ -97,7 +97,7 @@ def classify(
 
     Runners named in ``deleting`` count as being deleted even without a
     ``deletionTimestamp``: this controller deleted them and its cache has not shown it
-    yet (``ersctl.expectations``). Raises :class:`RunnerFieldError` when a runner's
+    yet (``ersctl.runnerset.expectations``). Raises :class:`RunnerFieldError` when a runner's
     ``status.phase`` is not a string.
     """
     buckets: dict[str, list[EphemeralRunner]] = {

@@ -3,7 +3,7 @@
 EphemeralRunner writes go through the runtime's :class:`~ersctl.kube.writer.Writer`
 (merge patches, the leader fence); reads of the runner, its Pod and its Secret are
 uncached GETs, so each decision sees the live object. Every call runs inside
-``ersctl.errors.kube_call``: ``kubernetes.client.ApiException`` never leaves here.
+``ersctl.kube.errors.kube_call``: ``kubernetes.client.ApiException`` never leaves here.
 Secret documents are returned to the caller, never logged.
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 from kubernetes import client
 
 from ersctl.api import EphemeralRunner
-from ersctl.errors import ConflictError, NotFoundError, check_fence, kube_call
 from ersctl.kube.apireader import ApiReader
-from ersctl.kube.wire import json_body
+from ersctl.kube.calls import json_body, kube_call, server_of
+from ersctl.kube.errors import ConflictError, NotFoundError, check_fence
 from ersctl.kube.writer import Writer
 
 
@@ -31,6 +31,7 @@ class KubeRunnerResources:
         self, api_client: client.ApiClient, *, fence: Callable[[], bool] | None = None
     ) -> None:
         self._core = client.CoreV1Api(api_client)
+        self._server = server_of(api_client)
         self._api = ApiReader(api_client)
         self._writer = Writer(api_client, fence=fence)
         self._fence = fence
@@ -56,7 +57,7 @@ class KubeRunnerResources:
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         action = f"get pods/{namespace}/{name}"
         try:
-            with kube_call(action):
+            with kube_call(action, server=self._server):
                 resp = self._core.read_namespaced_pod(name, namespace, _preload_content=False)
         except NotFoundError:
             return None
@@ -66,7 +67,7 @@ class KubeRunnerResources:
         namespace = body["metadata"]["namespace"]
         action = f"create pods/{namespace}/{body['metadata']['name']}"
         check_fence(self._fence, action)
-        with kube_call(action):
+        with kube_call(action, server=self._server):
             # A dict body is sent as is: the pod template may hold fields this client's
             # models do not know, which a V1Pod round trip would drop.
             resp = self._core.create_namespaced_pod(
@@ -83,7 +84,7 @@ class KubeRunnerResources:
             client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)) if uid else None
         )
         try:
-            with kube_call(action):
+            with kube_call(action, server=self._server):
                 # Raw response: the client's models reject Pods some kubelets and emulators
                 # write (e.g. container statuses without an image), and we need no body.
                 self._core.delete_namespaced_pod(
@@ -101,7 +102,7 @@ class KubeRunnerResources:
         namespace = body["metadata"]["namespace"]
         action = f"create secrets/{namespace}/{body['metadata']['name']}"
         check_fence(self._fence, action)
-        with kube_call(action):
+        with kube_call(action, server=self._server):
             resp = self._core.create_namespaced_secret(
                 namespace,
                 body,  # type: ignore[arg-type]
@@ -113,7 +114,7 @@ class KubeRunnerResources:
         action = f"delete secrets/{namespace}/{name}"
         check_fence(self._fence, action)
         try:
-            with kube_call(action):
+            with kube_call(action, server=self._server):
                 self._core.delete_namespaced_secret(name, namespace, _preload_content=False)
         except NotFoundError:
             return

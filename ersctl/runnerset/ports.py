@@ -7,51 +7,18 @@ controller-runtime draws: decisions read the informer cache, which may lag; the 
 reads the reconcile contract marks "API reader" go straight to the API server because
 a lagging read there creates runners nobody asked for (see ``shared/DESIGN.md``).
 
-Errors: implementations raise ``ersctl.errors.KubeError`` subclasses
+Errors: implementations raise ``ersctl.kube.errors.KubeError`` subclasses
 (``ConflictError`` for 409, ``NotFoundError`` for 404); never
 ``kubernetes.client.ApiException``.
 """
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ersctl.api import EphemeralRunner, EphemeralRunnerSet, KubeObject, RunnerID
-
-
-@dataclass(frozen=True)
-class Request:
-    """The work-queue key: one EphemeralRunnerSet (``Request(namespace, name)``)."""
-
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
-@dataclass(frozen=True)
-class Result:
-    """What the runtime does after a successful reconcile.
-
-    ``requeue_after`` (seconds) schedules another reconcile of the same key; ``None``
-    waits for the next watch event or resync. A reconcile that raises is requeued with
-    exponential backoff instead.
-    """
-
-    requeue_after: float | None = None
-
-
-class Reconciler(Protocol):
-    def reconcile(self, request: Request) -> Result:
-        """Drive the object named by ``request`` toward its spec.
-
-        Raising means "requeue with backoff". The runtime never runs two reconciles of
-        one key at once.
-        """
-        ...
+from ersctl.api import EphemeralRunner, EphemeralRunnerSet
+from ersctl.kube.reconcile import EventRecorder as EventRecorder
+from ersctl.scaleset.ports import RunnerServices as RunnerServices
 
 
 class CachedReader(Protocol):
@@ -116,44 +83,6 @@ class Writer(Protocol):
 
     def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
         """JSON merge patch on an EphemeralRunner's main resource (e.g. finalizers)."""
-        ...
-
-
-class EventRecorder(Protocol):
-    def event(self, obj: KubeObject, *, type: str, reason: str, message: str) -> None:
-        """Record a Kubernetes Event about ``obj``. ``type`` is "Normal" or "Warning".
-
-        Best effort: never raises (an event that cannot be written is logged).
-        """
-        ...
-
-
-class RunnerService(Protocol):
-    """GitHub's scale-set service, with the credentials of one EphemeralRunnerSet."""
-
-    def remove_runner(self, runner_id: RunnerID) -> bool:
-        """Remove the runner registration ``runner_id`` from the set's scale set.
-
-        Returns True when the runner is gone (removed now, or already unknown to the
-        service) and False when it is still running a job (leave it to finish).
-        Raises ``ersctl.credentials.RunnerServiceError`` when the service call fails,
-        and ``ersctl.errors.NotLeaderError`` (without calling) once the leader lease is lost.
-        """
-        ...
-
-
-class RunnerRegistry(Protocol):
-    """Hands out a :class:`RunnerService` for the set a batch of removals belongs to."""
-
-    def service_for(self, ers: EphemeralRunnerSet) -> AbstractContextManager[RunnerService]:
-        """Resolve ``ers``'s credentials now, and hold its service client for the block.
-
-        Entering reads the Secret named by ``spec.ephemeralRunnerSpec.githubConfigSecret``
-        once and raises ``ersctl.api.FieldError`` when it is absent or malformed, so a
-        caller that enters before its first write changes nothing on bad credentials.
-        The service is valid only inside the block. May be used from several reconciles
-        (threads) at once.
-        """
         ...
 
 

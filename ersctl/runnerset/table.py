@@ -8,7 +8,7 @@ from typing import Final
 
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet, FieldError
 from ersctl.kube.apireader import ApiReader
-from ersctl.runners import classify
+from ersctl.runnerset.classification import classify
 
 HEADERS: Final = (
     "NAMESPACE", "NAME", "DESIRED", "CURRENT", "PENDING", "RUNNING", "FINISHED", "DELETING",

@@ -5,10 +5,10 @@ and only then deleted, so the service never keeps a registration for a runner th
 no longer exists; a runner whose removal is refused with JobStillRunning is left to
 finish its job. A runner that never registered (``runnerId`` 0) has nothing to
 remove and is deleted directly. A batch resolves the set's credentials once (one
-Secret read, ``RunnerRegistry.service_for``), not once per runner.
+Secret read, ``RunnerServices.service_for``), not once per runner.
 
 Every function tries all the runners it was given before it raises: one refused
-delete must not strand the rest. The first ``ErsctlError`` is re-raised at the end
+delete must not strand the rest. The first ``Failure`` is re-raised at the end
 (the runtime requeues with backoff). A ``FieldError`` (unusable credentials) and a
 ``NotLeaderError`` (the lease is lost) stop at once: every other runner would fail the
 same way, and the second must not be retried at all.
@@ -21,11 +21,14 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
-from ersctl.api import EphemeralRunner, EphemeralRunnerSet, RunnerID
-from ersctl.errors import ErsctlError, NotLeaderError
-from ersctl.ports import RunnerRegistry, RunnerService, Writer
-from ersctl.runners import RunnerStates, is_busy, registered_id
-from ersctl.scaling import ScaleDown
+from ersctl.api import EphemeralRunner, EphemeralRunnerSet
+from ersctl.kube.errors import NotLeaderError
+from ersctl.platform.errors import Failure
+from ersctl.runnerset.classification import RunnerStates, is_busy, registered_id
+from ersctl.runnerset.ports import Writer
+from ersctl.runnerset.scaling import ScaleDown
+from ersctl.scaleset.ports import RunnerService, RunnerServices
+from ghalistener.actions.types import JitConfig, RunnerReference
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +56,10 @@ def remove_and_delete(service: RunnerService, writer: Writer, runner: EphemeralR
 
 
 def clean_up_runners(
-    registry: RunnerRegistry, writer: Writer, ers: EphemeralRunnerSet, states: RunnerStates
+    services: RunnerServices, writer: Writer, ers: EphemeralRunnerSet, states: RunnerStates
 ) -> Removal:
     """Delete terminated runners; remove pending and idle running ones; keep busy ones
-    (``ersctl.runners.is_busy``, the rule scale-down uses too).
+    (``ersctl.runnerset.classification.is_busy``, the rule scale-down uses too).
 
     Used when the set is deleted, when a new runner spec is applied, and while the set
     is Outdated. Runners already being deleted are left to their finalizers. When a
@@ -67,19 +70,19 @@ def clean_up_runners(
     with_job = [r for r in (*states.pending, *states.running) if is_busy(r)]
     live = [r for r in (*states.pending, *states.running) if not is_busy(r)]
     # Credentials first: unusable ones must stop the pass before its first write.
-    with _service(registry, ers, live) as service:
+    with _service(services, ers, live) as service:
         deleted = delete_runners(writer, states.terminated)
         outcomes = _attempt_all(live, lambda r: remove_and_delete(service, writer, r))
     return Removal(deleted=deleted + sum(outcomes), busy=len(with_job) + outcomes.count(False))
 
 
 def scale_down(
-    registry: RunnerRegistry, writer: Writer, ers: EphemeralRunnerSet, decision: ScaleDown
+    services: RunnerServices, writer: Writer, ers: EphemeralRunnerSet, decision: ScaleDown
 ) -> Removal:
     """Remove up to ``decision.count`` runners, trying ``decision.candidates`` in order."""
     removed = busy = 0
-    errors: list[ErsctlError] = []
-    with _service(registry, ers, decision.candidates) as service:
+    errors: list[Failure] = []
+    with _service(services, ers, decision.candidates) as service:
         for runner in decision.candidates:
             if removed == decision.count:
                 break
@@ -90,7 +93,7 @@ def scale_down(
                     busy += 1
             except NotLeaderError:
                 raise
-            except ErsctlError as exc:
+            except Failure as exc:
                 errors.append(exc)
     _raise_first(errors)
     return Removal(deleted=removed, busy=busy)
@@ -99,16 +102,24 @@ def scale_down(
 class _NoService:
     """Stands in when no runner of a batch is registered: nothing to ask the service."""
 
-    def remove_runner(self, runner_id: RunnerID) -> bool:
+    def generate_jit_config(
+        self, scale_set_id: int, name: str, work_folder: str = "_work"
+    ) -> JitConfig:
+        raise AssertionError("a cleanup never registers runners")
+
+    def get_runner_by_name(self, name: str) -> RunnerReference | None:
+        raise AssertionError("a cleanup never looks runners up")
+
+    def remove_runner(self, runner_id: int) -> bool:
         raise AssertionError(f"runner {runner_id} is registered; the batch needed a service")
 
 
 def _service(
-    registry: RunnerRegistry, ers: EphemeralRunnerSet, runners: Sequence[EphemeralRunner]
+    services: RunnerServices, ers: EphemeralRunnerSet, runners: Sequence[EphemeralRunner]
 ) -> AbstractContextManager[RunnerService]:
     """The set's service for one batch (one Secret read), if any runner is registered."""
     if any(registered_id(runner) != 0 for runner in runners):
-        return registry.service_for(ers)
+        return services.service_for(ers)
     return nullcontext(_NoService())
 
 
@@ -121,20 +132,20 @@ def _attempt_all(
     runners: Iterable[EphemeralRunner], action: Callable[[EphemeralRunner], bool]
 ) -> list[bool]:
     outcomes: list[bool] = []
-    errors: list[ErsctlError] = []
+    errors: list[Failure] = []
     for runner in runners:
         try:
             outcomes.append(action(runner))
         except NotLeaderError:
             raise
-        except ErsctlError as exc:
+        except Failure as exc:
             log.warning("cleaning up runner %s failed: %s", runner.key, exc)
             errors.append(exc)
     _raise_first(errors)
     return outcomes
 
 
-def _raise_first(errors: list[ErsctlError]) -> None:
+def _raise_first(errors: list[Failure]) -> None:
     if errors:
         if len(errors) > 1:
             errors[0].add_note(f"{len(errors) - 1} more runner operation(s) failed")

@@ -1,0 +1,55 @@
+"""The contract between the runtime and every reconciler, as controller-runtime's
+``reconcile`` and ``record`` packages draw it: a :class:`Request` names one object, a
+:class:`Reconciler` drives it toward its spec and returns a :class:`Result`, and an
+:class:`EventRecorder` records Kubernetes Events about it. Pure: no I/O, no client
+library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ersctl.api import KubeObject
+
+
+@dataclass(frozen=True)
+class Request:
+    """The work-queue key: one EphemeralRunnerSet (``Request(namespace, name)``)."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Result:
+    """What the runtime does after a successful reconcile.
+
+    ``requeue_after`` (seconds) schedules another reconcile of the same key; ``None``
+    waits for the next watch event or resync. A reconcile that raises is requeued with
+    exponential backoff instead.
+    """
+
+    requeue_after: float | None = None
+
+
+class Reconciler(Protocol):
+    def reconcile(self, request: Request) -> Result:
+        """Drive the object named by ``request`` toward its spec.
+
+        Raising means "requeue with backoff". The runtime never runs two reconciles of
+        one key at once.
+        """
+        ...
+
+
+class EventRecorder(Protocol):
+    def event(self, obj: KubeObject, *, type: str, reason: str, message: str) -> None:
+        """Record a Kubernetes Event about ``obj``. ``type`` is "Normal" or "Warning".
+
+        Best effort: never raises (an event that cannot be written is logged).
+        """
+        ...

@@ -1,0 +1,78 @@
+"""The one port through which both controllers call GitHub's scale-set service.
+
+The EphemeralRunnerSet controller removes runners (scale-down, cleanup); the
+EphemeralRunner controller registers them (JIT configs), looks them up and removes
+them. Both hold a :class:`RunnerService` for one object's credentials, from
+:meth:`RunnerServices.service_for`. Pure: protocols and the errors of the contract.
+
+Errors every method may raise: :class:`ServiceError` (the service refused or failed
+the call; the message names it and never holds a secret) and
+``ersctl.kube.errors.NotLeaderError`` (the leader lease is lost: refused without a
+call). Entering ``service_for`` raises :class:`CredentialsFieldError` naming the field
+when the object's credentials Secret or configuration URL is absent or unusable.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from ersctl.api import EphemeralRunner, EphemeralRunnerSet, FieldError
+from ersctl.platform.errors import Failure
+from ghalistener.actions.types import JitConfig, RunnerReference
+
+
+class CredentialsFieldError(FieldError):
+    """The credentials Secret (or the config URL) an object names cannot be used.
+
+    Secrets are not watched, so a reconcile that meets this retries later.
+    """
+
+
+class ServiceError(Failure):
+    """The scale-set service refused or failed a call (``__cause__`` says how)."""
+
+
+class RunnerNameTakenError(ServiceError):
+    """``generate_jit_config``: a runner of that name is registered already."""
+
+
+class RunnerService(Protocol):
+    """The scale-set service with the credentials of one object. Thread-safe."""
+
+    def generate_jit_config(
+        self, scale_set_id: int, name: str, work_folder: str = "_work"
+    ) -> JitConfig:
+        """Register the runner ``name`` in the scale set and return its JIT config.
+
+        :class:`RunnerNameTakenError` when that name is registered already.
+        """
+        ...
+
+    def get_runner_by_name(self, name: str) -> RunnerReference | None:
+        """The registered runner named ``name``, or None."""
+        ...
+
+    def remove_runner(self, runner_id: int) -> bool:
+        """Remove the registration ``runner_id``.
+
+        True when the runner is gone (removed now, or already unknown to the service);
+        False when it is still running a job (leave it to finish).
+        """
+        ...
+
+
+class RunnerServices(Protocol):
+    """Hands out the :class:`RunnerService` for an object's credentials."""
+
+    def service_for(
+        self, obj: EphemeralRunnerSet | EphemeralRunner
+    ) -> AbstractContextManager[RunnerService]:
+        """Resolve ``obj``'s credentials now and hold its service for the block.
+
+        The Secret named by ``githubConfigSecret`` (``spec.ephemeralRunnerSpec`` of a
+        set, ``spec`` of a runner) in ``obj``'s namespace is read once on entering, so a
+        caller that enters before its first write changes nothing on bad credentials.
+        The service is valid only inside the block. Usable from several threads.
+        """
+        ...

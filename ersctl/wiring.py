@@ -1,0 +1,108 @@
+"""Wiring: a manager with the controllers registered on it, from the command's options.
+
+:func:`build_controller` puts together what ``ersctl reconcile`` runs: the runtime's
+manager (informers, cache, API reader, fenced writer, events, leader election), one
+scale-set service per credentials Secret shared by both controllers, the
+EphemeralRunnerSet controller from ``reconciler_factory`` and, when asked, the
+EphemeralRunner controller. The factory is the seam for another reconciler on the
+same runtime (the guard benchmark's pre-#4642 baseline); ``client_factory`` for
+another GitHub client (tests: one that does not sleep between retries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from kubernetes import client
+
+from ersctl.api import ER_PLURAL, ERS_PLURAL
+from ersctl.kube.leader import LeaderElectionConfig
+from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
+from ersctl.kube.metrics import ControllerMetrics
+from ersctl.runner.controller import add_runner_controller
+from ersctl.runner.phases import FailurePolicy
+from ersctl.runner.reconciler import RunnerReconciler
+from ersctl.runnerset.metrics import RunnerSetMetrics
+from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
+from ersctl.scaleset.clients import ClientFactory, SecretRunnerServices
+
+CONTROLLER_NAME: Final = "ephemeralrunnerset"
+
+ReconcilerFactory = Callable[..., EphemeralRunnerSetReconciler]
+"""Builds the set reconciler from keyword arguments: ``cache``, ``api``, ``writer``,
+``events``, ``services``, ``metrics`` (``EphemeralRunnerSetReconciler`` itself, or a
+subclass)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerOptions:
+    """What ``ersctl reconcile`` builds the controller from."""
+
+    namespace: str | None = None
+    workers: int = 2
+    leader_election: LeaderElectionConfig | None = None
+    resync_period: float = 600.0
+    runner_controller: bool = False
+    """Also run the EphemeralRunner controller (JIT registration and runner Pods)."""
+    runner_max_failures: int = 5
+
+
+@dataclass(frozen=True)
+class Controller:
+    """A manager with the controllers registered on it. :meth:`close` after it stopped."""
+
+    manager: Manager
+    reconciler: EphemeralRunnerSetReconciler
+    services: SecretRunnerServices
+    runner: RunnerReconciler | None = None
+
+    def close(self) -> None:
+        """Close the scale-set service clients (after the manager has stopped)."""
+        self.services.close()
+
+
+def build_controller(
+    api: client.ApiClient,
+    options: ControllerOptions,
+    *,
+    reconciler_factory: ReconcilerFactory = EphemeralRunnerSetReconciler,
+    client_factory: ClientFactory | None = None,
+    metrics: ControllerMetrics | None = None,
+) -> Controller:
+    """Wire the runtime's adapters into the reconcilers and register them on a manager."""
+    manager = Manager(
+        api,
+        namespace=options.namespace,
+        workers=options.workers,
+        leader_election=options.leader_election,
+        resync_period=options.resync_period,
+        metrics=metrics,
+    )
+    # Fenced like the writer: no GitHub side effect once the lease is lost.
+    services = SecretRunnerServices(
+        get_secret=manager.api_reader.get_secret,
+        client_factory=client_factory,
+        fence=manager.is_leading,
+    )
+    reconciler = reconciler_factory(
+        cache=manager.reader,
+        api=manager.api_reader,
+        writer=manager.writer,
+        events=manager.events,
+        services=services,
+        metrics=RunnerSetMetrics(manager.metrics.registry),
+    )
+    manager.add_controller(
+        CONTROLLER_NAME,
+        reconciler,
+        primary=ERS_PLURAL,
+        owns=[ER_PLURAL],
+        predicates=ERS_CONTROLLER_PREDICATES,
+    )
+    runner = None
+    if options.runner_controller:
+        policy = FailurePolicy(max_failures=options.runner_max_failures)
+        runner = add_runner_controller(manager, api, services=services, policy=policy)
+    return Controller(manager=manager, reconciler=reconciler, services=services, runner=runner)

@@ -1,0 +1,110 @@
+"""The metrics and probe server both programs run: one set of rules for its address."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry, Counter
+
+from ersctl.platform.errors import ConfigError
+from ersctl.platform.probes import Verdict
+from ersctl.platform.serving import AddressInUseError, ProbeServer, parse_address
+
+
+def get(url: str) -> tuple[int, str]:
+    resp = httpx.get(url, timeout=2)
+    return resp.status_code, resp.text
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    registry = CollectorRegistry()
+    Counter("things", "Things.", registry=registry).inc(3)
+    return registry
+
+
+def test_metrics_health_and_readiness_share_one_server(registry: CollectorRegistry) -> None:
+    ready = Verdict(ok=False, reason="caches not synced")
+    server = ProbeServer(
+        registry, option="--metrics-addr", address=("127.0.0.1", 0), ready=lambda: ready
+    )
+    server.start()
+    try:
+        base = f"http://127.0.0.1:{server.port}"
+        assert get(f"{base}/healthz") == (200, "ok\n")
+        assert get(f"{base}/readyz") == (503, "caches not synced\n")
+        ready = Verdict(ok=True)
+        assert get(f"{base}/readyz") == (200, "ok\n")
+        status, text = get(f"{base}/metrics")
+        assert status == 200 and "things_total 3.0" in text
+        assert get(f"{base}/nope")[0] == 404
+    finally:
+        server.stop()
+
+
+def test_the_metrics_endpoint_is_configurable_and_alone(registry: CollectorRegistry) -> None:
+    server = ProbeServer(
+        registry, option="metrics_addr", address=("127.0.0.1", 0), endpoint="/custom"
+    )
+    server.start()
+    try:
+        assert server.url.endswith("/custom")
+        assert get(server.url)[0] == 200
+        assert get(server.url.replace("/custom", "/metrics"))[0] == 404
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param(":8080", ("0.0.0.0", 8080), id="port only"),
+        pytest.param("127.0.0.1:9000", ("127.0.0.1", 9000), id="host and port"),
+        pytest.param("[::1]:9000", ("::1", 9000), id="an IPv6 host"),
+        pytest.param("0", None, id="0 disables"),
+        pytest.param("", None, id="empty disables"),
+    ],
+)
+def test_addresses_parse_alike_for_both_programs(
+    value: str, expected: tuple[str, int] | None
+) -> None:
+    assert parse_address("metrics_addr", value) == expected
+
+
+@pytest.mark.parametrize("value", ["localhost", ":http", ":70000", "host:-1"])
+def test_a_malformed_address_is_a_config_error_naming_the_option(value: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_address("--metrics-addr", value)
+    assert str(caught.value).startswith("--metrics-addr: must be [host]:port")
+    assert repr(value) in str(caught.value)
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def test_a_port_in_use_names_the_option_and_the_address(
+    registry: CollectorRegistry, taken_port: int
+) -> None:
+    server = ProbeServer(registry, option="metrics_addr", address=("127.0.0.1", taken_port))
+    with pytest.raises(AddressInUseError) as caught:
+        server.start()
+    assert str(caught.value) == (
+        f"metrics_addr: cannot listen on '127.0.0.1:{taken_port}': Address already in use"
+    )
+    assert caught.value.exit_code == 1
+
+
+def test_an_address_this_host_cannot_listen_on_is_a_config_error(
+    registry: CollectorRegistry,
+) -> None:
+    server = ProbeServer(registry, option="--metrics-addr", address=("192.0.2.1", 0))
+    with pytest.raises(ConfigError, match=r"--metrics-addr: cannot listen on '192.0.2.1:0'"):
+        server.start()
