@@ -33,7 +33,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
-from ersctl.kube.calls import kube_call, server_of
+from ersctl.kube.calls import kube_call, server_of, translate
 from ersctl.kube.errors import KubeError
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,53 @@ class _Stopped(Exception):
     """Raised inside the library's loops to end them when we are asked to stop."""
 
 
+class _LeaseApi:
+    """The three Lease calls the library makes, on our API client. A failure is logged
+    here, once, naming the server (the library's own lines about it are chatter, kept
+    below INFO by ``ersctl.platform.logs``), then handed to the library as the
+    ``ApiException`` it handles: a refused or reset connection (urllib3) would
+    otherwise escape its loops and end the campaign thread for good."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self._api = client.CoordinationV1Api(api_client)
+        self._server = server_of(api_client)
+
+    def read_namespaced_lease(self, name: str, namespace: str, **kwargs: Any) -> Any:
+        # 404: no Lease yet, the library creates it next.
+        return self._call(
+            f"get leases/{namespace}/{name}",
+            lambda: self._api.read_namespaced_lease(name, namespace, **kwargs),
+            expected=(404,),
+        )
+
+    def create_namespaced_lease(self, namespace: str, body: Any, **kwargs: Any) -> Any:
+        # 409: another candidate created it first.
+        return self._call(
+            f"create leases/{namespace}",
+            lambda: self._api.create_namespaced_lease(namespace, body, **kwargs),
+            expected=(409,),
+        )
+
+    def replace_namespaced_lease(self, name: str, namespace: str, body: Any, **kwargs: Any) -> Any:
+        # 409: another candidate took the Lease since we read it.
+        return self._call(
+            f"update leases/{namespace}/{name}",
+            lambda: self._api.replace_namespaced_lease(name, namespace, body, **kwargs),
+            expected=(409,),
+        )
+
+    def _call(self, action: str, call: Callable[[], Any], *, expected: tuple[int, ...]) -> Any:
+        try:
+            return call()
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            error = translate(exc, action=action, server=self._server)
+            level = logging.DEBUG if error.status in expected else logging.WARNING
+            log.log(level, "leader election: %s", error)
+            if isinstance(exc, ApiException):
+                raise  # the library reads its status and body
+            raise ApiException(status=0, reason=error.reason) from exc
+
+
 class _FencedLeaseLock(LeaseLock):
     """The library's Lease lock on our API client, which can end the library's loops
     (they have no stop of their own) and records when a renew last succeeded."""
@@ -82,38 +129,24 @@ class _FencedLeaseLock(LeaseLock):
     ) -> None:
         super().__init__(cfg.name, cfg.namespace, cfg.identity)  # type: ignore[no-untyped-call]
         # The base class builds a client from the global default configuration.
-        self.api_instance = client.CoordinationV1Api(api_client)
+        self.api_instance = _LeaseApi(api_client)  # type: ignore[assignment]  # duck-typed: the three calls it makes
         self._stop = stop
         self.last_write = float("-inf")
 
-    # The library catches ApiException only; a refused or reset connection (urllib3)
-    # would escape its loops and end the campaign thread for good. Each method turns
-    # those into the library's own "failed, try again next period" answers.
-
     def get(self, name: str, namespace: str) -> tuple[bool, Any]:
         self._check()
-        try:
-            return super().get(name, namespace)  # type: ignore[no-untyped-call,no-any-return]
-        except urllib3.exceptions.HTTPError as exc:
-            log.info("reading lease %s/%s failed: %s", namespace, name, type(exc).__name__)
-            return False, ApiException(status=0, reason=type(exc).__name__)
+        return super().get(name, namespace)  # type: ignore[no-untyped-call,no-any-return]
 
     def create(self, name: str, namespace: str, election_record: Any) -> bool:
         self._check()
-        try:
-            ok: bool = super().create(name, namespace, election_record)  # type: ignore[no-untyped-call]
-        except urllib3.exceptions.HTTPError:
-            return False
+        ok: bool = super().create(name, namespace, election_record)  # type: ignore[no-untyped-call]
         if ok:
             self.last_write = time.monotonic()
         return ok
 
     def update(self, name: str, namespace: str, updated_record: Any) -> bool:
         self._check()
-        try:
-            ok: bool = super().update(name, namespace, updated_record)  # type: ignore[no-untyped-call]
-        except urllib3.exceptions.HTTPError:
-            return False
+        ok: bool = super().update(name, namespace, updated_record)  # type: ignore[no-untyped-call]
         if ok:
             self.last_write = time.monotonic()
         return ok
