@@ -10,6 +10,7 @@ the last response (mapped to an error by the caller) or the last transport error
 
 from __future__ import annotations
 
+import logging
 import ssl
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ import httpx
 import tenacity
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 #: A wait strategy: given tenacity's retry state, how long to sleep before the next try.
 WaitStrategy = Callable[[tenacity.RetryCallState], float]
@@ -66,12 +69,18 @@ class RetryPolicy:
     sleep: Sleeper = field(default=_default_sleep, repr=False)
 
     def run(
-        self, attempt: Callable[[], httpx.Response], *, also_retry: Collection[int] = ()
+        self,
+        attempt: Callable[[], httpx.Response],
+        *,
+        also_retry: Collection[int] = (),
+        request: str = "",
     ) -> httpx.Response:
         """Call ``attempt`` until it returns a non-retryable response or the bound is hit.
 
         ``also_retry`` adds statuses worth retrying for this call only (the admin
         connection retries 401/403 while a fresh registration token becomes valid).
+        ``request`` (method and redacted URL) names the call in the one WARNING line
+        logged per failed attempt that is retried.
         Returns the last response (possibly a retryable status once retries are spent);
         re-raises the last ``httpx.TransportError`` when the final try had no response.
         """
@@ -86,11 +95,32 @@ class RetryPolicy:
             retry=tenacity.retry_if_exception(is_retryable_error)
             | tenacity.retry_if_result(retryable),
             sleep=self.sleep,
+            before_sleep=lambda state: _log_retry(request, state),
             retry_error_callback=_last_outcome,
             reraise=True,
         )
         result: httpx.Response = retrying(attempt)
         return result
+
+
+def _log_retry(request: str, state: tenacity.RetryCallState) -> None:
+    outcome = state.outcome
+    if outcome is None:
+        return
+    error = outcome.exception()
+    what = f"status {outcome.result().status_code}" if error is None else type(error).__name__
+    wait = state.next_action.sleep if state.next_action else 0.0
+    log.warning(
+        "retrying a failed GitHub request",
+        extra={
+            "fields": {
+                "request": request,
+                "outcome": what,
+                "attempt": state.attempt_number,
+                "wait": round(wait, 2),
+            }
+        },
+    )
 
 
 def _last_outcome(state: tenacity.RetryCallState) -> httpx.Response:

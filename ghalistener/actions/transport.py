@@ -245,7 +245,7 @@ class HttpSender:
             return response
 
         try:
-            return self._retry.run(attempt, also_retry=also_retry)
+            return self._retry.run(attempt, also_retry=also_retry, request=f"{method} {shown}")
         except (httpx.HTTPError, httpx.InvalidURL) as exc:  # the one boundary: none escape
             raise error_from_exception(method, shown, exc, redactor=self._redactor) from exc
 
