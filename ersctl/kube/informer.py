@@ -49,8 +49,9 @@ class EventHandler(Protocol):
 
 
 @dataclass(frozen=True, kw_only=True)
-class CustomResource:
-    """Which custom resource to list and watch."""
+class Resource:
+    """Which resource to list and watch: a custom resource, or (``group=""``) a core one
+    such as Pods, whose listing a subclass provides (``ersctl.runner.controller``)."""
 
     group: str
     version: str
@@ -61,8 +62,8 @@ class _WatchEnded(Exception):
     """The watch stream failed in a way that calls for a relist."""
 
 
-class CustomResourceInformer:
-    """Keeps :attr:`store` in sync with one custom resource (one namespace or all).
+class Informer:
+    """Keeps :attr:`store` in sync with one resource (one namespace or all).
 
     ``run(stop)`` blocks until ``stop`` is set; call it in a thread. Handlers run on
     that thread, in event order; an exception in a handler is logged and ignored.
@@ -71,7 +72,7 @@ class CustomResourceInformer:
     def __init__(
         self,
         api_client: client.ApiClient,
-        resource: CustomResource,
+        resource: Resource,
         *,
         namespace: str | None = None,
         store: Store | None = None,

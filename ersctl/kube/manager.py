@@ -32,7 +32,7 @@ from ersctl.kube.apireader import ApiReader
 from ersctl.kube.cache import CachedReader
 from ersctl.kube.controller import Controller, EnqueueOwner, EnqueueSelf
 from ersctl.kube.events import EventRecorder
-from ersctl.kube.informer import CustomResource, CustomResourceInformer
+from ersctl.kube.informer import Informer, Resource
 from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
 from ersctl.kube.metrics import ControllerMetrics
 from ersctl.kube.predicates import ERS_PREDICATE, RUNNER_PREDICATE, Predicate
@@ -86,7 +86,7 @@ class Manager:
         self._backoff = backoff
         self._watch_timeout = watch_timeout
         self._relist_backoff = relist_backoff
-        self._informers: dict[str, CustomResourceInformer] = {}
+        self._informers: dict[str, Informer] = {}
         self._controllers: list[tuple[Controller, str]] = []  # (controller, primary plural)
         self._elector = (
             None
@@ -200,7 +200,7 @@ class Manager:
         for thread in threads:  # the campaign thread records a lost lease before it ends
             thread.join(timeout=10)
 
-    def add_informer(self, plural: str, informer: CustomResourceInformer) -> None:
+    def add_informer(self, plural: str, informer: Informer) -> None:
         """Watch one more resource through ``informer`` (e.g. the runner controller's
         Pods), so controllers may name ``plural`` in ``owns``; it runs, syncs (readiness
         waits for it) and stops with the others. Call before :meth:`add_controller`."""
@@ -208,15 +208,15 @@ class Manager:
             raise ValueError(f"the manager watches {plural!r} already")
         self._informers[plural] = informer
 
-    def _informer(self, plural: str) -> CustomResourceInformer:
+    def _informer(self, plural: str) -> Informer:
         informer = self._informers.get(plural)
         if informer is not None:
             return informer
         if plural not in KINDS:
             raise ValueError(f"the manager cannot watch {plural!r}; known: {sorted(KINDS)}")
-        informer = CustomResourceInformer(
+        informer = Informer(
             self._api_client,
-            CustomResource(group=GROUP, version=VERSION, plural=plural),
+            Resource(group=GROUP, version=VERSION, plural=plural),
             namespace=self.namespace,
             store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
             watch_timeout=self._watch_timeout,

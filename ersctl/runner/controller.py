@@ -22,7 +22,7 @@ from kubernetes import client
 
 from ersctl.api import ER_PLURAL
 from ersctl.kube.copies import json_copy
-from ersctl.kube.informer import CustomResource, CustomResourceInformer
+from ersctl.kube.informer import Informer, Resource
 from ersctl.kube.manager import Manager
 from ersctl.kube.predicates import AlwaysPass
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
@@ -38,14 +38,14 @@ PODS: Final = "pods"
 RUNNER_POD_SELECTOR: Final = f"{RUNNER_POD_LABEL}=True"
 
 
-class RunnerPodInformer(CustomResourceInformer):
+class RunnerPodInformer(Informer):
     """List+watch of runner Pods only (label ``actions-ephemeral-runner=True``), with
     the recovery of the runtime's informer; the cache never holds other Pods."""
 
     def __init__(self, api_client: client.ApiClient, *, namespace: str | None = None) -> None:
         super().__init__(
             api_client,
-            CustomResource(group="", version="v1", plural=PODS),
+            Resource(group="", version="v1", plural=PODS),
             namespace=namespace,
             store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
         )

@@ -78,7 +78,7 @@ REASON_FAILED_WITH_JOB: Final = "RunnerFailedWithJob"
 
 
 class RunnerReconciler:
-    """Implements ``ersctl.runnerset.ports.Reconciler`` for EphemeralRunners. Thread-safe if its
+    """Implements ``ersctl.kube.reconcile.Reconciler`` for EphemeralRunners. Thread-safe if its
     ports are; the runtime never runs two reconciles of one runner at once."""
 
     def __init__(

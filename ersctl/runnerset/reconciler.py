@@ -104,7 +104,7 @@ class Outcome:
 
 
 class EphemeralRunnerSetReconciler:
-    """Implements ``ersctl.runnerset.ports.Reconciler`` for EphemeralRunnerSets. Thread-safe.
+    """Implements ``ersctl.kube.reconcile.Reconciler`` for EphemeralRunnerSets. Thread-safe.
 
     Holds no per-reconcile state, so the runtime may reconcile different keys on
     different threads at once (never the same key twice at once). Across reconciles it

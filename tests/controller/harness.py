@@ -23,7 +23,7 @@ from ersctl import api
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.cache import CachedReader
 from ersctl.kube.events import EventRecorder
-from ersctl.kube.informer import CustomResource, CustomResourceInformer
+from ersctl.kube.informer import Informer, Resource
 from ersctl.kube.reconcile import Request
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.kube.writer import Writer
@@ -107,10 +107,10 @@ class Cluster:
             expectations=expectations,
         )
 
-    def _informer(self, plural: str) -> CustomResourceInformer:
-        return CustomResourceInformer(
+    def _informer(self, plural: str) -> Informer:
+        return Informer(
             self.api_client,
-            CustomResource(group=api.GROUP, version=api.VERSION, plural=plural),
+            Resource(group=api.GROUP, version=api.VERSION, plural=plural),
             store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
             watch_timeout=30,
         )

@@ -11,13 +11,13 @@ import pytest
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, EphemeralRunnerSet
 from ersctl.kube.cache import CachedReader
-from ersctl.kube.informer import CustomResource, CustomResourceInformer
+from ersctl.kube.informer import Informer, Resource
 from ersctl.kube.queue import Backoff
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.testing.apiserver import ApiServer
 from tests.runtime.conftest import ers_body, free_port, runner_body, wait_for
 
-ERS = CustomResource(group=GROUP, version=VERSION, plural=ERS_PLURAL)
+ERS = Resource(group=GROUP, version=VERSION, plural=ERS_PLURAL)
 FAST = Backoff(base=0.02, cap=0.2)
 
 
@@ -44,7 +44,7 @@ class Recorder:
             return (kind, name) in self.events
 
 
-def start(informer: CustomResourceInformer) -> tuple[threading.Event, threading.Thread]:
+def start(informer: Informer) -> tuple[threading.Event, threading.Thread]:
     stop = threading.Event()
     thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
     thread.start()
@@ -53,8 +53,8 @@ def start(informer: CustomResourceInformer) -> tuple[threading.Event, threading.
 
 
 @pytest.fixture
-def running() -> Iterator[list[tuple[CustomResourceInformer, threading.Event, threading.Thread]]]:
-    started: list[tuple[CustomResourceInformer, threading.Event, threading.Thread]] = []
+def running() -> Iterator[list[tuple[Informer, threading.Event, threading.Thread]]]:
+    started: list[tuple[Informer, threading.Event, threading.Thread]] = []
     yield started
     for informer, stop, thread in started:
         stop.set()
@@ -62,10 +62,8 @@ def running() -> Iterator[list[tuple[CustomResourceInformer, threading.Event, th
         thread.join(5)
 
 
-def make(
-    server: ApiServer, running: list[Any], **kwargs: Any
-) -> tuple[CustomResourceInformer, Recorder]:
-    informer = CustomResourceInformer(server.api_client(), ERS, backoff=FAST, **kwargs)
+def make(server: ApiServer, running: list[Any], **kwargs: Any) -> tuple[Informer, Recorder]:
+    informer = Informer(server.api_client(), ERS, backoff=FAST, **kwargs)
     recorder = Recorder()
     informer.add_handler(recorder)
     stop, thread = start(informer)
@@ -166,9 +164,9 @@ def test_runners_are_indexed_by_their_controller_owner_as_events_arrive(
     apiserver: ApiServer, running: list[Any]
 ) -> None:
     owner = apiserver.create_object(ERS_PLURAL, ers_body("set"))
-    informer = CustomResourceInformer(
+    informer = Informer(
         apiserver.api_client(),
-        CustomResource(group=GROUP, version=VERSION, plural=ER_PLURAL),
+        Resource(group=GROUP, version=VERSION, plural=ER_PLURAL),
         store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
         backoff=FAST,
     )
@@ -188,9 +186,9 @@ def test_equal_runner_specs_are_stored_once_and_handed_out_as_separate_copies(
     owner = apiserver.create_object(ERS_PLURAL, ers_body("set"))
     for name in ("r1", "r2"):
         apiserver.create_object(ER_PLURAL, runner_body(name, owner))
-    informer = CustomResourceInformer(
+    informer = Informer(
         apiserver.api_client(),
-        CustomResource(group=GROUP, version=VERSION, plural=ER_PLURAL),
+        Resource(group=GROUP, version=VERSION, plural=ER_PLURAL),
         store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
         backoff=FAST,
         share_specs=True,
