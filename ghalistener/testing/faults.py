@@ -30,8 +30,9 @@ class FaultBook:
         latency: float = 0.0,
         times: int = 1,
     ) -> Fault:
-        """Add a fault. ``status``: answer with it; ``body``: answer 200 with these raw bytes;
-        ``bom``: prefix the real answer with a UTF-8 BOM; ``latency``: wait first."""
+        """Add a fault. ``status``: answer with it; ``body``: answer 200 with these raw bytes
+        (both: answer ``status`` with ``body`` as text); ``bom``: prefix the real answer
+        with a UTF-8 BOM; ``latency``: wait first."""
         if times == 0 or times < -1:
             raise ValueError("times must be positive, or -1 for 'until cleared'")
         raw = body.encode() if isinstance(body, str) else body

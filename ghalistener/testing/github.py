@@ -41,7 +41,8 @@ Control API (JSON in, JSON out; errors are ``{"error": "..."}`` with 4xx):
                                             with such a token gets 401
 ``POST /_sim/faults``                       ``{"endpoint"?="*", "status"?, "body"?, "bom"?,
                                             "latency"?, "times"?=1}``: next ``times`` requests to the
-                                            endpoint answer ``status``, or 200 with the raw ``body``,
+                                            endpoint answer ``status``, or 200 with the raw ``body``
+                                            (both: ``status`` with ``body`` as text/plain),
                                             or the real answer after a UTF-8 BOM; ``latency`` seconds
                                             first; ``times`` -1 = until cleared
 ``DELETE /_sim/faults``                     clear all faults

@@ -104,6 +104,11 @@ def _answer(
     fault = simulator.faults.take(endpoint)
     if fault and fault.latency:
         time.sleep(fault.latency)
+    if fault and fault.status and fault.body is not None:
+        # A chosen body with the status: an error page, or a service echoing the request.
+        return SimResponse(
+            status=fault.status, body=fault.body, headers={"Content-Type": "text/plain"}
+        )
     if fault and fault.status:
         return _error(fault.status, "injected fault", "SimulatedFaultException")
     if fault and fault.body is not None:

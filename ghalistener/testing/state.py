@@ -159,7 +159,7 @@ class Fault:
 
     endpoint: str = "*"
     status: int | None = None  # answer with this status instead
-    body: bytes | None = None  # answer 200 with this raw (malformed) body instead
+    body: bytes | None = None  # answer 200 (or ``status``) with this raw body instead
     bom: bool = False  # prefix the normal answer with a UTF-8 BOM
     latency: float = 0.0  # seconds to wait before answering
     times: int = 1  # how many requests it affects; -1 = until cleared
