@@ -35,7 +35,8 @@ from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import LeadershipLost
 from ersctl.kube.reconcile import Request
 from ersctl.kube.writer import Writer
-from ersctl.platform.cli import run_command
+from ersctl.platform.background import Background
+from ersctl.platform.cli import kubeconfig_options, run_command
 from ersctl.platform.errors import ConfigError, Failure
 from ersctl.platform.logs import configure_logging
 from ersctl.platform.probes import Verdict
@@ -75,13 +76,6 @@ class _KeyType(click.ParamType[Request]):
 
 KEY = _KeyType()
 
-kubeconfig_option = click.option(
-    "--kubeconfig",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config).",
-)
-
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ersctl")
@@ -91,7 +85,7 @@ def main() -> None:
 
 @main.command()
 @click.option("--namespace", default=None, help="Only watch this namespace (default: all).")
-@kubeconfig_option
+@kubeconfig_options
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option(
     "--leader-elect/--no-leader-elect",
@@ -148,6 +142,7 @@ def reconcile(
     reconciler_factory: ReconcilerFactory | None,
     namespace: str | None,
     kubeconfig: str | None,
+    kube_context: str | None,
     workers: int,
     leader_elect: bool,
     lease_namespace: str | None,
@@ -170,10 +165,10 @@ def reconcile(
     with run_command(PROGRAM):
         configure_logging(fmt=log_format, level=log_level)
         address = parse_address(METRICS_OPTION, metrics_addr)
-        api = api_client(kubeconfig)
-        _check_api(api)
+        api = api_client(kubeconfig, context=kube_context)
         factory = reconciler_factory or EphemeralRunnerSetReconciler
         if once is not None:
+            _check_api(api)
             _reconcile_once(api, once, factory)
             return
         election = None
@@ -231,6 +226,8 @@ def _run_until_stopped(
     controller = build_controller(api, options, reconciler_factory=factory)
     manager = controller.manager
     server = None
+    # The same order as the listener's: configuration, the metrics address, then the
+    # first request to the API server.
     if address is not None:
         server = ProbeServer(
             manager.metrics.registry,
@@ -247,6 +244,12 @@ def _run_until_stopped(
     try:
         if server is not None:
             server.start()
+        # A server that does not answer holds the check until its timeout; a stop does
+        # not wait for it (and a failure it then reports was asked for, not met).
+        check = Background(lambda: _check_api(api), name="check-api")
+        if not check.wait(stop.is_set):
+            return
+        check.result()
         manager.run(stop)
     except LeadershipLost as exc:
         raise Failure(str(exc)) from None
@@ -274,11 +277,13 @@ def _reconcile_once(api: client.ApiClient, request: Request, factory: Reconciler
 @main.command()
 @click.argument("key", type=KEY, required=False)
 @click.option("--namespace", default=None, help="Only sets in this namespace (default: all).")
-@kubeconfig_option
-def status(key: Request | None, namespace: str | None, kubeconfig: str | None) -> None:
+@kubeconfig_options
+def status(
+    key: Request | None, namespace: str | None, kubeconfig: str | None, kube_context: str | None
+) -> None:
     """Print a table of EphemeralRunnerSets (all, one namespace, or NAMESPACE/NAME)."""
     with run_command(PROGRAM):
-        reader = ApiReader(api_client(kubeconfig))
+        reader = ApiReader(api_client(kubeconfig, context=kube_context))
         if key is not None:
             ers = reader.get_ers(key.namespace, key.name)
             if ers is None:
@@ -291,11 +296,11 @@ def status(key: Request | None, namespace: str | None, kubeconfig: str | None) -
 
 @main.command()
 @click.argument("key", type=KEY)
-@kubeconfig_option
-def rollout(key: Request, kubeconfig: str | None) -> None:
+@kubeconfig_options
+def rollout(key: Request, kubeconfig: str | None, kube_context: str | None) -> None:
     """Bump spec.actionableRevision of NAMESPACE/NAME after a runner template change."""
     with run_command(PROGRAM):
-        api = api_client(kubeconfig)
+        api = api_client(kubeconfig, context=kube_context)
         try:
             old, new = _bump_revision(ApiReader(api), Writer(api), key)
         except FieldError as exc:

@@ -21,9 +21,11 @@ from typing import Any
 
 import click
 import prometheus_client
+from kubernetes.client import ApiClient
 
 from ersctl.kube.connect import api_client as kube_api_client
-from ersctl.platform.cli import run_command
+from ersctl.platform.background import Background
+from ersctl.platform.cli import kubeconfig_options, run_command
 from ersctl.platform.logs import configure_logging
 from ersctl.platform.serving import ProbeServer, parse_address
 from ghalistener import __version__
@@ -50,9 +52,7 @@ def main() -> None:
 @click.option(
     "--config", "config_path", metavar="PATH", help="JSON config file [env LISTENER_CONFIG_PATH]."
 )
-@click.option(
-    "--kubeconfig", metavar="PATH", help="kubeconfig; default: in-cluster, else KUBECONFIG."
-)
+@kubeconfig_options
 @click.option("--configure-url", help="GitHub org, repo or enterprise URL.")
 @click.option("--ephemeral-runner-set-namespace", help="Namespace of the EphemeralRunnerSet.")
 @click.option("--ephemeral-runner-set-name", help="Name of the EphemeralRunnerSet.")
@@ -65,7 +65,12 @@ def main() -> None:
 @click.option("--metrics-endpoint", help="HTTP path of the metrics (default /metrics).")
 @click.option("--session-retry-interval", type=float, help="Seconds between tries on 409 (30).")
 @click.option("--session-retry-attempts", type=int, help="Tries on 409 before giving up (10).")
-def run(config_path: str | None, kubeconfig: str | None, **overrides: Any) -> None:
+def run(
+    config_path: str | None,
+    kubeconfig: str | None,
+    kube_context: str | None,
+    **overrides: Any,
+) -> None:
     """Run the listener until SIGTERM or SIGINT (then delete the session and exit 0)."""
     # ARC exports no *_created series; the switch is process-global, so it is thrown
     # here, in the program's entry point, and not when the metrics module is imported.
@@ -77,11 +82,10 @@ def run(config_path: str | None, kubeconfig: str | None, **overrides: Any) -> No
     with run_command("ghalistener"):
         config = load_config(path=config_path, env=os.environ, overrides=overrides)
         configure_logging(level=config.log_level, fmt=config.log_format, secrets=config.secrets())
-        _serve(config, kubeconfig, stop)
+        _serve(config, kube_api_client(kubeconfig, context=kube_context), stop)
 
 
-def _serve(config: ListenerConfig, kubeconfig: str | None, stop: StopSignal) -> None:
-    api_client = kube_api_client(kubeconfig)
+def _serve(config: ListenerConfig, api_client: ApiClient, stop: StopSignal) -> None:
     actions = ActionsClient(
         config_url=config.configure_url,
         credentials=config.credentials(),
@@ -130,7 +134,12 @@ def _serve(config: ListenerConfig, kubeconfig: str | None, stop: StopSignal) -> 
     try:
         # Before a session is opened: an unreachable API server or a missing set ends
         # the start with one line, not after a session and a round of retries.
-        publisher.check_target()
+        # A server that does not answer holds the check until its timeout; a stop does
+        # not wait for it.
+        check = Background(publisher.check_target, name="check-target")
+        if not check.wait(lambda: stop.requested):
+            return
+        check.result()
         listener.run()
     finally:
         if server is not None:

@@ -30,11 +30,11 @@ delete by ``CLOSE_TIMEOUT``) and :meth:`Listener.run` returns normally.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Generic, Protocol, TypeVar
+from typing import Final, Protocol
 
+from ersctl.platform.background import Background
 from ghalistener.actions.errors import SessionConflictError, SessionNotFoundError
 from ghalistener.actions.types import (
     JobAvailable,
@@ -50,13 +50,9 @@ from ghalistener.stopping import StopRequested, StopSignal
 
 log = logging.getLogger(__name__)
 
-STOP_CHECK_INTERVAL: Final = 0.1
-"""Seconds between checks of the stop flag while waiting (well inside the 2 s budget)."""
 CLOSE_TIMEOUT: Final = 1.0
 """Seconds a stopping listener waits for its session delete (a slow service must not
 hold up the exit; it drops the session once nobody polls it)."""
-
-T = TypeVar("T")
 
 
 class Session(Protocol):
@@ -113,31 +109,6 @@ class _Stopped:
 
 
 _STOPPED: Final = _Stopped()
-
-
-class _Background(Generic[T]):
-    """Runs one blocking call on a daemon thread, so a stop need not wait for it
-    (the long poll; the session delete on the way out)."""
-
-    def __init__(self, call: Callable[[], T], *, name: str) -> None:
-        self._call = call
-        self.done = threading.Event()
-        self._result: T | None = None
-        self._error: BaseException | None = None
-        threading.Thread(target=self._run, name=name, daemon=True).start()
-
-    def _run(self) -> None:
-        try:
-            self._result = self._call()
-        except BaseException as exc:  # handed to the loop thread, which re-raises it
-            self._error = exc
-        finally:
-            self.done.set()
-
-    def result(self) -> T:
-        if self._error is not None:
-            raise self._error
-        return self._result  # type: ignore[return-value]  # set when no error
 
 
 class Listener:
@@ -227,13 +198,12 @@ class Listener:
     def _poll(self) -> RunnerScaleSetMessage | _Stopped | None:
         session = self._require_session()
         last, capacity = self._last_message_id, self._scaler.max_runners
-        poll = _Background(
+        poll = Background(
             lambda: session.get_message(last_message_id=last, max_capacity=capacity),
             name="long-poll",
         )
-        while not poll.done.wait(STOP_CHECK_INTERVAL):
-            if self._stop.requested:
-                return _STOPPED
+        if not poll.wait(lambda: self._stop.requested):
+            return _STOPPED
         return poll.result()
 
     def _handle(self, message: RunnerScaleSetMessage) -> None:
@@ -393,7 +363,7 @@ class Listener:
         self.health.record_session_closed()
         if session is None:
             return
-        closing = _Background(session.close, name="close-session")
+        closing = Background(session.close, name="close-session")
         if not closing.done.wait(CLOSE_TIMEOUT if self._stop.requested else None):
             log.warning(
                 "message session not deleted: the service did not answer within "

@@ -88,21 +88,8 @@ class KubePublisher:
         no-op that needs only the ``patch`` the listener's Role grants (ARC's grants no
         ``get``). KubeError when the API server cannot be reached or refuses;
         ConfigError naming the set's field when it does not exist."""
-        action = f"patch {ERS_PLURAL}/{self.namespace}/{self.name}"
         try:
-            self._call(
-                action,
-                lambda: self._api.patch_namespaced_custom_object(
-                    GROUP,
-                    VERSION,
-                    self.namespace,
-                    ERS_PLURAL,
-                    self.name,
-                    {},
-                    _content_type=MERGE_PATCH,
-                    _request_timeout=CHECK_TIMEOUT,
-                ),
-            )
+            self._call(self._set_action, self._patch_set({}, timeout=CHECK_TIMEOUT))
         except NotFoundError:
             raise ConfigError(
                 "ephemeral_runner_set_name",
@@ -115,19 +102,24 @@ class KubePublisher:
         Raises KubeError when the patch cannot be applied (after retries).
         """
         body = {"spec": {"replicas": replicas, "patchID": patch_id}}
-        action = f"patch {ERS_PLURAL}/{self.namespace}/{self.name}"
-        self._with_retries(
-            action,
-            lambda: self._api.patch_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                self.namespace,
-                ERS_PLURAL,
-                self.name,
-                body,
-                _content_type=MERGE_PATCH,
-                _request_timeout=REQUEST_TIMEOUT,
-            ),
+        self._with_retries(self._set_action, self._patch_set(body, timeout=REQUEST_TIMEOUT))
+
+    @property
+    def _set_action(self) -> str:
+        return f"patch {ERS_PLURAL}/{self.namespace}/{self.name}"
+
+    def _patch_set(
+        self, body: dict[str, Any], *, timeout: tuple[float, float]
+    ) -> Callable[[], Any]:
+        return lambda: self._api.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            self.namespace,
+            ERS_PLURAL,
+            self.name,
+            body,
+            _content_type=MERGE_PATCH,
+            _request_timeout=timeout,
         )
 
     def record_job_started(self, job: JobStarted) -> bool:

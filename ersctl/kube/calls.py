@@ -94,7 +94,9 @@ def _cause(exc: BaseException) -> str:
     inner: BaseException = exc
     while isinstance(inner, urllib3.exceptions.MaxRetryError) and inner.reason is not None:
         inner = inner.reason
-    text = _REPR_PREFIX.sub("", str(inner)).removeprefix("Failed to establish a new connection: ")
+    # Some carry (connection, message) as their args: the message is what to show.
+    words = inner.args[-1] if inner.args and isinstance(inner.args[-1], str) else str(inner)
+    text = _REPR_PREFIX.sub("", words).removeprefix("Failed to establish a new connection: ")
     return _cut(text or type(inner).__name__)
 
 

@@ -14,12 +14,36 @@ import importlib
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Final, NoReturn
+from typing import Final, NoReturn, TypeVar
+
+import click
 
 from ersctl.platform.errors import EXIT_FAILURE, EXIT_USAGE, ConfigError, Failure
 
 EXIT_INTERRUPTED: Final = 130
 """Ctrl-C before a command could finish (128 + SIGINT, as shells report it)."""
+
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def kubeconfig_options(command: F) -> F:
+    """``--kubeconfig PATH`` and ``--context NAME``, the same in every command that talks
+    to Kubernetes (they arrive as ``kubeconfig`` and ``kube_context``;
+    ``ersctl.kube.connect.api_client`` takes both)."""
+    command = click.option(
+        "--context",
+        "kube_context",
+        metavar="NAME",
+        default=None,
+        help="Context of the kubeconfig (default: its current context).",
+    )(command)
+    return click.option(
+        "--kubeconfig",
+        metavar="PATH",
+        default=None,
+        help="Kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config).",
+    )(command)
 
 
 def fail(program: str, message: str, code: int = EXIT_FAILURE) -> NoReturn:
