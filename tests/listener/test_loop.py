@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -249,3 +250,23 @@ def test_a_failed_poll_propagates_after_deleting_the_session() -> None:
     with pytest.raises(RuntimeError, match="network down"):
         listener.run()
     assert journal[-1] == ("close", "s1")
+
+
+def test_republishing_the_same_idle_state_is_not_logged_at_info(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="ghalistener")
+    journal: Journal = []
+    session = FakeSession("s1", journal, statistics=stats(0))
+    listener, _ = make_listener(journal, [session], min_runners=1)
+    session.script = [None, None, message(1, 2), stop_then_block(listener, session)]
+    listener.run()
+    # Every poll publishes (the timer the controller recovers by), but only a change of
+    # (replicas, patch ID) is an INFO line: the start, then the new demand.
+    assert desired(journal) == [(1, 0), (1, 0), (1, 0), (3, 3)]
+    logged = [
+        (r.fields["replicas"], r.fields["patch_id"])  # type: ignore[attr-defined]
+        for r in caplog.records
+        if r.getMessage() == "published desired runner count" and r.levelno == logging.INFO
+    ]
+    assert logged == [(1, 0), (3, 3)]

@@ -124,6 +124,17 @@ def test_reconcile_once_prints_its_decision_and_acts_once(
     assert len(apiserver.list_objects(ER_PLURAL)) == 2
 
 
+def test_reconcile_once_of_a_missing_set_is_one_line_and_exit_1(
+    apiserver: ApiServer, kubeconfig: str
+) -> None:
+    code, out = invoke("reconcile", "--once", "default/nope", "--kubeconfig", kubeconfig)
+    assert (code, out.strip().splitlines()[-1]) == (
+        1,
+        "ersctl: EphemeralRunnerSet default/nope not found",
+    )
+    assert apiserver.list_objects(ER_PLURAL) == []
+
+
 # -- two controller processes -----------------------------------------------------------
 
 
