@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import httpx
 import pytest
 
@@ -111,3 +113,27 @@ def test_jittered_waits_stay_below_the_exponential_envelope() -> None:
     assert response.status_code == 503
     envelope = [min(30.0, 2.0**i) for i in range(6)]
     assert all(w <= cap for w, cap in zip(waits, envelope, strict=True))
+
+
+def test_each_retried_attempt_is_one_warning_naming_the_request(
+    github: GitHubMock, client: ActionsClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="ghalistener.actions")
+    route = github.service("GET", PATH)
+    route.side_effect = [
+        httpx.Response(503),
+        httpx.ConnectError("refused"),
+        httpx.Response(200, json=SCALE_SET),
+    ]
+
+    client.get_runner_scale_set_by_id(7)
+
+    retries = [r for r in caplog.records if r.getMessage() == "retrying a failed GitHub request"]
+    assert [(r.levelno, r.fields["attempt"], r.fields["outcome"]) for r in retries] == [  # type: ignore[attr-defined]
+        (logging.WARNING, 1, "status 503"),
+        (logging.WARNING, 2, "ConnectError"),
+    ]
+    assert all(
+        r.fields["request"].startswith("GET ") and PATH in r.fields["request"]  # type: ignore[attr-defined]
+        for r in retries
+    )
