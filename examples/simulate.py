@@ -18,24 +18,35 @@ and runs their Pods itself, and the agent only plays the kubelet and the runner 
 Exit code 0 when every job completed and no runner was deleted while running one
 (and, without ``--faults``, the set is back at min_runners); 1 otherwise, or when a
 program under test exits on its own. A bad option value is one line naming it and exit
-code 2, before anything starts (``simulation.options``).
+code 2, before anything starts (``simulation.options``). Ctrl-C at any point stops the
+programs it started and ends with one line and exit code 130.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 
-from simulation.options import parse_args
+from simulation.options import PROG, parse_args
+
+from ersctl.platform.cli import EXIT_INTERRUPTED, fail
 
 
 def main(argv: list[str] | None = None) -> int:
     """Check the options, then run (see the module docstring)."""
-    args = parse_args(argv)
-    # Imported once the options are good: the servers and both programs' packages take
-    # a second to import, which a typo should not have to wait for.
-    from simulation.command import run
+    try:
+        args = parse_args(argv)
+        # Imported once the options are good: the servers and both programs' packages
+        # take a second to import, which a typo should not have to wait for.
+        from simulation.command import run
 
-    return run(args)
+        return run(args)
+    except KeyboardInterrupt:
+        if __name__ == "__main__":
+            # The programs are stopped by now and the process ends here: another Ctrl-C
+            # must not cut this line short with a traceback.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        fail(PROG, "interrupted", EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """``python examples/simulate.py`` as users run it: a bad option value is one line and
-exit code 2 before anything starts.
+exit code 2 before anything starts; Ctrl-C, during start-up or mid-run, once or again
+and again, is one line and exit code 130, with every program it started stopped.
 
 Each run gets its own session (``start_new_session``); every process it starts, however
 deep, stays in it, so the programs under test are found through ``/proc``.
@@ -13,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -145,3 +147,70 @@ def test_a_plot_in_a_directory_without_write_permission_is_one_line(tmp_path: Pa
     assert_one_line(result, 2, "--plot", repr(str(target)), "permission")
     assert list(locked.iterdir()) == []
     assert not (tmp_path / "work").exists()
+
+
+# -- Ctrl-C -----------------------------------------------------------------------------
+
+
+def programs_of(proc: subprocess.Popen[str]) -> dict[int, str]:
+    return {pid: cmd for pid, cmd in processes_in_session(proc.pid).items() if pid != proc.pid}
+
+
+def wait_for_both_programs(proc: subprocess.Popen[str]) -> dict[int, str]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        programs = programs_of(proc)
+        if len(programs) >= 2:
+            return programs
+        time.sleep(0.02)
+    raise AssertionError(f"the programs did not start (exit code {proc.returncode})")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize(
+    ("moment", "again"),
+    [
+        pytest.param("start-up", False, id="during-start-up"),
+        pytest.param("mid-run", False, id="mid-run"),
+        # Again and again until the process exits, as a user does when stopping does not
+        # look quick enough: no press may cut the stopping of the programs short.
+        pytest.param("mid-run", True, id="mid-run-pressed-until-it-exits"),
+    ],
+)
+def test_ctrl_c_is_one_line_exit_130_and_stops_the_programs(
+    tmp_path: Path, moment: str, again: bool
+) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, str(SIMULATE), "--workdir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        if moment == "mid-run":
+            assert proc.stderr is not None
+            first = proc.stderr.readline()  # progress starts when the run does
+            assert PROGRESS in first, first
+        programs = wait_for_both_programs(proc)
+
+        os.kill(proc.pid, signal.SIGINT)
+        while again and proc.poll() is None:
+            os.kill(proc.pid, signal.SIGINT)  # still ours: poll() has not reaped it
+            time.sleep(0.05)
+        _, err = proc.communicate(timeout=60)
+        leftover = processes_in_session(proc.pid)
+    finally:
+        kill_session(proc)
+
+    commands = " | ".join(programs.values())
+    assert "ghalistener run" in commands and "ersctl reconcile" in commands, commands
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert [line for line in err.splitlines() if PROGRESS not in line] == [
+        "simulate.py: interrupted"
+    ]
+    if moment == "start-up":
+        assert err == "simulate.py: interrupted\n"  # no progress yet: the run had not begun
+    assert leftover == {}
