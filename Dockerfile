@@ -19,6 +19,11 @@ COPY ersctl ./ersctl
 # pip compiles the bytecode here: the final root filesystem is read-only at run time.
 RUN /opt/venv/bin/pip install . \
     && /opt/venv/bin/pip uninstall --yes pip setuptools wheel
+# .dockerignore keeps the test support (*/testing/) out of the context; should a build get
+# around it (another context or ignore file), fail here rather than ship it.
+RUN leaked="$(find /opt/venv/lib/python3*/site-packages/ghalistener \
+        /opt/venv/lib/python3*/site-packages/ersctl -name testing)" \
+    && if [ -n "$leaked" ]; then echo "test support would ship: $leaked" >&2; exit 1; fi
 
 FROM ${PYTHON_IMAGE}
 # 65532 is the conventional "nonroot" uid of distroless images; Kubernetes'

@@ -13,5 +13,7 @@ Modules, from pure to I/O:
 - ``github_side``: the GitHub simulator, its HTTP server and the agent's service port.
 - ``processes``: the programs under test as subprocesses (start, stop, restart).
 - ``orchestrate``: runs one simulation end to end and returns its trace.
+- ``options``: ``simulate.py``'s command line, every value checked before anything starts.
+- ``command``: what ``simulate.py`` does with good options: run, report, write outputs.
 - ``baseline``: the controller ordering before ARC PR #4642, for the benchmark only.
 """

@@ -7,7 +7,9 @@ baseline controller) as subprocesses through their command lines; then drives on
 loop that queues the workload's jobs on time, fires the fault schedule, steps the
 runner agent and samples the system, until every job is done and the set is back at
 ``min_runners`` (or the drain deadline passes). It returns the run's
-:class:`~simulation.trace.Trace`; logs of both programs stay in ``workdir``.
+:class:`~simulation.trace.Trace`; logs of both programs stay in ``workdir``. A Ctrl-C
+stops both programs before it propagates as KeyboardInterrupt
+(:class:`~simulation.processes.CtrlC`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from simulation.faults import Fault, FaultKind, fault_plan
 from simulation.github_side import GitHubSide
 from simulation.live import LiveLine, Progress
 from simulation.pods import PodAgent
-from simulation.processes import Program, ProgramExited
+from simulation.processes import CtrlC, Program, ProgramExited
 from simulation.trace import Mark, RunnerTrace, Sample, Trace, count_traffic
 from simulation.workload import JobArrival, WorkloadSpec, generate, last_finish
 
@@ -68,8 +70,10 @@ class Agent(Protocol):
 def run_simulation(config: SimulationConfig, *, workdir: Path, live: LiveLine) -> Trace:
     """Run ``config`` end to end and return what happened (see the module docstring)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    with ApiServer() as api, GitHubSide(long_poll=config.long_poll) as github:
-        sim = _Simulation(config=config, api=api, github=github, workdir=workdir, live=live)
+    with ApiServer() as api, GitHubSide(long_poll=config.long_poll) as github, CtrlC() as ctrl_c:
+        sim = _Simulation(
+            config=config, api=api, github=github, workdir=workdir, live=live, ctrl_c=ctrl_c
+        )
         try:
             sim.start()
             sim.loop()
@@ -87,8 +91,10 @@ class _Simulation:
         github: GitHubSide,
         workdir: Path,
         live: LiveLine,
+        ctrl_c: CtrlC,
     ) -> None:
         self.config = config
+        self.ctrl_c = ctrl_c
         self.api = api
         self.github = github
         self.workdir = workdir
@@ -189,6 +195,7 @@ class _Simulation:
         a message session, so job waits measure scaling, not interpreter start-up."""
         deadline = time.time() + timeout
         while time.time() < deadline:
+            self.ctrl_c.check()
             ers = EphemeralRunnerSet(self.api.get_object(ERS_PLURAL, NAMESPACE, ERS_NAME) or {})
             if ers.has_finalizer(ERS_FINALIZER) and self.github.has_session():
                 return
@@ -211,6 +218,7 @@ class _Simulation:
         deadline = last_finish(self.jobs) + self.config.drain_timeout
         next_sample = 0.0
         while True:
+            self.ctrl_c.check()
             now = time.time() - self.origin
             while queue and queue[0].at <= now:
                 self._enqueue(queue.pop(0))

@@ -4,6 +4,7 @@
 click commands the ``ghalistener`` and ``ersctl`` console scripts run; using
 ``sys.executable -m`` keeps the simulation independent of ``PATH``. Output goes to a
 log file per program (appended across restarts) so the terminal stays readable.
+:class:`CtrlC` keeps a Ctrl-C from leaving one of them running.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO
+from types import FrameType, TracebackType
+from typing import IO, Any
 
 
 class ProgramExited(RuntimeError):
@@ -77,3 +80,49 @@ class Program:
         """Stop (SIGTERM when ``graceful``, else SIGKILL) and start again."""
         self.stop(graceful=graceful)
         self.start()
+
+
+class CtrlC:
+    """Ctrl-C (SIGINT) as a request to stop, while programs under test run.
+
+    Python raises KeyboardInterrupt wherever the main thread is when SIGINT lands: between
+    starting a program and recording it, or halfway through stopping them, which leaves a
+    program running. Inside ``with CtrlC() as ctrl_c:`` SIGINT only sets a flag; the
+    loops call :meth:`check` where stopping is safe, cleanup runs to its end however often
+    Ctrl-C is pressed, and leaving the block raises KeyboardInterrupt when Ctrl-C was
+    pressed. Outside the main thread (no signal handler can be set there) it does nothing.
+    """
+
+    def __init__(self) -> None:
+        self.pressed = False
+        self._installed = False
+        self._previous: Any = None
+
+    def __enter__(self) -> CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+            self._installed = True
+        return self
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        self.pressed = True
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt if Ctrl-C was pressed."""
+        if self.pressed:
+            raise KeyboardInterrupt
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._installed:
+            previous = self._previous
+            signal.signal(
+                signal.SIGINT, signal.default_int_handler if previous is None else previous
+            )
+            self._installed = False
+        if self.pressed and not isinstance(exc, KeyboardInterrupt):
+            raise KeyboardInterrupt

@@ -28,8 +28,8 @@ class Burst:
             burst = cls(at=float(at_text), count=int(count_text))
         except ValueError:
             raise ValueError(f"burst {text!r}: expected AT:COUNT, e.g. 5:8") from None
-        if not sep or burst.at < 0 or burst.count < 1:
-            raise ValueError(f"burst {text!r}: expected AT >= 0 and COUNT >= 1")
+        if not sep or not 0 <= burst.at < math.inf or burst.count < 1:
+            raise ValueError(f"burst {text!r}: expected AT >= 0 (finite) and COUNT >= 1")
         return burst
 
 

@@ -27,6 +27,7 @@ from ersctl.cli import main as ersctl_main
 from ersctl.crds import load_crds
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.config import load_config as load_listener_config
+from tests.cluster.image import dockerfile_stages
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "examples" / "deploy"
@@ -292,23 +293,8 @@ def test_the_sample_set_names_the_credentials_secret_template(
     assert [c["name"] for c in containers] == ["runner"]
 
 
-def dockerfile_stages() -> list[list[str]]:
-    """The Dockerfile's instructions (continuations joined), split into stages."""
-    text = re.sub(r"\\\n", " ", (ROOT / "Dockerfile").read_text(encoding="utf-8"))
-    stages: list[list[str]] = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.upper().startswith("FROM "):
-            stages.append([])
-        if stages:
-            stages[-1].append(line)
-    return stages
-
-
 def test_the_image_is_multi_stage_slim_and_runs_as_a_non_root_user() -> None:
-    stages = dockerfile_stages()
+    stages = dockerfile_stages(ROOT / "Dockerfile")
     assert len(stages) >= 2
     final = stages[-1]
     arg = re.search(r"ARG PYTHON_IMAGE=(\S+)", (ROOT / "Dockerfile").read_text())

@@ -1,0 +1,183 @@
+"""The image ships both programs and none of the test support under ``*/testing/``.
+
+There is no Docker engine on the build machines, so this does what the Dockerfile's build
+stage does with the same inputs: the build context as .dockerignore leaves it, the build
+stage's ``WORKDIR`` and ``COPY`` instructions, then pip building the project with its
+build backend (hatchling) — a wheel here, where the image runs ``pip install .``. The
+programs then run from that wheel alone: the repository is not on ``sys.path``, only the
+unpacked wheel and the third-party packages of this virtual environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from importlib.metadata import EntryPoint, PathDistribution
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from tests.cluster.image import DockerIgnore, copy_build_stage, dockerfile_stages, stage_named
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = ("ghalistener", "ersctl")
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's wheel, built by pip from what the image's build stage holds."""
+    build = tmp_path_factory.mktemp("image")
+    stage = stage_named(dockerfile_stages(ROOT / "Dockerfile"), "builder")
+    project = copy_build_stage(stage, context=ROOT, root=build / "stage")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "--no-index", "--quiet", "--wheel-dir", str(build / "dist"), str(project)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    (path,) = (build / "dist").glob("*.whl")
+    return path
+
+
+@pytest.fixture(scope="module")
+def unpacked(wheel: Path) -> Path:
+    site = wheel.parent.parent / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    return site
+
+
+def test_the_wheel_holds_both_programs_and_no_test_support(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+
+    assert [n for n in names if "testing" in PurePosixPath(n).parts] == []
+    for program in PROGRAMS:
+        assert f"{program}/__main__.py" in names
+        assert f"{program}/cli.py" in names
+    assert any(n.startswith("ersctl/crds/") and n.endswith(".yaml") for n in names)
+
+
+def console_scripts(site: Path) -> dict[str, EntryPoint]:
+    (dist_info,) = site.glob("*.dist-info")
+    entry_points = PathDistribution(dist_info).entry_points
+    return {ep.name: ep for ep in entry_points if ep.group == "console_scripts"}
+
+
+def run_isolated(site: Path, cwd: Path, *argv: str) -> subprocess.Popen[str]:
+    """``python argv...`` seeing the unpacked wheel first, then this environment's
+    third-party packages, and nothing else: no ``site`` (whose .pth files would put the
+    editable install's repository back on the path), no script or working directory."""
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": os.pathsep.join([str(site), sysconfig.get_paths()["purelib"]]),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-S", "-P", *argv],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_both_programs_run_from_the_wheel_alone(unpacked: Path, tmp_path: Path) -> None:
+    scripts = console_scripts(unpacked)
+    assert sorted(scripts) == sorted(PROGRAMS)
+    # What pip writes into bin/ for each console script.
+    for name, ep in scripts.items():
+        (tmp_path / name).write_text(
+            f"import sys\nfrom {ep.module} import {ep.attr}\nsys.exit({ep.attr}())\n"
+        )
+    running = {
+        program: run_isolated(unpacked, tmp_path, str(tmp_path / program), "--help")
+        for program in PROGRAMS
+    }
+    # Every module of both packages, imported from the wheel, pulls in no test support.
+    probe = run_isolated(unpacked, tmp_path, "-c", IMPORT_EVERY_MODULE)
+
+    for program, proc in running.items():
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, (program, err)
+        assert err == ""
+        assert out.startswith(f"Usage: {program} [OPTIONS] COMMAND"), out
+    out, err = probe.communicate(timeout=60)
+    assert probe.returncode == 0, err
+    assert err == ""
+    seen = json.loads(out)
+    assert str(ROOT) not in seen["path"]
+    for program in PROGRAMS:
+        assert seen["files"][program] == str(unpacked / program / "__init__.py")
+    assert len(seen["imported"]) > 50
+    assert [m for m in seen["modules"] if "testing" in m.split(".")] == []
+
+
+IMPORT_EVERY_MODULE = """
+import importlib, json, pkgutil, sys
+imported = []
+for name in ("ghalistener", "ersctl"):
+    package = importlib.import_module(name)
+    for info in pkgutil.walk_packages(package.__path__, name + "."):
+        importlib.import_module(info.name)
+        imported.append(info.name)
+print(json.dumps({
+    "path": sys.path,
+    "files": {name: sys.modules[name].__file__ for name in ("ghalistener", "ersctl")},
+    "imported": imported,
+    "modules": sorted(sys.modules),
+}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "excluded"),
+    [
+        ("README.md", False),
+        ("ersctl/cli.py", False),
+        ("ersctl/crds/Kustomization", False),
+        ("tests/conftest.py", True),
+        (".venv/bin/python", True),
+        ("ghalistener/__pycache__/cli.cpython-311.pyc", True),
+        ("ersctl/kube/__pycache__/queue.cpython-311.pyc", True),
+        ("ghalistener/testing/server.py", True),
+        ("ersctl/testing/apiserver/server.py", True),
+        ("ersctl/testing/podsim.py", True),
+    ],
+)
+def test_the_build_context_is_the_two_packages_and_their_metadata(
+    path: str, excluded: bool
+) -> None:
+    assert DockerIgnore.of(ROOT).excludes(path) is excluded
+
+
+@pytest.mark.parametrize(
+    ("rules", "path", "excluded"),
+    [
+        # The examples of Docker's .dockerignore documentation.
+        ("*/temp*", "somedir/temporary.txt", True),
+        ("*/temp*", "somedir/sub/temporary.txt", False),
+        ("*/*/temp*", "somedir/subdir/temporary.txt", True),
+        ("temp?", "tempa", True),
+        ("temp?", "dir/tempa", False),
+        ("**/*.go", "a/b/c.go", True),
+        ("**/*.go", "c.go", True),
+        ("*.md\n!README*.md\nREADME-secret.md", "README-secret.md", True),
+        ("*.md\n!README*.md\nREADME-secret.md", "README.md", False),
+        ("*.md\nREADME-secret.md\n!README*.md", "README-secret.md", False),
+        # Cleaning, comments and parents.
+        ("/foo/bar/", "foo/bar/baz", True),
+        ("# foo", "# foo", False),
+        ("foo", "foo/bar/baz", True),
+        ("*\n!foo/\nfoo/bar", "foo/bar/baz", True),
+        ("*\n!foo/\nfoo/bar", "foo/baz", False),
+    ],
+)
+def test_the_dockerignore_reading_follows_docker(rules: str, path: str, excluded: bool) -> None:
+    assert DockerIgnore(rules).excludes(path) is excluded
