@@ -12,7 +12,8 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/venv
 WORKDIR /src
-# Metadata first, so a code-only change reuses the dependency layer.
+# The metadata and the two packages: all `pip install .` needs (.dockerignore keeps the
+# rest of the tree, test support included, out of the context).
 COPY pyproject.toml README.md ./
 COPY ghalistener ./ghalistener
 COPY ersctl ./ersctl
