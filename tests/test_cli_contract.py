@@ -209,3 +209,21 @@ def test_ctrl_c_during_start_up_ends_without_a_traceback(
     assert len(outcome.reports) <= 1, stderr
     if outcome.code == 130:
         assert outcome.reports == [f"{program}: interrupted"]
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [
+        pytest.param(
+            ["ghalistener", "run", "--min-runners", "x"], "'--min-runners'", id="listener"
+        ),
+        pytest.param(["ersctl", "reconcile", "--workers", "0"], "'--workers'", id="controller"),
+        pytest.param(["ersctl", "status", "a/b/c"], "NAMESPACE/NAME", id="a malformed key"),
+    ],
+)
+def test_a_bad_option_value_is_one_line_and_exit_2(command: list[str], option: str) -> None:
+    outcome = finish(start([sys.executable, "-m", *command]))
+    assert outcome.code == 2, outcome.stderr
+    (line,) = outcome.stderr.splitlines()
+    assert line.startswith(f"{command[0]}: ") and option in line
+    assert line.endswith(f"(see '{command[0]} {command[1]} --help')")

@@ -5,7 +5,8 @@
 ``Failure`` (Kubernetes, GitHub, the programs' own) prints ``<program>: <message>`` and
 exits 1. :func:`launch` is the console scripts' entry point: it imports the command
 line inside a guard, so a Ctrl-C even during start-up's imports ends with one line
-instead of a traceback. Codes: ``ersctl.platform.errors``.
+instead of a traceback, and it reports click's usage errors in one line too (click's
+own report is a usage block). Codes: ``ersctl.platform.errors``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Final, NoReturn, TypeVar
 
 import click
 
-from ersctl.platform.errors import EXIT_FAILURE, EXIT_USAGE, ConfigError, Failure
+from ersctl.platform.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ConfigError, Failure
 
 EXIT_INTERRUPTED: Final = 130
 """Ctrl-C before a command could finish (128 + SIGINT, as shells report it)."""
@@ -64,11 +65,18 @@ def run_command(program: str) -> Iterator[None]:
 
 
 def launch(program: str, target: str, argv: list[str] | None = None) -> None:
-    """Import ``target`` (``module:function``) and call it, as a console script does,
-    ending a Ctrl-C at any point (imports included) with one line."""
+    """Import the click command ``target`` (``module:attribute``) and run it, as a console
+    script does, with every way it can end in one line: a Ctrl-C at any point (imports
+    included) and click's own usage errors (a bad option value: exit 2)."""
     try:
-        module_name, _, function = target.partition(":")
-        command: Callable[..., object] = getattr(importlib.import_module(module_name), function)
-        command(args=argv, prog_name=program)
-    except KeyboardInterrupt:
+        module_name, _, attribute = target.partition(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attribute)
+        code = command.main(args=argv, prog_name=program, standalone_mode=False)
+    except (KeyboardInterrupt, click.Abort):
         fail(program, "interrupted", EXIT_INTERRUPTED)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else program
+        fail(program, f"{exc.format_message()} (see '{where} --help')", EXIT_USAGE)
+    except click.ClickException as exc:
+        fail(program, exc.format_message(), exc.exit_code)
+    raise SystemExit(code if isinstance(code, int) else EXIT_OK)
