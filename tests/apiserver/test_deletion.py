@@ -8,12 +8,13 @@ import time
 from typing import Any
 
 import pytest
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client import ApiException
 
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer
 from tests.apiserver.objects import Objects, er_body, ers_body
+from tests.kubeclient import new_watch
 
 
 def test_delete_with_a_finalizer_keeps_the_object_until_the_finalizer_is_removed(
@@ -32,7 +33,7 @@ def test_delete_with_a_finalizer_keeps_the_object_until_the_finalizer_is_removed
         ers.get("a")
     assert caught.value.status == 404
 
-    stream = watch.Watch()
+    stream = new_watch()
     seen = []
     for event in stream.stream(
         custom.list_namespaced_custom_object,
@@ -78,13 +79,19 @@ def test_delete_without_finalizers_removes_at_once(ers: Objects) -> None:
 
 
 @pytest.mark.parametrize(
-    "field", [pytest.param("uid", id="uid"), pytest.param("resourceVersion", id="resourceVersion")]
+    "preconditions",
+    [
+        pytest.param(client.V1Preconditions(uid="1"), id="uid"),
+        pytest.param(client.V1Preconditions(resource_version="1"), id="resourceVersion"),
+    ],
 )
-def test_delete_preconditions_that_do_not_match_are_409(ers: Objects, field: str) -> None:
+def test_delete_preconditions_that_do_not_match_are_409(
+    ers: Objects, preconditions: client.V1Preconditions
+) -> None:
     ers.create(ers_body("a"))
 
     with pytest.raises(ApiException) as caught:
-        ers.delete("a", body=client.V1DeleteOptions(preconditions={field: "1"}))
+        ers.delete("a", body=client.V1DeleteOptions(preconditions=preconditions))
 
     assert caught.value.status == 409
     assert ers.get("a")
@@ -97,7 +104,9 @@ def test_delete_preconditions_that_match_are_honoured(ers: Objects) -> None:
     ers.delete(
         "a",
         body=client.V1DeleteOptions(
-            preconditions={"uid": meta["uid"], "resourceVersion": meta["resourceVersion"]}
+            preconditions=client.V1Preconditions(
+                uid=meta["uid"], resource_version=meta["resourceVersion"]
+            )
         ),
     )
 
@@ -189,7 +198,7 @@ def test_orphan_propagation_strips_the_owner_reference(ers: Objects, runners: Ob
 
 
 def test_deleting_a_namespace_deletes_its_contents(core: client.CoreV1Api, custom: Any) -> None:
-    core.create_namespace({"metadata": {"name": "team"}})
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="team")))
     custom.create_namespaced_custom_object(
         api.GROUP,
         api.VERSION,
@@ -199,9 +208,12 @@ def test_deleting_a_namespace_deletes_its_contents(core: client.CoreV1Api, custo
     )
 
     core.delete_namespace("team")
-    assert core.read_namespace("team").status.phase == "Terminating"
+    terminating = core.read_namespace("team").status
+    assert terminating is not None and terminating.phase == "Terminating"
     with pytest.raises(ApiException) as refused:
-        core.create_namespaced_secret("team", {"metadata": {"name": "s"}})
+        core.create_namespaced_secret(
+            "team", client.V1Secret(metadata=client.V1ObjectMeta(name="s"))
+        )
     custom.patch_namespaced_custom_object(
         api.GROUP, api.VERSION, "team", api.ERS_PLURAL, "a", {"metadata": {"finalizers": None}}
     )

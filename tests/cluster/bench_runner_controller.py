@@ -32,7 +32,7 @@ class Run:
     seconds: float
     requests_per_runner: float
     resync_requests: int
-    writes: Counter[tuple[str, str]]
+    writes: Counter[tuple[str, str | None]]  # (verb, resource)
 
 
 def runner_doc(i: int, url: str, scale_set: int) -> dict[str, object]:

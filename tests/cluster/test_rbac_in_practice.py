@@ -82,7 +82,7 @@ def rbac() -> tuple[set[Grant], set[Grant]]:
 
 
 def sample_set(config_url: str, scale_set: int) -> dict[str, Any]:
-    ers = yaml.safe_load((BASE / "ephemeralrunnerset.yaml").read_text(encoding="utf-8"))
+    ers: dict[str, Any] = yaml.safe_load((BASE / "ephemeralrunnerset.yaml").read_text("utf-8"))
     ers["spec"]["ephemeralRunnerSpec"]["githubConfigUrl"] = config_url
     ers["spec"]["ephemeralRunnerSpec"]["runnerScaleSetId"] = scale_set
     return ers

@@ -18,6 +18,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from ersctl import api
 from ersctl.kube.reconcile import Request
@@ -157,7 +158,7 @@ def run(count: int, repeat: int) -> None:
             for patch_id in range(9, 9 + 5):
                 spec = {"patchID": patch_id, "replicas": count + patch_id - 8}
                 server.patch_object(api.ERS_PLURAL, NAMESPACE, NAME, {"spec": spec})
-                wait_until(lambda p=patch_id: _cached(cache).patch_id == p)
+                wait_until(partial(_has_patch_id, cache, patch_id))
                 ups.append(measure(server, reconciler))
             report("scale up by one (guarded)", count, ups)
         controller.services.close()
@@ -167,6 +168,10 @@ def _cached(cache: CachedReader) -> api.EphemeralRunnerSet:
     ers = cache.get_ers(NAMESPACE, NAME)
     assert ers is not None
     return ers
+
+
+def _has_patch_id(cache: CachedReader, patch_id: int) -> bool:
+    return _cached(cache).patch_id == patch_id
 
 
 def main() -> None:

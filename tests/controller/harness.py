@@ -36,6 +36,7 @@ from ersctl.testing.apiserver.hooks import RequestRecord
 from ersctl.wiring import ControllerOptions, build_controller
 from tests.controller.github import PAT, FakeGitHub, no_sleep_client
 from tests.controller.objects import ers_doc
+from tests.kubeclient import json_object
 
 NAMESPACE = "arc"
 SYNC_TIMEOUT = 5.0
@@ -81,13 +82,13 @@ class Cluster:
             thread.start()
         for informer in self._informers:
             assert informer.wait_for_sync(SYNC_TIMEOUT)
-        self.core.create_namespace({"metadata": {"name": NAMESPACE}})
+        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
         self.core.create_namespaced_secret(
             NAMESPACE,
-            {
-                "metadata": {"name": "github-config"},
-                "data": {"github_token": base64.b64encode(PAT.encode()).decode()},
-            },
+            client.V1Secret(
+                metadata=client.V1ObjectMeta(name="github-config"),
+                data={"github_token": base64.b64encode(PAT.encode()).decode()},
+            ),
         )
 
     def reconciler_with(
@@ -122,7 +123,7 @@ class Cluster:
         for thread in self._threads:
             thread.join(timeout=5)
         self.services.close()
-        self.api_client.close()
+        self.api_client.close()  # type: ignore[no-untyped-call]
 
     # -- arranging -------------------------------------------------------------------
 
@@ -132,8 +133,10 @@ class Cluster:
         unless ``finalizers`` says otherwise."""
         status = fields.pop("status", None)
         fields.setdefault("finalizers", [api.ERS_FINALIZER])
-        created: dict[str, Any] = self.custom.create_namespaced_custom_object(
-            api.GROUP, api.VERSION, NAMESPACE, api.ERS_PLURAL, ers_doc(name, **fields)
+        created = json_object(
+            self.custom.create_namespaced_custom_object(
+                api.GROUP, api.VERSION, NAMESPACE, api.ERS_PLURAL, ers_doc(name, **fields)
+            )
         )
         if status:
             created = self.patch_ers_status(name, status)
@@ -191,8 +194,10 @@ class Cluster:
             },
             "spec": set_view.spec.get("ephemeralRunnerSpec") or {},
         }
-        created = self.custom.create_namespaced_custom_object(
-            api.GROUP, api.VERSION, NAMESPACE, api.ER_PLURAL, body
+        created = json_object(
+            self.custom.create_namespaced_custom_object(
+                api.GROUP, api.VERSION, NAMESPACE, api.ER_PLURAL, body
+            )
         )
         name = str(created["metadata"]["name"])
         status: dict[str, Any] = {}

@@ -15,6 +15,7 @@ from ersctl.kube.events import EventRecorder
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
 from ersctl.kube.queue import Backoff
 from ersctl.kube.reconcile import Request
+from ersctl.runnerset.ports import CachedReader
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from tests.controller.harness import NAMESPACE, Cluster, body
 
@@ -100,7 +101,7 @@ class StoredMalformed:
     fields, as a server that did not enforce the CRD's schema would have stored them,
     until a write changes the set's resourceVersion."""
 
-    inner: Any
+    inner: CachedReader
     resource_version: str
     fields: dict[str, Any]
 
@@ -151,7 +152,7 @@ class OneRunnerMalformed:
     """The cache, showing one owned runner with a malformed field (as a server that did
     not enforce the CRD's schema would have stored it)."""
 
-    inner: Any
+    inner: CachedReader
     fields: dict[str, Any]
 
     def list_owned_runners(self, ers: api.EphemeralRunnerSet) -> list[api.EphemeralRunner]:

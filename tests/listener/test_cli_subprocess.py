@@ -16,10 +16,11 @@ from typing import Any
 import httpx
 import pytest
 from kubernetes import client as kube_client
-from kubernetes import config as kube_config
 from prometheus_client.parser import text_string_to_metric_families
 
 from ersctl.api import ERS_PLURAL, GROUP, VERSION
+from ersctl.kube import connect
+from tests.kubeclient import json_object
 from tests.listener.processes import Server, ready_server, sim, start_listener
 
 TOKEN = "ghp_subprocessSECRETtoken0123456789"
@@ -45,8 +46,10 @@ def wait_until(condition: Callable[[], bool], *, timeout: float = 15.0, what: st
 
 
 def create_ers(kubeconfig: Path) -> kube_client.CustomObjectsApi:
-    api_client = kube_config.new_client_from_config(config_file=str(kubeconfig))
-    kube_client.CoreV1Api(api_client).create_namespace({"metadata": {"name": NAMESPACE}})
+    api_client = connect.api_client(str(kubeconfig))
+    kube_client.CoreV1Api(api_client).create_namespace(
+        kube_client.V1Namespace(metadata=kube_client.V1ObjectMeta(name=NAMESPACE))
+    )
     custom = kube_client.CustomObjectsApi(api_client)
     custom.create_namespaced_custom_object(
         GROUP,
@@ -107,7 +110,7 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
                 obj = custom.get_namespaced_custom_object(
                     GROUP, VERSION, NAMESPACE, ERS_PLURAL, ERS_NAME
                 )
-                return dict(obj["spec"])
+                return dict(json_object(obj)["spec"])
 
             wait_until(lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session")
             request_ids = sim(github, "POST", "/jobs", {"scaleSetId": 1, "count": 3})["requestIds"]

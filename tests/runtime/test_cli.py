@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -166,7 +167,8 @@ def controllers(kubeconfig: str) -> Iterator[list[tuple[subprocess.Popen[str], i
 def ready(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as resp:
-            return resp.status == 200
+            status: int = resp.status
+            return status == 200
     except OSError:
         return False
 
@@ -176,7 +178,7 @@ def test_two_controller_processes_only_the_lease_holder_reconciles(
     apiserver: ApiServer, controllers: list[tuple[subprocess.Popen[str], int]]
 ) -> None:
     for _, port in controllers:
-        wait_for(lambda port=port: ready(port), timeout=20, interval=0.1)
+        wait_for(partial(ready, port), timeout=20, interval=0.1)
     apiserver.create_object(ERS_PLURAL, ers_body("web", replicas=2, patch_id=1))
     wait_for(lambda: len(apiserver.list_objects(ER_PLURAL)) == 2, timeout=10)
     lease = apiserver.get_object("leases", "default", "ersctl-leader")
