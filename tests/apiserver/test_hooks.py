@@ -112,9 +112,12 @@ def test_direct_access_has_the_same_semantics_as_http(apiserver: ApiServer, ers:
 def test_direct_reads_return_copies(apiserver: ApiServer) -> None:
     apiserver.create_object("ephemeralrunnersets", ers_body("a"))
 
-    apiserver.get_object("ephemeralrunnersets", "default", "a")["spec"]["replicas"] = 99  # type: ignore[index]
+    read = apiserver.get_object("ephemeralrunnersets", "default", "a")
+    assert read is not None
+    read["spec"]["replicas"] = 99
 
-    assert apiserver.get_object("ephemeralrunnersets", "default", "a")["spec"]["replicas"] == 1  # type: ignore[index]
+    again = apiserver.get_object("ephemeralrunnersets", "default", "a")
+    assert again is not None and again["spec"]["replicas"] == 1
 
 
 def test_core_resources_and_leases_are_served(apiserver: ApiServer, kube_client: object) -> None:

@@ -90,7 +90,8 @@ def test_rollout_bumps_the_actionable_revision_with_a_resource_version_precondit
 
     assert code == 0, out
     assert out.strip() == "default/web: actionableRevision 4 -> 5"
-    assert apiserver.get_object(ERS_PLURAL, "default", "web")["spec"]["actionableRevision"] == 5  # type: ignore[index]
+    web = apiserver.get_object(ERS_PLURAL, "default", "web")
+    assert web is not None and web["spec"]["actionableRevision"] == 5
     patches = [r for r in apiserver.request_log.records() if r.verb == "patch"]
     assert [p.status for p in patches] == [409, 200]
     assert all(json.loads(p.body)["metadata"]["resourceVersion"] for p in patches)

@@ -200,7 +200,12 @@ def test_equal_runner_specs_are_stored_once_and_handed_out_as_separate_copies(
     apiserver.create_object(ER_PLURAL, runner_body("r3", owner))  # through the watch
     wait_for(lambda: informer.store.get("default", "r3"))
     apiserver.patch_object(ER_PLURAL, "default", "r2", {"spec": {"githubConfigUrl": "other"}})
-    wait_for(lambda: informer.store.get("default", "r2")["spec"]["githubConfigUrl"] == "other")  # type: ignore[index]
+    wait_for(
+        lambda: (
+            (informer.store.get("default", "r2") or {}).get("spec", {}).get("githubConfigUrl")
+            == "other"
+        )
+    )
 
     r1, r2, r3 = (informer.store.get("default", n) for n in ("r1", "r2", "r3"))
     assert r1 is not None and r2 is not None and r3 is not None

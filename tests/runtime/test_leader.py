@@ -104,7 +104,8 @@ def test_losing_the_lease_stops_reconciling_and_writing_at_once(
     assert calls.count() == 1
     with pytest.raises(NotLeaderError):
         leader.manager.writer.patch_ers(EphemeralRunnerSet(created), {"spec": {"replicas": 5}})
-    assert apiserver.get_object(ERS_PLURAL, "default", "set")["spec"]["replicas"] == 2  # type: ignore[index]
+    stored = apiserver.get_object(ERS_PLURAL, "default", "set")
+    assert stored is not None and stored["spec"]["replicas"] == 2
 
 
 def test_a_renew_stuck_in_a_slow_request_stops_reconciling_before_the_lease_can_expire(
