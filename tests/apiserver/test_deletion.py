@@ -15,6 +15,7 @@ from ersctl import api
 from ersctl.testing.apiserver import ApiServer
 from tests.apiserver.objects import Objects, er_body, ers_body
 from tests.kubeclient import new_watch
+from tests.polling import eventually
 
 
 def test_delete_with_a_finalizer_keeps_the_object_until_the_finalizer_is_removed(
@@ -113,15 +114,6 @@ def test_delete_preconditions_that_match_are_honoured(ers: Objects) -> None:
     assert ers.list()["items"] == []
 
 
-def _wait_until(predicate: Any, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return bool(predicate())
-
-
 def _names(objects: Objects) -> list[str]:
     return [item["metadata"]["name"] for item in objects.list()["items"]]
 
@@ -137,7 +129,7 @@ def test_garbage_collection_removes_the_dependents_of_a_deleted_owner(
 
     ers.delete("a")
 
-    assert _wait_until(lambda: _names(runners) == ["theirs"])
+    eventually(lambda: _names(runners) == ["theirs"])
 
 
 def test_garbage_collection_honours_the_dependents_finalizers(
@@ -148,7 +140,7 @@ def test_garbage_collection_honours_the_dependents_finalizers(
 
     ers.delete("a")
 
-    assert _wait_until(lambda: "deletionTimestamp" in runners.get("r")["metadata"])
+    eventually(lambda: "deletionTimestamp" in runners.get("r")["metadata"])
     runners.patch("r", {"metadata": {"finalizers": None}})
     assert _names(runners) == []
 
@@ -170,7 +162,7 @@ def test_a_dependent_created_for_a_missing_owner_is_collected(runners: Objects) 
 
     runners.create(er_body(ghost, name="r"))
 
-    assert _wait_until(lambda: _names(runners) == [])
+    eventually(lambda: _names(runners) == [])
 
 
 def test_without_gc_dependents_of_a_deleted_owner_stay() -> None:
@@ -262,4 +254,4 @@ def test_foreground_deletion_keeps_the_owner_until_its_blocking_dependents_are_g
     deleting = ers.get("a")["metadata"]
     assert deleting["deletionTimestamp"] and deleting["finalizers"] == ["foregroundDeletion"]
     runners.patch("held", {"metadata": {"finalizers": None}})
-    assert _wait_until(lambda: _names(ers) == [])
+    eventually(lambda: _names(ers) == [])

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +36,7 @@ from ersctl.wiring import ControllerOptions, build_controller
 from tests.controller.github import PAT, FakeGitHub, no_sleep_client
 from tests.controller.objects import ers_doc
 from tests.kubeclient import json_object
+from tests.polling import eventually
 
 NAMESPACE = "arc"
 SYNC_TIMEOUT = 5.0
@@ -257,10 +257,12 @@ class Cluster:
         """Wait until the cache holds exactly the server's objects, by resourceVersion."""
         stores = [(api.ERS_PLURAL, self._informers[0].store, sets)]
         stores.append((api.ER_PLURAL, self._informers[1].store, runners))
-        deadline = time.monotonic() + SYNC_TIMEOUT
-        while any(want and not self._in_sync(plural, store) for plural, store, want in stores):
-            assert time.monotonic() < deadline, "the informer cache did not catch up"
-            time.sleep(0.005)
+        eventually(
+            lambda: all(not want or self._in_sync(plural, store) for plural, store, want in stores),
+            timeout=SYNC_TIMEOUT,
+            interval=0.005,
+            what="the informer cache catching up with the server",
+        )
 
     def _in_sync(self, plural: str, store: Store) -> bool:
         server = {
@@ -342,10 +344,12 @@ class RunningController:
 
     def __enter__(self) -> RunningController:
         self._thread.start()
-        deadline = time.monotonic() + SYNC_TIMEOUT
-        while not self.manager.has_synced():
-            assert time.monotonic() < deadline, "the controller's caches did not sync"
-            time.sleep(0.005)
+        eventually(
+            self.manager.has_synced,
+            timeout=SYNC_TIMEOUT,
+            interval=0.005,
+            what="the controller's caches syncing",
+        )
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from ersctl.api import ERS_PLURAL, GROUP, VERSION
 from ersctl.kube import connect
 from tests.kubeclient import json_object
 from tests.listener.processes import Server, ready_server, sim, start_listener
+from tests.polling import eventually
 
 TOKEN = "ghp_subprocessSECRETtoken0123456789"
 NAMESPACE = "arc"
@@ -34,15 +34,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def wait_until(condition: Callable[[], bool], *, timeout: float = 15.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def create_ers(kubeconfig: Path) -> kube_client.CustomObjectsApi:
@@ -112,11 +103,13 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
                 )
                 return dict(json_object(obj)["spec"])
 
-            wait_until(lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session")
+            eventually(
+                lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session", timeout=15
+            )
             request_ids = sim(github, "POST", "/jobs", {"scaleSetId": 1, "count": 3})["requestIds"]
-            wait_until(lambda: spec()["replicas"] == 3, what="replicas 3")
+            eventually(lambda: spec()["replicas"] == 3, what="replicas 3", timeout=15)
             sim(github, "POST", f"/jobs/{request_ids[2]}/cancel", {"requeue": False})
-            wait_until(lambda: spec()["replicas"] == 2, what="replicas 2")
+            eventually(lambda: spec()["replicas"] == 2, what="replicas 2", timeout=15)
             assert spec()["patchID"] > 0
 
             scrape = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
@@ -172,7 +165,9 @@ def test_a_second_listener_gives_up_when_the_session_stays_held(tmp_path: Path) 
         create_ers(kubeconfig)
         first = start_listener(listener_config(github), tmp_path, kubeconfig)
         try:
-            wait_until(lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session")
+            eventually(
+                lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session", timeout=15
+            )
             (tmp_path / "second").mkdir()
             second = start_listener(
                 listener_config(github, session_retry_interval=0.05, session_retry_attempts=3),

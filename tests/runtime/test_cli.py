@@ -20,7 +20,8 @@ from click.testing import CliRunner
 from ersctl.api import ER_PLURAL, ERS_PLURAL
 from ersctl.cli import main
 from ersctl.testing.apiserver import ApiServer
-from tests.runtime.conftest import ers_body, free_port, runner_body, wait_for
+from tests.polling import eventually
+from tests.runtime.conftest import ers_body, free_port, runner_body
 
 
 @pytest.fixture
@@ -179,9 +180,9 @@ def test_two_controller_processes_only_the_lease_holder_reconciles(
     apiserver: ApiServer, controllers: list[tuple[subprocess.Popen[str], int]]
 ) -> None:
     for _, port in controllers:
-        wait_for(partial(ready, port), timeout=20, interval=0.1)
+        eventually(partial(ready, port), timeout=20, interval=0.1)
     apiserver.create_object(ERS_PLURAL, ers_body("web", replicas=2, patch_id=1))
-    wait_for(lambda: len(apiserver.list_objects(ER_PLURAL)) == 2, timeout=10)
+    eventually(lambda: len(apiserver.list_objects(ER_PLURAL)) == 2, timeout=10)
     lease = apiserver.get_object("leases", "default", "ersctl-leader")
     assert lease is not None
     by_leading = sorted(controllers, key=lambda c: scrape(c[1])["ersctl_leader"], reverse=True)
@@ -199,8 +200,8 @@ def test_two_controller_processes_only_the_lease_holder_reconciles(
     leader.send_signal(signal.SIGTERM)
     assert leader.wait(timeout=10) == 0
     apiserver.patch_object(ERS_PLURAL, "default", "web", {"spec": {"replicas": 3, "patchID": 2}})
-    wait_for(lambda: len(apiserver.list_objects(ER_PLURAL)) == 3, timeout=10)
-    wait_for(lambda: reconciles(follower_port) >= 1)
+    eventually(lambda: len(apiserver.list_objects(ER_PLURAL)) == 3, timeout=10)
+    eventually(lambda: reconciles(follower_port) >= 1)
     time.sleep(0.5)
     assert len(apiserver.list_objects(ER_PLURAL)) == 3
 

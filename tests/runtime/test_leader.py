@@ -15,7 +15,8 @@ from ersctl.kube.errors import NotLeaderError
 from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, LeadershipLost, Manager
 from ersctl.testing.apiserver import ApiServer
-from tests.runtime.conftest import ers_body, free_port, wait_for
+from tests.polling import eventually
+from tests.runtime.conftest import ers_body, free_port
 from tests.runtime.test_manager import Recording, Running
 
 LEASE = "ersctl-test-leader"
@@ -62,12 +63,12 @@ def test_only_the_lease_holder_reconciles_and_a_clean_stop_hands_over_at_once(
 ) -> None:
     apiserver.create_object(ERS_PLURAL, ers_body("set"))
     first, first_calls = candidates("first", patient=True)
-    wait_for(lambda: holder(apiserver) == "first")
+    eventually(lambda: holder(apiserver) == "first")
     second, second_calls = candidates("second", patient=True)
-    wait_for(lambda: first_calls.count() == 1)
+    eventually(lambda: first_calls.count() == 1)
 
     apiserver.patch_object(ERS_PLURAL, "default", "set", {"spec": {"replicas": 3}})
-    wait_for(lambda: first_calls.count() == 2)
+    eventually(lambda: first_calls.count() == 2)
     time.sleep(1.2)  # past a retry period: the follower tried and was refused
 
     assert second_calls.count() == 0
@@ -76,7 +77,7 @@ def test_only_the_lease_holder_reconciles_and_a_clean_stop_hands_over_at_once(
     handed_over = time.monotonic()
     first.halt()  # releases the Lease instead of letting it expire
     assert first.error is None
-    wait_for(lambda: second_calls.count() >= 1, timeout=3)
+    eventually(lambda: second_calls.count() >= 1, timeout=3)
     assert holder(apiserver) == "second"
     assert time.monotonic() - handed_over < 2.0  # faster than waiting out the lease
 
@@ -86,14 +87,14 @@ def test_losing_the_lease_stops_reconciling_and_writing_at_once(
 ) -> None:
     created = apiserver.create_object(ERS_PLURAL, ers_body("set"))
     leader, calls = candidates("leader")
-    wait_for(lambda: calls.count() == 1)
+    eventually(lambda: calls.count() == 1)
 
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     stolen = time.monotonic()
     apiserver.patch_object("leases", "default", LEASE, {"spec": {
         "holderIdentity": "intruder", "leaseDurationSeconds": 60, "renewTime": now,
     }})  # fmt: skip
-    wait_for(lambda: not leader.manager.is_leading(), timeout=4)
+    eventually(lambda: not leader.manager.is_leading(), timeout=4)
     lost_after = time.monotonic() - stolen
     apiserver.patch_object(ERS_PLURAL, "default", "set", {"spec": {"replicas": 2}})
     leader.thread.join(5)
@@ -112,13 +113,13 @@ def test_a_renew_stuck_in_a_slow_request_stops_reconciling_before_the_lease_can_
     apiserver: ApiServer, candidates: Callable[..., tuple[Running, Recording]]
 ) -> None:
     leader, _ = candidates("leader")
-    wait_for(leader.manager.is_leading)
+    eventually(leader.manager.is_leading)
 
     apiserver.inject_fault(verb="update", resource="leases", latency=3.0)
     armed = time.monotonic()
     # The library still believes it leads (its renew call has not returned), but the
     # last successful renew is older than the renew deadline: others may take over.
-    wait_for(lambda: not leader.manager.is_leading(), timeout=2.5)
+    eventually(lambda: not leader.manager.is_leading(), timeout=2.5)
 
     assert time.monotonic() - armed < 1.5 + 0.3
 
