@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from ersctl import api
 from ersctl.testing.apiserver import ApiServer
 from tests.controller.github import PAT
 from tests.controller.objects import ers_doc
+from tests.leases import refused_campaigns
 from tests.polling import eventually
 
 NAMESPACE = "arc"
@@ -141,7 +141,15 @@ def test_only_the_lease_holder_reconciles_and_the_other_takes_over_when_it_stops
     eventually(lambda: len(live_runners(server)) == 2, timeout=WAIT)
     eventually(lambda: scaled_up_by(server), timeout=WAIT)
     eventually(lambda: second.reconciles() >= 0, timeout=WAIT)  # its metrics answer: it is up
-    time.sleep(1.0)  # a second reconciler would have acted by now
+    # The second replica saw the set and its runners come (it campaigns only once its
+    # caches synced) and has campaigned since, refused: a second reconciler would have
+    # acted by then.
+    since = len(server.request_log.records())
+    eventually(
+        lambda: refused_campaigns(server.request_log, LEASE, since=since),
+        timeout=WAIT,
+        what="a refused campaign of the second replica",
+    )
 
     assert len(live_runners(server)) == 2
     assert scaled_up_by(server) == {leader}
