@@ -16,6 +16,7 @@ from ersctl import api
 from ersctl.testing.apiserver import ApiServer
 from tests.apiserver.objects import Objects, ers_body
 from tests.kubeclient import WatchStream, new_watch
+from tests.polling import eventually
 
 
 def _events(
@@ -174,6 +175,12 @@ def _watch_in_background(
     return arrivals, stream
 
 
+def watching(server: ApiServer) -> set[str | None]:
+    """The resources the server has registered a watch on (it logs a watch request
+    once its watcher is in place)."""
+    return {r.resource for r in server.request_log.records() if r.verb == "watch"}
+
+
 @pytest.fixture
 def delayed(apiserver: ApiServer) -> ApiServer:
     apiserver.set_watch_delay(api.ERS_PLURAL, 0.5)
@@ -186,7 +193,7 @@ def test_the_watch_delay_hook_delays_only_the_chosen_resource(
     start = ers.list()["metadata"]["resourceVersion"]
     ers_events, _ = _watch_in_background(custom, api.ERS_PLURAL, start)
     er_events, _ = _watch_in_background(custom, api.ER_PLURAL, start)
-    time.sleep(0.1)  # let both watches connect
+    eventually(lambda: watching(delayed) >= {api.ERS_PLURAL, api.ER_PLURAL}, what="both watches")
 
     written = time.monotonic()
     ers.create(ers_body("set"))

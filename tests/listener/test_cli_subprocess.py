@@ -19,6 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ersctl.api import ERS_PLURAL, GROUP, VERSION
 from ersctl.kube import connect
+from ghalistener.testing.model import GitHubSimulator
+from ghalistener.testing.server import SimulatorServer, serve
 from tests.kubeclient import json_object
 from tests.listener.processes import Server, ready_server, sim, start_listener
 from tests.polling import eventually
@@ -66,7 +68,12 @@ def create_ers(kubeconfig: Path) -> kube_client.CustomObjectsApi:
     return custom
 
 
-def listener_config(github: Server, **more: Any) -> dict[str, Any]:
+def held_polls(simulator: GitHubSimulator) -> int:
+    """How many long polls the simulator holds open right now."""
+    return sum(session.polls for session in list(simulator.sessions.values()))
+
+
+def listener_config(github: Server | SimulatorServer, **more: Any) -> dict[str, Any]:
     return {
         "configure_url": f"{github.url}/octo",
         "github_token": TOKEN,
@@ -85,11 +92,12 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
     tmp_path: Path,
 ) -> None:
     kubeconfig = tmp_path / "kubeconfig"
+    # In this process, so the test sees the long polls it holds.
+    simulator = GitHubSimulator(hold_seconds=30)
+    scale_set = int(simulator.create_scale_set(name="runners")["id"])
     with (
         ready_server("ersctl.testing.apiserver", "--port", "0", "--kubeconfig", str(kubeconfig)),
-        ready_server(
-            "ghalistener.testing.github", "--port", "0", "--hold", "30", "--scale-set", "runners"
-        ) as github,
+        serve(simulator, port=0) as github,
     ):
         custom = create_ers(kubeconfig)
         metrics_port = free_port()
@@ -103,12 +111,10 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
                 )
                 return dict(json_object(obj)["spec"])
 
-            eventually(
-                lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session", timeout=15
-            )
-            request_ids = sim(github, "POST", "/jobs", {"scaleSetId": 1, "count": 3})["requestIds"]
+            eventually(lambda: simulator.state()["sessions"], what="a session", timeout=15)
+            request_ids = [simulator.enqueue_job(scale_set) for _ in range(3)]
             eventually(lambda: spec()["replicas"] == 3, what="replicas 3", timeout=15)
-            sim(github, "POST", f"/jobs/{request_ids[2]}/cancel", {"requeue": False})
+            simulator.cancel_job(request_ids[2], requeue=False)
             eventually(lambda: spec()["replicas"] == 2, what="replicas 2", timeout=15)
             assert spec()["patchID"] > 0
 
@@ -132,7 +138,9 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
             }
             assert gauges["gha_desired_runners"][1] == 2
 
-            time.sleep(0.5)  # the listener is now inside a 30 s long poll
+            # It published 2 after the poll that brought the cancellation returned: a poll
+            # held now is the next one, 30 s long.
+            eventually(lambda: held_polls(simulator), what="a long poll held", timeout=15)
             stopped_at = time.monotonic()
             listener.send_signal(signal.SIGTERM)
             code = listener.wait(timeout=10)
@@ -143,9 +151,9 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
         stderr = listener.stderr.read() if listener.stderr else ""
         assert code == 0, stderr
         assert elapsed < 2.0, f"took {elapsed:.2f} s to stop"
-        kinds = [event["kind"] for event in sim(github, "GET", "/events")["events"]]
+        kinds = [event["kind"] for event in simulator.events]
         assert "session.deleted" in kinds
-        assert sim(github, "GET", "/state")["sessions"] == []
+        assert simulator.state()["sessions"] == []
         assert TOKEN not in stderr
         lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
         scaling = [line for line in lines if line["msg"] == "published desired runner count"]
