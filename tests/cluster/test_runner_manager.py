@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,9 +133,10 @@ def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_
             stderr=subprocess.STDOUT,
         )
         try:
-            # Ready = caches synced: from here it would act on the runner within moments.
+            # Ready = caches synced, a runner controller's Pod cache among them (readiness
+            # covers that informer): by then it would have listed Pods. This one never did.
             eventually(lambda: ready(port), timeout=60)
-            time.sleep(0.5)
+            assert [r.path for r in h.server.request_log.records() if r.resource == "pods"] == []
             assert h.pod() is None  # off: nothing touches runner Pods
         finally:
             without.send_signal(signal.SIGTERM)
