@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -130,9 +131,9 @@ def reconcile_count(port: int) -> int:
                    if line.startswith("ersctl_reconcile_total")))  # fmt: skip
 
 
-def wait_until(check: object, timeout: float) -> None:
+def wait_until(check: Callable[[], object], timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
+    while not check():
         if time.monotonic() > deadline:
             raise SystemExit("benchmark: condition not met in time")
         time.sleep(0.1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import TypedDict
 
 import httpx
 import jwt
@@ -235,6 +236,12 @@ def test_user_agent_is_the_system_info_json(github: GitHubMock, clock: Clock) ->
     assert github.admin.calls.last.request.headers["User-Agent"] == info.user_agent()
 
 
+class AppFields(TypedDict):
+    app_id: str
+    installation_id: int
+    private_key: str
+
+
 @pytest.mark.parametrize(
     ("kwargs", "problem"),
     [
@@ -251,11 +258,9 @@ def test_user_agent_is_the_system_info_json(github: GitHubMock, clock: Clock) ->
         ),
     ],
 )
-def test_unusable_app_credentials_are_rejected_up_front(
-    kwargs: dict[str, object], problem: str
-) -> None:
+def test_unusable_app_credentials_are_rejected_up_front(kwargs: AppFields, problem: str) -> None:
     with pytest.raises(CredentialsError, match=problem):
-        AppCredentials(**kwargs)  # type: ignore[arg-type]
+        AppCredentials(**kwargs)
 
 
 def test_a_private_key_that_cannot_sign_is_a_credentials_error_without_the_key(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -289,12 +290,12 @@ ENDPOINT_CALLS = [
 
 @pytest.mark.parametrize("call", ENDPOINT_CALLS)
 def test_every_endpoint_turns_an_unexpected_status_into_a_request_error(
-    github: GitHubMock, client: ActionsClient, call: object
+    github: GitHubMock, client: ActionsClient, call: Callable[[ActionsClient], object]
 ) -> None:
     route = github.router.route(url__startswith=f"{SERVICE}/_apis/")
     route.return_value = service_error(400, "SomeServiceException", "bad input")
     with pytest.raises(RequestError) as caught:
-        call(client)  # type: ignore[operator]
+        call(client)
     error = caught.value
     assert type(error) is RequestError
     assert (error.status, error.type_name, error.activity_id) == (

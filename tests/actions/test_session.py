@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -191,11 +191,11 @@ def test_acquiring_nothing_sends_nothing(github: GitHubMock, session: MessageSes
     ],
 )
 def test_a_404_from_the_queue_means_the_session_is_gone(
-    github: GitHubMock, session: MessageSession, call: object
+    github: GitHubMock, session: MessageSession, call: Callable[[MessageSession], object]
 ) -> None:
     github.router.route(url__startswith=QUEUE).return_value = httpx.Response(404)
     with pytest.raises(SessionNotFoundError):
-        call(session)  # type: ignore[operator]
+        call(session)
 
 
 def test_close_deletes_the_session_once(github: GitHubMock, client: ActionsClient) -> None:

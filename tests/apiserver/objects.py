@@ -8,6 +8,7 @@ from typing import Any
 from kubernetes import client
 
 from ersctl import api
+from tests.kubeclient import json_object
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -49,22 +50,25 @@ class Objects:
         self.plural = plural
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self._custom.create_namespaced_custom_object(
-            api.GROUP, api.VERSION, "default", self.plural, body
+        return json_object(
+            self._custom.create_namespaced_custom_object(
+                api.GROUP, api.VERSION, "default", self.plural, body
+            )
         )
-        return result
 
     def get(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._custom.get_namespaced_custom_object(
-            api.GROUP, api.VERSION, "default", self.plural, name
+        return json_object(
+            self._custom.get_namespaced_custom_object(
+                api.GROUP, api.VERSION, "default", self.plural, name
+            )
         )
-        return result
 
     def list(self, **kwargs: Any) -> dict[str, Any]:
-        result: dict[str, Any] = self._custom.list_namespaced_custom_object(
-            api.GROUP, api.VERSION, "default", self.plural, **kwargs
+        return json_object(
+            self._custom.list_namespaced_custom_object(
+                api.GROUP, api.VERSION, "default", self.plural, **kwargs
+            )
         )
-        return result
 
     def patch(
         self, name: str, patch: Any, *, content_type: str = MERGE, status: bool = False
@@ -74,16 +78,17 @@ class Objects:
             if status
             else self._custom.patch_namespaced_custom_object
         )
-        result: dict[str, Any] = call(
-            api.GROUP,
-            api.VERSION,
-            "default",
-            self.plural,
-            name,
-            patch,
-            _content_type=content_type,
+        return json_object(
+            call(
+                api.GROUP,
+                api.VERSION,
+                "default",
+                self.plural,
+                name,
+                patch,
+                _content_type=content_type,
+            )
         )
-        return result
 
     def replace(self, name: str, body: dict[str, Any], *, status: bool = False) -> dict[str, Any]:
         call = (
@@ -91,11 +96,11 @@ class Objects:
             if status
             else self._custom.replace_namespaced_custom_object
         )
-        result: dict[str, Any] = call(api.GROUP, api.VERSION, "default", self.plural, name, body)
-        return result
+        return json_object(call(api.GROUP, api.VERSION, "default", self.plural, name, body))
 
     def delete(self, name: str, **kwargs: Any) -> dict[str, Any]:
-        result: dict[str, Any] = self._custom.delete_namespaced_custom_object(
-            api.GROUP, api.VERSION, "default", self.plural, name, **kwargs
+        return json_object(
+            self._custom.delete_namespaced_custom_object(
+                api.GROUP, api.VERSION, "default", self.plural, name, **kwargs
+            )
         )
-        return result

@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import logging
 import time
+from typing import cast
 
 import pytest
+import urllib3
 from kubernetes import client
 from kubernetes.client import ApiException
 
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer, StatusError
 from tests.apiserver.objects import Objects, ers_body
+from tests.kubeclient import json_object, status_of
 
 
 def test_the_request_log_records_what_the_client_sent(apiserver: ApiServer, ers: Objects) -> None:
@@ -59,7 +62,7 @@ def test_a_fault_matches_verb_resource_name_and_subresource(
     ers.patch("a", {"status": {"phase": "Running"}}, status=True)
 
     assert caught.value.status == 409
-    assert json.loads(caught.value.body)["reason"] == "Conflict"
+    assert status_of(caught.value)["reason"] == "Conflict"
 
 
 def test_a_latency_fault_delays_and_then_serves(apiserver: ApiServer, ers: Objects) -> None:
@@ -109,9 +112,12 @@ def test_direct_access_has_the_same_semantics_as_http(apiserver: ApiServer, ers:
 def test_direct_reads_return_copies(apiserver: ApiServer) -> None:
     apiserver.create_object("ephemeralrunnersets", ers_body("a"))
 
-    apiserver.get_object("ephemeralrunnersets", "default", "a")["spec"]["replicas"] = 99  # type: ignore[index]
+    read = apiserver.get_object("ephemeralrunnersets", "default", "a")
+    assert read is not None
+    read["spec"]["replicas"] = 99
 
-    assert apiserver.get_object("ephemeralrunnersets", "default", "a")["spec"]["replicas"] == 1  # type: ignore[index]
+    again = apiserver.get_object("ephemeralrunnersets", "default", "a")
+    assert again is not None and again["spec"]["replicas"] == 1
 
 
 def test_core_resources_and_leases_are_served(apiserver: ApiServer, kube_client: object) -> None:
@@ -124,25 +130,33 @@ def test_core_resources_and_leases_are_served(apiserver: ApiServer, kube_client:
     )
     core.create_namespaced_pod(
         "default",
-        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        client.V1Pod(
+            metadata=client.V1ObjectMeta(name="p"),
+            spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="i")]),
+        ),
     )
     core.create_namespaced_event(
         "default",
-        {
-            "metadata": {"name": "e"},
-            "involvedObject": {"kind": "Pod", "name": "p"},
-            "reason": "Test",
-            "message": "hello",
-        },
+        client.CoreV1Event(
+            metadata=client.V1ObjectMeta(name="e"),
+            involved_object=client.V1ObjectReference(kind="Pod", name="p"),
+            reason="Test",
+            message="hello",
+        ),
     )
     lease = leases.create_namespaced_lease(
-        "default", {"metadata": {"name": "l"}, "spec": {"holderIdentity": "me"}}
+        "default",
+        client.V1Lease(
+            metadata=client.V1ObjectMeta(name="l"), spec=client.V1LeaseSpec(holder_identity="me")
+        ),
     )
 
-    assert core.read_namespaced_pod("p", "default").status.phase == "Pending"
+    pod = core.read_namespaced_pod("p", "default")
+    assert pod.status is not None and pod.status.phase == "Pending"
     assert [e.reason for e in core.list_namespaced_event("default").items] == ["Test"]
-    assert lease.spec.holder_identity == "me"
-    assert [ns.metadata.name for ns in core.list_namespace().items][:1] == ["default"]
+    assert lease.spec is not None and lease.spec.holder_identity == "me"
+    namespaces = [ns.metadata.name if ns.metadata else None for ns in core.list_namespace().items]
+    assert namespaces[:1] == ["default"]
     secret = apiserver.get_object("secrets", "default", "s")
     assert secret is not None and secret["data"] == {"token": "eA=="}
     assert "stringData" not in secret and secret["type"] == "Opaque"
@@ -159,21 +173,26 @@ def test_creating_a_crd_starts_serving_its_resource() -> None:
         from ersctl.crds import load_crds
 
         for crd in load_crds():
-            extensions.create_custom_resource_definition(crd)
+            # The client sends a plain dict body as it is; its annotation names the model.
+            extensions.create_custom_resource_definition(
+                cast(client.V1CustomResourceDefinition, crd)
+            )
         custom.create_namespaced_custom_object(
             api.GROUP, api.VERSION, "default", api.ERS_PLURAL, ers_body("a")
         )
-        listed = custom.list_namespaced_custom_object(
-            api.GROUP, api.VERSION, "default", api.ERS_PLURAL
+        listed = json_object(
+            custom.list_namespaced_custom_object(api.GROUP, api.VERSION, "default", api.ERS_PLURAL)
         )
-        established = extensions.read_custom_resource_definition(
+        crd_status = extensions.read_custom_resource_definition(
             f"{api.ERS_PLURAL}.{api.GROUP}"
-        ).status.conditions
+        ).status
         api_client.close()
 
     assert before.value.status == 404
     assert [item["metadata"]["name"] for item in listed["items"]] == ["a"]
-    assert any(c.type == "Established" and c.status == "True" for c in established)
+    assert crd_status is not None
+    conditions = crd_status.conditions or []
+    assert any(c.type == "Established" and c.status == "True" for c in conditions)
 
 
 def test_secret_values_never_reach_the_log(
@@ -184,7 +203,10 @@ def test_secret_values_never_reach_the_log(
     token = "ghp_NotARealTokenButSecret123"
 
     core.create_namespaced_secret(
-        "default", {"metadata": {"name": "creds"}, "stringData": {"github_token": token}}
+        "default",
+        client.V1Secret(
+            metadata=client.V1ObjectMeta(name="creds"), string_data={"github_token": token}
+        ),
     )
     core.patch_namespaced_secret("creds", "default", {"stringData": {"github_token": token + "2"}})
     core.read_namespaced_secret("creds", "default")
@@ -210,14 +232,18 @@ def test_an_injected_410_on_a_watch_arrives_as_an_error_event(
     custom = client.CustomObjectsApi(kube_client)
     apiserver.inject_fault(verb="watch", resource="ephemeralrunnersets", code=410)
 
-    response = custom.list_namespaced_custom_object(
-        api.GROUP,
-        api.VERSION,
-        "default",
-        "ephemeralrunnersets",
-        watch=True,
-        resource_version="1",
-        _preload_content=False,
+    # Unread (_preload_content=False), the client returns the urllib3 response.
+    response = cast(
+        urllib3.BaseHTTPResponse,
+        custom.list_namespaced_custom_object(
+            api.GROUP,
+            api.VERSION,
+            "default",
+            "ephemeralrunnersets",
+            watch=True,
+            resource_version="1",
+            _preload_content=False,
+        ),
     )
     lines = response.data.decode().splitlines()
 

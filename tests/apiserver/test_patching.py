@@ -3,7 +3,6 @@ and delete collection, over HTTP with the official client."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -12,11 +11,7 @@ from kubernetes.client import ApiException
 
 from ersctl import api
 from tests.apiserver.objects import JSON_PATCH, STRATEGIC, Objects, ers_body
-
-
-def _status_of(exc: ApiException) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(exc.body)
-    return body
+from tests.kubeclient import status_of
 
 
 def test_json_patch_applies_operations_and_a_failed_test_changes_nothing(ers: Objects) -> None:
@@ -76,7 +71,7 @@ def test_strategic_merge_patch_is_415_for_custom_resources(ers: Objects) -> None
         )
 
     assert caught.value.status == 415
-    assert _status_of(caught.value)["reason"] == "UnsupportedMediaType"
+    assert status_of(caught.value)["reason"] == "UnsupportedMediaType"
 
 
 def test_strategic_merge_patch_works_for_core_types(core: Any) -> None:
@@ -127,7 +122,7 @@ def test_values_of_the_wrong_type_are_422_and_change_nothing(
         ers.patch("a", patch)
 
     assert caught.value.status == 422
-    assert _status_of(caught.value)["details"]["causes"][0]["field"] == field
+    assert status_of(caught.value)["details"]["causes"][0]["field"] == field
     assert ers.get("a") == created
 
 

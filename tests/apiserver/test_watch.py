@@ -9,12 +9,14 @@ import time
 from typing import Any
 
 import pytest
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client import ApiException
 
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer
 from tests.apiserver.objects import Objects, ers_body
+from tests.kubeclient import WatchStream, new_watch
+from tests.polling import eventually
 
 
 def _events(
@@ -22,7 +24,7 @@ def _events(
 ) -> list[tuple[str, str, int]]:
     """The first ``count`` events as (type, name, resourceVersion)."""
     kwargs.setdefault("timeout_seconds", 5)
-    stream = watch.Watch()
+    stream = new_watch()
     seen = []
     for event in stream.stream(
         custom.list_namespaced_custom_object, api.GROUP, api.VERSION, "default", plural, **kwargs
@@ -152,9 +154,9 @@ def test_list_filters_by_field_selector_and_reports_its_resource_version(ers: Ob
 
 def _watch_in_background(
     custom: client.CustomObjectsApi, plural: str, start: str
-) -> tuple[queue.Queue[tuple[str, float]], watch.Watch]:
+) -> tuple[queue.Queue[tuple[str, float]], WatchStream]:
     arrivals: queue.Queue[tuple[str, float]] = queue.Queue()
-    stream = watch.Watch()
+    stream = new_watch()
 
     def run() -> None:
         for event in stream.stream(
@@ -173,6 +175,12 @@ def _watch_in_background(
     return arrivals, stream
 
 
+def watching(server: ApiServer) -> set[str | None]:
+    """The resources the server has registered a watch on (it logs a watch request
+    once its watcher is in place)."""
+    return {r.resource for r in server.request_log.records() if r.verb == "watch"}
+
+
 @pytest.fixture
 def delayed(apiserver: ApiServer) -> ApiServer:
     apiserver.set_watch_delay(api.ERS_PLURAL, 0.5)
@@ -185,7 +193,7 @@ def test_the_watch_delay_hook_delays_only_the_chosen_resource(
     start = ers.list()["metadata"]["resourceVersion"]
     ers_events, _ = _watch_in_background(custom, api.ERS_PLURAL, start)
     er_events, _ = _watch_in_background(custom, api.ER_PLURAL, start)
-    time.sleep(0.1)  # let both watches connect
+    eventually(lambda: watching(delayed) >= {api.ERS_PLURAL, api.ER_PLURAL}, what="both watches")
 
     written = time.monotonic()
     ers.create(ers_body("set"))
@@ -229,8 +237,10 @@ def test_a_resource_without_events_can_be_watched_from_any_past_resource_version
     ers: Objects, core: client.CoreV1Api
 ) -> None:
     ers.create(ers_body("a"))  # moves the global resourceVersion, no pod events
-    start = core.list_namespaced_pod("default").metadata.resource_version
-    stream = watch.Watch()
+    listed = core.list_namespaced_pod("default").metadata
+    assert listed is not None and listed.resource_version is not None
+    start = listed.resource_version
+    stream = new_watch()
 
     events = list(
         stream.stream(core.list_namespaced_pod, "default", resource_version="1", timeout_seconds=1)
@@ -241,7 +251,7 @@ def test_a_resource_without_events_can_be_watched_from_any_past_resource_version
 
 
 def _all_events(custom: client.CustomObjectsApi, **kwargs: Any) -> list[tuple[str, int]]:
-    stream = watch.Watch()
+    stream = new_watch()
     return [
         (event["type"], int(event["object"]["metadata"]["resourceVersion"]))
         for event in stream.stream(

@@ -3,7 +3,6 @@ the status subresource, generation, create defaults, no-op writes."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -11,11 +10,7 @@ from kubernetes.client import ApiException
 
 from ersctl import api
 from tests.apiserver.objects import Objects, ers_body
-
-
-def _status_of(exc: ApiException) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(exc.body)
-    return body
+from tests.kubeclient import status_of
 
 
 def test_create_sets_server_fields_and_generation_one(ers: Objects) -> None:
@@ -44,7 +39,7 @@ def test_create_of_an_existing_name_is_409_already_exists(ers: Objects) -> None:
         ers.create(ers_body("a"))
 
     assert caught.value.status == 409
-    assert _status_of(caught.value)["reason"] == "AlreadyExists"
+    assert status_of(caught.value)["reason"] == "AlreadyExists"
 
 
 def test_create_without_name_or_generate_name_is_422_invalid(ers: Objects) -> None:
@@ -52,7 +47,7 @@ def test_create_without_name_or_generate_name_is_422_invalid(ers: Objects) -> No
         ers.create({"metadata": {}, "spec": {}})
 
     assert caught.value.status == 422
-    status = _status_of(caught.value)
+    status = status_of(caught.value)
     assert status["reason"] == "Invalid"
     assert status["details"]["causes"][0]["field"] == "metadata.name"
 
@@ -68,7 +63,7 @@ def test_create_in_a_missing_namespace_is_404(custom: Any) -> None:
         )
 
     assert caught.value.status == 404
-    assert 'namespaces "nowhere" not found' in _status_of(caught.value)["message"]
+    assert 'namespaces "nowhere" not found' in status_of(caught.value)["message"]
 
 
 def test_create_ignores_status_when_the_status_subresource_exists(ers: Objects) -> None:
@@ -102,7 +97,7 @@ def test_merge_patch_with_a_stale_resource_version_is_409_and_changes_nothing(
         )
 
     assert caught.value.status == 409
-    assert _status_of(caught.value)["reason"] == "Conflict"
+    assert status_of(caught.value)["reason"] == "Conflict"
     assert ers.get("a") == current
 
 
@@ -269,7 +264,7 @@ def test_no_finalizer_can_be_added_to_an_object_being_deleted(ers: Objects) -> N
         ers.patch("a", {"metadata": {"finalizers": ["one/x", api.ERS_FINALIZER]}})
 
     assert caught.value.status == 422
-    assert "no new finalizers" in _status_of(caught.value)["message"]
+    assert "no new finalizers" in status_of(caught.value)["message"]
     assert ers.get("a")["metadata"]["finalizers"] == ["one/x"]
 
 
@@ -278,7 +273,7 @@ def test_create_with_a_resource_version_is_400(ers: Objects) -> None:
         ers.create(ers_body("a", resourceVersion="12"))
 
     assert caught.value.status == 400
-    assert "resourceVersion can not be set" in _status_of(caught.value)["message"]
+    assert "resourceVersion can not be set" in status_of(caught.value)["message"]
 
 
 @pytest.mark.parametrize(
@@ -306,4 +301,4 @@ def test_incomplete_owner_references_are_422(
         runners.create({"metadata": {"name": "r", "ownerReferences": refs}, "spec": {}})
 
     assert caught.value.status == 422
-    assert _status_of(caught.value)["details"]["causes"][0]["field"] == field
+    assert status_of(caught.value)["details"]["causes"][0]["field"] == field

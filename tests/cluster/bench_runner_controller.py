@@ -25,6 +25,7 @@ from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 from tests.cluster.conftest import actions_client
+from tests.polling import eventually
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Run:
     seconds: float
     requests_per_runner: float
     resync_requests: int
-    writes: Counter[tuple[str, str]]
+    writes: Counter[tuple[str, str | None]]  # (verb, resource)
 
 
 def runner_doc(i: int, url: str, scale_set: int) -> dict[str, object]:
@@ -69,14 +70,17 @@ def one_run(n: int) -> Run:
         stop = threading.Event()
         thread = threading.Thread(target=manager.run, args=(stop,))
         thread.start()
-        while not manager.has_synced():
-            time.sleep(0.01)
+        eventually(manager.has_synced, timeout=60, interval=0.01, what="caches synced")
         server.request_log.clear()
         started = time.monotonic()
         for i in range(n):
             server.create_object("ephemeralrunners", runner_doc(i, f"{github.url}/org", scale_set))
-        while len(server.list_objects("pods", "ci")) < n:
-            time.sleep(0.01)
+        eventually(
+            lambda: len(server.list_objects("pods", "ci")) >= n,
+            timeout=600,
+            interval=0.01,
+            what=f"{n} Pods",
+        )
         seconds = time.monotonic() - started
         time.sleep(0.5)  # let the last status writes land
         records = server.request_log.records()

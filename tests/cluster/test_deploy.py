@@ -205,6 +205,7 @@ def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str,
 
 
 def container(deployment: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any]
     (found,) = deployment["spec"]["template"]["spec"]["containers"]
     return found
 

@@ -28,7 +28,7 @@ from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 from tests.cluster.test_deploy import BASE, render
 from tests.cluster.test_runner_controller import RUNNING, terminated
-from tests.cluster.test_runner_manager import wait_for
+from tests.polling import eventually
 
 pytestmark = pytest.mark.skipif(not Path("/usr/bin/kubectl").exists(), reason="kubectl absent")
 
@@ -82,7 +82,7 @@ def rbac() -> tuple[set[Grant], set[Grant]]:
 
 
 def sample_set(config_url: str, scale_set: int) -> dict[str, Any]:
-    ers = yaml.safe_load((BASE / "ephemeralrunnerset.yaml").read_text(encoding="utf-8"))
+    ers: dict[str, Any] = yaml.safe_load((BASE / "ephemeralrunnerset.yaml").read_text("utf-8"))
     ers["spec"]["ephemeralRunnerSpec"]["githubConfigUrl"] = config_url
     ers["spec"]["ephemeralRunnerSpec"]["runnerScaleSetId"] = scale_set
     return ers
@@ -168,7 +168,7 @@ def one_runner_life(server: ApiServer) -> str:
         spec = {"spec": {"replicas": replicas, "patchID": patch_id}}
         server.patch_object("ephemeralrunnersets", NS, "arc-runners", spec)
 
-    wait_for(
+    eventually(
         lambda: (
             "ephemeralrunnerset.actions.github.com/finalizer"
             in (server.get_object("ephemeralrunnersets", NS, "arc-runners") or {})
@@ -178,7 +178,7 @@ def one_runner_life(server: ApiServer) -> str:
         timeout=WAIT,
     )
     patch_set(1, 1)
-    wait_for(lambda: len(server.list_objects("pods", NS)) == 1, timeout=WAIT)
+    eventually(lambda: len(server.list_objects("pods", NS)) == 1, timeout=WAIT)
     (pod,) = server.list_objects("pods", NS)
     name = pod["metadata"]["name"]
     secret = server.get_object("secrets", NS, name)
@@ -186,20 +186,20 @@ def one_runner_life(server: ApiServer) -> str:
     jit = base64.b64decode(secret["data"]["jitToken"]).decode()
     server.patch_object("pods", NS, name, {"status": RUNNING}, subresource="status")
     idle = [("Pending", True)]  # online, no job yet
-    wait_for(
+    eventually(
         lambda: [(r["status"].get("phase"), r["status"].get("ready")) for r in runners()] == idle,
         timeout=WAIT,
     )
     job = {"status": {"jobId": "job-1", "jobRequestId": 1}}  # the listener, on JobStarted
     server.patch_object("ephemeralrunners", NS, name, job, subresource="status")
-    wait_for(lambda: [r["status"].get("phase") for r in runners()] == ["Running"], timeout=WAIT)
+    eventually(lambda: [r["status"].get("phase") for r in runners()] == ["Running"], timeout=WAIT)
     server.patch_object("pods", NS, name, {"status": terminated(0)}, subresource="status")
-    wait_for(lambda: [r["status"].get("phase") for r in runners()] == ["Succeeded"], timeout=WAIT)
-    wait_for(lambda: not server.list_objects("pods", NS), timeout=WAIT)
+    eventually(lambda: [r["status"].get("phase") for r in runners()] == ["Succeeded"], timeout=WAIT)
+    eventually(lambda: not server.list_objects("pods", NS), timeout=WAIT)
     patch_set(0, 2)  # a fresh patch: the finished runner is cleaned up
-    wait_for(lambda: not runners(), timeout=WAIT)
+    eventually(lambda: not runners(), timeout=WAIT)
     server.delete_object("ephemeralrunnersets", NS, "arc-runners")
-    wait_for(
+    eventually(
         lambda: server.get_object("ephemeralrunnersets", NS, "arc-runners") is None, timeout=WAIT
     )
     return jit
@@ -272,11 +272,11 @@ def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Pat
         try:
             runner_id = int(sim.generate_jit_config(scale_set, runner)["runner"]["id"])
             request = sim.enqueue_job(scale_set)
-            wait_for(
+            eventually(
                 lambda: any(j["state"] == "assigned" for j in sim.state()["jobs"]), timeout=WAIT
             )
             sim.start_job(runner_id, request)
-            wait_for(
+            eventually(
                 lambda: (
                     (apiserver.get_object("ephemeralrunners", NS, runner) or {})
                     .get("status", {})
@@ -286,7 +286,7 @@ def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Pat
             )
             sim.complete_job(request)
             # the completed job makes it publish a fresh, non-zero patch ID with 0 replicas
-            wait_for(lambda: spec_of_set(apiserver) == (0, True), timeout=WAIT)
+            eventually(lambda: spec_of_set(apiserver) == (0, True), timeout=WAIT)
         finally:
             listener.send_signal(signal.SIGTERM)
             listener.wait(timeout=WAIT)

@@ -9,8 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -23,16 +22,9 @@ from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.podsim import RunnerPods
 from tests.cluster.conftest import NAMESPACE, Harness, actions_client
 from tests.cluster.test_runner_controller import RUNNING
+from tests.polling import eventually
 
 RUNNER = "arc-runner-abcde"
-
-
-def wait_for(condition: Callable[[], object], *, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
 
 
 def phase(h: Harness) -> str | None:
@@ -74,11 +66,11 @@ def test_the_manager_takes_a_runner_through_a_real_job_on_watch_events(
 ) -> None:
     pods = RunnerPods(h.server, namespace=NAMESPACE, connect=h.sim.connect_runner)
     h.create_runner()
-    wait_for(lambda: h.pod() is not None)
+    eventually(lambda: h.pod() is not None, timeout=10)
     runner_id = pods.start(RUNNER)  # the runner connects with the JIT config it was given
     runner = h.runner()
     assert runner is not None and runner.runner_id == runner_id
-    wait_for(lambda: idle_and_online(h))  # online without a job is Pending, ready
+    eventually(lambda: idle_and_online(h), timeout=10)  # online without a job is Pending, ready
 
     request = h.sim.enqueue_job(h.scale_set_id)
     session = h.sim.create_session(h.scale_set_id, "listener")
@@ -87,13 +79,15 @@ def test_the_manager_takes_a_runner_through_a_real_job_on_watch_events(
     # The listener's job fields are the only change: their watch event alone must bring
     # the reconcile that makes the runner Running (the resync is 10 minutes away).
     h.record_job_started(f"job-{request}")
-    wait_for(lambda: phase(h) == "Running")
+    eventually(lambda: phase(h) == "Running", timeout=10)
     h.sim.complete_job(request)  # an ephemeral runner deregisters after its one job
     pods.exit(RUNNER, 0)
-    wait_for(lambda: phase(h) == "Succeeded" and h.pod() is None and h.secret() is None)
+    eventually(
+        lambda: phase(h) == "Succeeded" and h.pod() is None and h.secret() is None, timeout=10
+    )
 
     h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
-    wait_for(lambda: h.runner() is None)
+    eventually(lambda: h.runner() is None, timeout=10)
     assert h.sim_runners() == {}
     reconciles = manager.metrics.value(
         "ersctl_reconcile_total", {"controller": CONTROLLER_NAME, "result": "success"}
@@ -139,9 +133,10 @@ def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_
             stderr=subprocess.STDOUT,
         )
         try:
-            # Ready = caches synced: from here it would act on the runner within moments.
-            wait_for(lambda: ready(port), timeout=60)
-            time.sleep(0.5)
+            # Ready = caches synced, a runner controller's Pod cache among them (readiness
+            # covers that informer): by then it would have listed Pods. This one never did.
+            eventually(lambda: ready(port), timeout=60)
+            assert [r.path for r in h.server.request_log.records() if r.resource == "pods"] == []
             assert h.pod() is None  # off: nothing touches runner Pods
         finally:
             without.send_signal(signal.SIGTERM)
@@ -154,10 +149,10 @@ def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_
             stderr=subprocess.STDOUT,
         )
         try:
-            wait_for(lambda: h.pod() is not None, timeout=60)
+            eventually(lambda: h.pod() is not None, timeout=60)
             assert ready(port)  # readiness covers the runner Pod informer too
             h.set_pod_status(RUNNING)
-            wait_for(lambda: idle_and_online(h))
+            eventually(lambda: idle_and_online(h), timeout=10)
             metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
             assert 'ersctl_runner_pods_created_total{namespace="ci"} 1.0' in metrics
         finally:

@@ -7,14 +7,14 @@ import base64
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import pytest
 
 from ersctl.api import EphemeralRunner, FieldError
 from ersctl.scaleset.clients import SecretRunnerServices
-from ersctl.scaleset.ports import RunnerService, ServiceError
+from ersctl.scaleset.ports import ServiceError
 from ghalistener.actions.auth import Credentials, PatCredentials
 from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import ActionsError
@@ -73,7 +73,13 @@ def runner(credentials_ref: str = "creds", url: str = "https://github.com/org") 
     )
 
 
-def reaches_the_transport(service: RunnerService) -> bool:
+class LooksUpRunners(Protocol):
+    """What both a ``RunnerService`` and the ``ActionsClient`` under it can do."""
+
+    def get_runner_by_name(self, name: str) -> object: ...
+
+
+def reaches_the_transport(service: LooksUpRunners) -> bool:
     """True when a call is sent (the mock's 500 comes back); False when the client is closed."""
     try:
         service.get_runner_by_name("probe")
@@ -85,7 +91,7 @@ def reaches_the_transport(service: RunnerService) -> bool:
 
 
 def is_closed(client: ActionsClient) -> bool:
-    return not reaches_the_transport(client)  # the client has the service's methods
+    return not reaches_the_transport(client)
 
 
 def test_concurrent_reconciles_share_one_client_and_none_is_closed_under_them() -> None:

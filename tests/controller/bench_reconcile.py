@@ -16,8 +16,8 @@ import argparse
 import base64
 import statistics
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from ersctl import api
 from ersctl.kube.reconcile import Request
@@ -27,6 +27,7 @@ from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.testing.apiserver import ApiServer
 from ersctl.wiring import ControllerOptions, build_controller
 from tests.controller.objects import ers_doc
+from tests.polling import eventually
 
 NAMESPACE = "bench"
 NAME = "runners"
@@ -98,13 +99,6 @@ def measure(server: ApiServer, reconciler: EphemeralRunnerSetReconciler) -> Samp
     return Sample(cpu * 1000, wall * 1000, requests, outcome.action)
 
 
-def wait_until(check: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + 60
-    while not check():
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-
-
 def report(label: str, count: int, samples: list[Sample]) -> None:
     cpu = [s.cpu_ms for s in samples]
     counts = sorted({len(s.requests) for s in samples})
@@ -141,7 +135,7 @@ def run(count: int, repeat: int) -> None:
         reconciler = controller.reconciler
         with controller.manager.caches():
             cache = controller.manager.reader
-            wait_until(lambda: len(cache.list_owned_runners(_cached(cache))) == count)
+            eventually(lambda: len(cache.list_owned_runners(_cached(cache))) == count, timeout=60)
             measure(server, reconciler)  # settles the status counts
             time.sleep(0.2)
             steady = [measure(server, reconciler) for _ in range(repeat)]
@@ -149,7 +143,7 @@ def run(count: int, repeat: int) -> None:
             breakdown(cache, count, repeat)
 
             server.patch_object(api.ERS_PLURAL, NAMESPACE, NAME, {"spec": {"patchID": 8}})
-            wait_until(lambda: _cached(cache).patch_id == 8)
+            eventually(lambda: _cached(cache).patch_id == 8, timeout=60)
             same = [measure(server, reconciler) for _ in range(repeat)]
             report("new patch ID, same replicas", count, same)
 
@@ -157,7 +151,7 @@ def run(count: int, repeat: int) -> None:
             for patch_id in range(9, 9 + 5):
                 spec = {"patchID": patch_id, "replicas": count + patch_id - 8}
                 server.patch_object(api.ERS_PLURAL, NAMESPACE, NAME, {"spec": spec})
-                wait_until(lambda p=patch_id: _cached(cache).patch_id == p)
+                eventually(partial(_has_patch_id, cache, patch_id), timeout=60)
                 ups.append(measure(server, reconciler))
             report("scale up by one (guarded)", count, ups)
         controller.services.close()
@@ -167,6 +161,10 @@ def _cached(cache: CachedReader) -> api.EphemeralRunnerSet:
     ers = cache.get_ers(NAMESPACE, NAME)
     assert ers is not None
     return ers
+
+
+def _has_patch_id(cache: CachedReader, patch_id: int) -> bool:
+    return _cached(cache).patch_id == patch_id
 
 
 def main() -> None:

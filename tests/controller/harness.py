@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +35,8 @@ from ersctl.testing.apiserver.hooks import RequestRecord
 from ersctl.wiring import ControllerOptions, build_controller
 from tests.controller.github import PAT, FakeGitHub, no_sleep_client
 from tests.controller.objects import ers_doc
+from tests.kubeclient import json_object
+from tests.polling import eventually
 
 NAMESPACE = "arc"
 SYNC_TIMEOUT = 5.0
@@ -81,13 +82,13 @@ class Cluster:
             thread.start()
         for informer in self._informers:
             assert informer.wait_for_sync(SYNC_TIMEOUT)
-        self.core.create_namespace({"metadata": {"name": NAMESPACE}})
+        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
         self.core.create_namespaced_secret(
             NAMESPACE,
-            {
-                "metadata": {"name": "github-config"},
-                "data": {"github_token": base64.b64encode(PAT.encode()).decode()},
-            },
+            client.V1Secret(
+                metadata=client.V1ObjectMeta(name="github-config"),
+                data={"github_token": base64.b64encode(PAT.encode()).decode()},
+            ),
         )
 
     def reconciler_with(
@@ -122,7 +123,7 @@ class Cluster:
         for thread in self._threads:
             thread.join(timeout=5)
         self.services.close()
-        self.api_client.close()
+        self.api_client.close()  # type: ignore[no-untyped-call]
 
     # -- arranging -------------------------------------------------------------------
 
@@ -132,8 +133,10 @@ class Cluster:
         unless ``finalizers`` says otherwise."""
         status = fields.pop("status", None)
         fields.setdefault("finalizers", [api.ERS_FINALIZER])
-        created: dict[str, Any] = self.custom.create_namespaced_custom_object(
-            api.GROUP, api.VERSION, NAMESPACE, api.ERS_PLURAL, ers_doc(name, **fields)
+        created = json_object(
+            self.custom.create_namespaced_custom_object(
+                api.GROUP, api.VERSION, NAMESPACE, api.ERS_PLURAL, ers_doc(name, **fields)
+            )
         )
         if status:
             created = self.patch_ers_status(name, status)
@@ -191,8 +194,10 @@ class Cluster:
             },
             "spec": set_view.spec.get("ephemeralRunnerSpec") or {},
         }
-        created = self.custom.create_namespaced_custom_object(
-            api.GROUP, api.VERSION, NAMESPACE, api.ER_PLURAL, body
+        created = json_object(
+            self.custom.create_namespaced_custom_object(
+                api.GROUP, api.VERSION, NAMESPACE, api.ER_PLURAL, body
+            )
         )
         name = str(created["metadata"]["name"])
         status: dict[str, Any] = {}
@@ -252,10 +257,12 @@ class Cluster:
         """Wait until the cache holds exactly the server's objects, by resourceVersion."""
         stores = [(api.ERS_PLURAL, self._informers[0].store, sets)]
         stores.append((api.ER_PLURAL, self._informers[1].store, runners))
-        deadline = time.monotonic() + SYNC_TIMEOUT
-        while any(want and not self._in_sync(plural, store) for plural, store, want in stores):
-            assert time.monotonic() < deadline, "the informer cache did not catch up"
-            time.sleep(0.005)
+        eventually(
+            lambda: all(not want or self._in_sync(plural, store) for plural, store, want in stores),
+            timeout=SYNC_TIMEOUT,
+            interval=0.005,
+            what="the informer cache catching up with the server",
+        )
 
     def _in_sync(self, plural: str, store: Store) -> bool:
         server = {
@@ -337,10 +344,12 @@ class RunningController:
 
     def __enter__(self) -> RunningController:
         self._thread.start()
-        deadline = time.monotonic() + SYNC_TIMEOUT
-        while not self.manager.has_synced():
-            assert time.monotonic() < deadline, "the controller's caches did not sync"
-            time.sleep(0.005)
+        eventually(
+            self.manager.has_synced,
+            timeout=SYNC_TIMEOUT,
+            interval=0.005,
+            what="the controller's caches syncing",
+        )
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,8 +14,10 @@ from ersctl.kube.events import EventRecorder
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
 from ersctl.kube.queue import Backoff
 from ersctl.kube.reconcile import Request
+from ersctl.runnerset.ports import CachedReader
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from tests.controller.harness import NAMESPACE, Cluster, body
+from tests.polling import eventually
 
 
 @pytest.fixture
@@ -57,13 +58,6 @@ def _manager(cluster: Cluster) -> Manager:
     return manager
 
 
-def eventually(check: Callable[[], bool], *, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.02)
-
-
 def warnings_for(cluster: Cluster, name: str) -> list[str]:
     return [
         str(e.get("message"))
@@ -84,8 +78,10 @@ def test_a_malformed_set_gets_a_warning_and_is_left_alone_while_a_healthy_one_sc
 
     start_runtime()
 
-    eventually(lambda: len(cluster.live_runner_names("healthy")) == 2)
-    eventually(lambda: bool(warnings_for(cluster, "broken") and warnings_for(cluster, "negative")))
+    eventually(lambda: len(cluster.live_runner_names("healthy")) == 2, timeout=10)
+    eventually(
+        lambda: warnings_for(cluster, "broken") and warnings_for(cluster, "negative"), timeout=10
+    )
 
     assert warnings_for(cluster, "broken") == ["spec.ephemeralRunnerSpec: is missing"]
     assert warnings_for(cluster, "negative") == ["spec.replicas: must be >= 0, got -1"]
@@ -100,7 +96,7 @@ class StoredMalformed:
     fields, as a server that did not enforce the CRD's schema would have stored them,
     until a write changes the set's resourceVersion."""
 
-    inner: Any
+    inner: CachedReader
     resource_version: str
     fields: dict[str, Any]
 
@@ -151,7 +147,7 @@ class OneRunnerMalformed:
     """The cache, showing one owned runner with a malformed field (as a server that did
     not enforce the CRD's schema would have stored it)."""
 
-    inner: Any
+    inner: CachedReader
     fields: dict[str, Any]
 
     def list_owned_runners(self, ers: api.EphemeralRunnerSet) -> list[api.EphemeralRunner]:

@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,17 +20,14 @@ from ersctl import api
 from ersctl.testing.apiserver import ApiServer
 from tests.controller.github import PAT
 from tests.controller.objects import ers_doc
+from tests.leases import refused_campaigns
+from tests.polling import eventually
 
 NAMESPACE = "arc"
 LEASE = "ersctl-leader"
 
 
-def eventually(check: Callable[[], Any], *, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.05)
-    return value
+WAIT = 20.0  # seconds: two controller processes on a shared 2-core machine
 
 
 @pytest.fixture
@@ -136,16 +132,24 @@ def test_only_the_lease_holder_reconciles_and_the_other_takes_over_when_it_stops
     server: ApiServer, controllers: Callable[[], Controller]
 ) -> None:
     first = controllers()
-    leader = eventually(lambda: holder(server))
+    leader = eventually(lambda: holder(server), timeout=WAIT)
     second = controllers()
     server.create_object(
         api.ERS_PLURAL, ers_doc("runners", replicas=2, patch_id=1, finalizers=[api.ERS_FINALIZER])
     )
 
-    eventually(lambda: len(live_runners(server)) == 2)
-    eventually(lambda: scaled_up_by(server))
-    eventually(lambda: second.reconciles() >= 0)  # its metrics answer: it is up
-    time.sleep(1.0)  # a second reconciler would have acted by now
+    eventually(lambda: len(live_runners(server)) == 2, timeout=WAIT)
+    eventually(lambda: scaled_up_by(server), timeout=WAIT)
+    eventually(lambda: second.reconciles() >= 0, timeout=WAIT)  # its metrics answer: it is up
+    # The second replica saw the set and its runners come (it campaigns only once its
+    # caches synced) and has campaigned since, refused: a second reconciler would have
+    # acted by then.
+    since = len(server.request_log.records())
+    eventually(
+        lambda: refused_campaigns(server.request_log, LEASE, since=since),
+        timeout=WAIT,
+        what="a refused campaign of the second replica",
+    )
 
     assert len(live_runners(server)) == 2
     assert scaled_up_by(server) == {leader}
@@ -155,9 +159,9 @@ def test_only_the_lease_holder_reconciles_and_the_other_takes_over_when_it_stops
 
     first.process.send_signal(signal.SIGTERM)
     assert first.process.wait(timeout=10) == 0
-    successor = eventually(lambda: (h := holder(server)) and h != leader and h)
+    successor = eventually(lambda: (h := holder(server)) and h != leader and h, timeout=WAIT)
     publish(server, replicas=3, patch_id=2)
 
-    eventually(lambda: len(live_runners(server)) == 3)
-    eventually(lambda: scaled_up_by(server) == {leader, successor})
+    eventually(lambda: len(live_runners(server)) == 3, timeout=WAIT)
+    eventually(lambda: scaled_up_by(server) == {leader, successor}, timeout=WAIT)
     assert second.reconciles() > 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from ersctl import api
@@ -90,23 +92,33 @@ def test_a_reconcile_holding_an_older_target_cannot_move_the_applied_revision_ba
     assert outcome.action == "revision-superseded"
 
 
+@dataclass(frozen=True)
+class Crash:
+    """The request that fails with a 500 (``second``: the second runner's deletion)."""
+
+    verb: str
+    resource: str
+    subresource: str | None = None
+    second: bool = False
+
+
 @pytest.mark.parametrize(
     ("fault", "finished_runners", "deleted_before_the_crash"),
     [
         pytest.param(
-            {"verb": "patch", "resource": api.ERS_PLURAL, "subresource": "status"},
+            Crash("patch", api.ERS_PLURAL, subresource="status"),
             1,
             0,
             id="the marker write fails",
         ),
         pytest.param(
-            {"verb": "delete", "resource": api.ER_PLURAL},
+            Crash("delete", api.ER_PLURAL),
             1,
             0,
             id="after the marker write, before the deletions",
         ),
         pytest.param(
-            {"verb": "delete", "resource": api.ER_PLURAL, "second": True},
+            Crash("delete", api.ER_PLURAL, second=True),
             2,
             1,
             id="midway through the deletions",
@@ -115,7 +127,7 @@ def test_a_reconcile_holding_an_older_target_cannot_move_the_applied_revision_ba
 )
 def test_a_crash_during_the_cleanup_never_creates_a_runner_for_the_serviced_patch(
     cluster: Cluster,
-    fault: dict[str, object],
+    fault: Crash,
     finished_runners: int,
     deleted_before_the_crash: int,
 ) -> None:
@@ -125,8 +137,15 @@ def test_a_crash_during_the_cleanup_never_creates_a_runner_for_the_serviced_patc
         for i in range(finished_runners)
     ]
     busy = cluster.add_runner(phase="Running", patch_id=4, runner_id=9, job_id="job")
-    target = sorted(done)[-1] if fault.pop("second", False) else None
-    cluster.server.inject_fault(**fault, name=target, code=500, times=1)
+    target = sorted(done)[-1] if fault.second else None
+    cluster.server.inject_fault(
+        verb=fault.verb,
+        resource=fault.resource,
+        subresource=fault.subresource,
+        name=target,
+        code=500,
+        times=1,
+    )
 
     with pytest.raises(KubeError, match="500"):
         cluster.reconcile()
@@ -227,9 +246,9 @@ def test_without_its_credentials_secret_no_cleanup_path_deletes_any_runner(
 ) -> None:
     """Issue 6: unusable credentials when a service call is needed -> no runner changes.
     The terminated runner needs no service call, but the idle one in the same pass does."""
-    revision = {"actionable_revision": 1} if path == "revision" else {}
+    revision = 1 if path == "revision" else None
     status = {"phase": "Outdated"} if path == "outdated" else None
-    cluster.create_ers(replicas=2, patch_id=3, status=status, **revision)
+    cluster.create_ers(replicas=2, patch_id=3, status=status, actionable_revision=revision)
     finished = cluster.add_runner(phase="Succeeded", patch_id=2, runner_id=5)
     idle = cluster.add_runner(phase="Running", patch_id=2, runner_id=6)
     cluster.core.delete_namespaced_secret("github-config", NAMESPACE)

@@ -13,8 +13,6 @@ cache lags deterministically, and fails without the expectations.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -24,16 +22,10 @@ from ersctl.kube.reconcile import Request
 from ersctl.runnerset.expectations import Expectations
 from tests.controller.github import FakeGitHub
 from tests.controller.harness import Cluster, RunningController
+from tests.polling import eventually
 
 RUNNER_LAG = 1.0  # seconds; far longer than a reconcile, short enough to wait out
 REQUEST = Request("arc", "runners")
-
-
-def eventually(check: Callable[[], bool], *, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.01)
 
 
 @pytest.mark.parametrize(
@@ -57,7 +49,7 @@ def test_the_running_controller_creates_exactly_the_replicas_while_runner_events
             cached = controller.cached_runner_names(cluster.ers())
             return len(server) >= 2 and cached == server and cluster.ers().current_replicas >= 2
 
-        eventually(settled)
+        eventually(settled, timeout=10)
 
     creates = cluster.requests(verb="create", resource=api.ER_PLURAL)
     assert len(creates) == 2, f"{len(creates)} runners created for 2 replicas"

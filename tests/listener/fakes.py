@@ -13,6 +13,7 @@ from ghalistener.actions.errors import SessionConflictError, SessionNotFoundErro
 from ghalistener.actions.types import (
     JobAvailable,
     JobCompleted,
+    JobMessage,
     JobStarted,
     MessageId,
     RunnerId,
@@ -31,11 +32,9 @@ def stats(assigned: int = 0, **more: int) -> Statistics:
     return Statistics(total_assigned_jobs=assigned, **more)
 
 
-def message(message_id: int, assigned: int, *jobs: object) -> RunnerScaleSetMessage:
+def message(message_id: int, assigned: int, *jobs: JobMessage) -> RunnerScaleSetMessage:
     return RunnerScaleSetMessage(
-        message_id=MessageId(message_id),
-        statistics=stats(assigned),
-        jobs=tuple(jobs),  # type: ignore[arg-type]
+        message_id=MessageId(message_id), statistics=stats(assigned), jobs=jobs
     )
 
 

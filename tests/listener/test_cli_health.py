@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 from tests.listener.processes import ready_server, sim, start_listener
-from tests.listener.test_cli_subprocess import create_ers, free_port, listener_config, wait_until
+from tests.listener.test_cli_subprocess import create_ers, free_port, listener_config
+from tests.polling import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +49,9 @@ def test_readyz_turns_200_once_a_session_is_open_and_healthz_stays_200_while_pol
         )
         listener = start_listener(config, tmp_path, kubeconfig)
         try:
-            wait_until(lambda: probe(port, "/readyz") is not None, what="the probe server")
+            eventually(
+                lambda: probe(port, "/readyz") is not None, what="the probe server", timeout=15
+            )
             time.sleep(0.3)  # a few 409 attempts
             unready = probe(port, "/readyz")
             assert unready is not None and unready.status_code == 503
@@ -57,9 +60,10 @@ def test_readyz_turns_200_once_a_session_is_open_and_healthz_stays_200_while_pol
             assert waiting is not None and waiting.status_code == 200
 
             sim(github, "DELETE", "/faults")
-            wait_until(
+            eventually(
                 lambda: getattr(probe(port, "/readyz"), "status_code", 0) == 200,
                 what="/readyz 200",
+                timeout=15,
             )
             assert sim(github, "GET", "/state")["sessions"]
             for _ in range(3):  # across several 0.2 s long polls

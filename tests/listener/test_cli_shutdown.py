@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from tests.listener.processes import Server, ready_server, sim, start_listener
-from tests.listener.test_cli_subprocess import create_ers, listener_config, wait_until
+from tests.listener.test_cli_subprocess import create_ers, listener_config
+from tests.polling import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +37,9 @@ def stop_in_a_burst(github: Server, tmp_path: Path, *, burst_all: bool) -> tuple
         create_ers(kubeconfig)
         listener = start_listener(listener_config(github), tmp_path, kubeconfig)
         try:
-            wait_until(lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session")
+            eventually(
+                lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session", timeout=15
+            )
             sim(
                 github,
                 "POST",
@@ -44,7 +47,7 @@ def stop_in_a_burst(github: Server, tmp_path: Path, *, burst_all: bool) -> tuple
                 {"endpoint": "acquire_jobs", "status": 503, "times": BURST},
             )
             sim(github, "POST", "/jobs", {"scaleSetId": 1})
-            wait_until(lambda: acquisition_failed(github), what="a failed acquisition")
+            eventually(lambda: acquisition_failed(github), what="a failed acquisition", timeout=15)
             if burst_all:
                 sim(github, "POST", "/faults", {"status": 503, "times": -1})
             stopped_at = time.monotonic()
@@ -112,7 +115,9 @@ def test_after_a_sigkill_the_next_listener_gets_the_session_once_it_expires(
         create_ers(kubeconfig)
         first = start_listener(listener_config(github), tmp_path, kubeconfig)
         try:
-            wait_until(lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session")
+            eventually(
+                lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session", timeout=15
+            )
             orphan = sim(github, "GET", "/state")["sessions"][0]["sessionId"]
         finally:
             first.kill()
@@ -126,7 +131,7 @@ def test_after_a_sigkill_the_next_listener_gets_the_session_once_it_expires(
                 sessions = sim(github, "GET", "/state")["sessions"]
                 return bool(sessions) and sessions[0]["sessionId"] != orphan
 
-            wait_until(successor, timeout=15, what="the successor's session")
+            eventually(successor, timeout=15, what="the successor's session")
             second.send_signal(signal.SIGTERM)
             code = second.wait(timeout=10)
         finally:

@@ -9,18 +9,21 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from kubernetes import client as kube_client
-from kubernetes import config as kube_config
 from prometheus_client.parser import text_string_to_metric_families
 
 from ersctl.api import ERS_PLURAL, GROUP, VERSION
+from ersctl.kube import connect
+from ghalistener.testing.model import GitHubSimulator
+from ghalistener.testing.server import SimulatorServer, serve
+from tests.kubeclient import json_object
 from tests.listener.processes import Server, ready_server, sim, start_listener
+from tests.polling import eventually
 
 TOKEN = "ghp_subprocessSECRETtoken0123456789"
 NAMESPACE = "arc"
@@ -35,18 +38,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until(condition: Callable[[], bool], *, timeout: float = 15.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def create_ers(kubeconfig: Path) -> kube_client.CustomObjectsApi:
-    api_client = kube_config.new_client_from_config(config_file=str(kubeconfig))
-    kube_client.CoreV1Api(api_client).create_namespace({"metadata": {"name": NAMESPACE}})
+    api_client = connect.api_client(str(kubeconfig))
+    kube_client.CoreV1Api(api_client).create_namespace(
+        kube_client.V1Namespace(metadata=kube_client.V1ObjectMeta(name=NAMESPACE))
+    )
     custom = kube_client.CustomObjectsApi(api_client)
     custom.create_namespaced_custom_object(
         GROUP,
@@ -72,7 +68,12 @@ def create_ers(kubeconfig: Path) -> kube_client.CustomObjectsApi:
     return custom
 
 
-def listener_config(github: Server, **more: Any) -> dict[str, Any]:
+def held_polls(simulator: GitHubSimulator) -> int:
+    """How many long polls the simulator holds open right now."""
+    return sum(session.polls for session in list(simulator.sessions.values()))
+
+
+def listener_config(github: Server | SimulatorServer, **more: Any) -> dict[str, Any]:
     return {
         "configure_url": f"{github.url}/octo",
         "github_token": TOKEN,
@@ -91,11 +92,12 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
     tmp_path: Path,
 ) -> None:
     kubeconfig = tmp_path / "kubeconfig"
+    # In this process, so the test sees the long polls it holds.
+    simulator = GitHubSimulator(hold_seconds=30)
+    scale_set = int(simulator.create_scale_set(name="runners")["id"])
     with (
         ready_server("ersctl.testing.apiserver", "--port", "0", "--kubeconfig", str(kubeconfig)),
-        ready_server(
-            "ghalistener.testing.github", "--port", "0", "--hold", "30", "--scale-set", "runners"
-        ) as github,
+        serve(simulator, port=0) as github,
     ):
         custom = create_ers(kubeconfig)
         metrics_port = free_port()
@@ -107,13 +109,13 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
                 obj = custom.get_namespaced_custom_object(
                     GROUP, VERSION, NAMESPACE, ERS_PLURAL, ERS_NAME
                 )
-                return dict(obj["spec"])
+                return dict(json_object(obj)["spec"])
 
-            wait_until(lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session")
-            request_ids = sim(github, "POST", "/jobs", {"scaleSetId": 1, "count": 3})["requestIds"]
-            wait_until(lambda: spec()["replicas"] == 3, what="replicas 3")
-            sim(github, "POST", f"/jobs/{request_ids[2]}/cancel", {"requeue": False})
-            wait_until(lambda: spec()["replicas"] == 2, what="replicas 2")
+            eventually(lambda: simulator.state()["sessions"], what="a session", timeout=15)
+            request_ids = [simulator.enqueue_job(scale_set) for _ in range(3)]
+            eventually(lambda: spec()["replicas"] == 3, what="replicas 3", timeout=15)
+            simulator.cancel_job(request_ids[2], requeue=False)
+            eventually(lambda: spec()["replicas"] == 2, what="replicas 2", timeout=15)
             assert spec()["patchID"] > 0
 
             scrape = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
@@ -136,7 +138,9 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
             }
             assert gauges["gha_desired_runners"][1] == 2
 
-            time.sleep(0.5)  # the listener is now inside a 30 s long poll
+            # It published 2 after the poll that brought the cancellation returned: a poll
+            # held now is the next one, 30 s long.
+            eventually(lambda: held_polls(simulator), what="a long poll held", timeout=15)
             stopped_at = time.monotonic()
             listener.send_signal(signal.SIGTERM)
             code = listener.wait(timeout=10)
@@ -147,9 +151,9 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
         stderr = listener.stderr.read() if listener.stderr else ""
         assert code == 0, stderr
         assert elapsed < 2.0, f"took {elapsed:.2f} s to stop"
-        kinds = [event["kind"] for event in sim(github, "GET", "/events")["events"]]
+        kinds = [event["kind"] for event in simulator.events]
         assert "session.deleted" in kinds
-        assert sim(github, "GET", "/state")["sessions"] == []
+        assert simulator.state()["sessions"] == []
         assert TOKEN not in stderr
         lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
         scaling = [line for line in lines if line["msg"] == "published desired runner count"]
@@ -169,7 +173,9 @@ def test_a_second_listener_gives_up_when_the_session_stays_held(tmp_path: Path) 
         create_ers(kubeconfig)
         first = start_listener(listener_config(github), tmp_path, kubeconfig)
         try:
-            wait_until(lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session")
+            eventually(
+                lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session", timeout=15
+            )
             (tmp_path / "second").mkdir()
             second = start_listener(
                 listener_config(github, session_retry_interval=0.05, session_retry_attempts=3),

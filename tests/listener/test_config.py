@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from ersctl.platform.errors import ConfigError
+from ghalistener.actions.auth import AppCredentials
 from ghalistener.cli import main
 from ghalistener.config import CONFIG_PATH_ENV, MAX_RUNNERS_UNBOUNDED, load_config, parse_config
 
@@ -78,7 +79,8 @@ def test_no_maximum_means_unbounded_like_arc() -> None:
 
 
 def test_app_credentials_are_accepted_with_a_numeric_or_client_id() -> None:
-    assert parse_config(app()).credentials().app_id == "123"  # type: ignore[union-attr]
+    credentials = parse_config(app()).credentials()
+    assert isinstance(credentials, AppCredentials) and credentials.app_id == "123"
     assert parse_config(app(github_app_id="Iv1.abc")).github_app_id == "Iv1.abc"
 
 

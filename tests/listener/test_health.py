@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from ersctl.platform.probes import Verdict
@@ -43,7 +45,9 @@ def test_ready_only_once_a_desired_count_is_published_in_an_open_session() -> No
         ),
     ],
 )
-def test_a_lost_session_makes_the_listener_unready(closing) -> None:  # type: ignore[no-untyped-def]
+def test_a_lost_session_makes_the_listener_unready(
+    closing: Callable[[ListenerHealth], object],
+) -> None:
     health = ListenerHealth(clock=Clock())
     health.record_session_opened()
     health.record_published()
@@ -69,7 +73,7 @@ def test_liveness_fails_only_after_the_window_without_progress() -> None:
         pytest.param(ListenerHealth.record_session_opened, id="a session opened"),
     ],
 )
-def test_progress_restarts_the_liveness_window(progress) -> None:  # type: ignore[no-untyped-def]
+def test_progress_restarts_the_liveness_window(progress: Callable[[ListenerHealth], None]) -> None:
     clock = Clock()
     health = ListenerHealth(stale_after=300.0, clock=clock)
     clock.now += 299.0

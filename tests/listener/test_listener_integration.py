@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ersctl.kube.calls import MERGE_PATCH
 from ersctl.kube.errors import KubeError
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.actions.client import ActionsClient
 from ghalistener.errors import SessionHeldError
 from ghalistener.listener import Listener, SessionRetry
 from ghalistener.metrics import ListenerMetrics, ScaleSetLabels
-from ghalistener.publisher import MERGE_PATCH, KubePublisher, KubeRetry
+from ghalistener.publisher import KubePublisher, KubeRetry
 from ghalistener.scaler import Scaler
 from ghalistener.sessions import SessionOpener
 from tests.listener.github import PAT, SCALE_SET_ID, TIMEOUT, Message, ScaleSetService, job

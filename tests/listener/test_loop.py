@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -47,7 +48,7 @@ def make_listener(
     return listener, opener
 
 
-def stop_then_block(listener: Listener, session: FakeSession):  # type: ignore[no-untyped-def]
+def stop_then_block(listener: Listener, session: FakeSession) -> Callable[[], None]:
     """A poll answer that asks for a stop and then hangs like a long poll would."""
 
     def answer() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TypedDict
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -16,7 +17,20 @@ from ghalistener.actions.types import (
 from ghalistener.metrics import COUNTED_JOBS_LIMIT, ListenerMetrics, ScaleSetLabels
 
 
-def job_base() -> dict[str, object]:
+class JobFields(TypedDict):
+    """The fields the job messages of these tests share."""
+
+    runner_request_id: RunnerRequestId
+    owner_name: str
+    repository_name: str
+    job_display_name: str
+    event_name: str
+    scale_set_assign_time: datetime
+    runner_assign_time: datetime
+    finish_time: datetime
+
+
+def job_base() -> JobFields:
     assign = datetime(2026, 1, 1, tzinfo=UTC)
     return {
         "runner_request_id": RunnerRequestId(1),
@@ -64,9 +78,9 @@ def test_metrics_use_arc_names_and_labels() -> None:
         )
     )
     metrics.publish_desired_runners(4)
-    started = JobStarted(runner_id=RunnerId(1), runner_name="r1", **job_base())  # type: ignore[arg-type]
+    started = JobStarted(runner_id=RunnerId(1), runner_name="r1", **job_base())
     metrics.publish_job_started(started, message_id=1)
-    metrics.publish_job_completed(JobCompleted(result="succeeded", **job_base()), message_id=2)  # type: ignore[arg-type]
+    metrics.publish_job_completed(JobCompleted(result="succeeded", **job_base()), message_id=2)
     found = samples(metrics)
     expected_gauges = {
         "gha_min_runners": 1,
@@ -110,8 +124,8 @@ def test_a_redelivered_message_does_not_count_its_jobs_twice() -> None:
     # The listener acks last, so a failure mid-message redelivers it; the counters and
     # histograms used to count its jobs again.
     metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc", organization="octo"))
-    started = JobStarted(runner_id=RunnerId(1), runner_name="r1", **job_base())  # type: ignore[arg-type]
-    done = JobCompleted(result="succeeded", **job_base())  # type: ignore[arg-type]
+    started = JobStarted(runner_id=RunnerId(1), runner_name="r1", **job_base())
+    done = JobCompleted(result="succeeded", **job_base())
     for _ in range(2):  # message 5 delivered twice
         metrics.publish_job_started(started, message_id=5)
         metrics.publish_job_completed(done, message_id=5)
@@ -138,7 +152,7 @@ def test_a_redelivered_message_does_not_count_its_jobs_twice() -> None:
 
 def test_the_memory_of_counted_jobs_is_bounded() -> None:
     metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc", organization="octo"))
-    done = JobCompleted(result="succeeded", **job_base())  # type: ignore[arg-type]
+    done = JobCompleted(result="succeeded", **job_base())
     for message_id in range(COUNTED_JOBS_LIMIT + 1):
         metrics.publish_job_completed(done, message_id=message_id)
     metrics.publish_job_completed(done, message_id=0)  # forgotten: counted again

@@ -23,7 +23,7 @@ class Call:
 
 
 def run(scaler: Scaler, calls: list[Call]) -> list[tuple[int, int]]:
-    published = []
+    published: list[tuple[int, int]] = []
     for call in calls:
         for _ in range(call.started):
             scaler.job_started()

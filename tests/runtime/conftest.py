@@ -1,15 +1,11 @@
-"""Helpers for the runtime tests: object bodies, polling, a free port."""
+"""Helpers for the runtime tests: object bodies, a free port."""
 
 from __future__ import annotations
 
 import socket
-import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from ersctl.api import API_VERSION, ER_KIND, ERS_KIND
-
-T = TypeVar("T")
 
 
 def ers_body(
@@ -54,18 +50,6 @@ def runner_body(
         "spec": {"githubConfigUrl": "https://github.com/octo-org"},
         "status": {"phase": phase},
     }
-
-
-def wait_for(check: Callable[[], T], *, timeout: float = 5.0, interval: float = 0.01) -> T:
-    """Poll ``check`` until it returns something truthy; fail with its last value."""
-    deadline = time.monotonic() + timeout
-    value = check()
-    while not value:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
-        time.sleep(interval)
-        value = check()
-    return value
 
 
 def free_port() -> int:

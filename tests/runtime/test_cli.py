@@ -8,9 +8,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,11 @@ from click.testing import CliRunner
 from ersctl.api import ER_PLURAL, ERS_PLURAL
 from ersctl.cli import main
 from ersctl.testing.apiserver import ApiServer
-from tests.runtime.conftest import ers_body, free_port, runner_body, wait_for
+from tests.leases import refused_campaigns
+from tests.polling import eventually
+from tests.runtime.conftest import ers_body, free_port, runner_body
+
+LEASE = "ersctl-leader"  # the default of ersctl reconcile --lease-name
 
 
 @pytest.fixture
@@ -89,7 +93,8 @@ def test_rollout_bumps_the_actionable_revision_with_a_resource_version_precondit
 
     assert code == 0, out
     assert out.strip() == "default/web: actionableRevision 4 -> 5"
-    assert apiserver.get_object(ERS_PLURAL, "default", "web")["spec"]["actionableRevision"] == 5  # type: ignore[index]
+    web = apiserver.get_object(ERS_PLURAL, "default", "web")
+    assert web is not None and web["spec"]["actionableRevision"] == 5
     patches = [r for r in apiserver.request_log.records() if r.verb == "patch"]
     assert [p.status for p in patches] == [409, 200]
     assert all(json.loads(p.body)["metadata"]["resourceVersion"] for p in patches)
@@ -174,10 +179,18 @@ def controllers(kubeconfig: str) -> Iterator[list[tuple[subprocess.Popen[str], i
         proc.communicate(timeout=10)
 
 
+def current_replicas(apiserver: ApiServer) -> int | None:
+    """``status.currentReplicas`` of the set ``web``, as its controller last wrote it."""
+    web = apiserver.get_object(ERS_PLURAL, "default", "web") or {}
+    value = web.get("status", {}).get("currentReplicas")
+    return value if isinstance(value, int) else None
+
+
 def ready(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as resp:
-            return resp.status == 200
+            status: int = resp.status
+            return status == 200
     except OSError:
         return False
 
@@ -187,17 +200,23 @@ def test_two_controller_processes_only_the_lease_holder_reconciles(
     apiserver: ApiServer, controllers: list[tuple[subprocess.Popen[str], int]]
 ) -> None:
     for _, port in controllers:
-        wait_for(lambda port=port: ready(port), timeout=20, interval=0.1)
+        eventually(partial(ready, port), timeout=20, interval=0.1)
     apiserver.create_object(ERS_PLURAL, ers_body("web", replicas=2, patch_id=1))
-    wait_for(lambda: len(apiserver.list_objects(ER_PLURAL)) == 2, timeout=10)
-    lease = apiserver.get_object("leases", "default", "ersctl-leader")
+    eventually(lambda: len(apiserver.list_objects(ER_PLURAL)) == 2, timeout=10)
+    lease = apiserver.get_object("leases", "default", LEASE)
     assert lease is not None
     by_leading = sorted(controllers, key=lambda c: scrape(c[1])["ersctl_leader"], reverse=True)
     (leader, leader_port), (follower, follower_port) = by_leading
 
     # A 4 s lease: on 2 shared cores a loaded leader can stall for 2 s, and a shorter
     # lease would then (rightly) pass to the follower and fail this test.
-    time.sleep(1.0)  # the follower keeps campaigning and being refused
+    # The follower saw the set and its runners come and has campaigned since, refused.
+    since = len(apiserver.request_log.records())
+    eventually(
+        lambda: refused_campaigns(apiserver.request_log, LEASE, since=since),
+        timeout=10,
+        what="a refused campaign of the follower",
+    )
     assert scrape(leader_port)["ersctl_leader"] == 1.0
     assert scrape(follower_port)["ersctl_leader"] == 0.0
     assert reconciles(leader_port) >= 2
@@ -207,12 +226,20 @@ def test_two_controller_processes_only_the_lease_holder_reconciles(
     leader.send_signal(signal.SIGTERM)
     assert leader.wait(timeout=10) == 0
     apiserver.patch_object(ERS_PLURAL, "default", "web", {"spec": {"replicas": 3, "patchID": 2}})
-    wait_for(lambda: len(apiserver.list_objects(ER_PLURAL)) == 3, timeout=10)
-    wait_for(lambda: reconciles(follower_port) >= 1)
-    time.sleep(0.5)
+    eventually(lambda: len(apiserver.list_objects(ER_PLURAL)) == 3, timeout=10)
+    eventually(lambda: reconciles(follower_port) >= 1)
+    # The new leader has reconciled with the third runner in its cache (the status it
+    # wrote counts it): a reconcile that would create one too many has run by then.
+    eventually(
+        lambda: current_replicas(apiserver) == 3, timeout=10, what="a status counting 3 runners"
+    )
+    records = apiserver.request_log.records()
+    assert len([r for r in records if (r.verb, r.resource) == ("create", ER_PLURAL)]) == 3
     assert len(apiserver.list_objects(ER_PLURAL)) == 3
 
     follower.send_signal(signal.SIGTERM)
     assert follower.wait(timeout=10) == 0
     _, err = follower.communicate(timeout=5)
     assert all(json.loads(line)["level"] for line in err.splitlines() if line.strip())
+    # Nor did it try to act while it followed: the write fence would have refused it.
+    assert "no longer holds the lease" not in err

@@ -26,7 +26,7 @@ section = st.dictionaries(
                      "deletionTimestamp"]),
     scalar,
 )  # fmt: skip
-annotations = st.dictionaries(
+annotation_maps = st.dictionaries(
     st.sampled_from(["actions.github.com/patch-id", "actions.github.com/actionable-revision"]),
     st.sampled_from(["0", "3", "x", ""]),
 )
@@ -34,7 +34,7 @@ documents = st.fixed_dictionaries(
     {},
     optional={
         "metadata": section.flatmap(
-            lambda m: st.just(m) | annotations.map(lambda a: {**m, "annotations": a})
+            lambda m: st.just(m) | annotation_maps.map(lambda a: {**m, "annotations": a})
         ),
         "status": section,
         "spec": st.just({"githubConfigUrl": "u"}),

@@ -15,7 +15,8 @@ from ersctl.kube.informer import Informer, Resource
 from ersctl.kube.queue import Backoff
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.testing.apiserver import ApiServer
-from tests.runtime.conftest import ers_body, free_port, runner_body, wait_for
+from tests.polling import eventually
+from tests.runtime.conftest import ers_body, free_port, runner_body
 
 ERS = Resource(group=GROUP, version=VERSION, plural=ERS_PLURAL)
 FAST = Backoff(base=0.02, cap=0.2)
@@ -88,7 +89,7 @@ def test_the_store_follows_adds_updates_and_deletes(
     apiserver.patch_object(ERS_PLURAL, "default", "before", {"spec": {"replicas": 4}})
     apiserver.delete_object(ERS_PLURAL, "default", "after")
 
-    wait_for(lambda: recorder.seen("delete", "after"))
+    eventually(lambda: recorder.seen("delete", "after"))
     assert recorder.events == [
         ("add", "before"),
         ("add", "after"),
@@ -110,7 +111,7 @@ def test_a_namespaced_informer_sees_only_its_namespace(
     apiserver.create_object(ERS_PLURAL, ers_body("theirs-too", namespace="other"))
     apiserver.create_object(ERS_PLURAL, ers_body("mine-too"))
 
-    wait_for(lambda: recorder.seen("add", "mine-too"))
+    eventually(lambda: recorder.seen("add", "mine-too"))
     assert sorted(name for _, name in informer.store.list_keys()) == ["mine", "mine-too"]
 
 
@@ -124,7 +125,7 @@ def test_a_watch_answered_with_410_expired_relists_and_catches_up(running: list[
             server.create_object(ERS_PLURAL, ers_body(f"new-{i}"))
         server.delete_object(ERS_PLURAL, "default", "old")
 
-        wait_for(lambda: informer.store.get("default", "old") is None, timeout=5)
+        eventually(lambda: informer.store.get("default", "old") is None, timeout=5)
         expired = [r for r in server.request_log.records() if r.verb == "watch"]
         assert lists(server) == 2
         assert len(informer.store) == 6
@@ -146,8 +147,8 @@ def test_a_dropped_connection_relists_with_backoff_and_replays_what_was_missed(
         server.delete_object(ERS_PLURAL, "default", "goes")
         server.start()
 
-        wait_for(lambda: recorder.seen("add", "born-while-down"), timeout=5)
-        wait_for(lambda: recorder.seen("delete", "goes"), timeout=5)
+        eventually(lambda: recorder.seen("add", "born-while-down"), timeout=5)
+        eventually(lambda: recorder.seen("delete", "goes"), timeout=5)
         assert sorted(name for _, name in informer.store.list_keys()) == [
             "born-while-down",
             "stays",
@@ -155,7 +156,7 @@ def test_a_dropped_connection_relists_with_backoff_and_replays_what_was_missed(
         assert lists(server) >= 2
         # The store stays live: the watch resumed after the relist.
         server.patch_object(ERS_PLURAL, "default", "stays", {"spec": {"replicas": 2}})
-        wait_for(lambda: recorder.seen("update", "stays"))
+        eventually(lambda: recorder.seen("update", "stays"))
     finally:
         server.stop()
 
@@ -176,7 +177,7 @@ def test_runners_are_indexed_by_their_controller_owner_as_events_arrive(
     apiserver.create_object(ER_PLURAL, runner_body("orphan", None))
 
     uid = owner["metadata"]["uid"]
-    wait_for(lambda: informer.store.by_index(OWNER_UID_INDEX, uid))
+    eventually(lambda: informer.store.by_index(OWNER_UID_INDEX, uid))
     assert [r["metadata"]["name"] for r in informer.store.by_index(OWNER_UID_INDEX, uid)] == ["r1"]
 
 
@@ -196,9 +197,14 @@ def test_equal_runner_specs_are_stored_once_and_handed_out_as_separate_copies(
     stop, thread = start(informer)
     running.append((informer, stop, thread))
     apiserver.create_object(ER_PLURAL, runner_body("r3", owner))  # through the watch
-    wait_for(lambda: informer.store.get("default", "r3"))
+    eventually(lambda: informer.store.get("default", "r3"))
     apiserver.patch_object(ER_PLURAL, "default", "r2", {"spec": {"githubConfigUrl": "other"}})
-    wait_for(lambda: informer.store.get("default", "r2")["spec"]["githubConfigUrl"] == "other")  # type: ignore[index]
+    eventually(
+        lambda: (
+            (informer.store.get("default", "r2") or {}).get("spec", {}).get("githubConfigUrl")
+            == "other"
+        )
+    )
 
     r1, r2, r3 = (informer.store.get("default", n) for n in ("r1", "r2", "r3"))
     assert r1 is not None and r2 is not None and r3 is not None

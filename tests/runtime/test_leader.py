@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,7 +16,9 @@ from ersctl.kube.errors import NotLeaderError
 from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, LeadershipLost, Manager
 from ersctl.testing.apiserver import ApiServer
-from tests.runtime.conftest import ers_body, free_port, wait_for
+from tests.leases import refused_campaigns
+from tests.polling import eventually
+from tests.runtime.conftest import ers_body, free_port
 from tests.runtime.test_manager import Recording, Running
 
 LEASE = "ersctl-test-leader"
@@ -52,6 +55,12 @@ def candidates(apiserver: ApiServer) -> Iterator[Callable[..., tuple[Running, Re
         running.halt()
 
 
+def cached_replicas(running: Running) -> int | None:
+    """``spec.replicas`` of the set in the manager's cache."""
+    ers = running.manager.reader.get_ers("default", "set")
+    return None if ers is None else ers.replicas
+
+
 def holder(apiserver: ApiServer) -> str | None:
     lease = apiserver.get_object("leases", "default", LEASE)
     return None if lease is None else lease["spec"].get("holderIdentity")
@@ -62,13 +71,20 @@ def test_only_the_lease_holder_reconciles_and_a_clean_stop_hands_over_at_once(
 ) -> None:
     apiserver.create_object(ERS_PLURAL, ers_body("set"))
     first, first_calls = candidates("first", patient=True)
-    wait_for(lambda: holder(apiserver) == "first")
+    eventually(lambda: holder(apiserver) == "first")
     second, second_calls = candidates("second", patient=True)
-    wait_for(lambda: first_calls.count() == 1)
+    eventually(lambda: first_calls.count() == 1)
 
     apiserver.patch_object(ERS_PLURAL, "default", "set", {"spec": {"replicas": 3}})
-    wait_for(lambda: first_calls.count() == 2)
-    time.sleep(1.2)  # past a retry period: the follower tried and was refused
+    eventually(lambda: first_calls.count() == 2)
+    # The follower has the change in its cache (and queue), and has campaigned since and
+    # been refused: were it reconciling without the lease, it would have by then.
+    eventually(lambda: cached_replicas(second) == 3, what="the change in the follower's cache")
+    since = len(apiserver.request_log.records())
+    eventually(
+        lambda: refused_campaigns(apiserver.request_log, LEASE, since=since),
+        what="a refused campaign of the follower",
+    )
 
     assert second_calls.count() == 0
     assert first.manager.is_leading() and not second.manager.is_leading()
@@ -76,7 +92,7 @@ def test_only_the_lease_holder_reconciles_and_a_clean_stop_hands_over_at_once(
     handed_over = time.monotonic()
     first.halt()  # releases the Lease instead of letting it expire
     assert first.error is None
-    wait_for(lambda: second_calls.count() >= 1, timeout=3)
+    eventually(lambda: second_calls.count() >= 1, timeout=3)
     assert holder(apiserver) == "second"
     assert time.monotonic() - handed_over < 2.0  # faster than waiting out the lease
 
@@ -86,43 +102,50 @@ def test_losing_the_lease_stops_reconciling_and_writing_at_once(
 ) -> None:
     created = apiserver.create_object(ERS_PLURAL, ers_body("set"))
     leader, calls = candidates("leader")
-    wait_for(lambda: calls.count() == 1)
+    eventually(lambda: calls.count() == 1)
 
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     stolen = time.monotonic()
     apiserver.patch_object("leases", "default", LEASE, {"spec": {
         "holderIdentity": "intruder", "leaseDurationSeconds": 60, "renewTime": now,
     }})  # fmt: skip
-    wait_for(lambda: not leader.manager.is_leading(), timeout=4)
+    eventually(lambda: not leader.manager.is_leading(), timeout=4)
     lost_after = time.monotonic() - stolen
     apiserver.patch_object(ERS_PLURAL, "default", "set", {"spec": {"replicas": 2}})
+    # The change reaches the cache (and the work queue) of the manager that lost the
+    # lease while it still runs; once it has stopped, its workers had every queued key.
+    eventually(lambda: cached_replicas(leader) == 2, what="the change in the leader's cache")
     leader.thread.join(5)
+    assert not leader.thread.is_alive()
 
     assert lost_after < 1.5 + 1.0 + 0.5  # within renew deadline + one retry
     assert isinstance(leader.error, LeadershipLost)
-    time.sleep(0.2)
     assert calls.count() == 1
     with pytest.raises(NotLeaderError):
         leader.manager.writer.patch_ers(EphemeralRunnerSet(created), {"spec": {"replicas": 5}})
-    assert apiserver.get_object(ERS_PLURAL, "default", "set")["spec"]["replicas"] == 2  # type: ignore[index]
+    stored = apiserver.get_object(ERS_PLURAL, "default", "set")
+    assert stored is not None and stored["spec"]["replicas"] == 2
 
 
 def test_a_renew_stuck_in_a_slow_request_stops_reconciling_before_the_lease_can_expire(
     apiserver: ApiServer, candidates: Callable[..., tuple[Running, Recording]]
 ) -> None:
     leader, _ = candidates("leader")
-    wait_for(leader.manager.is_leading)
+    eventually(leader.manager.is_leading)
 
     apiserver.inject_fault(verb="update", resource="leases", latency=3.0)
     armed = time.monotonic()
     # The library still believes it leads (its renew call has not returned), but the
     # last successful renew is older than the renew deadline: others may take over.
-    wait_for(lambda: not leader.manager.is_leading(), timeout=2.5)
+    eventually(lambda: not leader.manager.is_leading(), timeout=2.5)
 
     assert time.monotonic() - armed < 1.5 + 0.3
 
 
-def test_a_candidate_keeps_campaigning_while_the_api_server_is_unreachable() -> None:
+def test_a_candidate_keeps_campaigning_while_the_api_server_is_unreachable(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="ersctl.kube.leader")
     port = free_port()
     configuration = client.Configuration()
     configuration.host = f"http://127.0.0.1:{port}"
@@ -135,7 +158,14 @@ def test_a_candidate_keeps_campaigning_while_the_api_server_is_unreachable() -> 
     stop = threading.Event()
     campaign = threading.Thread(target=elector.run, args=(stop,), daemon=True)
     campaign.start()
-    time.sleep(1.2)  # at least one attempt against nothing
+    # One attempt against nothing has failed (or ended the campaign).
+    eventually(
+        lambda: (
+            not campaign.is_alive()
+            or any("reading lease" in r.getMessage() for r in caplog.records)
+        ),
+        what="a failed campaign attempt",
+    )
 
     with ApiServer(port=port, gc=False):
         try:

@@ -17,7 +17,8 @@ from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
 from ersctl.kube.queue import Backoff
 from ersctl.kube.reconcile import Request, Result
 from ersctl.testing.apiserver import ApiServer
-from tests.runtime.conftest import ers_body, runner_body, wait_for
+from tests.polling import eventually
+from tests.runtime.conftest import ers_body, runner_body
 
 
 class Recording:
@@ -54,7 +55,7 @@ class Running:
 
     def start(self) -> Running:
         self.thread.start()
-        wait_for(self.manager.has_synced)
+        eventually(self.manager.has_synced)
         return self
 
     def halt(self) -> None:
@@ -103,7 +104,7 @@ def test_the_marker_written_alone_does_not_reconcile_but_a_spec_change_does(
 ) -> None:
     apiserver.create_object(ERS_PLURAL, ers_body("set", replicas=1, patch_id=1))
     _, reconciler = run(apiserver)
-    wait_for(lambda: reconciler.count("set") == 1)
+    eventually(lambda: reconciler.count("set") == 1)
 
     apiserver.patch_object(
         ERS_PLURAL,
@@ -117,7 +118,7 @@ def test_the_marker_written_alone_does_not_reconcile_but_a_spec_change_does(
     )
     assert settle(reconciler) == 1
     apiserver.patch_object(ERS_PLURAL, "default", "set", {"spec": {"patchID": 2}})
-    wait_for(lambda: reconciler.count("set") == 2)
+    eventually(lambda: reconciler.count("set") == 2)
 
 
 def test_runner_job_fields_do_not_reconcile_but_its_phase_reconciles_its_owner(
@@ -143,7 +144,7 @@ def test_runner_job_fields_do_not_reconcile_but_its_phase_reconciles_its_owner(
     apiserver.patch_object(
         ER_PLURAL, "default", "r1", {"status": {"phase": "Succeeded"}}, subresource="status"
     )
-    wait_for(lambda: reconciler.count("set") == 2)
+    eventually(lambda: reconciler.count("set") == 2)
     assert {request for request, _ in reconciler.calls} == {Request("default", "set")}
 
 
@@ -159,8 +160,8 @@ def test_a_failing_reconcile_is_retried_with_growing_delays_and_others_keep_goin
     _, reconciler = run(apiserver, behaviour, backoff=Backoff(base=0.02, cap=1.0))
     apiserver.create_object(ERS_PLURAL, ers_body("good"))
 
-    wait_for(lambda: reconciler.count("bad") == 5, timeout=5)
-    wait_for(lambda: reconciler.count("good") == 1)
+    eventually(lambda: reconciler.count("bad") == 5, timeout=5)
+    eventually(lambda: reconciler.count("good") == 1)
     times = [t for request, t in reconciler.calls if request.name == "bad"]
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert gaps[0] >= 0.015 and gaps[3] >= 0.15  # 20 ms, 40, 80, 160 ms
@@ -174,7 +175,7 @@ def test_requeue_after_reconciles_again_after_that_delay(
     apiserver.create_object(ERS_PLURAL, ers_body("set"))
     _, reconciler = run(apiserver, lambda r, n: Result(requeue_after=0.2 if n < 3 else None))
 
-    wait_for(lambda: reconciler.count() == 3, timeout=3)
+    eventually(lambda: reconciler.count() == 3, timeout=3)
     times = [t for _, t in reconciler.calls]
     assert times[1] - times[0] >= 0.18 and times[2] - times[1] >= 0.18
     assert settle(reconciler, quiet=0.3) == 3
@@ -187,7 +188,7 @@ def test_resync_reconciles_every_cached_set_periodically(
     apiserver.create_object(ERS_PLURAL, ers_body("b"))
     _, reconciler = run(apiserver, resync_period=1.0)
 
-    wait_for(lambda: reconciler.count("a") >= 2 and reconciler.count("b") >= 2, timeout=4)
+    eventually(lambda: reconciler.count("a") >= 2 and reconciler.count("b") >= 2, timeout=4)
 
 
 def test_writes_and_reads_translate_api_errors_at_the_boundary(apiserver: ApiServer) -> None:

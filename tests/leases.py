@@ -1,0 +1,31 @@
+"""A leader election as the embedded API server's request log shows it.
+
+Candidates of the ``kubernetes.leaderelection`` library read the Lease every retry
+period. The holder then writes it (its renewal); a follower that finds the Lease held
+and unexpired leaves it alone, and that read is its refused campaign attempt. The log
+does not say which process sent a request, but the holder's own requests come one
+after another, a read and then its write: so between two writes, or before the first
+or after the last, the holder made at most one of the reads, and any other read there
+was a follower's.
+"""
+
+from __future__ import annotations
+
+from ersctl.testing.apiserver import RequestLog
+
+WRITES = ("create", "update", "patch")
+
+
+def refused_campaigns(log: RequestLog, lease: str, *, since: int = 0) -> int:
+    """At least how many campaign attempts followers made on the Lease named ``lease``
+    in the request log's records after the first ``since``."""
+    found = reads = 0
+    for record in log.records()[since:]:
+        if record.resource != "leases" or record.name != lease:
+            continue
+        if record.verb == "get":
+            reads += 1
+        elif record.verb in WRITES:
+            found += max(0, reads - 1)
+            reads = 0
+    return found + max(0, reads - 1)
