@@ -28,7 +28,7 @@ from ersctl.api import ERS_PLURAL
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import SimulatorServer, serve
-from tests.runtime.conftest import wait_for
+from tests.polling import eventually
 
 TOKEN = "s3cr3tValue9731"  # not shaped like a GitHub token: only registration hides it
 ECHO = f"credential {TOKEN} was revoked by policy"
@@ -127,7 +127,11 @@ def test_both_programs_write_one_json_schema_and_no_configured_secret(
         "--kubeconfig", kubeconfig,
     ])  # fmt: skip
     try:
-        wait_for(lambda: fault_consumed(sim) and sim.state()["runners"], timeout=WAIT)
+        eventually(
+            lambda: fault_consumed(sim) and sim.state()["runners"],
+            timeout=WAIT,
+            what="the echoing fault answered and a runner registered",
+        )
     finally:
         controller_err = stop(controller)
 
@@ -145,11 +149,12 @@ def test_both_programs_write_one_json_schema_and_no_configured_secret(
         "--kubeconfig", kubeconfig,
     ])  # fmt: skip
     try:
-        wait_for(
+        eventually(
             lambda: (
                 fault_consumed(sim) and sum(e["kind"] == "session.created" for e in sim.events) == 2
             ),
             timeout=WAIT,
+            what="the echoing fault answered and the session replaced",
         )
     finally:
         listener_err = stop(listener)

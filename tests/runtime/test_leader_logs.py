@@ -13,7 +13,8 @@ from kubernetes import client
 
 from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
 from ersctl.platform.logs import configure_logging
-from tests.runtime.conftest import free_port, wait_for
+from tests.polling import eventually
+from tests.runtime.conftest import free_port
 
 
 @pytest.fixture
@@ -53,7 +54,7 @@ def test_each_failed_lease_read_is_one_warning_naming_the_server(
     campaign = threading.Thread(target=elector.run, args=(stop,), daemon=True)
     campaign.start()
     try:
-        wait_for(lambda: len(ours(caplog)) >= 2, timeout=10)
+        eventually(lambda: len(ours(caplog)) >= 2, timeout=10, what="two failed Lease reads")
     finally:
         stop.set()
         campaign.join(5)
