@@ -1,27 +1,85 @@
-"""Fixtures shared by every test directory: the embedded API server and a client."""
+"""Fixtures shared by every test directory: the Kubernetes API a test runs against
+(``kube``: the embedded server, or the cluster ``GHA_SCALESET_TEST_KUBECONFIG`` names; see
+tests/kubeapi.py), the embedded server itself for tests that need its hooks
+(``apiserver``), and a client."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
 
 import pytest
+from kubernetes import client
 
+from ersctl.kube import connect
 from ersctl.testing.apiserver import ApiServer
+from tests.kubeapi import (
+    CONTROLLERS_ENV,
+    ENV,
+    KubeApi,
+    cluster_runs_controllers,
+    existing_cluster,
+    install_crds,
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Against an existing cluster, skip the tests marked ``embedded_only``, and those
+    marked ``needs_gc`` unless the cluster runs kube-controller-manager, naming why."""
+    if existing_cluster() is None:
+        return
+    for item in items:
+        marker = item.get_closest_marker("embedded_only")
+        if marker is not None:
+            why = marker.args[0] if marker.args else "its hooks"
+            item.add_marker(pytest.mark.skip(reason=f"needs the embedded API server: {why}"))
+        marker = item.get_closest_marker("needs_gc")
+        if marker is not None and not cluster_runs_controllers():
+            why = marker.args[0] if marker.args else "garbage collection"
+            item.add_marker(
+                pytest.mark.skip(
+                    reason=f"needs kube-controller-manager ({CONTROLLERS_ENV}=1): {why}"
+                )
+            )
+
+
+@pytest.fixture(scope="session")
+def cluster_kubeconfig() -> Path | None:
+    """The existing cluster's kubeconfig (its CRDs brought up to date once), or None."""
+    path = existing_cluster()
+    if path is not None:
+        with connect.api_client(str(path)) as api_client:
+            install_crds(api_client)
+    return path
 
 
 @pytest.fixture
-def apiserver() -> Iterator[ApiServer]:
-    """A started :class:`ApiServer` (project CRDs loaded, GC on), stopped afterwards."""
+def apiserver(request: pytest.FixtureRequest) -> Iterator[ApiServer]:
+    """A started embedded :class:`ApiServer` (project CRDs loaded, GC on), stopped
+    afterwards. Only for tests marked ``embedded_only`` when a cluster is given."""
+    if existing_cluster() is not None and request.node.get_closest_marker("embedded_only") is None:
+        pytest.fail(
+            f"{request.node.nodeid} takes the embedded server with {ENV} set: mark it embedded_only"
+        )
     with ApiServer() as server:
         yield server
 
 
 @pytest.fixture
-def kube_client(apiserver: ApiServer) -> Iterator[Any]:
-    """A ``kubernetes.client.ApiClient`` configured for ``apiserver``."""
-    client = apiserver.api_client()
+def kube(request: pytest.FixtureRequest, cluster_kubeconfig: Path | None) -> Iterator[KubeApi]:
+    """The Kubernetes API of this test, with a fresh namespace (``kube.namespace``)."""
+    if cluster_kubeconfig is None:
+        target = KubeApi.for_embedded(request.getfixturevalue("apiserver"))
+    else:
+        target = KubeApi.for_cluster(cluster_kubeconfig)
     try:
-        yield client
+        yield target
     finally:
-        client.close()
+        target.close(clean_up=cluster_kubeconfig is not None)
+
+
+@pytest.fixture
+def kube_client(kube: KubeApi) -> Iterator[client.ApiClient]:
+    """A ``kubernetes.client.ApiClient`` configured for ``kube``."""
+    with kube.api_client() as api_client:
+        yield api_client

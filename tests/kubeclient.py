@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from kubernetes import watch
+from kubernetes import client, watch
 from kubernetes.client import ApiException
 
 
@@ -36,3 +36,32 @@ class WatchStream(Protocol):
 
 new_watch: Callable[[], WatchStream] = watch.Watch
 """A fresh ``kubernetes.watch.Watch``, typed."""
+
+
+def request(
+    api_client: client.ApiClient,
+    method: str,
+    path: str,
+    body: object = None,
+    *,
+    content_type: str = "application/json",
+    query: list[tuple[str, str]] | None = None,
+) -> dict[str, Any]:
+    """One request through the official client (its address, TLS and credentials) to a
+    path of the API, for what its typed calls do not cover (any resource by plural,
+    server-side apply). Returns the JSON answer; raises ``ApiException`` for an error."""
+    serialized = api_client.param_serialize(
+        method=method,
+        resource_path=path,
+        query_params=query or [],
+        header_params={"Content-Type": content_type, "Accept": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    method, url, headers, payload, post = serialized
+    response = api_client.call_api(
+        method, url, header_params=headers, body=payload, post_params=post
+    )
+    response.read()  # type: ignore[no-untyped-call]
+    answer = api_client.response_deserialize(response, {"2XX": "object"}).data
+    return json_object(answer)

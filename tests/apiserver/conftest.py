@@ -10,6 +10,7 @@ from kubernetes import client
 
 from ersctl import api
 from tests.apiserver.objects import Objects
+from tests.kubeapi import KubeApi
 
 
 @pytest.fixture
@@ -23,10 +24,16 @@ def core(kube_client: Any) -> client.CoreV1Api:
 
 
 @pytest.fixture
-def ers(custom: client.CustomObjectsApi) -> Objects:
-    return Objects(custom, api.ERS_PLURAL)
+def namespace(kube: KubeApi) -> str:
+    """The test's own namespace."""
+    return kube.namespace
 
 
 @pytest.fixture
-def runners(custom: client.CustomObjectsApi) -> Objects:
-    return Objects(custom, api.ER_PLURAL)
+def ers(custom: client.CustomObjectsApi, namespace: str) -> Objects:
+    return Objects(custom, api.ERS_PLURAL, namespace)
+
+
+@pytest.fixture
+def runners(custom: client.CustomObjectsApi, namespace: str) -> Objects:
+    return Objects(custom, api.ER_PLURAL, namespace)

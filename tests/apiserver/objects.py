@@ -1,5 +1,6 @@
 """Object builders and a small facade over the official client for the API server's
-own tests (EphemeralRunnerSets and EphemeralRunners in ``default``, over HTTP)."""
+own tests (EphemeralRunnerSets and EphemeralRunners in the test's namespace, over
+HTTP). Bodies leave the namespace out: the request's URL names it."""
 
 from __future__ import annotations
 
@@ -19,13 +20,13 @@ def ers_body(name: str, *, replicas: int = 1, **metadata: Any) -> dict[str, Any]
     return {
         "apiVersion": api.API_VERSION,
         "kind": api.ERS_KIND,
-        "metadata": {"name": name, "namespace": "default", **metadata},
+        "metadata": {"name": name, **metadata},
         "spec": {"replicas": replicas, "patchID": 0},
     }
 
 
 def er_body(owner: dict[str, Any] | None = None, **metadata: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {"namespace": "default", **metadata}
+    meta: dict[str, Any] = {**metadata}
     if owner is not None:
         meta["ownerReferences"] = [
             {
@@ -42,31 +43,38 @@ def er_body(owner: dict[str, Any] | None = None, **metadata: Any) -> dict[str, A
 
 
 class Objects:
-    """Shorthand for the custom-object calls on EphemeralRunnerSets/Runners in
-    ``default``, all over HTTP through the official client."""
+    """Shorthand for the custom-object calls on EphemeralRunnerSets/Runners in one
+    namespace, all over HTTP through the official client."""
 
-    def __init__(self, custom: client.CustomObjectsApi, plural: str) -> None:
+    def __init__(self, custom: client.CustomObjectsApi, plural: str, namespace: str) -> None:
         self._custom = custom
         self.plural = plural
+        self.namespace = namespace
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         return json_object(
             self._custom.create_namespaced_custom_object(
-                api.GROUP, api.VERSION, "default", self.plural, body
+                api.GROUP, api.VERSION, self.namespace, self.plural, body
             )
         )
 
     def get(self, name: str) -> dict[str, Any]:
         return json_object(
             self._custom.get_namespaced_custom_object(
-                api.GROUP, api.VERSION, "default", self.plural, name
+                api.GROUP, api.VERSION, self.namespace, self.plural, name
             )
+        )
+
+    def list_call(self, **kwargs: Any) -> object:
+        """The list call itself, for ``kubernetes.watch.Watch.stream``."""
+        return self._custom.list_namespaced_custom_object(
+            api.GROUP, api.VERSION, self.namespace, self.plural, **kwargs
         )
 
     def list(self, **kwargs: Any) -> dict[str, Any]:
         return json_object(
             self._custom.list_namespaced_custom_object(
-                api.GROUP, api.VERSION, "default", self.plural, **kwargs
+                api.GROUP, api.VERSION, self.namespace, self.plural, **kwargs
             )
         )
 
@@ -82,7 +90,7 @@ class Objects:
             call(
                 api.GROUP,
                 api.VERSION,
-                "default",
+                self.namespace,
                 self.plural,
                 name,
                 patch,
@@ -96,11 +104,11 @@ class Objects:
             if status
             else self._custom.replace_namespaced_custom_object
         )
-        return json_object(call(api.GROUP, api.VERSION, "default", self.plural, name, body))
+        return json_object(call(api.GROUP, api.VERSION, self.namespace, self.plural, name, body))
 
     def delete(self, name: str, **kwargs: Any) -> dict[str, Any]:
         return json_object(
             self._custom.delete_namespaced_custom_object(
-                api.GROUP, api.VERSION, "default", self.plural, name, **kwargs
+                api.GROUP, api.VERSION, self.namespace, self.plural, name, **kwargs
             )
         )

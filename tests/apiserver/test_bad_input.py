@@ -1,5 +1,6 @@
 """Bad input answered with metav1.Status JSON, no stack traces, and the server keeps
-serving. Raw HTTP (httpx) because the official client cannot send malformed bodies."""
+serving. Raw HTTP (httpx, with the official client's credentials) because the official
+client cannot send malformed bodies."""
 
 from __future__ import annotations
 
@@ -10,17 +11,33 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from ersctl import api
 from ersctl.testing.apiserver import ApiServer
+from tests.kubeapi import KubeApi
 
-ERS = "/apis/actions.github.com/v1alpha1/namespaces/default/ephemeralrunnersets"
+ERS = "/apis/actions.github.com/v1alpha1/namespaces/{ns}/ephemeralrunnersets"
+MERGE = {"Content-Type": "application/merge-patch+json"}
+# What only the emulator answers so: a real server decodes all of protobuf, and routes
+# a POST to an object or a PUT to a collection by its own rules.
+EMULATOR_ONLY = pytest.mark.embedded_only("answers of the emulator's own request parsing")
 # The k8s protobuf magic, then runtime.Unknown{typeMeta: {apiVersion: v1, kind: Pod}}.
 PROTOBUF_POD = b"k8s\x00\x0a\x09\x0a\x02v1\x12\x03Pod\x12\x00"
 
 
 @pytest.fixture
-def http(apiserver: ApiServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=apiserver.url, timeout=5) as http_client:
+def http(kube: KubeApi) -> Iterator[httpx.Client]:
+    with kube.http() as http_client:
         yield http_client
+
+
+@pytest.fixture
+def ers_path(kube: KubeApi) -> str:
+    return ERS.format(ns=kube.namespace)
+
+
+def create_set(http: httpx.Client, ers_path: str, name: str = "a") -> None:
+    body = {"apiVersion": api.API_VERSION, "kind": api.ERS_KIND, "metadata": {"name": name}}
+    assert http.post(ers_path, json=body).status_code == 201
 
 
 @pytest.mark.parametrize(
@@ -64,7 +81,7 @@ def http(apiserver: ApiServer) -> Iterator[httpx.Client]:
         ),
         pytest.param(
             "GET",
-            "/apis/actions.github.com/v1alpha1/namespaces/default/widgets",
+            "/apis/actions.github.com/v1alpha1/namespaces/{ns}/widgets",
             b"",
             "",
             404,
@@ -89,9 +106,17 @@ def http(apiserver: ApiServer) -> Iterator[httpx.Client]:
             405,
             "MethodNotAllowed",
             id="POST to an object",
+            marks=EMULATOR_ONLY,
         ),
         pytest.param(
-            "PUT", ERS, b"{}", "application/json", 405, "MethodNotAllowed", id="PUT to a collection"
+            "PUT",
+            ERS,
+            b"{}",
+            "application/json",
+            405,
+            "MethodNotAllowed",
+            id="PUT to a collection",
+            marks=EMULATOR_ONLY,
         ),
         pytest.param(
             "PATCH",
@@ -104,21 +129,23 @@ def http(apiserver: ApiServer) -> Iterator[httpx.Client]:
         ),
         pytest.param(
             "POST",
-            "/api/v1/namespaces/default/pods",
+            "/api/v1/namespaces/{ns}/pods",
             PROTOBUF_POD,
             "application/vnd.kubernetes.protobuf",
             415,
             "UnsupportedMediaType",
             id="protobuf for a kind the server cannot decode",
+            marks=EMULATOR_ONLY,
         ),
         pytest.param(
             "POST",
-            "/api/v1/namespaces/default/secrets",
+            "/api/v1/namespaces/{ns}/secrets",
             b"k8s\x00\x0a\x7f",
             "application/vnd.kubernetes.protobuf",
             415,
             "UnsupportedMediaType",
             id="truncated protobuf",
+            marks=EMULATOR_ONLY,
         ),
         pytest.param(
             "GET",
@@ -141,8 +168,9 @@ def http(apiserver: ApiServer) -> Iterator[httpx.Client]:
     ],
 )
 def test_bad_requests_get_a_status_and_the_server_keeps_serving(
-    apiserver: ApiServer,
+    kube: KubeApi,
     http: httpx.Client,
+    ers_path: str,
     method: str,
     path: str,
     body: bytes,
@@ -150,45 +178,44 @@ def test_bad_requests_get_a_status_and_the_server_keeps_serving(
     code: int,
     reason: str,
 ) -> None:
-    apiserver.create_object(
-        "ephemeralrunnersets", {"metadata": {"name": "a", "namespace": "default"}, "spec": {}}
-    )
+    create_set(http, ers_path)
     headers = {"Content-Type": content_type} if content_type else {}
 
-    response = http.request(method, path, content=body, headers=headers)
+    response = http.request(method, path.format(ns=kube.namespace), content=body, headers=headers)
 
     assert response.status_code == code
     status = response.json()
     assert status["kind"] == "Status" and status["status"] == "Failure"
     assert (status["code"], status["reason"]) == (code, reason)
     assert "Traceback" not in response.text
-    assert http.get(f"{ERS}/a").status_code == 200
+    assert http.get(f"{ers_path}/a").status_code == 200
 
 
+@pytest.mark.embedded_only("fault injection")
 def test_injected_faults_fail_only_matching_requests_and_change_nothing(
-    apiserver: ApiServer, http: httpx.Client
+    apiserver: ApiServer, http: httpx.Client, ers_path: str
 ) -> None:
-    apiserver.create_object(
-        "ephemeralrunnersets", {"metadata": {"name": "a", "namespace": "default"}, "spec": {}}
-    )
+    create_set(http, ers_path)
     apiserver.inject_fault(verb="patch", resource="ephemeralrunnersets", code=503, times=2)
-    merge = {"Content-Type": "application/merge-patch+json"}
     patch = json.dumps({"spec": {"replicas": 3}})
 
-    codes = [http.patch(f"{ERS}/a", content=patch, headers=merge).status_code for _ in range(3)]
+    codes = [
+        http.patch(f"{ers_path}/a", content=patch, headers=MERGE).status_code for _ in range(3)
+    ]
 
     assert codes == [503, 503, 200]
-    assert http.get(f"{ERS}/a").status_code == 200
+    assert http.get(f"{ers_path}/a").status_code == 200
     assert [r.status for r in apiserver.request_log.records() if r.verb == "patch"] == codes
 
 
+@pytest.mark.embedded_only("a raw socket to its plain-HTTP port")
 def test_a_body_with_broken_framing_is_400_and_other_clients_are_served(
-    apiserver: ApiServer, http: httpx.Client
+    apiserver: ApiServer, http: httpx.Client, ers_path: str
 ) -> None:
     host, port = apiserver.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=5) as raw:
         raw.sendall(
-            b"POST " + ERS.encode() + b" HTTP/1.1\r\nHost: x\r\n"
+            b"POST " + ers_path.encode() + b" HTTP/1.1\r\nHost: x\r\n"
             b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
             b"zz\r\n{}\r\n0\r\n\r\n"
         )
@@ -197,14 +224,17 @@ def test_a_body_with_broken_framing_is_400_and_other_clients_are_served(
 
     assert reply.startswith("HTTP/1.1 400")
     assert '"reason":"BadRequest"' in reply
-    assert http.get(ERS).status_code == 200
+    assert http.get(ers_path).status_code == 200
 
 
-def test_a_yaml_body_is_accepted_like_json(apiserver: ApiServer, http: httpx.Client) -> None:
-    body = b"metadata:\n  name: from-yaml\nspec:\n  replicas: 2\n"
+def test_a_yaml_body_is_accepted_like_json(http: httpx.Client, ers_path: str) -> None:
+    body = (
+        f"apiVersion: {api.API_VERSION}\nkind: {api.ERS_KIND}\n"
+        "metadata:\n  name: from-yaml\nspec:\n  replicas: 2\n"
+    ).encode()
 
-    response = http.post(ERS, content=body, headers={"Content-Type": "application/yaml"})
+    response = http.post(ers_path, content=body, headers={"Content-Type": "application/yaml"})
 
     assert response.status_code == 201
-    stored = apiserver.get_object("ephemeralrunnersets", "default", "from-yaml")
-    assert stored is not None and stored["spec"]["replicas"] == 2
+    stored = http.get(f"{ers_path}/from-yaml").json()
+    assert stored["spec"]["replicas"] == 2

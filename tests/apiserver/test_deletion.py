@@ -1,10 +1,10 @@
 """Deletion over HTTP: finalizers and deletionTimestamp, preconditions, garbage
-collection of dependents."""
+collection of dependents and namespace deletion (kube-controller-manager's jobs, which
+the embedded server does unless told not to)."""
 
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import pytest
 from kubernetes import client
@@ -13,12 +13,13 @@ from kubernetes.client import ApiException
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer
 from tests.apiserver.objects import Objects, er_body, ers_body
+from tests.kubeapi import KubeApi
 from tests.kubeclient import new_watch
 from tests.polling import eventually
 
 
 def test_delete_with_a_finalizer_keeps_the_object_until_the_finalizer_is_removed(
-    ers: Objects, custom: client.CustomObjectsApi
+    ers: Objects,
 ) -> None:
     ers.create(ers_body("a", finalizers=[api.ERS_FINALIZER]))
     start = ers.list()["metadata"]["resourceVersion"]
@@ -35,15 +36,7 @@ def test_delete_with_a_finalizer_keeps_the_object_until_the_finalizer_is_removed
 
     stream = new_watch()
     seen = []
-    for event in stream.stream(
-        custom.list_namespaced_custom_object,
-        api.GROUP,
-        api.VERSION,
-        "default",
-        api.ERS_PLURAL,
-        resource_version=start,
-        timeout_seconds=5,
-    ):
+    for event in stream.stream(ers.list_call, resource_version=start, timeout_seconds=5):
         seen.append(event["type"])
         if len(seen) == 2:
             stream.stop()
@@ -117,6 +110,7 @@ def _names(objects: Objects) -> list[str]:
     return [item["metadata"]["name"] for item in objects.list()["items"]]
 
 
+@pytest.mark.needs_gc("dependents collected")
 def test_garbage_collection_removes_the_dependents_of_a_deleted_owner(
     ers: Objects, runners: Objects
 ) -> None:
@@ -131,6 +125,7 @@ def test_garbage_collection_removes_the_dependents_of_a_deleted_owner(
     eventually(lambda: _names(runners) == ["theirs"])
 
 
+@pytest.mark.needs_gc("dependents collected")
 def test_garbage_collection_honours_the_dependents_finalizers(
     ers: Objects, runners: Objects
 ) -> None:
@@ -144,6 +139,7 @@ def test_garbage_collection_honours_the_dependents_finalizers(
     assert _names(runners) == []
 
 
+@pytest.mark.embedded_only("waits for its garbage collector to be idle")
 def test_garbage_collection_waits_while_the_owner_is_only_terminating(
     apiserver: ApiServer, ers: Objects, runners: Objects
 ) -> None:
@@ -156,6 +152,7 @@ def test_garbage_collection_waits_while_the_owner_is_only_terminating(
     assert _names(runners) == ["r"]
 
 
+@pytest.mark.needs_gc("dependents collected")
 def test_a_dependent_created_for_a_missing_owner_is_collected(runners: Objects) -> None:
     ghost = {"metadata": {"name": "ghost", "uid": "00000000-0000-0000-0000-000000000000"}}
 
@@ -164,55 +161,85 @@ def test_a_dependent_created_for_a_missing_owner_is_collected(runners: Objects) 
     eventually(lambda: _names(runners) == [])
 
 
-def test_without_gc_dependents_of_a_deleted_owner_stay() -> None:
-    with ApiServer(gc=False) as server:
-        api_client = server.api_client()
-        custom = client.CustomObjectsApi(api_client)
-        sets, runners = Objects(custom, api.ERS_PLURAL), Objects(custom, api.ER_PLURAL)
+@pytest.mark.embedded_only("a server without its controllers")
+def test_without_gc_dependents_of_a_deleted_owner_and_a_deleted_namespace_stay() -> None:
+    # A bare kube-apiserver (kube-controller-manager's jobs switched off).
+    with ApiServer(gc=False) as server, server.api_client() as api_client:
+        core, custom = client.CoreV1Api(api_client), client.CustomObjectsApi(api_client)
+        sets, runners = (
+            Objects(custom, api.ERS_PLURAL, "default"),
+            Objects(custom, api.ER_PLURAL, "default"),
+        )
         owner = sets.create(ers_body("a"))
         runners.create(er_body(owner, name="r"))
+        core.create_namespace(
+            client.V1Namespace(
+                api_version="v1", kind="Namespace", metadata=client.V1ObjectMeta(name="team")
+            )
+        )
+        Objects(custom, api.ERS_PLURAL, "team").create(ers_body("in-team"))
 
         sets.delete("a")
+        core.delete_namespace("team")
         assert server.wait_for_gc()  # a collector, were there one, would be done by now
 
         assert _names(runners) == ["r"]
-        api_client.close()
+        team = core.read_namespace("team")
+        assert team.status is not None and team.status.phase == "Terminating"
+        assert _names(Objects(custom, api.ERS_PLURAL, "team")) == ["in-team"]
 
 
+@pytest.mark.needs_gc("the orphan finalizer processed")
 def test_orphan_propagation_strips_the_owner_reference(ers: Objects, runners: Objects) -> None:
     owner = ers.create(ers_body("a"))
     runners.create(er_body(owner, name="r"))
 
     ers.delete("a", propagation_policy="Orphan")
 
-    assert "ownerReferences" not in runners.get("r")["metadata"]
+    eventually(lambda: "ownerReferences" not in runners.get("r")["metadata"])
+    assert _names(runners) == ["r"]
 
 
-def test_deleting_a_namespace_deletes_its_contents(core: client.CoreV1Api, custom: Any) -> None:
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="team")))
-    custom.create_namespaced_custom_object(
-        api.GROUP,
-        api.VERSION,
-        "team",
-        api.ERS_PLURAL,
-        {"metadata": {"name": "a", "finalizers": [api.ERS_FINALIZER]}, "spec": {}},
+def test_a_namespace_being_deleted_takes_no_new_content(
+    core: client.CoreV1Api, kube: KubeApi
+) -> None:
+    team = kube.create_namespace("team")
+    Objects(client.CustomObjectsApi(core.api_client), api.ERS_PLURAL, team).create(
+        ers_body("a", finalizers=[api.ERS_FINALIZER])
     )
 
-    core.delete_namespace("team")
-    terminating = core.read_namespace("team").status
-    assert terminating is not None and terminating.phase == "Terminating"
+    core.delete_namespace(team)
+    terminating = core.read_namespace(team).status
     with pytest.raises(ApiException) as refused:
         core.create_namespaced_secret(
-            "team", client.V1Secret(metadata=client.V1ObjectMeta(name="s"))
+            team,
+            client.V1Secret(
+                api_version="v1", kind="Secret", metadata=client.V1ObjectMeta(name="s")
+            ),
         )
-    custom.patch_namespaced_custom_object(
-        api.GROUP, api.VERSION, "team", api.ERS_PLURAL, "a", {"metadata": {"finalizers": None}}
-    )
 
+    assert terminating is not None and terminating.phase == "Terminating"
     assert refused.value.status == 403
-    with pytest.raises(ApiException) as gone:
-        core.read_namespace("team")
-    assert gone.value.status == 404
+
+
+@pytest.mark.needs_gc("the namespace controller empties and removes the namespace")
+def test_deleting_a_namespace_deletes_its_contents(core: client.CoreV1Api, kube: KubeApi) -> None:
+    team = kube.create_namespace("team")
+    sets = Objects(client.CustomObjectsApi(core.api_client), api.ERS_PLURAL, team)
+    sets.create(ers_body("a", finalizers=[api.ERS_FINALIZER]))
+
+    core.delete_namespace(team)
+    eventually(lambda: "deletionTimestamp" in sets.get("a")["metadata"], timeout=30)
+    sets.patch("a", {"metadata": {"finalizers": None}})
+
+    def gone() -> bool:
+        try:
+            core.read_namespace(team)
+        except ApiException as exc:
+            return bool(exc.status == 404)
+        return False
+
+    eventually(gone, timeout=60, what=f"namespace {team} removed")
 
 
 def test_concurrent_writers_with_preconditions_never_both_win(ers: Objects) -> None:
@@ -239,6 +266,7 @@ def test_concurrent_writers_with_preconditions_never_both_win(ers: Objects) -> N
     assert sorted(outcomes) == [200] + [409] * 5
 
 
+@pytest.mark.embedded_only("waits for its garbage collector to be idle")
 def test_foreground_deletion_keeps_the_owner_until_its_blocking_dependents_are_gone(
     apiserver: ApiServer, ers: Objects, runners: Objects
 ) -> None:

@@ -1,4 +1,6 @@
-"""The Python-side test hooks: request log, fault injection, direct object access."""
+"""The Python-side test hooks: request log, fault injection, direct object access.
+All are the embedded server's own (marked ``embedded_only``), but for what every
+server serves."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from tests.apiserver.objects import Objects, ers_body
 from tests.kubeclient import json_object, status_of
 
 
+@pytest.mark.embedded_only("the request log")
 def test_the_request_log_records_what_the_client_sent(apiserver: ApiServer, ers: Objects) -> None:
     ers.create(ers_body("a"))
     apiserver.request_log.clear()
@@ -30,14 +33,15 @@ def test_the_request_log_records_what_the_client_sent(apiserver: ApiServer, ers:
         (r.method, r.verb, r.resource, r.namespace, r.name, r.subresource, r.status)
         for r in records
     ] == [
-        ("PATCH", "patch", "ephemeralrunnersets", "default", "a", None, 200),
-        ("PATCH", "patch", "ephemeralrunnersets", "default", "a", "status", 200),
+        ("PATCH", "patch", "ephemeralrunnersets", ers.namespace, "a", None, 200),
+        ("PATCH", "patch", "ephemeralrunnersets", ers.namespace, "a", "status", 200),
     ]
     assert records[0].content_type == "application/merge-patch+json"
     assert json.loads(records[1].body) == {"status": {"phase": "Running"}}
     assert records[1].path.endswith("/ephemeralrunnersets/a/status")
 
 
+@pytest.mark.embedded_only("the request log")
 def test_the_request_log_keeps_query_parameters(apiserver: ApiServer, ers: Objects) -> None:
     ers.list(label_selector="a=b")
 
@@ -46,6 +50,7 @@ def test_the_request_log_keeps_query_parameters(apiserver: ApiServer, ers: Objec
     assert (record.verb, record.query["labelSelector"]) == ("list", ["a=b"])
 
 
+@pytest.mark.embedded_only("fault injection")
 def test_a_fault_matches_verb_resource_name_and_subresource(
     apiserver: ApiServer, ers: Objects
 ) -> None:
@@ -65,6 +70,7 @@ def test_a_fault_matches_verb_resource_name_and_subresource(
     assert status_of(caught.value)["reason"] == "Conflict"
 
 
+@pytest.mark.embedded_only("fault injection")
 def test_a_latency_fault_delays_and_then_serves(apiserver: ApiServer, ers: Objects) -> None:
     apiserver.inject_fault(verb="list", latency=0.3)
 
@@ -76,41 +82,42 @@ def test_a_latency_fault_delays_and_then_serves(apiserver: ApiServer, ers: Objec
     assert elapsed >= 0.3
 
 
+@pytest.mark.embedded_only("direct object access")
 def test_direct_access_has_the_same_semantics_as_http(apiserver: ApiServer, ers: Objects) -> None:
+    ns = ers.namespace
     created = apiserver.create_object(
-        "ephemeralrunnersets", ers_body("a") | {"status": {"phase": "Running"}}
+        "ephemeralrunnersets", ers_body("a", namespace=ns) | {"status": {"phase": "Running"}}
     )
     assert "status" not in created and created["metadata"]["generation"] == 1
 
     apiserver.patch_object(
         "ephemeralrunnersets",
-        "default",
+        ns,
         "a",
         {"status": {"phase": "Running"}},
         subresource="status",
     )
-    patched = apiserver.patch_object(
-        "ephemeralrunnersets", "default", "a", {"spec": {"replicas": 4}}
-    )
+    patched = apiserver.patch_object("ephemeralrunnersets", ns, "a", {"spec": {"replicas": 4}})
     assert patched["metadata"]["generation"] == 2
-    assert ers.get("a") == patched == apiserver.get_object("ephemeralrunnersets", "default", "a")
+    assert ers.get("a") == patched == apiserver.get_object("ephemeralrunnersets", ns, "a")
 
     with pytest.raises(StatusError) as caught:
         apiserver.patch_object(
             "ephemeralrunnersets",
-            "default",
+            ns,
             "a",
             {"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}},
         )
     assert caught.value.code == 409
 
-    apiserver.delete_object("ephemeralrunnersets", "default", "a")
-    assert apiserver.get_object("ephemeralrunnersets", "default", "a") is None
+    apiserver.delete_object("ephemeralrunnersets", ns, "a")
+    assert apiserver.get_object("ephemeralrunnersets", ns, "a") is None
     assert apiserver.list_objects("ephemeralrunnersets") == []
 
 
+@pytest.mark.embedded_only("direct object access")
 def test_direct_reads_return_copies(apiserver: ApiServer) -> None:
-    apiserver.create_object("ephemeralrunnersets", ers_body("a"))
+    apiserver.create_object("ephemeralrunnersets", ers_body("a", namespace="default"))
 
     read = apiserver.get_object("ephemeralrunnersets", "default", "a")
     assert read is not None
@@ -120,48 +127,49 @@ def test_direct_reads_return_copies(apiserver: ApiServer) -> None:
     assert again is not None and again["spec"]["replicas"] == 1
 
 
-def test_core_resources_and_leases_are_served(apiserver: ApiServer, kube_client: object) -> None:
+def test_core_resources_and_leases_are_served(kube_client: object, namespace: str) -> None:
     core = client.CoreV1Api(kube_client)
     leases = client.CoordinationV1Api(kube_client)
 
     core.create_namespaced_secret(
-        "default",
+        namespace,
         client.V1Secret(metadata=client.V1ObjectMeta(name="s"), string_data={"token": "x"}),
     )
     core.create_namespaced_pod(
-        "default",
+        namespace,
         client.V1Pod(
             metadata=client.V1ObjectMeta(name="p"),
             spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="i")]),
         ),
     )
     core.create_namespaced_event(
-        "default",
+        namespace,
         client.CoreV1Event(
             metadata=client.V1ObjectMeta(name="e"),
-            involved_object=client.V1ObjectReference(kind="Pod", name="p"),
+            involved_object=client.V1ObjectReference(kind="Pod", name="p", namespace=namespace),
             reason="Test",
             message="hello",
         ),
     )
     lease = leases.create_namespaced_lease(
-        "default",
+        namespace,
         client.V1Lease(
             metadata=client.V1ObjectMeta(name="l"), spec=client.V1LeaseSpec(holder_identity="me")
         ),
     )
 
-    pod = core.read_namespaced_pod("p", "default")
+    pod = core.read_namespaced_pod("p", namespace)
     assert pod.status is not None and pod.status.phase == "Pending"
-    assert [e.reason for e in core.list_namespaced_event("default").items] == ["Test"]
+    assert [e.reason for e in core.list_namespaced_event(namespace).items] == ["Test"]
     assert lease.spec is not None and lease.spec.holder_identity == "me"
-    namespaces = [ns.metadata.name if ns.metadata else None for ns in core.list_namespace().items]
-    assert namespaces[:1] == ["default"]
-    secret = apiserver.get_object("secrets", "default", "s")
-    assert secret is not None and secret["data"] == {"token": "eA=="}
-    assert "stringData" not in secret and secret["type"] == "Opaque"
+    namespaces = {ns.metadata.name if ns.metadata else None for ns in core.list_namespace().items}
+    assert {"default", namespace} <= namespaces
+    secret = core.read_namespaced_secret("s", namespace)
+    assert secret.data == {"token": "eA=="} and secret.string_data is None
+    assert secret.type == "Opaque"
 
 
+@pytest.mark.embedded_only("a server without the project's CRDs")
 def test_creating_a_crd_starts_serving_its_resource() -> None:
     with ApiServer(crds=False) as server:
         api_client = server.api_client()
@@ -195,26 +203,28 @@ def test_creating_a_crd_starts_serving_its_resource() -> None:
     assert any(c.type == "Established" and c.status == "True" for c in conditions)
 
 
+@pytest.mark.embedded_only("its log")
 def test_secret_values_never_reach_the_log(
-    apiserver: ApiServer, kube_client: object, caplog: pytest.LogCaptureFixture
+    apiserver: ApiServer, kube_client: object, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     core = client.CoreV1Api(kube_client)
     token = "ghp_NotARealTokenButSecret123"
 
     core.create_namespaced_secret(
-        "default",
+        namespace,
         client.V1Secret(
             metadata=client.V1ObjectMeta(name="creds"), string_data={"github_token": token}
         ),
     )
-    core.patch_namespaced_secret("creds", "default", {"stringData": {"github_token": token + "2"}})
-    core.read_namespaced_secret("creds", "default")
+    core.patch_namespaced_secret("creds", namespace, {"stringData": {"github_token": token + "2"}})
+    core.read_namespaced_secret("creds", namespace)
 
     assert caplog.records, "the server logs requests at debug level"
     assert token not in caplog.text
 
 
+@pytest.mark.embedded_only("its Python API")
 def test_an_unknown_resource_name_in_the_python_api_says_what_is_served(
     apiserver: ApiServer,
 ) -> None:
@@ -226,8 +236,9 @@ def test_an_unknown_resource_name_in_the_python_api_says_what_is_served(
     assert "ephemeralrunnersets" in caught.value.message
 
 
+@pytest.mark.embedded_only("fault injection")
 def test_an_injected_410_on_a_watch_arrives_as_an_error_event(
-    apiserver: ApiServer, kube_client: object
+    apiserver: ApiServer, kube_client: object, namespace: str
 ) -> None:
     custom = client.CustomObjectsApi(kube_client)
     apiserver.inject_fault(verb="watch", resource="ephemeralrunnersets", code=410)
@@ -238,7 +249,7 @@ def test_an_injected_410_on_a_watch_arrives_as_an_error_event(
         custom.list_namespaced_custom_object(
             api.GROUP,
             api.VERSION,
-            "default",
+            namespace,
             "ephemeralrunnersets",
             watch=True,
             resource_version="1",

@@ -74,13 +74,20 @@ def test_strategic_merge_patch_is_415_for_custom_resources(ers: Objects) -> None
     assert status_of(caught.value)["reason"] == "UnsupportedMediaType"
 
 
-def test_strategic_merge_patch_works_for_core_types(core: Any) -> None:
+def test_strategic_merge_patch_works_for_core_types(core: Any, namespace: str) -> None:
     core.create_namespaced_secret(
-        "default", {"metadata": {"name": "s"}, "stringData": {}, "data": {"a": "eA=="}}
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s"},
+            "stringData": {},
+            "data": {"a": "eA=="},
+        },
     )
 
     patched = core.patch_namespaced_secret(
-        "s", "default", {"metadata": {"labels": {"k": "v"}}}, _content_type=STRATEGIC
+        "s", namespace, {"metadata": {"labels": {"k": "v"}}}, _content_type=STRATEGIC
     )
 
     assert patched.metadata.labels == {"k": "v"}
@@ -139,7 +146,7 @@ def test_dry_run_answers_as_the_write_would_and_stores_nothing(
     ers: Objects, custom: Any, write: str
 ) -> None:
     existing = ers.create(ers_body("a", replicas=1))
-    args = (api.GROUP, api.VERSION, "default", api.ERS_PLURAL)
+    args = (api.GROUP, api.VERSION, ers.namespace, api.ERS_PLURAL)
 
     if write == "create":
         answer = custom.create_namespaced_custom_object(*args, ers_body("b"), dry_run="All")
@@ -170,7 +177,7 @@ def test_dry_run_still_reports_conflicts(ers: Objects, custom: Any) -> None:
         custom.patch_namespaced_custom_object(
             api.GROUP,
             api.VERSION,
-            "default",
+            ers.namespace,
             api.ERS_PLURAL,
             "a",
             {"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}},
@@ -186,7 +193,7 @@ def test_delete_collection_deletes_what_the_selector_matches(ers: Objects, custo
     ers.create(ers_body("c"))
 
     custom.delete_collection_namespaced_custom_object(
-        api.GROUP, api.VERSION, "default", api.ERS_PLURAL, label_selector="team=x"
+        api.GROUP, api.VERSION, ers.namespace, api.ERS_PLURAL, label_selector="team=x"
     )
 
     assert [item["metadata"]["name"] for item in ers.list()["items"]] == ["b", "c"]

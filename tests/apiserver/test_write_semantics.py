@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kubernetes import client
 from kubernetes.client import ApiException
 
 from ersctl import api
-from tests.apiserver.objects import Objects, ers_body
+from tests.apiserver.objects import Objects, er_body, ers_body
 from tests.kubeclient import status_of
 
 
@@ -24,8 +25,8 @@ def test_create_sets_server_fields_and_generation_one(ers: Objects) -> None:
 
 
 def test_create_with_generate_name_gets_a_unique_name(runners: Objects) -> None:
-    first = runners.create({"metadata": {"generateName": "arc-runner-"}, "spec": {}})
-    second = runners.create({"metadata": {"generateName": "arc-runner-"}, "spec": {}})
+    first = runners.create(er_body(generateName="arc-runner-"))
+    second = runners.create(er_body(generateName="arc-runner-"))
 
     assert first["metadata"]["name"].startswith("arc-runner-")
     assert len(first["metadata"]["name"]) == len("arc-runner-") + 5
@@ -44,7 +45,7 @@ def test_create_of_an_existing_name_is_409_already_exists(ers: Objects) -> None:
 
 def test_create_without_name_or_generate_name_is_422_invalid(ers: Objects) -> None:
     with pytest.raises(ApiException) as caught:
-        ers.create({"metadata": {}, "spec": {}})
+        ers.create(ers_body("") | {"metadata": {}})
 
     assert caught.value.status == 422
     status = status_of(caught.value)
@@ -55,11 +56,7 @@ def test_create_without_name_or_generate_name_is_422_invalid(ers: Objects) -> No
 def test_create_in_a_missing_namespace_is_404(custom: Any) -> None:
     with pytest.raises(ApiException) as caught:
         custom.create_namespaced_custom_object(
-            api.GROUP,
-            api.VERSION,
-            "nowhere",
-            api.ERS_PLURAL,
-            ers_body("a") | {"metadata": {"name": "a"}},
+            api.GROUP, api.VERSION, "nowhere", api.ERS_PLURAL, ers_body("a")
         )
 
     assert caught.value.status == 404
@@ -74,7 +71,7 @@ def test_create_ignores_status_when_the_status_subresource_exists(ers: Objects) 
 
 def test_resource_version_increases_across_all_objects(ers: Objects, runners: Objects) -> None:
     a = ers.create(ers_body("a"))
-    runner = runners.create({"metadata": {"generateName": "r-"}, "spec": {}})
+    runner = runners.create(er_body(generateName="r-"))
     b = ers.patch("a", {"spec": {"replicas": 5}})
 
     versions = [int(o["metadata"]["resourceVersion"]) for o in (a, runner, b)]
@@ -268,12 +265,53 @@ def test_no_finalizer_can_be_added_to_an_object_being_deleted(ers: Objects) -> N
     assert ers.get("a")["metadata"]["finalizers"] == ["one/x"]
 
 
-def test_create_with_a_resource_version_is_400(ers: Objects) -> None:
+def test_create_with_a_resource_version_is_refused_by_storage_with_500(ers: Objects) -> None:
     with pytest.raises(ApiException) as caught:
         ers.create(ers_body("a", resourceVersion="12"))
 
+    # The storage layer's plain error: 500, no reason, after every other check.
+    assert caught.value.status == 500
+    status = status_of(caught.value)
+    assert status["message"] == "resourceVersion should not be set on objects to be created"
+    assert "reason" not in status
+    with pytest.raises(ApiException) as invalid:
+        ers.create(ers_body("a", resourceVersion="12") | {"spec": {"replicas": "two"}})
+    assert invalid.value.status == 422
+    assert ers.list()["items"] == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param({"apiVersion": api.API_VERSION, "metadata": {"name": "a"}}, id="no kind"),
+        pytest.param({"metadata": {}, "spec": {"replicas": "two"}}, id="no kind, invalid too"),
+    ],
+)
+def test_a_custom_object_without_kind_is_400_before_any_other_check(
+    custom: client.CustomObjectsApi, namespace: str, body: dict[str, Any]
+) -> None:
+    # Before the namespace is looked up, the name validated or the schema applied.
+    for where in (namespace, "nowhere"):
+        with pytest.raises(ApiException) as caught:
+            custom.create_namespaced_custom_object(
+                api.GROUP, api.VERSION, where, api.ERS_PLURAL, body
+            )
+
+        assert caught.value.status == 400
+        status = status_of(caught.value)
+        assert status["reason"] == "BadRequest"
+        assert "Object 'Kind' is missing" in status["message"]
+
+
+def test_a_put_of_a_custom_object_without_kind_is_400(ers: Objects) -> None:
+    created = ers.create(ers_body("a"))
+    del created["kind"]
+
+    with pytest.raises(ApiException) as caught:
+        ers.replace("a", created)
+
     assert caught.value.status == 400
-    assert "resourceVersion can not be set" in status_of(caught.value)["message"]
+    assert "Object 'Kind' is missing" in status_of(caught.value)["message"]
 
 
 @pytest.mark.parametrize(
@@ -298,7 +336,7 @@ def test_incomplete_owner_references_are_422(
     runners: Objects, refs: list[dict[str, Any]], field: str
 ) -> None:
     with pytest.raises(ApiException) as caught:
-        runners.create({"metadata": {"name": "r", "ownerReferences": refs}, "spec": {}})
+        runners.create(er_body(name="r", ownerReferences=refs))
 
     assert caught.value.status == 422
     assert status_of(caught.value)["details"]["causes"][0]["field"] == field

@@ -9,12 +9,13 @@ from ersctl.api import API_VERSION, ER_KIND, ERS_KIND
 
 
 def ers_body(
-    name: str, *, namespace: str = "default", replicas: int = 0, patch_id: int = 0, **spec: Any
+    name: str, *, namespace: str | None = None, replicas: int = 0, patch_id: int = 0, **spec: Any
 ) -> dict[str, Any]:
+    """An EphemeralRunnerSet; without ``namespace``, the one it is created in."""
     return {
         "apiVersion": API_VERSION,
         "kind": ERS_KIND,
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {"name": name} | ({"namespace": namespace} if namespace else {}),
         "spec": {
             "replicas": replicas,
             "patchID": patch_id,
@@ -29,9 +30,10 @@ def ers_body(
 
 
 def runner_body(
-    name: str, owner: dict[str, Any] | None, *, namespace: str = "default", phase: str = "Running"
+    name: str, owner: dict[str, Any] | None, *, namespace: str | None = None, phase: str = "Running"
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    """An EphemeralRunner (its ``status`` is dropped on create: a subresource)."""
+    meta: dict[str, Any] = {"name": name} | ({"namespace": namespace} if namespace else {})
     if owner is not None:
         meta["ownerReferences"] = [
             {

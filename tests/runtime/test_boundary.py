@@ -14,6 +14,7 @@ from ersctl.kube.calls import translate
 from ersctl.kube.errors import ConflictError, GoneError, KubeError, NotFoundError
 from ersctl.kube.events import EventRecorder
 from ersctl.testing.apiserver import ApiServer
+from tests.kubeapi import KubeApi
 from tests.runtime.conftest import ers_body
 
 
@@ -54,6 +55,7 @@ def test_a_refused_connection_is_a_kube_error_not_a_library_exception() -> None:
     )
 
 
+@pytest.mark.embedded_only("fault injection, the request log")
 def test_errors_never_carry_the_clients_bearer_token(apiserver: ApiServer) -> None:
     configuration = client.Configuration()
     configuration.host = apiserver.url
@@ -68,19 +70,19 @@ def test_errors_never_carry_the_clients_bearer_token(apiserver: ApiServer) -> No
     assert any(r.verb == "get" and r.resource == "secrets" for r in apiserver.request_log.records())
 
 
-def events(apiserver: ApiServer) -> list[dict[str, Any]]:
-    return apiserver.list_objects("events", "default")
+def events(kube: KubeApi) -> list[dict[str, Any]]:
+    return kube.list_objects("events", kube.namespace)
 
 
-def test_repeated_events_are_aggregated_into_one_with_a_count(apiserver: ApiServer) -> None:
-    ers = EphemeralRunnerSet(apiserver.create_object(ERS_PLURAL, ers_body("web")))
-    recorder = EventRecorder(apiserver.api_client())
+def test_repeated_events_are_aggregated_into_one_with_a_count(kube: KubeApi) -> None:
+    ers = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("web")))
+    recorder = EventRecorder(kube.api_client())
 
     for _ in range(3):
         recorder.event(ers, type="Normal", reason="ScaleUpSuppressed", message="patch 4 serviced")
     recorder.event(ers, type="Warning", reason="InvalidSpec", message="spec.replicas: bad")
 
-    by_reason = {e["reason"]: e for e in events(apiserver)}
+    by_reason = {e["reason"]: e for e in events(kube)}
     assert sorted(by_reason) == ["InvalidSpec", "ScaleUpSuppressed"]
     suppressed = by_reason["ScaleUpSuppressed"]
     assert suppressed["count"] == 3 and suppressed["type"] == "Normal"
@@ -89,18 +91,21 @@ def test_repeated_events_are_aggregated_into_one_with_a_count(apiserver: ApiServ
     assert by_reason["InvalidSpec"]["count"] == 1
 
 
-def test_an_event_that_cannot_be_written_is_dropped_without_raising(apiserver: ApiServer) -> None:
-    ers = EphemeralRunnerSet(apiserver.create_object(ERS_PLURAL, ers_body("web")))
+@pytest.mark.embedded_only("fault injection")
+def test_an_event_that_cannot_be_written_is_dropped_without_raising(
+    apiserver: ApiServer, kube: KubeApi
+) -> None:
+    ers = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("web")))
     apiserver.inject_fault(verb="create", resource="events", code=500)
 
-    EventRecorder(apiserver.api_client()).event(ers, type="Warning", reason="R", message="m")
+    EventRecorder(kube.api_client()).event(ers, type="Warning", reason="R", message="m")
 
-    assert events(apiserver) == []
+    assert events(kube) == []
 
 
-def test_a_fenced_recorder_stays_silent(apiserver: ApiServer) -> None:
-    ers = EphemeralRunnerSet(apiserver.create_object(ERS_PLURAL, ers_body("web")))
-    EventRecorder(apiserver.api_client(), fence=lambda: False).event(
+def test_a_fenced_recorder_stays_silent(kube: KubeApi) -> None:
+    ers = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("web")))
+    EventRecorder(kube.api_client(), fence=lambda: False).event(
         ers, type="Normal", reason="R", message="m"
     )
-    assert events(apiserver) == []
+    assert events(kube) == []

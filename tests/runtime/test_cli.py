@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from ersctl.api import ER_PLURAL, ERS_PLURAL
 from ersctl.cli import main
 from ersctl.testing.apiserver import ApiServer
+from tests.kubeapi import KubeApi
 from tests.leases import refused_campaigns
 from tests.polling import eventually
 from tests.runtime.conftest import ers_body, free_port, runner_body
@@ -27,8 +28,8 @@ LEASE = "ersctl-leader"  # the default of ersctl reconcile --lease-name
 
 
 @pytest.fixture
-def kubeconfig(apiserver: ApiServer, tmp_path: Path) -> str:
-    return str(apiserver.write_kubeconfig(tmp_path / "kubeconfig"))
+def kubeconfig(kube: KubeApi, tmp_path: Path) -> str:
+    return str(kube.write_kubeconfig(tmp_path / "kubeconfig"))
 
 
 def invoke(*args: str) -> tuple[int, str]:
@@ -38,20 +39,19 @@ def invoke(*args: str) -> tuple[int, str]:
 
 
 def test_status_prints_one_row_per_set_with_runner_counts_and_guard_fields(
-    apiserver: ApiServer, kubeconfig: str
+    kube: KubeApi, kubeconfig: str
 ) -> None:
-    owner = apiserver.create_object(ERS_PLURAL, ers_body("web", replicas=3, patch_id=7))
-    apiserver.patch_object(ERS_PLURAL, "default", "web", {"status": {
+    ns = kube.namespace
+    owner = kube.create_object(ERS_PLURAL, ers_body("web", replicas=3, patch_id=7))
+    kube.patch_object(ERS_PLURAL, ns, "web", {"status": {
         "phase": "Running", "finishedRunnerCleanupPatchID": 6, "appliedActionableRevision": 2,
     }}, subresource="status")  # fmt: skip
     for name, phase in [("r1", "Running"), ("r2", "Pending"), ("r3", "Succeeded")]:
-        apiserver.create_object(ER_PLURAL, runner_body(name, owner))
-        apiserver.patch_object(
-            ER_PLURAL, "default", name, {"status": {"phase": phase}}, subresource="status"
-        )
-    apiserver.create_object(ERS_PLURAL, ers_body("idle"))
+        kube.create_object(ER_PLURAL, runner_body(name, owner))
+        kube.patch_object(ER_PLURAL, ns, name, {"status": {"phase": phase}}, subresource="status")
+    kube.create_object(ERS_PLURAL, ers_body("idle"))
 
-    code, out = invoke("status", "--kubeconfig", kubeconfig)
+    code, out = invoke("status", "--namespace", ns, "--kubeconfig", kubeconfig)
 
     assert code == 0, out
     header, idle, web = out.splitlines()
@@ -59,33 +59,34 @@ def test_status_prints_one_row_per_set_with_runner_counts_and_guard_fields(
         "NAMESPACE", "NAME", "DESIRED", "CURRENT", "PENDING", "RUNNING", "FINISHED",
         "DELETING", "PATCH-ID", "MARKER", "APPLIED-REV", "PHASE",
     ]  # fmt: skip
-    assert idle.split() == ["default", "idle", "0", "0", "0", "0", "0", "0", "0", "0", "0", "-"]
-    assert web.split() == ["default", "web", "3", "2", "1", "1", "1", "0", "7", "6", "2", "Running"]
+    assert idle.split() == [ns, "idle", "0", "0", "0", "0", "0", "0", "0", "0", "0", "-"]
+    assert web.split() == [ns, "web", "3", "2", "1", "1", "1", "0", "7", "6", "2", "Running"]
 
 
 def test_status_names_a_malformed_field_and_still_prints_the_others(
-    apiserver: ApiServer, kubeconfig: str
+    kube: KubeApi, kubeconfig: str
 ) -> None:
-    apiserver.create_object(ERS_PLURAL, ers_body("bad", replicas=-1))
-    apiserver.create_object(ERS_PLURAL, ers_body("good", replicas=1))
+    kube.create_object(ERS_PLURAL, ers_body("bad", replicas=-1))
+    kube.create_object(ERS_PLURAL, ers_body("good", replicas=1))
 
-    code, out = invoke("status", "--kubeconfig", kubeconfig)
+    code, out = invoke("status", "--namespace", kube.namespace, "--kubeconfig", kubeconfig)
 
     assert code == 0, out
-    assert "default/bad: invalid: spec.replicas: must be >= 0, got -1" in out
-    assert any(line.split()[:3] == ["default", "good", "1"] for line in out.splitlines())
+    assert f"{kube.namespace}/bad: invalid: spec.replicas: must be >= 0, got -1" in out
+    assert any(line.split()[:3] == [kube.namespace, "good", "1"] for line in out.splitlines())
 
 
-def test_status_of_a_missing_set_is_one_line_and_exit_1(kubeconfig: str) -> None:
-    code, out = invoke("status", "default/nope", "--kubeconfig", kubeconfig)
+def test_status_of_a_missing_set_is_one_line_and_exit_1(kube: KubeApi, kubeconfig: str) -> None:
+    code, out = invoke("status", f"{kube.namespace}/nope", "--kubeconfig", kubeconfig)
     assert code == 1
-    assert out.strip() == "ersctl: EphemeralRunnerSet default/nope not found"
+    assert out.strip() == f"ersctl: EphemeralRunnerSet {kube.namespace}/nope not found"
 
 
+@pytest.mark.embedded_only("fault injection, the request log")
 def test_rollout_bumps_the_actionable_revision_with_a_resource_version_precondition(
     apiserver: ApiServer, kubeconfig: str
 ) -> None:
-    apiserver.create_object(ERS_PLURAL, ers_body("web", actionableRevision=4))
+    apiserver.create_object(ERS_PLURAL, ers_body("web", namespace="default", actionableRevision=4))
     apiserver.inject_fault(verb="patch", resource=ERS_PLURAL, code=409)  # lost one race
     apiserver.request_log.clear()
 
@@ -116,28 +117,28 @@ def test_bad_input_is_one_clear_line_and_a_non_zero_exit(args: list[str], messag
     assert message in out
 
 
-def test_reconcile_once_prints_its_decision_and_acts_once(
-    apiserver: ApiServer, kubeconfig: str
-) -> None:
-    apiserver.create_object(ERS_PLURAL, ers_body("web", replicas=2, patch_id=1))
+def test_reconcile_once_prints_its_decision_and_acts_once(kube: KubeApi, kubeconfig: str) -> None:
+    kube.create_object(ERS_PLURAL, ers_body("web", replicas=2, patch_id=1))
+    key = f"{kube.namespace}/web"
 
-    first = invoke("reconcile", "--once", "default/web", "--kubeconfig", kubeconfig)
-    second = invoke("reconcile", "--once", "default/web", "--kubeconfig", kubeconfig)
+    first = invoke("reconcile", "--once", key, "--kubeconfig", kubeconfig)
+    second = invoke("reconcile", "--once", key, "--kubeconfig", kubeconfig)
 
-    assert first == (0, "default/web: finalizer-added\n")
-    assert second[0] == 0 and second[1].startswith("default/web: scale-up")
-    assert len(apiserver.list_objects(ER_PLURAL)) == 2
+    assert first == (0, f"{key}: finalizer-added\n")
+    assert second[0] == 0 and second[1].startswith(f"{key}: scale-up")
+    assert len(kube.list_objects(ER_PLURAL, kube.namespace)) == 2
 
 
 def test_reconcile_once_of_a_missing_set_is_one_line_and_exit_1(
-    apiserver: ApiServer, kubeconfig: str
+    kube: KubeApi, kubeconfig: str
 ) -> None:
-    code, out = invoke("reconcile", "--once", "default/nope", "--kubeconfig", kubeconfig)
+    key = f"{kube.namespace}/nope"
+    code, out = invoke("reconcile", "--once", key, "--kubeconfig", kubeconfig)
     assert (code, out.strip().splitlines()[-1]) == (
         1,
-        "ersctl: EphemeralRunnerSet default/nope not found",
+        f"ersctl: EphemeralRunnerSet {key} not found",
     )
-    assert apiserver.list_objects(ER_PLURAL) == []
+    assert kube.list_objects(ER_PLURAL, kube.namespace) == []
 
 
 # -- two controller processes -----------------------------------------------------------
@@ -196,12 +197,15 @@ def ready(port: int) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.embedded_only("the request log shows the follower's refused campaigns")
 def test_two_controller_processes_only_the_lease_holder_reconciles(
     apiserver: ApiServer, controllers: list[tuple[subprocess.Popen[str], int]]
 ) -> None:
     for _, port in controllers:
         eventually(partial(ready, port), timeout=20, interval=0.1)
-    apiserver.create_object(ERS_PLURAL, ers_body("web", replicas=2, patch_id=1))
+    apiserver.create_object(
+        ERS_PLURAL, ers_body("web", namespace="default", replicas=2, patch_id=1)
+    )
     eventually(lambda: len(apiserver.list_objects(ER_PLURAL)) == 2, timeout=10)
     lease = apiserver.get_object("leases", "default", LEASE)
     assert lease is not None

@@ -15,6 +15,7 @@ from ersctl.kube.informer import Informer, Resource
 from ersctl.kube.queue import Backoff
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.testing.apiserver import ApiServer
+from tests.kubeapi import KubeApi
 from tests.polling import eventually
 from tests.runtime.conftest import ers_body, free_port, runner_body
 
@@ -63,7 +64,12 @@ def running() -> Iterator[list[tuple[Informer, threading.Event, threading.Thread
         thread.join(5)
 
 
-def make(server: ApiServer, running: list[Any], **kwargs: Any) -> tuple[Informer, Recorder]:
+def make(
+    server: KubeApi | ApiServer, running: list[Any], **kwargs: Any
+) -> tuple[Informer, Recorder]:
+    """A started informer of the sets (in the test's namespace, for a KubeApi)."""
+    if isinstance(server, KubeApi):
+        kwargs.setdefault("namespace", server.namespace)
     informer = Informer(server.api_client(), ERS, backoff=FAST, **kwargs)
     recorder = Recorder()
     informer.add_handler(recorder)
@@ -78,16 +84,14 @@ def lists(server: ApiServer, resource: str = ERS_PLURAL) -> int:
     )
 
 
-def test_the_store_follows_adds_updates_and_deletes(
-    apiserver: ApiServer, running: list[Any]
-) -> None:
-    apiserver.create_object(ERS_PLURAL, ers_body("before"))
-    informer, recorder = make(apiserver, running)
+def test_the_store_follows_adds_updates_and_deletes(kube: KubeApi, running: list[Any]) -> None:
+    kube.create_object(ERS_PLURAL, ers_body("before"))
+    informer, recorder = make(kube, running)
     assert recorder.seen("add", "before")
 
-    apiserver.create_object(ERS_PLURAL, ers_body("after"))
-    apiserver.patch_object(ERS_PLURAL, "default", "before", {"spec": {"replicas": 4}})
-    apiserver.delete_object(ERS_PLURAL, "default", "after")
+    kube.create_object(ERS_PLURAL, ers_body("after"))
+    kube.patch_object(ERS_PLURAL, kube.namespace, "before", {"spec": {"replicas": 4}})
+    kube.delete_object(ERS_PLURAL, kube.namespace, "after")
 
     eventually(lambda: recorder.seen("delete", "after"))
     assert recorder.events == [
@@ -96,25 +100,24 @@ def test_the_store_follows_adds_updates_and_deletes(
         ("update", "before"),
         ("delete", "after"),
     ]
-    stored = informer.store.get("default", "before")
+    stored = informer.store.get(kube.namespace, "before")
     assert stored is not None and stored["spec"]["replicas"] == 4
-    assert informer.store.get("default", "after") is None
+    assert informer.store.get(kube.namespace, "after") is None
 
 
-def test_a_namespaced_informer_sees_only_its_namespace(
-    apiserver: ApiServer, running: list[Any]
-) -> None:
-    apiserver.create_object("namespaces", {"metadata": {"name": "other"}})
-    apiserver.create_object(ERS_PLURAL, ers_body("mine"))
-    apiserver.create_object(ERS_PLURAL, ers_body("theirs", namespace="other"))
-    informer, recorder = make(apiserver, running, namespace="default")
-    apiserver.create_object(ERS_PLURAL, ers_body("theirs-too", namespace="other"))
-    apiserver.create_object(ERS_PLURAL, ers_body("mine-too"))
+def test_a_namespaced_informer_sees_only_its_namespace(kube: KubeApi, running: list[Any]) -> None:
+    other = kube.create_namespace("other")
+    kube.create_object(ERS_PLURAL, ers_body("mine"))
+    kube.create_object(ERS_PLURAL, ers_body("theirs", namespace=other))
+    informer, recorder = make(kube, running, namespace=kube.namespace)
+    kube.create_object(ERS_PLURAL, ers_body("theirs-too", namespace=other))
+    kube.create_object(ERS_PLURAL, ers_body("mine-too"))
 
     eventually(lambda: recorder.seen("add", "mine-too"))
     assert sorted(name for _, name in informer.store.list_keys()) == ["mine", "mine-too"]
 
 
+@pytest.mark.embedded_only("a history limit of 3 events, fault injection")
 def test_a_watch_answered_with_410_expired_relists_and_catches_up(running: list[Any]) -> None:
     with ApiServer(history_limit=3, gc=False) as server:
         server.create_object(ERS_PLURAL, ers_body("old"))
@@ -133,6 +136,7 @@ def test_a_watch_answered_with_410_expired_relists_and_catches_up(running: list[
         assert expired  # the informer watched (and was told 410) before relisting
 
 
+@pytest.mark.embedded_only("a server stopped and restarted mid-test")
 def test_a_dropped_connection_relists_with_backoff_and_replays_what_was_missed(
     running: list[Any],
 ) -> None:
@@ -162,19 +166,20 @@ def test_a_dropped_connection_relists_with_backoff_and_replays_what_was_missed(
 
 
 def test_runners_are_indexed_by_their_controller_owner_as_events_arrive(
-    apiserver: ApiServer, running: list[Any]
+    kube: KubeApi, running: list[Any]
 ) -> None:
-    owner = apiserver.create_object(ERS_PLURAL, ers_body("set"))
+    owner = kube.create_object(ERS_PLURAL, ers_body("set"))
     informer = Informer(
-        apiserver.api_client(),
+        kube.api_client(),
         Resource(group=GROUP, version=VERSION, plural=ER_PLURAL),
+        namespace=kube.namespace,
         store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
         backoff=FAST,
     )
     stop, thread = start(informer)
     running.append((informer, stop, thread))
-    apiserver.create_object(ER_PLURAL, runner_body("r1", owner))
-    apiserver.create_object(ER_PLURAL, runner_body("orphan", None))
+    kube.create_object(ER_PLURAL, runner_body("r1", owner))
+    kube.create_object(ER_PLURAL, runner_body("orphan", None))
 
     uid = owner["metadata"]["uid"]
     eventually(lambda: informer.store.by_index(OWNER_UID_INDEX, uid))
@@ -182,31 +187,32 @@ def test_runners_are_indexed_by_their_controller_owner_as_events_arrive(
 
 
 def test_equal_runner_specs_are_stored_once_and_handed_out_as_separate_copies(
-    apiserver: ApiServer, running: list[Any]
+    kube: KubeApi, running: list[Any]
 ) -> None:
-    owner = apiserver.create_object(ERS_PLURAL, ers_body("set"))
+    owner = kube.create_object(ERS_PLURAL, ers_body("set"))
     for name in ("r1", "r2"):
-        apiserver.create_object(ER_PLURAL, runner_body(name, owner))
+        kube.create_object(ER_PLURAL, runner_body(name, owner))
     informer = Informer(
-        apiserver.api_client(),
+        kube.api_client(),
         Resource(group=GROUP, version=VERSION, plural=ER_PLURAL),
+        namespace=kube.namespace,
         store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
         backoff=FAST,
         share_specs=True,
     )
     stop, thread = start(informer)
     running.append((informer, stop, thread))
-    apiserver.create_object(ER_PLURAL, runner_body("r3", owner))  # through the watch
-    eventually(lambda: informer.store.get("default", "r3"))
-    apiserver.patch_object(ER_PLURAL, "default", "r2", {"spec": {"githubConfigUrl": "other"}})
+    kube.create_object(ER_PLURAL, runner_body("r3", owner))  # through the watch
+    eventually(lambda: informer.store.get(kube.namespace, "r3"))
+    kube.patch_object(ER_PLURAL, kube.namespace, "r2", {"spec": {"githubConfigUrl": "other"}})
     eventually(
         lambda: (
-            (informer.store.get("default", "r2") or {}).get("spec", {}).get("githubConfigUrl")
+            (informer.store.get(kube.namespace, "r2") or {}).get("spec", {}).get("githubConfigUrl")
             == "other"
         )
     )
 
-    r1, r2, r3 = (informer.store.get("default", n) for n in ("r1", "r2", "r3"))
+    r1, r2, r3 = (informer.store.get(kube.namespace, n) for n in ("r1", "r2", "r3"))
     assert r1 is not None and r2 is not None and r3 is not None
     assert r1["spec"] is r3["spec"]
     assert r2["spec"] is not r1["spec"] and r1["spec"]["githubConfigUrl"] != "other"
@@ -217,6 +223,7 @@ def test_equal_runner_specs_are_stored_once_and_handed_out_as_separate_copies(
     assert r3["spec"]["githubConfigUrl"] == "https://github.com/octo-org"
 
 
+@pytest.mark.embedded_only("fault injection")
 def test_a_server_that_keeps_answering_410_is_backed_off_not_hammered(
     running: list[Any],
 ) -> None:

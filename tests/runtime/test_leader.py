@@ -16,6 +16,7 @@ from ersctl.kube.errors import NotLeaderError
 from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, LeadershipLost, Manager
 from ersctl.testing.apiserver import ApiServer
+from tests.kubeapi import KubeApi
 from tests.leases import refused_campaigns
 from tests.polling import eventually
 from tests.runtime.conftest import ers_body, free_port
@@ -24,23 +25,30 @@ from tests.runtime.test_manager import Recording, Running
 LEASE = "ersctl-test-leader"
 
 
-def election(identity: str, *, lease: int = 2, renew: float = 1.5) -> LeaderElectionConfig:
+def election(
+    identity: str, *, namespace: str = "default", lease: int = 2, renew: float = 1.5
+) -> LeaderElectionConfig:
     # The library's minimums: retry >= 1 s, renew > 1.2 x retry, lease > renew.
     return LeaderElectionConfig(
-        namespace="default", name=LEASE, identity=identity,
+        namespace=namespace, name=LEASE, identity=identity,
         lease_duration=lease, renew_deadline=renew, retry_period=1.0,
     )  # fmt: skip
 
 
 @pytest.fixture
-def candidates(apiserver: ApiServer) -> Iterator[Callable[..., tuple[Running, Recording]]]:
+def candidates(kube: KubeApi) -> Iterator[Callable[..., tuple[Running, Recording]]]:
     started: list[Running] = []
 
     def start(identity: str, *, patient: bool = False) -> tuple[Running, Recording]:
         # Two candidates get a 4 s lease: on 2 shared cores a loaded leader can stall
         # for 2 s, and a shorter lease would then (rightly) pass to the follower.
-        config = election(identity, lease=4, renew=3.0) if patient else election(identity)
-        manager = Manager(apiserver.api_client(), leader_election=config)
+        ns = kube.namespace
+        config = (
+            election(identity, namespace=ns, lease=4, renew=3.0)
+            if patient
+            else election(identity, namespace=ns)
+        )
+        manager = Manager(kube.api_client(), namespace=ns, leader_election=config)
         reconciler = Recording()
         manager.add_controller(
             "test", reconciler, primary=ERS_PLURAL, owns=[ER_PLURAL],
@@ -55,31 +63,35 @@ def candidates(apiserver: ApiServer) -> Iterator[Callable[..., tuple[Running, Re
         running.halt()
 
 
-def cached_replicas(running: Running) -> int | None:
+def cached_replicas(running: Running, namespace: str) -> int | None:
     """``spec.replicas`` of the set in the manager's cache."""
-    ers = running.manager.reader.get_ers("default", "set")
+    ers = running.manager.reader.get_ers(namespace, "set")
     return None if ers is None else ers.replicas
 
 
-def holder(apiserver: ApiServer) -> str | None:
-    lease = apiserver.get_object("leases", "default", LEASE)
+def holder(kube: KubeApi) -> str | None:
+    lease = kube.get_object("leases", kube.namespace, LEASE)
     return None if lease is None else lease["spec"].get("holderIdentity")
 
 
+@pytest.mark.embedded_only("the request log shows the follower's refused campaigns")
 def test_only_the_lease_holder_reconciles_and_a_clean_stop_hands_over_at_once(
-    apiserver: ApiServer, candidates: Callable[..., tuple[Running, Recording]]
+    apiserver: ApiServer, kube: KubeApi, candidates: Callable[..., tuple[Running, Recording]]
 ) -> None:
-    apiserver.create_object(ERS_PLURAL, ers_body("set"))
+    kube.create_object(ERS_PLURAL, ers_body("set"))
     first, first_calls = candidates("first", patient=True)
-    eventually(lambda: holder(apiserver) == "first")
+    eventually(lambda: holder(kube) == "first")
     second, second_calls = candidates("second", patient=True)
     eventually(lambda: first_calls.count() == 1)
 
-    apiserver.patch_object(ERS_PLURAL, "default", "set", {"spec": {"replicas": 3}})
+    kube.patch_object(ERS_PLURAL, kube.namespace, "set", {"spec": {"replicas": 3}})
     eventually(lambda: first_calls.count() == 2)
     # The follower has the change in its cache (and queue), and has campaigned since and
     # been refused: were it reconciling without the lease, it would have by then.
-    eventually(lambda: cached_replicas(second) == 3, what="the change in the follower's cache")
+    eventually(
+        lambda: cached_replicas(second, kube.namespace) == 3,
+        what="the change in the follower's cache",
+    )
     since = len(apiserver.request_log.records())
     eventually(
         lambda: refused_campaigns(apiserver.request_log, LEASE, since=since),
@@ -93,28 +105,31 @@ def test_only_the_lease_holder_reconciles_and_a_clean_stop_hands_over_at_once(
     first.halt()  # releases the Lease instead of letting it expire
     assert first.error is None
     eventually(lambda: second_calls.count() >= 1, timeout=3)
-    assert holder(apiserver) == "second"
+    assert holder(kube) == "second"
     assert time.monotonic() - handed_over < 2.0  # faster than waiting out the lease
 
 
 def test_losing_the_lease_stops_reconciling_and_writing_at_once(
-    apiserver: ApiServer, candidates: Callable[..., tuple[Running, Recording]]
+    kube: KubeApi, candidates: Callable[..., tuple[Running, Recording]]
 ) -> None:
-    created = apiserver.create_object(ERS_PLURAL, ers_body("set"))
+    created = kube.create_object(ERS_PLURAL, ers_body("set"))
     leader, calls = candidates("leader")
     eventually(lambda: calls.count() == 1)
 
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     stolen = time.monotonic()
-    apiserver.patch_object("leases", "default", LEASE, {"spec": {
+    kube.patch_object("leases", kube.namespace, LEASE, {"spec": {
         "holderIdentity": "intruder", "leaseDurationSeconds": 60, "renewTime": now,
     }})  # fmt: skip
     eventually(lambda: not leader.manager.is_leading(), timeout=4)
     lost_after = time.monotonic() - stolen
-    apiserver.patch_object(ERS_PLURAL, "default", "set", {"spec": {"replicas": 2}})
+    kube.patch_object(ERS_PLURAL, kube.namespace, "set", {"spec": {"replicas": 2}})
     # The change reaches the cache (and the work queue) of the manager that lost the
     # lease while it still runs; once it has stopped, its workers had every queued key.
-    eventually(lambda: cached_replicas(leader) == 2, what="the change in the leader's cache")
+    eventually(
+        lambda: cached_replicas(leader, kube.namespace) == 2,
+        what="the change in the leader's cache",
+    )
     leader.thread.join(5)
     assert not leader.thread.is_alive()
 
@@ -123,10 +138,11 @@ def test_losing_the_lease_stops_reconciling_and_writing_at_once(
     assert calls.count() == 1
     with pytest.raises(NotLeaderError):
         leader.manager.writer.patch_ers(EphemeralRunnerSet(created), {"spec": {"replicas": 5}})
-    stored = apiserver.get_object(ERS_PLURAL, "default", "set")
+    stored = kube.get_object(ERS_PLURAL, kube.namespace, "set")
     assert stored is not None and stored["spec"]["replicas"] == 2
 
 
+@pytest.mark.embedded_only("fault injection")
 def test_a_renew_stuck_in_a_slow_request_stops_reconciling_before_the_lease_can_expire(
     apiserver: ApiServer, candidates: Callable[..., tuple[Running, Recording]]
 ) -> None:
@@ -142,6 +158,7 @@ def test_a_renew_stuck_in_a_slow_request_stops_reconciling_before_the_lease_can_
     assert time.monotonic() - armed < 1.5 + 0.3
 
 
+@pytest.mark.embedded_only("a server started on a chosen port mid-test")
 def test_a_candidate_keeps_campaigning_while_the_api_server_is_unreachable(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -17,6 +17,7 @@ from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
 from ersctl.kube.queue import Backoff
 from ersctl.kube.reconcile import Request, Result
 from ersctl.testing.apiserver import ApiServer
+from tests.kubeapi import KubeApi
 from tests.polling import eventually
 from tests.runtime.conftest import ers_body, runner_body
 
@@ -68,11 +69,11 @@ def run() -> Iterator[Callable[..., tuple[Running, Recording]]]:
     started: list[Running] = []
 
     def start(
-        server: ApiServer,
+        kube: KubeApi,
         behaviour: Callable[[Request, int], Result] | None = None,
         **kwargs: Any,
     ) -> tuple[Running, Recording]:
-        manager = Manager(server.api_client(), **kwargs)
+        manager = Manager(kube.api_client(), namespace=kube.namespace, **kwargs)
         reconciler = Recording(behaviour)
         manager.add_controller(
             "test",
@@ -100,65 +101,69 @@ def settle(reconciler: Recording, quiet: float = 0.15) -> int:
 
 
 def test_the_marker_written_alone_does_not_reconcile_but_a_spec_change_does(
-    apiserver: ApiServer, run: Callable[..., tuple[Running, Recording]]
+    kube: KubeApi, run: Callable[..., tuple[Running, Recording]]
 ) -> None:
-    apiserver.create_object(ERS_PLURAL, ers_body("set", replicas=1, patch_id=1))
-    _, reconciler = run(apiserver)
+    kube.create_object(ERS_PLURAL, ers_body("set", replicas=1, patch_id=1))
+    _, reconciler = run(kube)
     eventually(lambda: reconciler.count("set") == 1)
 
-    apiserver.patch_object(
+    kube.patch_object(
         ERS_PLURAL,
-        "default",
+        kube.namespace,
         "set",
         {"status": {"finishedRunnerCleanupPatchID": 1}},
         subresource="status",
     )
-    apiserver.patch_object(
-        ERS_PLURAL, "default", "set", {"status": {"currentReplicas": 1}}, subresource="status"
+    kube.patch_object(
+        ERS_PLURAL, kube.namespace, "set", {"status": {"currentReplicas": 1}}, subresource="status"
     )
     assert settle(reconciler) == 1
-    apiserver.patch_object(ERS_PLURAL, "default", "set", {"spec": {"patchID": 2}})
+    kube.patch_object(ERS_PLURAL, kube.namespace, "set", {"spec": {"patchID": 2}})
     eventually(lambda: reconciler.count("set") == 2)
 
 
 def test_runner_job_fields_do_not_reconcile_but_its_phase_reconciles_its_owner(
-    apiserver: ApiServer, run: Callable[..., tuple[Running, Recording]]
+    kube: KubeApi, run: Callable[..., tuple[Running, Recording]]
 ) -> None:
-    owner = apiserver.create_object(ERS_PLURAL, ers_body("set"))
-    apiserver.create_object(ER_PLURAL, runner_body("r1", owner))
-    apiserver.create_object(ER_PLURAL, runner_body("orphan", None))
-    _, reconciler = run(apiserver)
+    owner = kube.create_object(ERS_PLURAL, ers_body("set"))
+    kube.create_object(ER_PLURAL, runner_body("r1", owner))
+    kube.create_object(ER_PLURAL, runner_body("orphan", None))
+    _, reconciler = run(kube)
     assert settle(reconciler) == 1
 
-    apiserver.patch_object(
+    kube.patch_object(
         ER_PLURAL,
-        "default",
+        kube.namespace,
         "r1",
         {"status": {"jobId": "j1", "jobRepositoryName": "o/r"}},
         subresource="status",
     )
-    apiserver.patch_object(
-        ER_PLURAL, "default", "orphan", {"status": {"phase": "Succeeded"}}, subresource="status"
+    kube.patch_object(
+        ER_PLURAL,
+        kube.namespace,
+        "orphan",
+        {"status": {"phase": "Succeeded"}},
+        subresource="status",
     )
     assert settle(reconciler) == 1
-    apiserver.patch_object(
-        ER_PLURAL, "default", "r1", {"status": {"phase": "Succeeded"}}, subresource="status"
+    kube.patch_object(
+        ER_PLURAL, kube.namespace, "r1", {"status": {"phase": "Succeeded"}}, subresource="status"
     )
     eventually(lambda: reconciler.count("set") == 2)
-    assert {request for request, _ in reconciler.calls} == {Request("default", "set")}
+    assert {request for request, _ in reconciler.calls} == {Request(kube.namespace, "set")}
 
 
 def test_a_failing_reconcile_is_retried_with_growing_delays_and_others_keep_going(
-    apiserver: ApiServer, run: Callable[..., tuple[Running, Recording]]
+    kube: KubeApi, run: Callable[..., tuple[Running, Recording]]
 ) -> None:
     def behaviour(request: Request, n: int) -> Result:
         if request.name == "bad" and n <= 4:
             raise ValueError("spec.replicas: must be an integer")
         return Result()
 
-    apiserver.create_object(ERS_PLURAL, ers_body("bad"))
-    _, reconciler = run(apiserver, behaviour, backoff=Backoff(base=0.02, cap=1.0))
-    apiserver.create_object(ERS_PLURAL, ers_body("good"))
+    kube.create_object(ERS_PLURAL, ers_body("bad"))
+    _, reconciler = run(kube, behaviour, backoff=Backoff(base=0.02, cap=1.0))
+    kube.create_object(ERS_PLURAL, ers_body("good"))
 
     eventually(lambda: reconciler.count("bad") == 5, timeout=5)
     eventually(lambda: reconciler.count("good") == 1)
@@ -170,10 +175,10 @@ def test_a_failing_reconcile_is_retried_with_growing_delays_and_others_keep_goin
 
 
 def test_requeue_after_reconciles_again_after_that_delay(
-    apiserver: ApiServer, run: Callable[..., tuple[Running, Recording]]
+    kube: KubeApi, run: Callable[..., tuple[Running, Recording]]
 ) -> None:
-    apiserver.create_object(ERS_PLURAL, ers_body("set"))
-    _, reconciler = run(apiserver, lambda r, n: Result(requeue_after=0.2 if n < 3 else None))
+    kube.create_object(ERS_PLURAL, ers_body("set"))
+    _, reconciler = run(kube, lambda r, n: Result(requeue_after=0.2 if n < 3 else None))
 
     eventually(lambda: reconciler.count() == 3, timeout=3)
     times = [t for _, t in reconciler.calls]
@@ -182,15 +187,16 @@ def test_requeue_after_reconciles_again_after_that_delay(
 
 
 def test_resync_reconciles_every_cached_set_periodically(
-    apiserver: ApiServer, run: Callable[..., tuple[Running, Recording]]
+    kube: KubeApi, run: Callable[..., tuple[Running, Recording]]
 ) -> None:
-    apiserver.create_object(ERS_PLURAL, ers_body("a"))
-    apiserver.create_object(ERS_PLURAL, ers_body("b"))
-    _, reconciler = run(apiserver, resync_period=1.0)
+    kube.create_object(ERS_PLURAL, ers_body("a"))
+    kube.create_object(ERS_PLURAL, ers_body("b"))
+    _, reconciler = run(kube, resync_period=1.0)
 
     eventually(lambda: reconciler.count("a") >= 2 and reconciler.count("b") >= 2, timeout=4)
 
 
+@pytest.mark.embedded_only("fault injection")
 def test_writes_and_reads_translate_api_errors_at_the_boundary(apiserver: ApiServer) -> None:
     manager = Manager(apiserver.api_client())
     created = apiserver.create_object(ERS_PLURAL, ers_body("set"))
@@ -214,6 +220,7 @@ def test_writes_and_reads_translate_api_errors_at_the_boundary(apiserver: ApiSer
     assert manager.api_reader.get_secret("default", "missing") is None
 
 
+@pytest.mark.embedded_only("the request log")
 def test_status_patches_go_to_the_status_subresource_as_merge_patches(apiserver: ApiServer) -> None:
     manager = Manager(apiserver.api_client())
     ers = EphemeralRunnerSet(apiserver.create_object(ERS_PLURAL, ers_body("set")))
@@ -237,8 +244,8 @@ def test_status_patches_go_to_the_status_subresource_as_merge_patches(apiserver:
     assert updated.finished_runner_cleanup_patch_id == 4
 
 
-def test_deleting_a_runner_that_is_already_gone_succeeds(apiserver: ApiServer) -> None:
+def test_deleting_a_runner_that_is_already_gone_succeeds(kube: KubeApi) -> None:
     from ersctl.api import EphemeralRunner
 
-    manager = Manager(apiserver.api_client())
+    manager = Manager(kube.api_client())
     manager.writer.delete_runner(EphemeralRunner(runner_body("never-existed", None)))

@@ -1,4 +1,4 @@
-"""``python -m ersctl.testing.apiserver --port PORT --kubeconfig PATH [--no-crds]``:
+"""``python -m ersctl.testing.apiserver --port PORT --kubeconfig PATH [--no-crds] [--no-gc]``:
 serve until SIGINT/SIGTERM; prints ``ready <url>`` once serving."""
 
 from __future__ import annotations
@@ -22,7 +22,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
     parser.add_argument("--kubeconfig", type=Path, help="write a kubeconfig for this server here")
     parser.add_argument("--no-crds", action="store_true", help="start without the project's CRDs")
-    parser.add_argument("--no-gc", action="store_true", help="disable garbage collection")
+    parser.add_argument(
+        "--no-gc",
+        action="store_true",
+        help="no garbage collection and no namespace deletion (kube-controller-manager's "
+        "jobs): a bare kube-apiserver, as envtest runs one",
+    )
     return parser.parse_args(argv)
 
 

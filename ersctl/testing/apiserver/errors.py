@@ -40,9 +40,10 @@ class StatusError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         }
+        if self.reason:  # metav1.Status omits an unknown (empty) reason
+            body["reason"] = self.reason
         if self.details is not None:
             body["details"] = self.details
         return body
@@ -122,6 +123,58 @@ def invalid_fields(
     )
 
 
+def missing_kind(rt: ResourceType, raw: bytes) -> StatusError:
+    """What the apiextensions server answers for a custom object whose body has no
+    ``kind``: it decodes bodies as unstructured JSON, which cannot default the kind from
+    the URL as the built-in types' decoder does."""
+    text = raw.decode("utf-8", "replace")
+    summary = text if len(text) <= 30 else text[:30] + " ..."
+    return bad_request(
+        f"the object provided is unrecognized (must be of type {rt.kind}): "
+        f"Object 'Kind' is missing in '{text}' ({summary})"
+    )
+
+
+def resource_version_on_create() -> StatusError:
+    """The storage layer's refusal of a create that carries a resourceVersion: a plain
+    error there, so the server answers 500 with no reason (ErrorToAPIStatus)."""
+    return StatusError(500, "", "resourceVersion should not be set on objects to be created")
+
+
+def apply_conflict(conflicts: list[tuple[str, str]]) -> StatusError:
+    """409 for a server-side apply that would change fields other managers own:
+    ``conflicts`` is (manager as printed, field path) each, worded as the real server's
+    NewConflictError."""
+    causes = [
+        {"reason": "FieldManagerConflict", "message": f"conflict with {manager}", "field": path}
+        for manager, path in conflicts
+    ]
+    if len(conflicts) == 1:
+        manager, path = conflicts[0]
+        message = f"Apply failed with 1 conflict: conflict with {manager}: {path}"
+    else:
+        lines = []
+        for manager in sorted({m for m, _ in conflicts}):
+            lines.append(f"conflicts with {manager}:")
+            lines.extend(f"- {path}" for m, path in conflicts if m == manager)
+        message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+    return StatusError(409, "Conflict", message, details={"causes": causes})
+
+
+def invalid_patch_options(field: str, kind: str, problem: str) -> StatusError:
+    """422 for a patch request's options (as ValidatePatchOptions refuses them)."""
+    return StatusError(
+        422,
+        "Invalid",
+        f'PatchOptions.meta.k8s.io "" is invalid: {field}: {problem}',
+        details={
+            "group": "meta.k8s.io",
+            "kind": "PatchOptions",
+            "causes": [{"reason": kind, "message": problem, "field": field}],
+        },
+    )
+
+
 def bad_request(message: str) -> StatusError:
     return StatusError(400, "BadRequest", message)
 
@@ -150,6 +203,14 @@ def unsupported_media_type(
     if detail:
         message += f" ({content_type}: {detail})"
     return StatusError(415, "UnsupportedMediaType", message)
+
+
+def not_acceptable(served: list[str]) -> StatusError:
+    return StatusError(
+        406,
+        "NotAcceptable",
+        "only the following media types are accepted: " + ", ".join(served),
+    )
 
 
 def expired(message: str) -> StatusError:

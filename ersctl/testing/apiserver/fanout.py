@@ -12,7 +12,6 @@ from collections import defaultdict
 from ersctl.testing.apiserver.watching import (
     History,
     Predicate,
-    TooLarge,
     Transform,
     Watcher,
     WatchEvent,
@@ -56,7 +55,9 @@ class Fanout:
         current_rv: int,
     ) -> Watcher:
         """A new watcher that first gets ``initial`` (synthetic ADDED events) or, when
-        that is None, every event after ``since``. Raises TooOld / TooLarge."""
+        that is None, every event after ``since``. Raises TooOld. A ``since`` newer than
+        ``current_rv`` is no error: the watcher gets nothing until events pass it (the
+        watch cache answers so, with no ERROR event; only a LIST gives up, with 504)."""
         watcher = Watcher(
             storage_key=storage_key,
             namespace=namespace,
@@ -66,12 +67,20 @@ class Fanout:
         )
         if initial is not None:
             watcher.preload([watcher.added_line(obj, raw) for obj, raw in initial])
+            watcher.seen = current_rv
+        elif since > current_rv:
+            watcher.floor = watcher.seen = since
         else:
-            if since > current_rv:
-                raise TooLarge(since, current_rv)
+            watcher.seen = since
             watcher.replay(self.track(storage_key, current_rv).since(since))
         self._watchers[storage_key].add(watcher)
         return watcher
+
+    def latest(self, storage_key: str) -> int:
+        """The resource's own resourceVersion: its newest event's, or where its history
+        started (like a watch cache's, other resources' writes do not move it)."""
+        history = self._history.get(storage_key)
+        return 0 if history is None else history.latest
 
     def unregister(self, watcher: Watcher) -> None:
         self._watchers[watcher.storage_key].discard(watcher)

@@ -24,12 +24,13 @@ class Entry:
 
 class WouldCommit(Exception):
     """Raised at the first commit of a dry run, carrying what would have been stored
-    (``removed``: the write would delete the object)."""
+    (``removed``: the write would delete the object; ``created``: create it)."""
 
-    def __init__(self, entry: Entry, *, removed: bool) -> None:
+    def __init__(self, entry: Entry, *, removed: bool, created: bool = False) -> None:
         super().__init__("dry run")
         self.entry = entry
         self.removed = removed
+        self.created = created
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,7 @@ class DryRunResult:
 
     obj: JsonObject
     removed: bool
+    created: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

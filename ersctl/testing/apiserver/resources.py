@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ersctl.testing.apiserver import structure
+
 JsonObject = dict[str, Any]
 
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -64,6 +66,11 @@ class ResourceType:
     def storage_key(self) -> str:
         """Objects are stored once per (group, plural), whatever version is asked for."""
         return self.qualified
+
+    @property
+    def structure(self) -> JsonObject:
+        """The schema node of a whole object (:mod:`.structure`)."""
+        return structure.root(self.group, self.version, self.kind, self.schema)
 
     @property
     def unconditional_update(self) -> bool:
@@ -197,6 +204,8 @@ class Registry:
         self._lock = threading.Lock()
         self._types: dict[tuple[str, str, str], ResourceType] = {}
         self._crd_types: dict[str, list[ResourceType]] = {}
+        self.generation = 0
+        """Counts the changes of what is served (documents built from it are stale)."""
         for rt in types:
             self._types[(rt.group, rt.version, rt.plural)] = rt
 
@@ -238,10 +247,12 @@ class Registry:
             self._crd_types[crd_name] = types
             for rt in types:
                 self._types[(rt.group, rt.version, rt.plural)] = rt
+            self.generation += 1
 
     def unserve_crd(self, crd_name: str) -> list[ResourceType]:
         with self._lock:
             gone = self._crd_types.pop(crd_name, [])
             for old in gone:
                 self._types.pop((old.group, old.version, old.plural), None)
+            self.generation += 1
             return gone

@@ -25,6 +25,7 @@ from typing import Any
 
 from ersctl.testing.apiserver import errors
 from ersctl.testing.apiserver.resources import ResourceType
+from ersctl.testing.apiserver.watching import encode
 
 JsonObject = dict[str, Any]
 
@@ -70,6 +71,37 @@ def check_shape(rt: ResourceType, obj: Any) -> JsonObject:
     return obj
 
 
+def check_body(rt: ResourceType, body: Any) -> JsonObject:
+    """A create or update request's body, checked as the server decodes it: a custom
+    object must name its ``kind`` (400 before any other check: the apiextensions server
+    decodes unstructured JSON, which cannot take the kind from the URL as the built-in
+    types' decoder does), then :func:`check_shape`."""
+    if rt.custom and isinstance(body, dict) and not body.get("kind"):
+        raise errors.missing_kind(rt, encode(body))
+    return check_shape(rt, body)
+
+
+def check_apply_config(rt: ResourceType, config: Any, name: str) -> JsonObject:
+    """A server-side apply configuration: of this kind and version (400 ``invalid
+    object type`` otherwise, as the field manager's version check words it), named as
+    the URL names it, and without ``managedFields``."""
+    if not isinstance(config, dict):
+        raise errors.bad_request("the apply configuration must be an object")
+    api_version, kind = str(config.get("apiVersion") or ""), str(config.get("kind") or "")
+    if (api_version, kind) != (rt.api_version, rt.kind):
+        group, _, version = api_version.rpartition("/")
+        raise errors.bad_request(f"invalid object type: {group}/{version}, Kind={kind}")
+    meta = metadata_of(config)
+    if meta.get("name", name) != name:
+        raise errors.bad_request(
+            f"the name of the object ({meta.get('name')}) does not match the name on the "
+            f"URL ({name})"
+        )
+    if meta.get("managedFields") is not None:
+        raise errors.bad_request("metadata.managedFields must be nil")
+    return config
+
+
 def _group_of(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
@@ -95,6 +127,7 @@ def _validate_metadata(rt: ResourceType, obj: JsonObject) -> None:
             continue
         if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
             raise errors.bad_request(f"metadata.{section} must be a map of strings")
+    _check_annotations_size(rt, str(name), meta.get("annotations") or {})
     finalizers = meta.get("finalizers")
     if finalizers is not None and (
         not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
@@ -104,6 +137,24 @@ def _validate_metadata(rt: ResourceType, obj: JsonObject) -> None:
     if owners is not None and not isinstance(owners, list):
         raise errors.bad_request("metadata.ownerReferences must be a list")
     _validate_owner_references(rt, str(name), owners or [])
+
+
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+"""ValidateAnnotationsSize's limit on all keys and values together, in bytes: what
+refuses ``kubectl apply`` (client-side) of a CRD whose last-applied annotation, a copy
+of the whole manifest, is larger (ARC's CRDs)."""
+
+
+def _check_annotations_size(rt: ResourceType, name: str, annotations: dict[str, str]) -> None:
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+        raise errors.invalid(
+            rt,
+            name,
+            "metadata.annotations",
+            "FieldValueTooLong",
+            f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT} bytes",
+        )
 
 
 def _validate_owner_references(rt: ResourceType, name: str, owners: list[Any]) -> None:
@@ -140,8 +191,9 @@ def _validate_owner_references(rt: ResourceType, name: str, owners: list[Any]) -
 
 
 def prepare_create(rt: ResourceType, body: Any, namespace: str, now: float) -> JsonObject:
-    """The object to store for a create request (without resourceVersion)."""
-    obj = copy.deepcopy(check_shape(rt, body))
+    """The object to store for a create request (without resourceVersion: a create
+    that sets one is refused later, by :class:`~.store.Store`, as storage refuses it)."""
+    obj = copy.deepcopy(check_body(rt, body))
     obj["apiVersion"] = rt.api_version
     obj["kind"] = rt.kind
     meta = obj.setdefault("metadata", {})
@@ -165,9 +217,6 @@ def prepare_create(rt: ResourceType, body: Any, namespace: str, now: float) -> J
                 "Required value: name or generateName is required",
             )
         meta["name"] = generated_name(str(prefix))
-    if meta.get("resourceVersion"):
-        # The storage layer refuses it: a create never continues an older object.
-        raise errors.bad_request("resourceVersion can not be set for Create requests")
     for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
         meta.pop(key, None)
     meta["uid"] = str(uuid.uuid4())
@@ -224,6 +273,8 @@ def prepare_update(
         else:
             merged.pop("status", None)
         merged["metadata"].pop("resourceVersion", None)
+        if "managedFields" in metadata_of(new):  # as tracked for this status write
+            merged["metadata"]["managedFields"] = new["metadata"]["managedFields"]
         return merged
     new["apiVersion"] = old["apiVersion"]
     new["kind"] = old["kind"]

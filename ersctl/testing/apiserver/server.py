@@ -44,13 +44,17 @@ class ApiServer:
         gc: bool = True,
         history_limit: int = 10_000,
     ) -> None:
-        """``history_limit``: watch events retained per resource; a watch from an older
+        """``gc``: also do what kube-controller-manager does for the API: collect the
+        garbage (dependents of deleted owners) and empty and remove deleted namespaces.
+        Without it the server behaves as a bare kube-apiserver (as envtest runs one):
+        dependents stay, a deleted namespace stays Terminating with its contents.
+        ``history_limit``: watch events retained per resource; a watch from an older
         resourceVersion gets 410 Expired, as from a real server's bounded watch cache."""
         self._address = (host, port)
         self.request_log = RequestLog()
         self._faults = Faults()
         self._registry = Registry()
-        self._store = Store(self._registry, history_limit=history_limit)
+        self._store = Store(self._registry, history_limit=history_limit, namespace_controller=gc)
         self._gc = GarbageCollector(self._store) if gc else None
         self._http: KubeHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -114,10 +118,11 @@ class ApiServer:
 
     # -- clients -------------------------------------------------------------
 
-    def write_kubeconfig(self, path: Path) -> Path:
-        """Write a kubeconfig (context ``ersctl-testing``) pointing at this server."""
+    def kubeconfig(self) -> JsonObject:
+        """A kubeconfig (context ``ersctl-testing``, namespace ``default``) for this
+        server, as a document."""
         name = "ersctl-testing"
-        config = {
+        return {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": name, "cluster": {"server": self.url}}],
@@ -128,9 +133,12 @@ class ApiServer:
             "current-context": name,
             "preferences": {},
         }
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        """Write :meth:`kubeconfig` to ``path``; returns the path."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        path.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False), encoding="utf-8")
         return path
 
     def api_client(self) -> Any:
@@ -205,9 +213,13 @@ class ApiServer:
         return [json.loads(entry.raw) for entry in entries]
 
     def create_object(self, resource: str, obj: JsonObject) -> JsonObject:
-        """Create ``obj`` (namespace from its metadata); returns the stored object."""
+        """Create ``obj`` in its metadata's namespace (``default`` when it names none, as
+        kubectl's default context does); returns the stored object."""
+        rt = self._resolve(resource)
         namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-        entry = self._store.create(self._resolve(resource), namespace, obj)
+        if rt.namespaced and not namespace:
+            namespace = "default"
+        entry = self._store.create(rt, namespace, obj)
         return dict(json.loads(entry.raw))
 
     def patch_object(

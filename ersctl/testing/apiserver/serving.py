@@ -21,9 +21,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from ersctl.testing.apiserver import discovery, errors
 from ersctl.testing.apiserver.hooks import Faults, RequestLog, RequestRecord
+from ersctl.testing.apiserver.messages import Call, Response, WatchResponse
+from ersctl.testing.apiserver.openapi import Documents
 from ersctl.testing.apiserver.routing import GroupVersionPath, ResourceRequest, parse_resource
 from ersctl.testing.apiserver.store import Store
-from ersctl.testing.apiserver.verbs import Response, Verbs, WatchResponse
+from ersctl.testing.apiserver.verbs import Verbs
 from ersctl.testing.apiserver.watching import encode, event_line
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,7 @@ class Backend:
     def __init__(self, store: Store, request_log: RequestLog, faults: Faults) -> None:
         self.store = store
         self.verbs = Verbs(store)
+        self.openapi = Documents(store.registry)
         self.request_log = request_log
         self.faults = faults
 
@@ -185,8 +188,15 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
                 return WatchResponse(None, time.monotonic(), event_line("ERROR", encode(status)))
             else:
                 raise errors.injected(fault.code)
-        accept = self.headers.get("Accept", "")
-        return backend.verbs.handle(parsed, query, content_type, body, accept)
+        call = Call(
+            req=parsed,
+            query=query,
+            content_type=content_type,
+            body=body,
+            accept=self.headers.get("Accept", ""),
+            user_agent=self.headers.get("User-Agent", ""),
+        )
+        return backend.verbs.handle(call)
 
     def _non_resource(self, path: str, parsed: GroupVersionPath | None) -> Response:
         registry = self.server.backend.store.registry
@@ -206,9 +216,32 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             doc = discovery.group_list(registry)
         elif stripped in ("/healthz", "/livez", "/readyz"):
             return Response(200, b"ok", "text/plain; charset=utf-8")
+        elif stripped.startswith("/openapi/"):
+            return self._openapi(stripped)
         if doc is None:
             raise errors.resource_not_found()
         return Response(200, encode(doc))
+
+    def _openapi(self, path: str) -> Response:
+        documents = self.server.backend.openapi
+        if path == "/openapi/v2":
+            # Served as JSON only: kubectl asks for the protobuf form only when the v3
+            # documents fail it, and takes a 406 as "not there".
+            accept = self.headers.get("Accept", "")
+            if "protobuf" in accept and "json" not in accept and "*/*" not in accept:
+                raise errors.not_acceptable(["application/json"])
+            return Response(200, documents.v2())
+        if path == "/openapi/v3":
+            return Response(200, documents.v3_root())
+        parts = path.removeprefix("/openapi/v3/").split("/")
+        found = None
+        if len(parts) == 2 and parts[0] == "api":
+            found = documents.v3("", parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            found = documents.v3(parts[1], parts[2])
+        if found is None:
+            raise errors.resource_not_found()
+        return Response(200, found)
 
     def _send(self, response: Response) -> None:
         try:
@@ -216,6 +249,9 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", response.content_type)
             self.send_header("Content-Length", str(len(response.body)))
             self.send_header("Cache-Control", "no-cache, private")
+            for warning in response.warnings:
+                quoted = warning.replace("\\", "\\\\").replace('"', '\\"')
+                self.send_header("Warning", f'299 - "{quoted}"')
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(response.body)
@@ -239,8 +275,10 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         if bookmarks is None or watcher is None or not bookmarks.due(now):
             return
         version = self.server.backend.store.bookmark_version(watcher)
+        bookmarks.skip(now)  # due or not, the next chance is a minute (or the end) away
         if version is not None:
-            self._chunk(bookmarks.line(version, now))
+            self._chunk(bookmarks.line(version))
+            watcher.seen = version
 
     def _stream(self, response: WatchResponse) -> None:
         store = self.server.backend.store

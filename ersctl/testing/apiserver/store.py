@@ -1,9 +1,5 @@
-"""The object store: one lock, one global resourceVersion.
-
-Every write happens under :attr:`Store.lock`, takes the next resourceVersion, and is
-published (:mod:`.fanout`) to the watchers of its resource before the lock is
-released, so each watcher sees events in commit order. Stored objects are never mutated after they are stored
-(writes replace them), which lets readers share them and their cached JSON encoding.
+"""The object store: what each write does before it commits (:mod:`.commits` stores,
+versions and publishes it), under the one lock.
 
 Container-like lifecycles live here too: a deleted namespace (or CRD) is kept with a
 ``deletionTimestamp`` until everything inside it is gone.
@@ -12,162 +8,62 @@ Container-like lifecycles live here too: a deleted namespace (or CRD) is kept wi
 from __future__ import annotations
 
 import copy
-import threading
 import time
-from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from ersctl.testing.apiserver import crds, errors, schema, semantics
-from ersctl.testing.apiserver.fanout import Fanout
+from ersctl.testing.apiserver import crds, errors, managed, schema, semantics
+from ersctl.testing.apiserver.commits import Commits, Key
+from ersctl.testing.apiserver.fieldsets import Path
+from ersctl.testing.apiserver.managed import FieldManager
 from ersctl.testing.apiserver.records import (
     FOREGROUND_FINALIZER,
     DeleteOptions,
-    DryRunResult,
     Entry,
-    WouldCommit,
 )
-from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType, types_from_crd
-from ersctl.testing.apiserver.watching import (
-    Predicate,
-    Transform,
-    Watcher,
-    WatchEvent,
-    encode,
-)
+from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType
+from ersctl.testing.apiserver.watching import encode
 
 JsonObject = dict[str, Any]
-Key = tuple[str, str]  # (namespace or "", name)
-Observer = Callable[[ResourceType, WatchEvent], None]
 
 
-class Store:
-    """All objects of all resource types. Thread-safe."""
+class Store(Commits):
+    """What every write does before it commits: create, update, patch, apply, delete,
+    and the lifecycle of namespaces and CRDs. Thread-safe."""
 
     def __init__(
-        self, registry: Registry, *, history_limit: int, clock: Callable[[], float] = time.time
+        self,
+        registry: Registry,
+        *,
+        history_limit: int,
+        namespace_controller: bool = True,
+        clock: Callable[[], float] = time.time,
     ) -> None:
-        self.lock = threading.RLock()
-        self.registry = registry
-        self._clock = clock
-        self._rv = 0
-        self._objects: dict[str, dict[Key, Entry]] = defaultdict(dict)
-        self._fanout = Fanout(history_limit=history_limit)
-        for rt in registry.all():
-            self._fanout.track(rt.storage_key, 0)
-        self.observers: list[Observer] = []
-        self._dry = False
-
-    # -- reads ---------------------------------------------------------------
-
-    @property
-    def resource_version(self) -> int:
-        with self.lock:
-            return self._rv
-
-    def _key(self, rt: ResourceType, namespace: str, name: str) -> Key:
-        return (namespace if rt.namespaced else "", name)
-
-    def get(self, rt: ResourceType, namespace: str, name: str) -> Entry:
-        """The stored entry; raises NotFound."""
-        with self.lock:
-            entry = self._objects[rt.storage_key].get(self._key(rt, namespace, name))
-        if entry is None:
-            raise errors.not_found(rt, name)
-        return entry
-
-    def list_entries(
-        self, rt: ResourceType, namespace: str | None, predicates: Sequence[Predicate] = ()
-    ) -> tuple[list[Entry], int]:
-        """Entries sorted by (namespace, name), and the list's resourceVersion."""
-        with self.lock:  # copy under the lock, sort and filter outside it
-            items = list(self._objects[rt.storage_key].items())
-            rv = self._rv
-        items.sort(key=lambda item: item[0])
-        return [
-            entry
-            for (ns, _), entry in items
-            if (namespace is None or ns == namespace)
-            and all(predicate(entry.obj) for predicate in predicates)
-        ], rv
-
-    # -- commits -------------------------------------------------------------
-
-    def _publish(self, rt: ResourceType, event: WatchEvent) -> None:
-        self._fanout.publish(event)
-        for observer in self.observers:
-            observer(rt, event)
-
-    def dry_run(self, write: Callable[[], object]) -> DryRunResult | None:
-        """Run ``write`` (a create/update/patch/delete of this store) with every check
-        but without storing anything: the first commit is where it stops. Returns what
-        would have been written, or None when the write would change nothing.
-        Raises what the write raises."""
-        with self.lock:
-            self._dry = True
-            try:
-                write()
-            except WouldCommit as stop:
-                return DryRunResult(stop.entry.obj, stop.removed)
-            finally:
-                self._dry = False
-        return None
-
-    def _commit(self, rt: ResourceType, key: Key, obj: JsonObject, old: Entry | None) -> Entry:
-        if self._dry:
-            obj["metadata"]["resourceVersion"] = old.rv if old is not None else ""
-            raise WouldCommit(Entry(obj, b""), removed=False)
-        self._rv += 1
-        obj["metadata"]["resourceVersion"] = str(self._rv)
-        entry = Entry(obj, encode(obj))
-        self._objects[rt.storage_key][key] = entry
-        kind = "ADDED" if old is None else "MODIFIED"
-        self._publish(
-            rt,
-            WatchEvent(
-                kind,
-                self._rv,
-                rt.storage_key,
-                key[0],
-                obj,
-                entry.raw,
-                None if old is None else old.obj,
-            ),
-        )
-        return entry
-
-    def _remove(self, rt: ResourceType, key: Key, current: Entry) -> JsonObject:
-        """Delete for good; the DELETED event carries the last stored state."""
-        if self._dry:
-            raise WouldCommit(current, removed=True)
-        self._rv += 1
-        gone = dict(current.obj)
-        gone["metadata"] = {**current.obj["metadata"], "resourceVersion": str(self._rv)}
-        del self._objects[rt.storage_key][key]
-        self._publish(
-            rt, WatchEvent("DELETED", self._rv, rt.storage_key, key[0], gone, encode(gone), None)
-        )
-        if rt.plural == "namespaces":
-            return gone
-        if rt.storage_key == CRD_TYPE.storage_key:
-            self._stop_serving(gone)
-        if key[0]:
-            self._finish_namespace(key[0])
-        if rt.custom:
-            self._finish_crd_of(rt)
-        return gone
+        """``namespace_controller``: a deleted namespace is emptied and then removed, as
+        kube-controller-manager's namespace controller does; without it, it stays
+        Terminating with its contents, as on a bare kube-apiserver."""
+        super().__init__(registry, history_limit=history_limit, clock=clock)
+        self._namespace_controller = namespace_controller
 
     # -- writes --------------------------------------------------------------
 
-    def create(self, rt: ResourceType, namespace: str, body: Any) -> Entry:
-        """Store a new object. Raises AlreadyExists, Invalid, BadRequest, NotFound
-        (namespace) or Forbidden (namespace terminating)."""
+    def create(
+        self, rt: ResourceType, namespace: str, body: Any, writer: FieldManager | None = None
+    ) -> Entry:
+        """Store a new object, owned in ``managedFields`` by ``writer`` (None: as the
+        body says). Raises AlreadyExists, Invalid, BadRequest, NotFound (namespace),
+        Forbidden (namespace terminating) or a 500 (a resourceVersion set)."""
         with self.lock:
             obj = self._conform(rt, semantics.prepare_create(rt, body, namespace, self._clock()))
+            self._track(rt, None, obj, writer)
             if rt.namespaced:
                 self._check_namespace_open(namespace)
             if rt.storage_key == CRD_TYPE.storage_key:
                 crds.accept(obj)
+            if semantics.metadata_of(body).get("resourceVersion") and not self._dry:
+                # Storage refuses it after every other check (a dry run never reaches
+                # storage): a create never continues an older object.
+                raise errors.resource_version_on_create()
             key = self._key(rt, namespace, obj["metadata"]["name"])
             while key in self._objects[rt.storage_key]:
                 if not obj["metadata"].get("generateName"):
@@ -180,13 +76,19 @@ class Store:
             return entry
 
     def update(
-        self, rt: ResourceType, namespace: str, name: str, body: Any, subresource: str | None
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        subresource: str | None,
+        writer: FieldManager | None = None,
     ) -> Entry:
         """PUT semantics. Raises NotFound, Conflict (stale resourceVersion), Invalid,
         BadRequest."""
+        semantics.check_body(rt, body)  # the body is decoded before anything is read
         with self.lock:
             current = self.get(rt, namespace, name)
-            semantics.check_shape(rt, body)
             self._check_identity(rt, namespace, name, body)
             uid = semantics.metadata_of(body).get("uid")
             if uid:  # a uid in a PUT body is a precondition, as in DeleteOptions
@@ -201,7 +103,7 @@ class Store:
                     "FieldValueInvalid",
                     "Invalid value: 0x0: must be specified for an update",
                 )
-            return self._update(rt, current, body, subresource)
+            return self._update(rt, current, body, subresource, writer)
 
     def patch(
         self,
@@ -210,6 +112,7 @@ class Store:
         name: str,
         apply: Callable[[JsonObject], Any],
         subresource: str | None,
+        writer: FieldManager | None = None,
     ) -> Entry:
         """Apply ``apply`` to a copy of the stored object, then update with the result.
 
@@ -220,7 +123,54 @@ class Store:
             patched = apply(copy.deepcopy(current.obj))
             semantics.check_shape(rt, patched)
             self._check_identity(rt, namespace, name, patched)
-            return self._update(rt, current, patched, subresource)
+            return self._update(rt, current, patched, subresource, writer)
+
+    def apply(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        config: Any,
+        subresource: str | None,
+        writer: FieldManager,
+        *,
+        force: bool,
+    ) -> tuple[Entry, bool]:
+        """Server-side apply (:mod:`.managed`): create the object from ``config`` or
+        merge it in. Returns (entry, created). Raises 409 on a conflict (unless
+        ``force``), and what create and update raise."""
+        with self.lock:
+            config = semantics.check_apply_config(rt, config, name)
+            current = self._objects[rt.storage_key].get(self._key(rt, namespace, name))
+            if current is None and subresource is not None:
+                raise errors.not_found(rt, name)
+            merged, fields = managed.apply(
+                None if current is None else current.obj,
+                config,
+                rt.structure,
+                writer,
+                force=force,
+                now=semantics.timestamp(self._clock()),
+                ignored=_reset_by(rt, subresource),
+            )
+            _set_managed_fields(merged, fields)
+            if current is None:
+                merged.setdefault("metadata", {})["name"] = name
+                return self.create(rt, namespace, merged), True
+            return self._update(rt, current, merged, subresource, None), False
+
+    def _track(
+        self,
+        rt: ResourceType,
+        current: JsonObject | None,
+        new: JsonObject,
+        writer: FieldManager | None,
+    ) -> None:
+        """Record ``writer``'s update of ``current`` into ``new`` in its managedFields."""
+        if writer is not None:
+            now = semantics.timestamp(self._clock())
+            fields = managed.record_update(current, new, rt.structure, writer, now)
+            _set_managed_fields(new, fields)
 
     def _conform(self, rt: ResourceType, obj: JsonObject) -> JsonObject:
         """Prune and validate a custom resource against its CRD's schema (422)."""
@@ -246,13 +196,19 @@ class Store:
             )
 
     def _update(
-        self, rt: ResourceType, current: Entry, body: JsonObject, subresource: str | None
+        self,
+        rt: ResourceType,
+        current: Entry,
+        body: JsonObject,
+        subresource: str | None,
+        writer: FieldManager | None,
     ) -> Entry:
         wanted = semantics.metadata_of(body).get("resourceVersion")
         name = current.obj["metadata"]["name"]
         if wanted and str(wanted) != current.rv:
             raise errors.conflict(rt, name)
         new = self._conform(rt, semantics.prepare_update(rt, current.obj, body, subresource))
+        self._track(rt, current.obj, new, writer)
         new["metadata"]["resourceVersion"] = current.rv
         if semantics.same_content(new, current.obj):
             return current  # like etcd's GuaranteedUpdate: no write, no event
@@ -367,16 +323,27 @@ class Store:
         return list(dict.fromkeys(found))
 
     def _is_container_in_use(self, rt: ResourceType, obj: JsonObject) -> bool:
+        if not self._emptied(rt):
+            return True  # spec.finalizers ["kubernetes"] holds it, for a controller to clear
         return _is_container(rt) and bool(self._contents(rt, obj))
+
+    def _emptied(self, rt: ResourceType) -> bool:
+        """Whether a deleted container of this type is emptied and removed here: CRDs
+        always (the apiextensions server does it), namespaces only with the controller."""
+        return rt.plural != "namespaces" or rt.group != "" or self._namespace_controller
 
     def _empty_container(self, rt: ResourceType, container: JsonObject) -> None:
         """Delete everything inside (honouring finalizers), then the container if empty."""
+        if not self._emptied(rt):
+            return
         for served, key in self._contents(rt, container):
             if key in self._objects[served.storage_key]:
                 self.delete(served, key[0], key[1], DeleteOptions())
         self._finish_container(rt, container["metadata"]["name"])
 
     def _finish_container(self, rt: ResourceType, name: str) -> None:
+        if not self._emptied(rt):
+            return
         entry = self._objects[rt.storage_key].get(("", name))
         if entry is None or not entry.obj["metadata"].get("deletionTimestamp"):
             return
@@ -384,70 +351,37 @@ class Store:
             return
         self._remove(rt, ("", name), entry)
 
+    def _removed(self, rt: ResourceType, key: Key) -> None:
+        if rt.plural == "namespaces" and not rt.group:
+            return
+        if key[0]:
+            self._finish_namespace(key[0])
+        if rt.custom:
+            self._finish_crd_of(rt)
+
     def _finish_namespace(self, namespace: str) -> None:
         self._finish_container(self.registry.resolve("namespaces"), namespace)
 
     def _finish_crd_of(self, rt: ResourceType) -> None:
         self._finish_container(CRD_TYPE, f"{rt.plural}.{rt.group}")
 
-    def _serve(self, crd: JsonObject) -> None:
-        types = types_from_crd(crd)
-        self.registry.serve_crd(crd["metadata"]["name"], types)
-        for rt in types:
-            self._fanout.track(rt.storage_key, self._rv)
 
-    def _stop_serving(self, crd: JsonObject) -> None:
-        for rt in self.registry.unserve_crd(crd["metadata"]["name"]):
-            self._objects.pop(rt.storage_key, None)
-            self._fanout.forget(rt.storage_key)
+def _set_managed_fields(obj: JsonObject, fields: list[JsonObject]) -> None:
+    meta = obj.setdefault("metadata", {})
+    if fields:
+        meta["managedFields"] = fields
+    else:
+        meta.pop("managedFields", None)
 
-    # -- watch ---------------------------------------------------------------
 
-    def set_delay(self, rt: ResourceType, seconds: float) -> None:
-        with self.lock:
-            self._fanout.set_delay(rt.storage_key, seconds)
-
-    def watch(
-        self,
-        rt: ResourceType,
-        namespace: str | None,
-        predicates: list[Predicate],
-        since: int | None,
-        transform: Transform | None = None,
-    ) -> Watcher:
-        """A registered watcher. ``since`` None: synthetic ADDED events for the current
-        objects first; otherwise every event after ``since`` is replayed. Raises
-        :class:`TooOld` when ``since`` is older than the retained history and
-        :class:`TooLarge` when it is newer than the newest commit."""
-        with self.lock:
-            initial = None
-            if since is None:
-                entries, _ = self.list_entries(rt, namespace, predicates)
-                initial = [(entry.obj, entry.raw) for entry in entries]
-            return self._fanout.register(
-                rt.storage_key,
-                namespace=namespace,
-                predicates=predicates,
-                transform=transform,
-                initial=initial,
-                since=since or 0,
-                current_rv=self._rv,
-            )
-
-    def bookmark_version(self, watcher: Watcher) -> int | None:
-        """The resourceVersion a BOOKMARK may claim for ``watcher``: the newest commit,
-        when nothing is still queued (e.g. delayed) for it; otherwise None, since a
-        client resuming from the bookmark would skip the queued events."""
-        with self.lock:
-            return self._rv if watcher.idle() else None
-
-    def unwatch(self, watcher: Watcher) -> None:
-        with self.lock:
-            self._fanout.unregister(watcher)
-
-    def close_watchers(self) -> None:
-        with self.lock:
-            self._fanout.close_all()
+def _reset_by(rt: ResourceType, subresource: str | None) -> Callable[[Path], bool]:
+    """The fields an apply to (a subresource of) ``rt`` cannot own, as the strategies'
+    reset fields: the status from the main resource, all else from ``/status``."""
+    if subresource == "status":
+        return lambda path: path[0] != "f:status"
+    if rt.has_status:
+        return lambda path: path[0] == "f:status"
+    return lambda path: False
 
 
 def _is_container(rt: ResourceType) -> bool:

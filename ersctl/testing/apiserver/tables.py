@@ -8,6 +8,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from ersctl.testing.apiserver import errors
 from ersctl.testing.apiserver.resources import PrinterColumn, ResourceType
 
 JsonObject = dict[str, Any]
@@ -113,7 +114,28 @@ def _cell(column: PrinterColumn, obj: JsonObject, now: float) -> Any:
     return value
 
 
-def _partial(obj: JsonObject) -> JsonObject:
+INCLUDE_OBJECT = ("None", "Metadata", "Object")
+"""The values of ``includeObject``: what each row's ``object`` carries (default
+Metadata). kubectl asks for Object when it sorts (``--sort-by``) or prints a field."""
+
+
+def include_object(value: str | None) -> str:
+    """``includeObject`` checked: the default, or 400 for a value the server rejects."""
+    if value in (None, ""):
+        return "Metadata"
+    if value not in INCLUDE_OBJECT:
+        raise errors.bad_request(
+            f'includeObject: Unsupported value: "{value}": supported values: '
+            + ", ".join(f'"{v}"' for v in INCLUDE_OBJECT)
+        )
+    return value
+
+
+def _row_object(obj: JsonObject, include: str) -> JsonObject | None:
+    if include == "Object":
+        return obj
+    if include == "None":
+        return None
     return {
         "kind": "PartialObjectMetadata",
         "apiVersion": "meta.k8s.io/v1",
@@ -121,7 +143,11 @@ def _partial(obj: JsonObject) -> JsonObject:
     }
 
 
-def table(rt: ResourceType, objects: list[JsonObject], resource_version: str) -> JsonObject:
+def table(
+    rt: ResourceType, objects: list[JsonObject], resource_version: str, include: str = "Metadata"
+) -> JsonObject:
+    """A ``meta.k8s.io/v1`` Table of ``objects``; each row's ``object`` as ``include``
+    (:func:`include_object`) says: the full object, its metadata, or nothing."""
     now = time.time()
     columns = _columns(rt)
     definitions = [_NAME] + [
@@ -134,13 +160,15 @@ def table(rt: ResourceType, objects: list[JsonObject], resource_version: str) ->
         }
         for c in columns
     ]
-    rows = [
-        {
-            "cells": [obj["metadata"]["name"]] + [_cell(c, obj, now) for c in columns],
-            "object": _partial(obj),
+    rows = []
+    for obj in objects:
+        row: JsonObject = {
+            "cells": [obj["metadata"]["name"]] + [_cell(c, obj, now) for c in columns]
         }
-        for obj in objects
-    ]
+        shown = _row_object(obj, include)
+        if shown is not None:
+            row["object"] = shown
+        rows.append(row)
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",

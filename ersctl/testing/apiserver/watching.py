@@ -55,27 +55,23 @@ class TooOld(Exception):
         super().__init__(f"too old resource version: {requested} ({oldest})")
 
 
-class TooLarge(Exception):
-    """The requested resourceVersion is newer than anything this server committed
-    (e.g. a client resuming against a restarted server)."""
-
-    def __init__(self, requested: int, current: int) -> None:
-        super().__init__(f"Too large resource version: {requested}, current: {current}")
-
-
 class History:
-    """The last ``limit`` events of one resource, oldest first."""
+    """The last ``limit`` events of one resource, oldest first, and the resource's own
+    resourceVersion (:attr:`latest`), which only its own events move, as a watch cache's
+    does: writes to other resources leave it where it is."""
 
     def __init__(self, *, limit: int, floor: int) -> None:
         self._events: deque[WatchEvent] = deque()
         self._limit = limit
         # Every event with rv > floor is retained.
         self._floor = floor
+        self.latest = floor
 
     def append(self, event: WatchEvent) -> None:
         if len(self._events) >= self._limit:
             self._floor = self._events.popleft().rv
         self._events.append(event)
+        self.latest = event.rv
 
     def since(self, rv: int) -> list[WatchEvent]:
         """Events after ``rv``, oldest first. Raises :class:`TooOld`."""
@@ -85,8 +81,10 @@ class History:
 
 
 class Bookmarks:
-    """When a watch that allows bookmarks gets its next BOOKMARK: every minute, and
-    about 2 s before the watch ends, as kube's watch cache schedules them."""
+    """When a watch that allows bookmarks may get its next BOOKMARK: every minute, and
+    2 s before the watch ends, as kube's cacheWatcher.nextBookmarkTime schedules them.
+    Whether one is sent then is the store's call (:meth:`~.store.Store.bookmark_version`):
+    only when the resource moved past what the watcher has seen."""
 
     INTERVAL = 60.0
 
@@ -104,9 +102,12 @@ class Bookmarks:
     def due(self, now: float) -> bool:
         return now >= self._next
 
-    def line(self, resource_version: int, now: float) -> bytes:
-        """The BOOKMARK event for ``resource_version``; schedules the next one."""
+    def skip(self, now: float) -> None:
+        """Schedule the next chance after this one (taken or not)."""
         self._next = self._after(now + 0.001)
+
+    def line(self, resource_version: int) -> bytes:
+        """The BOOKMARK event for ``resource_version``."""
         obj = {
             "kind": self._kind,
             "apiVersion": self._api_version,
@@ -138,8 +139,14 @@ class Watcher:
         self._namespace = namespace
         self._predicates = predicates
         self._delay = delay
-        self._queue: queue.SimpleQueue[tuple[float, bytes]] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[float, bytes, int]] = queue.SimpleQueue()
         self.closed = False
+        # Events at or below it are not delivered: a watch from a resourceVersion newer
+        # than the server's waits for the server to get there, as the watch cache does.
+        self.floor = 0
+        # The resourceVersion the client has been handed (events, bookmarks): a bookmark
+        # is only worth sending for a newer one.
+        self.seen = 0
 
     def _passes(self, obj: JsonObject | None, namespace: str) -> bool:
         if obj is None:
@@ -176,7 +183,7 @@ class Watcher:
         """Queue ``event`` if it passes the filter. Never blocks: a client that falls
         ``MAX_BACKLOG`` events behind is disconnected (it resumes from its last
         resourceVersion), as kube-apiserver closes unresponsive watchers."""
-        if self.closed:
+        if self.closed or event.rv <= self.floor:
             return
         line = self.render(event)
         if line is None:
@@ -184,13 +191,13 @@ class Watcher:
         if self._queue.qsize() >= MAX_BACKLOG:
             self.close()
             return
-        self._queue.put((event.committed_at + self._delay(), line))
+        self._queue.put((event.committed_at + self._delay(), line, event.rv))
 
     def preload(self, lines: list[bytes]) -> None:
         """Initial lines (synthetic ADDED events), delivered first, without delay."""
         now = time.monotonic()
         for line in lines:
-            self._queue.put((now, line))
+            self._queue.put((now, line, 0))
 
     def replay(self, events: list[WatchEvent]) -> None:
         """Queue past events (a watch resumed from a resourceVersion). They keep their
@@ -204,7 +211,7 @@ class Watcher:
 
     def close(self) -> None:
         self.closed = True
-        self._queue.put((0.0, _CLOSED))
+        self._queue.put((0.0, _CLOSED, 0))
 
     def next_line(self, deadline: float, poll: float) -> bytes | None:
         """The next line, waiting for one at most ``poll`` seconds. Returns None on
@@ -213,7 +220,7 @@ class Watcher:
         if self.closed or remaining <= 0:
             return None
         try:
-            due, line = self._queue.get(timeout=remaining)
+            due, line, rv = self._queue.get(timeout=remaining)
         except queue.Empty:
             return None
         if line == _CLOSED:
@@ -227,4 +234,5 @@ class Watcher:
         wait = due - time.monotonic()
         if wait > 0:
             time.sleep(wait)
+        self.seen = max(self.seen, rv)
         return line

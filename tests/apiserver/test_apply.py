@@ -1,0 +1,179 @@
+"""Server-side apply and ``metadata.managedFields`` over HTTP: who owns which field
+after updates and applies, conflicts and ``force``, fields an applier stops naming."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiException
+
+from ersctl import api
+from tests.apiserver.objects import MERGE, Objects, ers_body
+from tests.kubeclient import request, status_of
+
+APPLY = "application/apply-patch+yaml"
+
+
+def owners(obj: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(manager, operation) -> FieldsV1 of an object's managedFields."""
+    return {
+        (entry["manager"], entry["operation"]): entry["fieldsV1"]
+        for entry in obj["metadata"].get("managedFields") or ()
+    }
+
+
+class Applier:
+    """Server-side apply of sets in one namespace, as one field manager."""
+
+    def __init__(self, kube_client: client.ApiClient, namespace: str) -> None:
+        self._client = kube_client
+        self._base = f"/apis/{api.GROUP}/{api.VERSION}/namespaces/{namespace}/{api.ERS_PLURAL}"
+
+    def __call__(
+        self,
+        manager: str | None,
+        body: dict[str, Any],
+        *,
+        force: bool = False,
+        status: bool = False,
+    ) -> dict[str, Any]:
+        query = [("fieldManager", manager)] if manager else []
+        if force:
+            query.append(("force", "true"))
+        path = f"{self._base}/{body['metadata']['name']}" + ("/status" if status else "")
+        return request(self._client, "PATCH", path, body, content_type=APPLY, query=query)
+
+
+@pytest.fixture
+def apply(kube_client: client.ApiClient, namespace: str) -> Applier:
+    return Applier(kube_client, namespace)
+
+
+def config(name: str = "a", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": api.API_VERSION,
+        "kind": api.ERS_KIND,
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def test_an_update_is_owned_by_its_field_manager_or_else_by_the_clients_product_name(
+    ers: Objects, kube_client: client.ApiClient, namespace: str
+) -> None:
+    ers.create(ers_body("a", replicas=1))  # the official client: "OpenAPI-Generator/<v>/python"
+    path = f"/apis/{api.GROUP}/{api.VERSION}/namespaces/{namespace}/{api.ERS_PLURAL}/a"
+    patched = request(
+        kube_client,
+        "PATCH",
+        path,
+        {"spec": {"replicas": 2}},
+        content_type=MERGE,
+        query=[("fieldManager", "listener")],
+    )
+
+    found = owners(patched)
+    assert found[("listener", "Update")] == {"f:spec": {"f:replicas": {}}}
+    created = found[("OpenAPI-Generator", "Update")]
+    assert created["f:spec"] == {"f:patchID": {}}  # replicas moved to the listener
+    entry = next(e for e in patched["metadata"]["managedFields"] if e["manager"] == "listener")
+    assert (entry["apiVersion"], entry["fieldsType"]) == (api.API_VERSION, "FieldsV1")
+
+
+def test_apply_creates_then_merges_and_removes_only_what_the_applier_alone_stops_naming(
+    apply: Applier, ers: Objects
+) -> None:
+    first = apply(
+        "alice", config(replicas=1, patchID=0) | {"metadata": {"name": "a", "labels": {"x": "1"}}}
+    )
+    ers.patch("a", {"metadata": {"labels": {"y": "2"}}})
+    second = apply("alice", config(replicas=1))
+
+    assert first["spec"] == {"replicas": 1, "patchID": 0}
+    assert owners(first)[("alice", "Apply")] == {
+        "f:metadata": {"f:labels": {"f:x": {}}},
+        "f:spec": {"f:patchID": {}, "f:replicas": {}},
+    }
+    assert second["spec"] == {"replicas": 1}  # patchID: named no more, owned by nobody else
+    assert second["metadata"]["labels"] == {"y": "2"}  # another manager's label stays
+    assert owners(second)[("alice", "Apply")] == {"f:spec": {"f:replicas": {}}}
+
+
+def test_apply_answers_409_for_a_field_another_manager_set_differently_unless_forced(
+    apply: Applier, ers: Objects
+) -> None:
+    apply("alice", config(replicas=1))
+    ers.patch("a", {"spec": {"replicas": 3}})
+    before = ers.get("a")
+
+    with pytest.raises(ApiException) as caught:
+        apply("alice", config(replicas=1))
+    after_conflict = ers.get("a")["metadata"]["resourceVersion"]
+    forced = apply("alice", config(replicas=1), force=True)
+
+    assert caught.value.status == 409
+    status = status_of(caught.value)
+    assert status["reason"] == "Conflict"
+    assert status["message"].startswith(
+        'Apply failed with 1 conflict: conflict with "OpenAPI-Generator" using '
+    )
+    assert [(c["reason"], c["field"]) for c in status["details"]["causes"]] == [
+        ("FieldManagerConflict", ".spec.replicas")
+    ]
+    assert after_conflict == before["metadata"]["resourceVersion"]
+    assert forced["spec"]["replicas"] == 1
+    assert ("OpenAPI-Generator", "Update") not in owners(forced)  # it owned nothing else
+
+
+def test_applying_the_value_another_manager_set_shares_the_field(apply: Applier) -> None:
+    apply("alice", config(replicas=2))
+
+    shared = apply("bob", config(replicas=2))
+
+    found = owners(shared)
+    assert found[("alice", "Apply")] == found[("bob", "Apply")] == {"f:spec": {"f:replicas": {}}}
+
+
+def test_an_apply_that_changes_nothing_writes_nothing(apply: Applier) -> None:
+    first = apply("alice", config(replicas=2))
+
+    again = apply("alice", config(replicas=2))
+
+    assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+def test_an_apply_to_status_owns_only_the_status(apply: Applier) -> None:
+    apply("alice", config(replicas=2))
+    body = config() | {"status": {"phase": "Running"}, "spec": {"replicas": 9}}
+
+    applied = apply("controller", body, status=True)
+
+    assert (applied["spec"]["replicas"], applied["status"]) == (2, {"phase": "Running"})
+    entry = next(e for e in applied["metadata"]["managedFields"] if e["manager"] == "controller")
+    assert (entry["subresource"], entry["fieldsV1"]) == ("status", {"f:status": {"f:phase": {}}})
+
+
+@pytest.mark.parametrize(
+    ("manager", "body", "code", "says"),
+    [
+        pytest.param(None, config(), 422, "fieldManager: Required value", id="no field manager"),
+        pytest.param(
+            "alice",
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}},
+            400,
+            "invalid object type",
+            id="another kind",
+        ),
+    ],
+)
+def test_an_apply_without_a_field_manager_or_of_another_kind_is_refused(
+    apply: Applier, ers: Objects, manager: str | None, body: dict[str, Any], code: int, says: str
+) -> None:
+    with pytest.raises(ApiException) as caught:
+        apply(manager, body)
+
+    assert caught.value.status == code
+    assert says in status_of(caught.value)["message"]
+    assert ers.list()["items"] == []

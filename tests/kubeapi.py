@@ -1,0 +1,288 @@
+"""The Kubernetes API a test talks to: the embedded API server, or an existing cluster.
+
+By default every test that needs the Kubernetes API gets its own embedded server
+(:class:`~ersctl.testing.apiserver.ApiServer`). With ``GHA_SCALESET_TEST_KUBECONFIG=path``
+set, those tests use the cluster that kubeconfig names instead, as controller-runtime's
+envtest does with ``USE_EXISTING_CLUSTER``: the project's CRDs are applied once per
+session, every test gets a fresh namespace, and what it created there is deleted when it
+ends (finalizers stripped first: no controller is left to remove them). Nothing relies
+on the cluster's garbage collector or namespace controller (a bare kube-apiserver has
+neither, so a namespace may stay Terminating after the run) except the tests marked
+``@pytest.mark.needs_gc("why")``, which run there only with
+``GHA_SCALESET_TEST_CLUSTER_CONTROLLERS=1`` (a cluster with kube-controller-manager, such
+as kind).
+
+Tests that need the embedded server's own hooks (its request log, fault injection,
+watch delay, direct object access, its own lifecycle) are marked
+``@pytest.mark.embedded_only("why")`` and skipped against a cluster; only they may take
+the ``apiserver`` fixture (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import ssl
+import string
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from kubernetes import client
+from kubernetes.client import ApiException
+
+from ersctl import api
+from ersctl.crds import load_crds
+from ersctl.kube import connect
+from ersctl.testing.apiserver import ApiServer
+from tests.kubeclient import request
+from tests.polling import eventually
+
+ENV = "GHA_SCALESET_TEST_KUBECONFIG"
+CONTROLLERS_ENV = "GHA_SCALESET_TEST_CLUSTER_CONTROLLERS"
+FIELD_MANAGER = "gha-scaleset-tests"
+
+# The resources the tests use, by plural: (group, version, namespaced). What a test
+# created in its namespaces is deleted at the end against a cluster, the custom objects
+# first (their finalizers stripped), then the rest, namespaced ones in this order.
+RESOURCES: dict[str, tuple[str, str, bool]] = {
+    api.ER_PLURAL: (api.GROUP, api.VERSION, True),
+    api.ERS_PLURAL: (api.GROUP, api.VERSION, True),
+    "pods": ("", "v1", True),
+    "secrets": ("", "v1", True),
+    "configmaps": ("", "v1", True),
+    "events": ("", "v1", True),
+    "serviceaccounts": ("", "v1", True),
+    "leases": ("coordination.k8s.io", "v1", True),
+    "roles": ("rbac.authorization.k8s.io", "v1", True),
+    "rolebindings": ("rbac.authorization.k8s.io", "v1", True),
+    "deployments": ("apps", "v1", True),
+    "namespaces": ("", "v1", False),
+}
+
+
+def cluster_runs_controllers() -> bool:
+    """Whether the existing cluster runs kube-controller-manager (garbage collection,
+    namespace deletion), as kind does and a bare kube-apiserver does not."""
+    return os.environ.get(CONTROLLERS_ENV, "") == "1"
+
+
+def existing_cluster() -> Path | None:
+    """The kubeconfig of the cluster to test against, or None for the embedded server."""
+    value = os.environ.get(ENV, "")
+    return Path(value) if value else None
+
+
+def fresh_name(prefix: str = "test") -> str:
+    """``prefix`` and 6 random characters: a name no earlier run left behind."""
+    alphabet = string.ascii_lowercase + string.digits
+    return f"{prefix}-{''.join(secrets.choice(alphabet) for _ in range(6))}"
+
+
+class KubeApi:
+    """One test's Kubernetes API: a client factory, a kubeconfig writer, and a fresh
+    namespace (:attr:`namespace`) created before the test starts.
+
+    :attr:`embedded` is the embedded server, or None against an existing cluster.
+    """
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        new_client: Callable[[], client.ApiClient],
+        kubeconfig: dict[str, Any],
+        embedded: ApiServer | None,
+    ) -> None:
+        self.url = url
+        self.embedded = embedded
+        self._new_client = new_client
+        self._kubeconfig = kubeconfig
+        self._client: client.ApiClient | None = None
+        self._namespaces: list[str] = []
+        self.namespace = self.create_namespace()
+
+    @classmethod
+    def for_embedded(cls, server: ApiServer) -> KubeApi:
+        config_doc = server.kubeconfig()
+        return cls(
+            url=server.url, new_client=server.api_client, kubeconfig=config_doc, embedded=server
+        )
+
+    @classmethod
+    def for_cluster(cls, kubeconfig: Path) -> KubeApi:
+        doc = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
+        with connect.api_client(str(kubeconfig)) as probe:
+            url = str(probe.configuration.host)
+        return cls(
+            url=url,
+            new_client=lambda: connect.api_client(str(kubeconfig)),
+            kubeconfig=doc,
+            embedded=None,
+        )
+
+    def api_client(self) -> client.ApiClient:
+        """A new ``kubernetes.client.ApiClient`` for this API (the caller closes it)."""
+        return self._new_client()
+
+    def http(self) -> httpx.Client:
+        """A raw HTTP client (the caller closes it) with the official client's address,
+        TLS settings and credentials, for requests that client cannot send."""
+        with self.api_client() as api_client:
+            conf = api_client.configuration
+            token = conf.get_api_key_with_prefix("authorization")
+            verify: bool | ssl.SSLContext = bool(conf.verify_ssl)
+            if str(conf.host).startswith("https") and conf.verify_ssl:
+                verify = ssl.create_default_context(cafile=conf.ssl_ca_cert)
+                if conf.cert_file:
+                    verify.load_cert_chain(conf.cert_file, conf.key_file)
+            return httpx.Client(
+                base_url=str(conf.host),
+                verify=verify,
+                headers={"Authorization": token} if token else {},
+                timeout=10,
+            )
+
+    def write_kubeconfig(self, path: Path, *, namespace: str | None = None) -> Path:
+        """A kubeconfig for this API whose current context defaults to ``namespace``
+        (the test's own by default), for kubectl and the programs under test."""
+        doc = yaml.safe_load(yaml.safe_dump(self._kubeconfig))
+        current = doc.get("current-context")
+        for entry in doc.get("contexts") or ():
+            if entry.get("name") == current:
+                entry.setdefault("context", {})["namespace"] = namespace or self.namespace
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        return path
+
+    def create_namespace(self, prefix: str = "test") -> str:
+        """Create another fresh namespace, cleaned up with the test's own."""
+        name = fresh_name(prefix)
+        self.create_object(
+            "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        )
+        self._namespaces.append(name)
+        return name
+
+    def clean_up_namespace(self, name: str) -> None:
+        """Clean up namespace ``name`` (created by the test itself) with the others."""
+        self._namespaces.append(name)
+
+    def close(self, *, clean_up: bool) -> None:
+        """Close the client of the object calls; with ``clean_up`` (against an existing
+        cluster: an embedded server is thrown away) first delete what the test left in
+        its namespaces, then the namespaces."""
+        if clean_up:
+            for namespace in self._namespaces:
+                self._empty(namespace)
+                with contextlib.suppress(ApiException):
+                    self._call("DELETE", self._path("namespaces", "", namespace))
+        if self._client is not None:
+            self._client.close()  # type: ignore[no-untyped-call]
+
+    def _empty(self, namespace: str) -> None:
+        for plural in (api.ER_PLURAL, api.ERS_PLURAL):
+            for item in self.list_objects(plural, namespace):
+                name = item["metadata"]["name"]
+                with contextlib.suppress(ApiException):
+                    if item["metadata"].get("finalizers"):
+                        self.patch_object(
+                            plural, namespace, name, {"metadata": {"finalizers": None}}
+                        )
+                    self.delete_object(plural, namespace, name)
+        options = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+        for plural, (_, _, namespaced) in RESOURCES.items():
+            if namespaced:
+                with contextlib.suppress(ApiException):
+                    self._call("DELETE", self._path(plural, namespace), options)
+
+    # -- objects, through the official client -------------------------------------------
+    # The embedded server's direct-access methods, by name and meaning, over HTTP, so a
+    # test reads and writes the same way against either API.
+
+    def get_object(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The object, or None when it does not exist."""
+        try:
+            return self._call("GET", self._path(resource, namespace, name))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def list_objects(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """The objects (all namespaces when ``namespace`` is None), sorted by namespace
+        and name."""
+        items = list(self._call("GET", self._path(resource, namespace)).get("items") or ())
+        items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        return items
+
+    def create_object(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create ``obj`` in its metadata's namespace (the test's own when it names none)."""
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        if not namespace and RESOURCES[resource][2]:
+            namespace = self.namespace
+        return self._call("POST", self._path(resource, namespace), obj)
+
+    def patch_object(
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        patch: dict[str, Any],
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """A JSON merge patch (a ``metadata.resourceVersion`` in it is a precondition)."""
+        path = self._path(resource, namespace, name) + (f"/{subresource}" if subresource else "")
+        return self._call("PATCH", path, patch, content_type="application/merge-patch+json")
+
+    def delete_object(self, resource: str, namespace: str, name: str) -> None:
+        """Delete (an object with finalizers only gets a deletionTimestamp)."""
+        self._call("DELETE", self._path(resource, namespace, name))
+
+    def _path(self, resource: str, namespace: str | None, name: str | None = None) -> str:
+        group, version, namespaced = RESOURCES[resource]
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        if namespaced and namespace:
+            path += f"/namespaces/{namespace}"
+        path += f"/{resource}"
+        return f"{path}/{name}" if name else path
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: object = None,
+        *,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        if self._client is None:
+            self._client = self.api_client()
+        return request(self._client, method, path, body, content_type=content_type)
+
+
+def install_crds(api_client: client.ApiClient) -> None:
+    """Apply the project's CRDs (server-side, forced: the cluster's copy may be older)
+    and wait until they are Established, as envtest installs CRDs into an existing
+    cluster."""
+    extensions = client.ApiextensionsV1Api(api_client)
+    for crd in load_crds():
+        request(
+            api_client,
+            "PATCH",
+            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}",
+            crd,
+            content_type="application/apply-patch+yaml",
+            query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+        )
+
+        def established(name: str = crd["metadata"]["name"]) -> bool:
+            status = extensions.read_custom_resource_definition(name).status
+            conditions = (status.conditions if status is not None else None) or ()
+            return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+        eventually(established, timeout=30, what=f"CRD {crd['metadata']['name']} established")
