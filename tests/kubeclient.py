@@ -1,12 +1,16 @@
 """Typed views of what the official ``kubernetes`` client leaves untyped: custom objects
 (annotated ``object``), the ``metav1.Status`` of an error, and ``kubernetes.watch``
-(no annotations at all)."""
+(no annotations at all); one request to any path (:func:`request`); and a record of
+what a client sent (:class:`SentRequests`), which works against any API server."""
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import parse_qs, urlsplit
 
 from kubernetes import client, watch
 from kubernetes.client import ApiException
@@ -65,3 +69,80 @@ def request(
     response.read()  # type: ignore[no-untyped-call]
     answer = api_client.response_deserialize(response, {"2XX": "object"}).data
     return json_object(answer)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sent:
+    """One request an ``ApiClient`` sent, and the status it got (None: no answer)."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    content_type: str
+    body: Any
+    status: int | None
+
+    def targets(self, plural: str, name: str | None = None, subresource: str | None = None) -> bool:
+        """Whether it addresses ``plural`` (and that object, and that subresource)."""
+        parts = self.path.strip("/").split("/")
+        if plural not in parts:
+            return False
+        rest = parts[parts.index(plural) + 1 :]
+        return (name is None or rest[:1] == [name]) and rest[1:2] == (
+            [subresource] if subresource else []
+        )
+
+    @property
+    def name(self) -> str:
+        """The last path segment naming an object (before a subresource)."""
+        parts = self.path.strip("/").split("/")
+        return parts[-2] if parts[-1] == "status" else parts[-1]
+
+
+class SentRequests:
+    """What an ``ApiClient`` sends, recorded at its REST client (the seam under every
+    call it makes), in order: what the server received, whichever server it is."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self._lock = threading.Lock()
+        self._records: list[Sent] = []
+        rest = api_client.rest_client
+        send: Callable[..., Any] = rest.request
+
+        def recording(
+            method: str, url: str, headers: Any = None, body: Any = None, **kw: Any
+        ) -> Any:
+            status: int | None = None
+            try:
+                response = send(method, url, headers, body, **kw)
+                status = int(response.status)
+                return response
+            except client.ApiException as exc:
+                status = exc.status
+                raise
+            finally:
+                split = urlsplit(url)
+                self._append(
+                    Sent(
+                        method=method,
+                        path=split.path,
+                        query=parse_qs(split.query),
+                        content_type=str((headers or {}).get("Content-Type", "")),
+                        body=body,
+                        status=status,
+                    )
+                )
+
+        rest.request = recording  # type: ignore[method-assign,assignment]
+
+    def _append(self, sent: Sent) -> None:
+        with self._lock:
+            self._records.append(sent)
+
+    def records(self) -> list[Sent]:
+        with self._lock:
+            return list(self._records)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._records.clear()

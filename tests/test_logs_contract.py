@@ -25,15 +25,14 @@ from typing import Any
 import pytest
 
 from ersctl.api import ERS_PLURAL
-from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import SimulatorServer, serve
+from tests.kubeapi import KubeApi
 from tests.polling import eventually
 
 TOKEN = "s3cr3tValue9731"  # not shaped like a GitHub token: only registration hides it
 ECHO = f"credential {TOKEN} was revoked by policy"
 REDACTED_ECHO = "credential [REDACTED] was revoked by policy"
-NAMESPACE = "arc"
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$")
 LEVELS = {"debug", "info", "warning", "error", "critical"}
 WAIT = 30.0
@@ -51,13 +50,14 @@ def sim() -> GitHubSimulator:
 
 
 @pytest.fixture
-def scale_set(sim: GitHubSimulator, github: SimulatorServer, apiserver: ApiServer) -> int:
+def scale_set(sim: GitHubSimulator, github: SimulatorServer, kube: KubeApi) -> int:
     scale_set_id = int(sim.create_scale_set(name="arc-runners")["id"])
-    apiserver.create_object("namespaces", {"metadata": {"name": NAMESPACE}})
-    apiserver.create_object(
+    kube.create_object(
         "secrets",
         {
-            "metadata": {"name": "github-config", "namespace": NAMESPACE},
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "github-config"},
             "data": {"github_token": base64.b64encode(TOKEN.encode()).decode()},
         },
     )
@@ -67,12 +67,12 @@ def scale_set(sim: GitHubSimulator, github: SimulatorServer, apiserver: ApiServe
         "runnerScaleSetId": scale_set_id,
         "spec": {"containers": [{"name": "runner", "image": "runner:latest"}]},
     }
-    apiserver.create_object(
+    kube.create_object(
         ERS_PLURAL,
         {
             "apiVersion": "actions.github.com/v1alpha1",
             "kind": "EphemeralRunnerSet",
-            "metadata": {"name": "runners", "namespace": NAMESPACE},
+            "metadata": {"name": "runners"},
             "spec": {"replicas": 1, "patchID": 1, "ephemeralRunnerSpec": spec},
         },
     )
@@ -114,16 +114,16 @@ def assert_one_schema(docs: list[dict[str, Any]]) -> None:
 
 
 def test_both_programs_write_one_json_schema_and_no_configured_secret(
-    apiserver: ApiServer, sim: GitHubSimulator, github: SimulatorServer, scale_set: int,
+    kube: KubeApi, sim: GitHubSimulator, github: SimulatorServer, scale_set: int,
     tmp_path: Path,
 ) -> None:  # fmt: skip
-    kubeconfig = str(apiserver.write_kubeconfig(tmp_path / "kubeconfig"))
+    kubeconfig = str(kube.write_kubeconfig(tmp_path / "kubeconfig"))
 
     # The controller: its first JIT registration is answered with the echoing error.
     sim.inject_fault(endpoint="generate_jit_config", status=400, body=ECHO)
     controller = start([
         sys.executable, "-m", "ersctl", "reconcile", "--runner-controller", "--no-leader-elect",
-        "--metrics-addr", "0", "--log-format", "json", "--namespace", NAMESPACE,
+        "--metrics-addr", "0", "--log-format", "json", "--namespace", kube.namespace,
         "--kubeconfig", kubeconfig,
     ])  # fmt: skip
     try:
@@ -140,7 +140,7 @@ def test_both_programs_write_one_json_schema_and_no_configured_secret(
     config = tmp_path / "listener.json"
     config.write_text(json.dumps({
         "configure_url": f"{github.url}/my-org", "github_token": TOKEN,
-        "ephemeral_runner_set_namespace": NAMESPACE, "ephemeral_runner_set_name": "runners",
+        "ephemeral_runner_set_namespace": kube.namespace, "ephemeral_runner_set_name": "runners",
         "runner_scale_set_id": scale_set, "log_format": "json",
     }))  # fmt: skip
     sim.inject_fault(endpoint="get_message", status=404, body=ECHO)

@@ -1,4 +1,4 @@
-"""Fixtures for the runner controller: the embedded API server (``apiserver`` from
+"""Fixtures for the runner controller: the test's Kubernetes API (``kube`` from
 tests/conftest.py), the GitHub simulator over HTTP, and a reconciler wired to both
 through their real interfaces (the official Kubernetes client, ``ActionsClient``)."""
 
@@ -28,11 +28,11 @@ from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.retry import RetryPolicy
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
+from tests.kubeapi import KubeApi
 
-NAMESPACE = "ci"
 CREDENTIALS = "github-credentials"
 TOKEN = "ghp_pat_that_must_never_be_logged"
-WRITES = frozenset({"create", "update", "patch", "delete"})
+NO_SCHEDULER = "gha-scaleset-tests-no-scheduler"
 
 
 @dataclass
@@ -52,7 +52,7 @@ class Clock:
 class Harness:
     """Everything a runner-controller test touches."""
 
-    server: ApiServer
+    kube: KubeApi
     sim: GitHubSimulator
     scale_set_id: int
     config_url: str
@@ -62,8 +62,18 @@ class Harness:
     clients: list[ActionsClient]
     """Every service client the reconciler's ``SecretRunnerServices`` built, in order."""
 
+    @property
+    def namespace(self) -> str:
+        return self.kube.namespace
+
+    @property
+    def server(self) -> ApiServer:
+        """The embedded server, for tests marked ``embedded_only`` (its hooks)."""
+        assert self.kube.embedded is not None, "a test of the server's hooks: embedded_only"
+        return self.kube.embedded
+
     def metric(self, name: str, **labels: str) -> float:
-        return self.registry.get_sample_value(name, {"namespace": NAMESPACE, **labels}) or 0.0
+        return self.registry.get_sample_value(name, {"namespace": self.namespace, **labels}) or 0.0
 
     def create_runner(self, name: str = "arc-runner-abcde", **spec: Any) -> EphemeralRunner:
         body = {
@@ -71,7 +81,7 @@ class Harness:
             "kind": "EphemeralRunner",
             "metadata": {
                 "name": name,
-                "namespace": NAMESPACE,
+                "namespace": self.namespace,
                 "labels": {"app.kubernetes.io/component": "runner"},
                 "annotations": {"actions.github.com/patch-id": "3"},
             },
@@ -81,37 +91,51 @@ class Harness:
                 "runnerScaleSetId": self.scale_set_id,
                 "spec": {
                     "restartPolicy": "Never",
+                    # No scheduler of that name runs, so on a cluster no kubelet runs the
+                    # Pod either: the test plays the kubelet (set_pod_status).
+                    "schedulerName": NO_SCHEDULER,
                     "containers": [{"name": "runner", "image": "ghcr.io/actions/actions-runner"}],
                 },
                 **spec,
             },
         }
-        return EphemeralRunner(self.server.create_object("ephemeralrunners", body))
+        return EphemeralRunner(self.kube.create_object("ephemeralrunners", body))
 
     def runner(self, name: str = "arc-runner-abcde") -> EphemeralRunner | None:
-        doc = self.server.get_object("ephemeralrunners", NAMESPACE, name)
+        doc = self.kube.get_object("ephemeralrunners", self.namespace, name)
         return EphemeralRunner(doc) if doc is not None else None
 
     def pod(self, name: str = "arc-runner-abcde") -> dict[str, Any] | None:
-        return self.server.get_object("pods", NAMESPACE, name)
+        return self.kube.get_object("pods", self.namespace, name)
 
     def secret(self, name: str = "arc-runner-abcde") -> dict[str, Any] | None:
-        return self.server.get_object("secrets", NAMESPACE, name)
+        return self.kube.get_object("secrets", self.namespace, name)
 
     def reconcile(self, name: str = "arc-runner-abcde") -> Result:
-        return self.reconciler.reconcile(Request(namespace=NAMESPACE, name=name))
+        return self.reconciler.reconcile(Request(namespace=self.namespace, name=name))
 
     def settle(self, name: str = "arc-runner-abcde", *, passes: int = 10) -> Result:
-        """Reconcile until a pass writes nothing (what the watch-driven runtime converges to)."""
+        """Reconcile until a pass writes nothing (what the watch-driven runtime converges
+        to): no object of the namespace changed its resourceVersion."""
         for _ in range(passes):
-            self.server.request_log.clear()
+            before = self._versions()
             result = self.reconcile(name)
-            if not any(r.verb in WRITES for r in self.server.request_log.records()):
+            if self._versions() == before:
                 return result
         raise AssertionError(f"no steady state after {passes} reconciles")
 
+    def _versions(self) -> dict[tuple[str, str], str]:
+        return {
+            (plural, o["metadata"]["name"]): o["metadata"]["resourceVersion"]
+            for plural in ("ephemeralrunners", "pods", "secrets", "events")
+            for o in self.kube.list_objects(plural, self.namespace)
+        }
+
     def set_pod_status(self, status: dict[str, Any], name: str = "arc-runner-abcde") -> None:
-        self.server.patch_object("pods", NAMESPACE, name, {"status": status}, subresource="status")
+        """What the kubelet reports for the Pod."""
+        self.kube.patch_object(
+            "pods", self.namespace, name, {"status": status}, subresource="status"
+        )
 
     def record_job_started(self, job_id: str = "job-1", name: str = "arc-runner-abcde") -> None:
         """What the listener writes on JobStarted: a JSON merge patch of the job fields on
@@ -124,11 +148,11 @@ class Harness:
             workflow_run_id=7,
             display_name="build",
         )
-        with self.server.api_client() as api_client:
+        with self.kube.api_client() as api_client:
             client.CustomObjectsApi(api_client).patch_namespaced_custom_object_status(
                 GROUP,
                 VERSION,
-                NAMESPACE,
+                self.namespace,
                 ER_PLURAL,
                 name,
                 {"status": fields},
@@ -137,7 +161,7 @@ class Harness:
 
     def events(self, reason: str) -> list[dict[str, Any]]:
         return [
-            e for e in self.server.list_objects("events", NAMESPACE) if e.get("reason") == reason
+            e for e in self.kube.list_objects("events", self.namespace) if e.get("reason") == reason
         ]
 
     def sim_runners(self) -> dict[str, int]:
@@ -180,19 +204,20 @@ def sim() -> Iterator[GitHubSimulator]:
 
 
 @pytest.fixture
-def harness(apiserver: ApiServer, sim: GitHubSimulator) -> Iterator[Harness]:
+def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
     github = serve(sim, port=0)
     scale_set = sim.create_scale_set(name="arc-runners")
     scale_set_id = int(scale_set["id"])
-    apiserver.create_object("namespaces", {"metadata": {"name": NAMESPACE}})
-    apiserver.create_object(
+    kube.create_object(
         "secrets",
         {
-            "metadata": {"name": CREDENTIALS, "namespace": NAMESPACE},
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": CREDENTIALS},
             "data": {"github_token": b64(TOKEN)},
         },
     )
-    api_client = apiserver.api_client()
+    api_client = kube.api_client()
     resources = KubeRunnerResources(api_client)
     factory = RecordingFactory()
     services = SecretRunnerServices(get_secret=resources.get_secret, client_factory=factory)
@@ -210,7 +235,7 @@ def harness(apiserver: ApiServer, sim: GitHubSimulator) -> Iterator[Harness]:
     )
     try:
         yield Harness(
-            server=apiserver,
+            kube=kube,
             sim=sim,
             scale_set_id=scale_set_id,
             config_url=f"{github.url}/my-org",
@@ -221,7 +246,7 @@ def harness(apiserver: ApiServer, sim: GitHubSimulator) -> Iterator[Harness]:
         )
     finally:
         services.close()
-        api_client.close()
+        api_client.close()  # type: ignore[no-untyped-call]
         github.stop()
 
 

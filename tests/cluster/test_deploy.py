@@ -335,8 +335,16 @@ PLURALS = {
 }
 
 
+@pytest.mark.embedded_only("applies cluster-scoped objects and fixed-name namespaces")
+@pytest.mark.parametrize(
+    "how",
+    [
+        pytest.param([], id="client-side"),
+        pytest.param(["--server-side"], id="server-side"),
+    ],
+)
 def test_kubectl_applies_the_rendered_base_to_the_embedded_api_server(
-    rendered: list[dict[str, Any]], tmp_path: Path
+    rendered: list[dict[str, Any]], tmp_path: Path, how: list[str]
 ) -> None:
     # The README's order: the CRDs first (a single apply cannot create a custom
     # resource whose CRD it creates: kubectl maps kinds before it sends anything).
@@ -348,8 +356,8 @@ def test_kubectl_applies_the_rendered_base_to_the_embedded_api_server(
     ).stdout
     with ApiServer(crds=False) as server:
         kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-        kubectl(kubeconfig, "apply", "--validate=false", "-f", "-", stdin=crds)
-        out = kubectl(kubeconfig, "apply", "--validate=false", "-k", str(BASE))
+        kubectl(kubeconfig, "apply", *how, "-f", "-", stdin=crds)
+        out = kubectl(kubeconfig, "apply", *how, "-k", str(BASE))
         assert len(out.strip().splitlines()) == len(rendered)
         for doc in rendered:
             meta = doc["metadata"]
@@ -361,11 +369,14 @@ def test_kubectl_applies_the_rendered_base_to_the_embedded_api_server(
                 if field in doc:  # the server may default more (a Namespace's spec)
                     assert stored.get(field) == doc[field], (doc["kind"], meta["name"], field)
         # Applying again changes nothing. kubectl re-sends a Secret's stringData every
-        # time (the server keeps only data), so it reports those "configured".
+        # time (the server keeps only data), so it reports those "configured"; a
+        # server-side apply reports every object "serverside-applied".
         secrets = {d["metadata"]["name"]: d for d in server.list_objects("secrets")}
-        again = kubectl(kubeconfig, "apply", "--validate=false", "-k", str(BASE))
+        again = kubectl(kubeconfig, "apply", *how, "-k", str(BASE))
         for line in again.strip().splitlines():
-            assert line.endswith("unchanged") or line.startswith("secret/"), line
+            assert line.endswith(("unchanged", "serverside-applied")) or line.startswith(
+                "secret/"
+            ), line
         for name, before in secrets.items():
             after = server.get_object("secrets", before["metadata"]["namespace"], name)
             assert after is not None and after["data"] == before["data"]

@@ -88,6 +88,7 @@ def sample_set(config_url: str, scale_set: int) -> dict[str, Any]:
     return ers
 
 
+@pytest.mark.embedded_only("the request log")
 def test_the_controller_needs_every_permission_the_deployment_grants_and_no_other(
     apiserver: ApiServer, sim: GitHubSimulator, tmp_path: Path
 ) -> None:
@@ -229,6 +230,7 @@ def spec_of_set(server: ApiServer) -> tuple[int, bool]:
     return int(spec.get("replicas", -1)), int(spec.get("patchID", 0)) > 0
 
 
+@pytest.mark.embedded_only("the request log")
 def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Path) -> None:
     sim = GitHubSimulator(hold_seconds=0.5)
     github = serve(sim, port=0)

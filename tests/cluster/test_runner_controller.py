@@ -18,7 +18,7 @@ from ersctl.runner.registration import RetryLater
 from ersctl.runner.stores import KubeRunnerResources
 from ersctl.testing.apiserver import ApiServer
 from ersctl.testing.podsim import exited_status, running_status
-from tests.cluster.conftest import NAMESPACE, TOKEN, Harness
+from tests.cluster.conftest import TOKEN, Harness
 
 RUNNER = "arc-runner-abcde"
 
@@ -84,12 +84,6 @@ def test_an_idle_runner_is_pending_and_ready_until_the_listener_records_its_job(
     h.set_pod_status(RUNNING)  # the runner is up and online, and has no job
     h.settle()
     assert phase_and_ready(h) == ("Pending", True)
-    h.server.request_log.clear()
-    h.reconcile()  # steady state while idle: read the runner and its Pod, write nothing
-    assert [(r.verb, r.resource) for r in h.server.request_log.records()] == [
-        ("get", "ephemeralrunners"),
-        ("get", "pods"),
-    ]
 
     h.record_job_started("job-1")  # the listener, on JobStarted
     h.settle()
@@ -196,7 +190,7 @@ def test_deleting_a_runner_removes_its_registration_then_lets_it_go(h: Harness) 
     h.create_runner()
     h.settle()
     assert RUNNER in h.sim_runners()
-    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)
     h.settle()
     assert RUNNER not in h.sim_runners()
     assert h.runner() is None
@@ -206,7 +200,7 @@ def test_a_registration_already_gone_counts_as_removed(h: Harness) -> None:
     h.create_runner()
     h.settle()
     h.sim.remove_runner(h.sim_runners()[RUNNER])  # RunnerNotFound from now on
-    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)
     h.settle()
     assert h.runner() is None
 
@@ -216,7 +210,7 @@ def test_a_busy_runner_is_not_forced_off_and_its_removal_is_retried(h: Harness) 
     h.settle()
     runner_id = h.sim_runners()[RUNNER]
     start_a_job(h, runner_id)
-    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)
 
     result = h.settle()
     assert result.requeue_after == 30.0
@@ -240,7 +234,7 @@ def test_missing_credentials_are_a_warning_event_naming_the_field_and_change_not
     assert h.secret() is None and h.pod() is None
     assert h.sim_runners() == {}
     # and it can still be deleted: it never registered, so there is nothing to remove
-    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)
     h.settle()
     assert h.runner() is None
 
@@ -250,8 +244,8 @@ def test_a_registered_runner_whose_credentials_vanished_is_held_and_says_why(
 ) -> None:
     h.create_runner()
     h.settle()
-    h.server.delete_object("secrets", NAMESPACE, "github-credentials")
-    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    h.kube.delete_object("secrets", h.namespace, "github-credentials")
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)
     with pytest.raises(ValueError, match="githubConfigSecret"):
         h.reconcile()
     runner = h.runner()
@@ -269,11 +263,11 @@ def test_no_secret_is_ever_logged_or_recorded(h: Harness, caplog: pytest.LogCapt
     jit = base64.b64decode(secret["data"]["jitToken"]).decode()
     h.set_pod_status(terminated(1))
     h.settle()
-    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)
     h.settle()
 
-    recorded = caplog.text + str(h.server.list_objects("events", NAMESPACE))
-    recorded += str(h.server.list_objects("ephemeralrunners", NAMESPACE))
+    recorded = caplog.text + str(h.kube.list_objects("events", h.namespace))
+    recorded += str(h.kube.list_objects("ephemeralrunners", h.namespace))
     for value in (jit, secret["data"]["jitToken"], TOKEN):
         assert value not in recorded
     assert "arc-runner-abcde" in caplog.text  # the logs did say what happened
@@ -295,8 +289,8 @@ def test_a_pod_that_fails_during_a_job_is_not_replaced_and_its_runner_is_deleted
     start_a_job(h, runner_id)
     # what the listener writes on JobStarted
     job = {"jobId": "job-1", "jobRequestId": 1, "jobRepositoryName": "my-org/my-repo"}
-    h.server.patch_object(
-        "ephemeralrunners", NAMESPACE, RUNNER, {"status": job}, subresource="status"
+    h.kube.patch_object(
+        "ephemeralrunners", h.namespace, RUNNER, {"status": job}, subresource="status"
     )
     h.set_pod_status(terminated(137))
 
@@ -313,20 +307,39 @@ def test_a_pod_that_fails_during_a_job_is_not_replaced_and_its_runner_is_deleted
     assert h.runner() is None
 
 
+@pytest.mark.embedded_only("the request log")
+def test_an_idle_runner_in_steady_state_reads_itself_and_its_pod_and_writes_nothing(
+    h: Harness,
+) -> None:
+    h.create_runner()
+    h.settle()
+    h.set_pod_status(RUNNING)
+    h.settle()
+    h.server.request_log.clear()
+
+    h.reconcile()
+
+    assert [(r.verb, r.resource) for r in h.server.request_log.records()] == [
+        ("get", "ephemeralrunners"),
+        ("get", "pods"),
+    ]
+
+
+@pytest.mark.embedded_only("the request log")
 def test_runner_pod_and_secret_writes_are_refused_without_the_lease(
     apiserver: ApiServer, kube_client: Any
 ) -> None:
     resources = KubeRunnerResources(kube_client, fence=lambda: False)
-    meta = {"name": RUNNER, "namespace": NAMESPACE}
+    meta = {"name": RUNNER, "namespace": "default"}
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": []}}
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": {}}
     apiserver.request_log.clear()
 
     writes: list[Callable[[], object]] = [
         lambda: resources.create_pod(pod),
-        lambda: resources.delete_pod(NAMESPACE, RUNNER),
+        lambda: resources.delete_pod("default", RUNNER),
         lambda: resources.create_secret(secret),
-        lambda: resources.delete_secret(NAMESPACE, RUNNER),
+        lambda: resources.delete_secret("default", RUNNER),
     ]
     for write in writes:
         with pytest.raises(NotLeaderError, match="no longer holds the lease"):

@@ -19,7 +19,6 @@ from ersctl.wiring import ControllerOptions, build_controller
 from ghalistener.actions.client import ActionsClient
 from tests.cluster.conftest import (
     CREDENTIALS,
-    NAMESPACE,
     TOKEN,
     Harness,
     RecordingFactory,
@@ -39,8 +38,8 @@ def authentications(h: Harness) -> int:
 
 def rotate(h: Harness) -> None:
     """Replace the credentials Secret's token (a new resourceVersion)."""
-    h.server.patch_object(
-        "secrets", NAMESPACE, CREDENTIALS, {"data": {"github_token": b64(ROTATED)}}
+    h.kube.patch_object(
+        "secrets", h.namespace, CREDENTIALS, {"data": {"github_token": b64(ROTATED)}}
     )
 
 
@@ -90,7 +89,7 @@ def test_a_client_in_use_when_its_secret_rotates_is_closed_when_that_block_ends(
 ) -> None:
     runner = h.create_runner()
     factory = RecordingFactory()
-    with h.server.api_client() as api_client:
+    with h.kube.api_client() as api_client:
         resources = KubeRunnerResources(api_client)
         services = SecretRunnerServices(get_secret=resources.get_secret, client_factory=factory)
         try:
@@ -108,9 +107,9 @@ def test_a_client_in_use_when_its_secret_rotates_is_closed_when_that_block_ends(
 
 
 def finalizers(h: Harness) -> None:
-    h.server.patch_object(
+    h.kube.patch_object(
         "ephemeralrunners",
-        NAMESPACE,
+        h.namespace,
         RUNNER,
         {"metadata": {"finalizers": [ER_FINALIZER, ER_REGISTRATION_FINALIZER]}},
     )
@@ -118,7 +117,7 @@ def finalizers(h: Harness) -> None:
 
 def registered_then_deleted(h: Harness) -> None:
     h.settle()  # registered by a leading controller (the harness's is not fenced)
-    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)  # held by its finalizers
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)  # held by its finalizers
 
 
 @pytest.mark.parametrize(
@@ -135,17 +134,17 @@ def test_the_cli_built_runner_controller_makes_no_github_call_without_the_lease(
     prepare(h)
     before = (h.sim_runners(), authentications(h))
     options = ControllerOptions(
-        namespace=NAMESPACE,
-        leader_election=LeaderElectionConfig(namespace=NAMESPACE),
+        namespace=h.namespace,
+        leader_election=LeaderElectionConfig(namespace=h.namespace),
         runner_controller=True,
     )
-    with h.server.api_client() as api_client:
+    with h.kube.api_client() as api_client:
         controller = build_controller(api_client, options)
         try:
             assert not controller.manager.is_leading(), "never campaigned: not the leader"
             assert controller.runner is not None
             with pytest.raises(NotLeaderError) as refused:
-                controller.runner.reconcile(Request(NAMESPACE, RUNNER))
+                controller.runner.reconcile(Request(h.namespace, RUNNER))
         finally:
             controller.close()
 

@@ -20,7 +20,7 @@ from ersctl.runner.controller import CONTROLLER_NAME, add_runner_controller
 from ersctl.runner.phases import FailurePolicy
 from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.podsim import RunnerPods
-from tests.cluster.conftest import NAMESPACE, Harness, actions_client
+from tests.cluster.conftest import Harness, actions_client
 from tests.cluster.test_runner_controller import RUNNING
 from tests.polling import eventually
 
@@ -39,8 +39,8 @@ def idle_and_online(h: Harness) -> bool:
 
 @pytest.fixture
 def manager(h: Harness) -> Iterator[Manager]:
-    api_client = h.server.api_client()
-    manager = Manager(api_client, namespace=NAMESPACE, workers=2)
+    api_client = h.kube.api_client()
+    manager = Manager(api_client, namespace=h.namespace, workers=2)
     services = SecretRunnerServices(
         get_secret=manager.api_reader.get_secret,
         client_factory=actions_client,
@@ -58,13 +58,13 @@ def manager(h: Harness) -> Iterator[Manager]:
         stop.set()
         thread.join(timeout=10)
         services.close()
-        api_client.close()
+        api_client.close()  # type: ignore[no-untyped-call]
 
 
 def test_the_manager_takes_a_runner_through_a_real_job_on_watch_events(
     h: Harness, manager: Manager
 ) -> None:
-    pods = RunnerPods(h.server, namespace=NAMESPACE, connect=h.sim.connect_runner)
+    pods = RunnerPods(h.kube, namespace=h.namespace, connect=h.sim.connect_runner)
     h.create_runner()
     eventually(lambda: h.pod() is not None, timeout=10)
     runner_id = pods.start(RUNNER)  # the runner connects with the JIT config it was given
@@ -86,7 +86,7 @@ def test_the_manager_takes_a_runner_through_a_real_job_on_watch_events(
         lambda: phase(h) == "Succeeded" and h.pod() is None and h.secret() is None, timeout=10
     )
 
-    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)
     eventually(lambda: h.runner() is None, timeout=10)
     assert h.sim_runners() == {}
     reconciles = manager.metrics.value(
@@ -108,8 +108,9 @@ def ready(port: int) -> bool:
         return False
 
 
+@pytest.mark.embedded_only("the request log")
 def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_path: Path) -> None:
-    kubeconfig = h.server.write_kubeconfig(tmp_path / "kubeconfig")
+    kubeconfig = h.kube.write_kubeconfig(tmp_path / "kubeconfig")
     h.create_runner()
     args = [
         sys.executable,
@@ -119,7 +120,7 @@ def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_
         "--kubeconfig",
         str(kubeconfig),
         "--namespace",
-        NAMESPACE,
+        h.namespace,
         "--no-leader-elect",
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -154,7 +155,7 @@ def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_
             h.set_pod_status(RUNNING)
             eventually(lambda: idle_and_online(h), timeout=10)
             metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-            assert 'ersctl_runner_pods_created_total{namespace="ci"} 1.0' in metrics
+            assert f'ersctl_runner_pods_created_total{{namespace="{h.namespace}"}} 1.0' in metrics
         finally:
             with_runner.send_signal(signal.SIGTERM)
             with_runner.wait(timeout=15)

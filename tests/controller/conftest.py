@@ -1,4 +1,4 @@
-"""Fixtures of the controller tests: the real reconciler against the embedded API server."""
+"""Fixtures of the controller tests: the real reconciler against the test's Kubernetes API."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 import respx
 
-from ersctl.testing.apiserver import ApiServer
 from tests.controller.github import FakeGitHub
 from tests.controller.harness import Cluster
+from tests.kubeapi import KubeApi
 
 
 @pytest.fixture
@@ -22,9 +22,9 @@ def github() -> Iterator[FakeGitHub]:
 
 
 @pytest.fixture
-def cluster(apiserver: ApiServer, github: FakeGitHub) -> Iterator[Cluster]:
-    """The shared API server, informers synced, and the reconciler wired to them."""
-    harness = Cluster(apiserver, github)
+def cluster(kube: KubeApi, github: FakeGitHub) -> Iterator[Cluster]:
+    """The test's Kubernetes API, informers synced, and the reconciler wired to them."""
+    harness = Cluster(kube, github)
     try:
         yield harness
     finally:

@@ -1,10 +1,12 @@
-"""The real reconciler wired to the embedded API server, driven one pass at a time.
+"""The real reconciler wired to the test's Kubernetes API (tests/kubeapi.py), driven
+one pass at a time.
 
 Everything the reconciler touches is real: list+watch informers feeding the cache,
 the uncached API reader, the writer and the event recorder, all through the official
-``kubernetes`` client over HTTP; GitHub is respx (``FakeGitHub``). A test calls
-:meth:`Cluster.reconcile` for one pass, after :meth:`Cluster.sync` has waited until
-the cache holds what the server holds (unless the test wants the cache to lag).
+``kubernetes`` client over HTTP; GitHub is respx (``FakeGitHub``). The harness reads
+and writes through the official client too, so it runs against a cluster as well. A
+test calls :meth:`Cluster.reconcile` for one pass, after :meth:`Cluster.sync` has waited
+until the cache holds what the server holds (unless the test wants the cache to lag).
 """
 
 from __future__ import annotations
@@ -35,25 +37,27 @@ from ersctl.testing.apiserver.hooks import RequestRecord
 from ersctl.wiring import ControllerOptions, build_controller
 from tests.controller.github import PAT, FakeGitHub, no_sleep_client
 from tests.controller.objects import ers_doc
+from tests.kubeapi import KubeApi
 from tests.kubeclient import json_object
 from tests.polling import eventually
 
-NAMESPACE = "arc"
 SYNC_TIMEOUT = 5.0
 
 
 @dataclass
 class Cluster:
-    """One API server, one reconciler, and helpers to arrange and inspect state."""
+    """One API (the test's namespace in it), one reconciler, and helpers to arrange and
+    inspect state."""
 
-    server: ApiServer
+    kube: KubeApi
     github: FakeGitHub
     api_client: client.ApiClient = field(init=False)
     reconciler: EphemeralRunnerSetReconciler = field(init=False)
     cache: CachedReader = field(init=False)
 
     def __post_init__(self) -> None:
-        self.api_client = self.server.api_client()
+        self.namespace = self.kube.namespace
+        self.api_client = self.kube.api_client()
         self.custom = client.CustomObjectsApi(self.api_client)
         self.core = client.CoreV1Api(self.api_client)
         self._stop = threading.Event()
@@ -82,14 +86,21 @@ class Cluster:
             thread.start()
         for informer in self._informers:
             assert informer.wait_for_sync(SYNC_TIMEOUT)
-        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
         self.core.create_namespaced_secret(
-            NAMESPACE,
+            self.namespace,
             client.V1Secret(
+                api_version="v1",
+                kind="Secret",
                 metadata=client.V1ObjectMeta(name="github-config"),
                 data={"github_token": base64.b64encode(PAT.encode()).decode()},
             ),
         )
+
+    @property
+    def server(self) -> ApiServer:
+        """The embedded server, for tests marked ``embedded_only`` (its hooks)."""
+        assert self.kube.embedded is not None, "a test of the server's hooks: embedded_only"
+        return self.kube.embedded
 
     def reconciler_with(
         self,
@@ -112,6 +123,7 @@ class Cluster:
         return Informer(
             self.api_client,
             Resource(group=api.GROUP, version=api.VERSION, plural=plural),
+            namespace=self.kube.namespace,
             store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
             watch_timeout=30,
         )
@@ -135,7 +147,11 @@ class Cluster:
         fields.setdefault("finalizers", [api.ERS_FINALIZER])
         created = json_object(
             self.custom.create_namespaced_custom_object(
-                api.GROUP, api.VERSION, NAMESPACE, api.ERS_PLURAL, ers_doc(name, **fields)
+                api.GROUP,
+                api.VERSION,
+                self.namespace,
+                api.ERS_PLURAL,
+                ers_doc(name, namespace=self.namespace, **fields),
             )
         )
         if status:
@@ -168,7 +184,7 @@ class Cluster:
         finalizers: list[str] | None = None,
     ) -> str:
         """A runner owned by ``ers``, as the controller and the runner pod left it."""
-        owner = self.server.get_object(api.ERS_PLURAL, NAMESPACE, ers)
+        owner = self.kube.get_object(api.ERS_PLURAL, self.namespace, ers)
         assert owner is not None
         set_view = api.EphemeralRunnerSet(owner)
         body = {
@@ -196,7 +212,7 @@ class Cluster:
         }
         created = json_object(
             self.custom.create_namespaced_custom_object(
-                api.GROUP, api.VERSION, NAMESPACE, api.ER_PLURAL, body
+                api.GROUP, api.VERSION, self.namespace, api.ER_PLURAL, body
             )
         )
         name = str(created["metadata"]["name"])
@@ -230,14 +246,14 @@ class Cluster:
 
     def delete_runner(self, name: str) -> None:
         self.custom.delete_namespaced_custom_object(
-            api.GROUP, api.VERSION, NAMESPACE, api.ER_PLURAL, name
+            api.GROUP, api.VERSION, self.namespace, api.ER_PLURAL, name
         )
 
     def _merge(self, call: Any, name: str, body: dict[str, Any], plural: str) -> dict[str, Any]:
         result: dict[str, Any] = call(
             api.GROUP,
             api.VERSION,
-            NAMESPACE,
+            self.namespace,
             plural,
             name,
             body,
@@ -251,7 +267,7 @@ class Cluster:
         """One reconcile pass, after the cache caught up with the server (by default)."""
         if sync:
             self.sync()
-        return self.reconciler.reconcile_with_outcome(Request(NAMESPACE, name))
+        return self.reconciler.reconcile_with_outcome(Request(self.namespace, name))
 
     def sync(self, *, sets: bool = True, runners: bool = True) -> None:
         """Wait until the cache holds exactly the server's objects, by resourceVersion."""
@@ -267,7 +283,7 @@ class Cluster:
     def _in_sync(self, plural: str, store: Store) -> bool:
         server = {
             (o["metadata"]["namespace"], o["metadata"]["name"]): o["metadata"]["resourceVersion"]
-            for o in self.server.list_objects(plural)
+            for o in self.kube.list_objects(plural, self.namespace)
         }
         cached = {
             key: (store.get(*key) or {}).get("metadata", {}).get("resourceVersion")
@@ -278,24 +294,24 @@ class Cluster:
     # -- inspecting ------------------------------------------------------------------
 
     def ers(self, name: str = "runners") -> api.EphemeralRunnerSet:
-        doc = self.server.get_object(api.ERS_PLURAL, NAMESPACE, name)
+        doc = self.kube.get_object(api.ERS_PLURAL, self.namespace, name)
         assert doc is not None, f"ERS {name} is gone"
         return api.EphemeralRunnerSet(doc)
 
     def runners(self, ers: str = "runners") -> list[api.EphemeralRunner]:
         """The server's runners controlled by ``ers``, deleting ones included."""
-        owner = self.server.get_object(api.ERS_PLURAL, NAMESPACE, ers)
+        owner = self.kube.get_object(api.ERS_PLURAL, self.namespace, ers)
         uid = (owner or {}).get("metadata", {}).get("uid")
         return [
             api.EphemeralRunner(doc)
-            for doc in self.server.list_objects(api.ER_PLURAL, NAMESPACE)
+            for doc in self.kube.list_objects(api.ER_PLURAL, self.namespace)
             if any(ref.get("uid") == uid for ref in doc["metadata"].get("ownerReferences", []))
             or (owner is None and doc["metadata"]["name"].startswith(f"{ers}-runner-"))
         ]
 
     def counter(self, name: str, ers: str = "runners") -> float:
         """A reconciler counter of ``ersctl.runnerset.metrics`` for one set (0 when never set)."""
-        labels = {"namespace": NAMESPACE, "name": ers}
+        labels = {"namespace": self.namespace, "name": ers}
         value = self.metrics_registry.get_sample_value(f"ersctl_{name}_total", labels)
         return value or 0.0
 
@@ -303,12 +319,13 @@ class Cluster:
         return {r.name for r in self.runners(ers) if not r.is_deleting}
 
     def events(self, reason: str | None = None) -> list[dict[str, Any]]:
-        items = self.server.list_objects("events", NAMESPACE)
+        items = self.kube.list_objects("events", self.namespace)
         return [e for e in items if reason is None or e.get("reason") == reason]
 
     def requests(
         self, *, verb: str, resource: str, subresource: str | None = None
     ) -> list[RequestRecord]:
+        """The embedded server's log of such requests (tests marked embedded_only)."""
         return [
             r
             for r in self.server.request_log.records()
@@ -330,11 +347,11 @@ class RunningController:
     events do, so races between the informers show up as they do in production.
     """
 
-    def __init__(self, server: ApiServer, *, workers: int = 2) -> None:
-        self._api_client = server.api_client()
+    def __init__(self, kube: KubeApi, *, workers: int = 2) -> None:
+        self._api_client = kube.api_client()
         self._controller = build_controller(
             self._api_client,
-            ControllerOptions(namespace=NAMESPACE, workers=workers),
+            ControllerOptions(namespace=kube.namespace, workers=workers),
             client_factory=no_sleep_client,
         )
         self.manager = self._controller.manager
@@ -356,7 +373,7 @@ class RunningController:
         self._stop.set()
         self._thread.join(timeout=10)
         self._controller.close()
-        self._api_client.close()
+        self._api_client.close()  # type: ignore[no-untyped-call]
 
     def cached_runner_names(self, ers: api.EphemeralRunnerSet) -> set[str]:
         return {r.name for r in self.manager.reader.list_owned_runners(ers)}

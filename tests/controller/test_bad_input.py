@@ -16,7 +16,7 @@ from ersctl.kube.queue import Backoff
 from ersctl.kube.reconcile import Request
 from ersctl.runnerset.ports import CachedReader
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
-from tests.controller.harness import NAMESPACE, Cluster, body
+from tests.controller.harness import Cluster, body
 from tests.polling import eventually
 
 
@@ -40,7 +40,12 @@ def start_runtime(cluster: Cluster) -> Iterator[Callable[[], Manager]]:
 
 
 def _manager(cluster: Cluster) -> Manager:
-    manager = Manager(cluster.api_client, workers=2, backoff=Backoff(base=0.05, cap=0.5))
+    manager = Manager(
+        cluster.api_client,
+        namespace=cluster.namespace,
+        workers=2,
+        backoff=Backoff(base=0.05, cap=0.5),
+    )
     reconciler = type(cluster.reconciler)(
         cache=manager.reader,
         api=manager.api_reader,
@@ -110,6 +115,7 @@ class StoredMalformed:
         return getattr(self.inner, name)
 
 
+@pytest.mark.embedded_only("the request log")
 def test_a_malformed_status_field_of_the_controller_is_overwritten_not_reported_invalid(
     cluster: Cluster,
 ) -> None:
@@ -127,7 +133,7 @@ def test_a_malformed_status_field_of_the_controller_is_overwritten_not_reported_
     )
     cluster.sync()
 
-    outcome = reconciler.reconcile_with_outcome(Request(NAMESPACE, "runners"))
+    outcome = reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners"))
 
     assert not cluster.events("InvalidSpec"), "the controller's own fields are not bad input"
     assert outcome.action == "scale-up"
@@ -174,10 +180,10 @@ def test_a_runner_with_a_malformed_field_gets_a_warning_naming_the_runner(
     )
     cluster.sync()
 
-    outcome = reconciler.reconcile_with_outcome(Request(NAMESPACE, "runners"))
+    outcome = reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners"))
 
     assert outcome.action == "invalid"
     assert warnings_for(cluster, "runners") == [
-        f"EphemeralRunner {NAMESPACE}/{bad}: status.phase: must be a string, got 3"
+        f"EphemeralRunner {cluster.namespace}/{bad}: status.phase: must be a string, got 3"
     ]
     assert cluster.live_runner_names() == {bad}, "no runner changes"

@@ -100,6 +100,7 @@ def test_the_marker_records_a_patch_id_lower_than_the_one_it_holds(cluster: Clus
     assert cluster.runners() == []
 
 
+@pytest.mark.embedded_only("fault injection, the request log")
 def test_both_status_writers_send_a_resource_version_precondition_and_survive_a_conflict(
     cluster: Cluster,
 ) -> None:
@@ -128,6 +129,7 @@ def test_both_status_writers_send_a_resource_version_precondition_and_survive_a_
     assert cluster.ers().applied_actionable_revision == 1
 
 
+@pytest.mark.embedded_only("fault injection")
 def test_a_conflict_that_outlasts_the_retries_fails_closed_and_quietly(cluster: Cluster) -> None:
     cluster.create_ers(replicas=1, patch_id=5)
     finished = cluster.add_runner(phase="Succeeded", patch_id=4, runner_id=1)
@@ -143,6 +145,7 @@ def test_a_conflict_that_outlasts_the_retries_fails_closed_and_quietly(cluster: 
     assert cluster.events("ReconcileFailed") == []
 
 
+@pytest.mark.embedded_only("the request log")
 def test_the_status_update_does_not_carry_a_marker_it_did_not_change(cluster: Cluster) -> None:
     # spec.patchID (9) and the marker (4) differ: a status update computing the marker
     # from the spec would be indistinguishable from one copying it if they were equal.
@@ -158,6 +161,7 @@ def test_the_status_update_does_not_carry_a_marker_it_did_not_change(cluster: Cl
     assert cluster.ers().finished_runner_cleanup_patch_id == 4
 
 
+@pytest.mark.embedded_only("the watch delay")
 def test_with_set_events_delayed_the_reconcile_after_a_cleanup_creates_no_runner(
     cluster: Cluster,
 ) -> None:
@@ -170,7 +174,7 @@ def test_with_set_events_delayed_the_reconcile_after_a_cleanup_creates_no_runner
     assert cluster.reconcile(sync=False).action == "cleanup-finished"
     # The runner deletion reaches the cache at once; the marker write does not.
     cluster.sync(sets=False)
-    cached = cluster.cache.get_ers("arc", "runners")
+    cached = cluster.cache.get_ers(cluster.namespace, "runners")
     assert cached is not None and cached.finished_runner_cleanup_patch_id == 0, "cache lags"
 
     cluster.reconcile(sync=False)
@@ -178,6 +182,7 @@ def test_with_set_events_delayed_the_reconcile_after_a_cleanup_creates_no_runner
     assert cluster.live_runner_names() == {busy}, "a runner was created from the lagging cache"
 
 
+@pytest.mark.embedded_only("the watch delay")
 def test_the_guard_has_no_cached_fast_path_a_cleared_marker_is_honoured(
     cluster: Cluster,
 ) -> None:
@@ -187,7 +192,7 @@ def test_the_guard_has_no_cached_fast_path_a_cleared_marker_is_honoured(
     cluster.sync()
     cluster.server.set_watch_delay(api.ERS_PLURAL, 3.0)
     cluster.patch_ers_status("runners", {"finishedRunnerCleanupPatchID": 0})
-    cached = cluster.cache.get_ers("arc", "runners")
+    cached = cluster.cache.get_ers(cluster.namespace, "runners")
     assert cached is not None and cached.finished_runner_cleanup_patch_id == 5, "cache lags"
 
     cluster.reconcile(sync=False)
@@ -203,6 +208,7 @@ def test_the_guard_has_no_cached_fast_path_a_cleared_marker_is_honoured(
         pytest.param(0, 6, id="idle at the minimum (patch 0)"),
     ],
 )
+@pytest.mark.embedded_only("the request log")
 def test_a_steady_state_reconcile_sends_no_request(
     cluster: Cluster, patch_id: int, runner_patch_id: int
 ) -> None:

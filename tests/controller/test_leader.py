@@ -128,6 +128,7 @@ def publish(server: ApiServer, *, replicas: int, patch_id: int) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.embedded_only("the request log")
 def test_only_the_lease_holder_reconciles_and_the_other_takes_over_when_it_stops(
     server: ApiServer, controllers: Callable[[], Controller]
 ) -> None:

@@ -13,7 +13,7 @@ from ersctl.kube.reconcile import Request
 from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.wiring import ControllerOptions, build_controller
 from tests.controller.github import no_sleep_client
-from tests.controller.harness import NAMESPACE, Cluster
+from tests.controller.harness import Cluster
 
 
 @dataclass
@@ -43,7 +43,7 @@ def test_a_lease_lost_midway_through_a_scale_down_removes_no_further_runner_from
 
     try:
         with pytest.raises(NotLeaderError, match="no longer holds the lease"):
-            reconciler.reconcile_with_outcome(Request(NAMESPACE, "runners"))
+            reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners"))
     finally:
         registry.close()
 
@@ -55,9 +55,9 @@ def test_the_controller_built_by_the_cli_fences_runner_removal_with_the_lease(
     cluster: Cluster,
 ) -> None:
     cluster.create_ers(replicas=0, patch_id=0)
-    election = LeaderElectionConfig(namespace=NAMESPACE)
+    election = LeaderElectionConfig(namespace=cluster.namespace)
     controller = build_controller(
-        cluster.api_client, ControllerOptions(namespace=NAMESPACE, leader_election=election)
+        cluster.api_client, ControllerOptions(namespace=cluster.namespace, leader_election=election)
     )
     ers = cluster.ers()
 

@@ -8,7 +8,7 @@ import pytest
 
 from ersctl import api
 from ersctl.kube.errors import KubeError
-from tests.controller.harness import NAMESPACE, Cluster
+from tests.controller.harness import Cluster
 
 
 def test_a_revision_advance_rebuilds_idle_runners_keeps_busy_ones_and_clears_the_marker(
@@ -57,6 +57,7 @@ def test_a_runner_showing_only_its_job_request_id_is_busy_for_cleanup_as_for_sca
         pytest.param(1, "Running", id="only a runner of the replaced revision reports Outdated"),
     ],
 )
+@pytest.mark.embedded_only("the watch delay")
 def test_the_phase_after_an_advance_comes_from_a_live_list_judged_at_the_new_revision(
     cluster: Cluster, runner_revision: int, phase: str
 ) -> None:
@@ -74,6 +75,7 @@ def test_the_phase_after_an_advance_comes_from_a_live_list_judged_at_the_new_rev
     assert cluster.ers().phase == phase
 
 
+@pytest.mark.embedded_only("the watch delay")
 def test_a_reconcile_holding_an_older_target_cannot_move_the_applied_revision_back(
     cluster: Cluster,
 ) -> None:
@@ -125,6 +127,7 @@ class Crash:
         ),
     ],
 )
+@pytest.mark.embedded_only("fault injection")
 def test_a_crash_during_the_cleanup_never_creates_a_runner_for_the_serviced_patch(
     cluster: Cluster,
     fault: Crash,
@@ -168,7 +171,7 @@ def test_deleting_the_set_removes_idle_runners_lets_busy_ones_finish_then_drops_
     busy = cluster.add_runner(phase="Running", patch_id=1, runner_id=23, job_id="job")
     cluster.github.busy = {23}
     cluster.custom.delete_namespaced_custom_object(
-        api.GROUP, api.VERSION, NAMESPACE, api.ERS_PLURAL, "runners"
+        api.GROUP, api.VERSION, cluster.namespace, api.ERS_PLURAL, "runners"
     )
 
     assert cluster.reconcile().action == "deleting"
@@ -185,7 +188,7 @@ def test_deleting_the_set_removes_idle_runners_lets_busy_ones_finish_then_drops_
     cluster.release_runner(busy)
 
     assert cluster.reconcile().action == "finalizer-removed"
-    assert cluster.server.get_object(api.ERS_PLURAL, NAMESPACE, "runners") is None
+    assert cluster.kube.get_object(api.ERS_PLURAL, cluster.namespace, "runners") is None
 
 
 def test_scale_down_at_patch_zero_removes_idle_registered_runners_pending_first(
@@ -211,6 +214,17 @@ def test_scale_down_at_patch_zero_removes_idle_registered_runners_pending_first(
     assert refused in cluster.live_runner_names()
     assert outcome.action == "scale-down"
     assert cluster.events("ScaledDown")
+
+
+@pytest.mark.embedded_only("the request log")
+def test_a_scale_down_reads_the_credentials_secret_once_per_batch(cluster: Cluster) -> None:
+    cluster.create_ers(replicas=0, patch_id=0)
+    for runner_id in (5, 6):
+        cluster.add_runner(phase="Running", runner_id=runner_id)
+
+    assert cluster.reconcile().action == "scale-down"
+
+    assert sorted(cluster.github.removed) == [5, 6]
     assert len(cluster.requests(verb="get", resource="secrets")) == 1, "one read per batch"
 
 
@@ -219,7 +233,7 @@ def test_without_its_credentials_secret_a_scale_down_warns_changes_nothing_and_r
 ) -> None:
     cluster.create_ers(replicas=0, patch_id=0)
     idle = cluster.add_runner(phase="Running", runner_id=6)
-    cluster.core.delete_namespaced_secret("github-config", NAMESPACE)
+    cluster.core.delete_namespaced_secret("github-config", cluster.namespace)
 
     outcome = cluster.reconcile()
 
@@ -228,7 +242,8 @@ def test_without_its_credentials_secret_a_scale_down_warns_changes_nothing_and_r
     (event,) = cluster.events("InvalidSpec")
     assert event["type"] == "Warning"
     assert event["message"] == (
-        "spec.ephemeralRunnerSpec.githubConfigSecret: Secret arc/github-config not found"
+        f"spec.ephemeralRunnerSpec.githubConfigSecret: Secret {cluster.namespace}/github-config"
+        " not found"
     )
     assert outcome.result.requeue_after == 30.0
 
@@ -251,17 +266,16 @@ def test_without_its_credentials_secret_no_cleanup_path_deletes_any_runner(
     cluster.create_ers(replicas=2, patch_id=3, status=status, actionable_revision=revision)
     finished = cluster.add_runner(phase="Succeeded", patch_id=2, runner_id=5)
     idle = cluster.add_runner(phase="Running", patch_id=2, runner_id=6)
-    cluster.core.delete_namespaced_secret("github-config", NAMESPACE)
+    cluster.core.delete_namespaced_secret("github-config", cluster.namespace)
     if path == "deleting":
         cluster.custom.delete_namespaced_custom_object(
-            api.GROUP, api.VERSION, NAMESPACE, api.ERS_PLURAL, "runners"
+            api.GROUP, api.VERSION, cluster.namespace, api.ERS_PLURAL, "runners"
         )
 
     outcome = cluster.reconcile()
 
     assert outcome.action == "invalid"
-    assert cluster.live_runner_names() == {finished, idle}
-    assert not cluster.requests(verb="delete", resource=api.ER_PLURAL)
+    assert cluster.live_runner_names() == {finished, idle}, "no runner deleted"
     assert cluster.github.attempts == []
     assert [e["type"] for e in cluster.events("InvalidSpec")] == ["Warning"]
 

@@ -25,7 +25,6 @@ from tests.controller.harness import Cluster, RunningController
 from tests.polling import eventually
 
 RUNNER_LAG = 1.0  # seconds; far longer than a reconcile, short enough to wait out
-REQUEST = Request("arc", "runners")
 
 
 @pytest.mark.parametrize(
@@ -35,13 +34,14 @@ REQUEST = Request("arc", "runners")
         pytest.param(0, id="idle at the minimum: no runner patch ID to stop a second scale-up"),
     ],
 )
+@pytest.mark.embedded_only("the request log, the watch delay")
 def test_the_running_controller_creates_exactly_the_replicas_while_runner_events_lag(
     cluster: Cluster, patch_id: int
 ) -> None:
     # The scale-up's status write comes back as a set event at once and enqueues a
     # reconcile whose cache does not show the two runners just created yet.
     cluster.server.set_watch_delay(api.ER_PLURAL, RUNNER_LAG)
-    with RunningController(cluster.server) as controller:
+    with RunningController(cluster.kube) as controller:
         cluster.create_ers(replicas=2, patch_id=patch_id)
 
         def settled() -> bool:
@@ -56,6 +56,7 @@ def test_the_running_controller_creates_exactly_the_replicas_while_runner_events
     assert len(cluster.runners()) == 2
 
 
+@pytest.mark.embedded_only("the request log, the watch delay")
 def test_a_scale_down_removes_a_runner_once_while_the_cache_still_shows_it_live(
     cluster: Cluster, github: FakeGitHub
 ) -> None:
@@ -77,6 +78,7 @@ def test_a_scale_down_removes_a_runner_once_while_the_cache_still_shows_it_live(
     assert len(cluster.live_runner_names()) == 2
 
 
+@pytest.mark.embedded_only("the request log, the watch delay")
 def test_a_fresh_patch_before_the_cache_shows_a_cleanup_is_not_taken_for_a_second_cleanup(
     cluster: Cluster,
 ) -> None:
@@ -100,6 +102,7 @@ def test_a_fresh_patch_before_the_cache_shows_a_cleanup_is_not_taken_for_a_secon
     assert len(cluster.requests(verb="delete", resource=api.ER_PLURAL)) == 1
 
 
+@pytest.mark.embedded_only("the request log, the watch delay")
 def test_a_set_deleted_right_after_a_scale_up_keeps_its_finalizer_until_those_runners_go(
     cluster: Cluster,
 ) -> None:
@@ -108,7 +111,7 @@ def test_a_set_deleted_right_after_a_scale_up_keeps_its_finalizer_until_those_ru
     cluster.server.set_watch_delay(api.ER_PLURAL, RUNNER_LAG)
     assert cluster.reconcile(sync=False).action == "scale-up"
     cluster.custom.delete_namespaced_custom_object(
-        api.GROUP, api.VERSION, "arc", api.ERS_PLURAL, "runners"
+        api.GROUP, api.VERSION, cluster.namespace, api.ERS_PLURAL, "runners"
     )
     cluster.sync(runners=False)
 
@@ -126,6 +129,7 @@ def test_a_set_deleted_right_after_a_scale_up_keeps_its_finalizer_until_those_ru
     assert cluster.ers().has_finalizer(api.ERS_FINALIZER)
 
 
+@pytest.mark.embedded_only("the watch delay")
 def test_the_set_is_requeued_shortly_only_while_its_own_writes_are_unseen(
     cluster: Cluster,
 ) -> None:
@@ -142,6 +146,7 @@ def test_the_set_is_requeued_shortly_only_while_its_own_writes_are_unseen(
     assert settled.result.requeue_after is None
 
 
+@pytest.mark.embedded_only("the request log, the watch delay")
 def test_a_create_the_cache_never_shows_stops_counting_when_its_expectation_expires(
     cluster: Cluster,
 ) -> None:
@@ -152,14 +157,17 @@ def test_a_create_the_cache_never_shows_stops_counting_when_its_expectation_expi
     cluster.create_ers(replicas=1, patch_id=0)
     cluster.sync()
     cluster.server.set_watch_delay(api.ER_PLURAL, 30.0)
-    assert reconciler.reconcile_with_outcome(REQUEST).action == "scale-up"
+    assert (
+        reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners")).action
+        == "scale-up"
+    )
     (gone,) = cluster.runners()
     cluster.release_runner(gone.name)
     cluster.delete_runner(gone.name)
 
-    waiting = reconciler.reconcile_with_outcome(REQUEST)
+    waiting = reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners"))
     clock.now += 300
-    expired = reconciler.reconcile_with_outcome(REQUEST)
+    expired = reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners"))
 
     assert waiting.action == "hold", "the unseen create still counts"
     assert expired.action == "scale-up"
@@ -174,6 +182,7 @@ def test_a_create_the_cache_never_shows_stops_counting_when_its_expectation_expi
         pytest.param(11.0, "scale-up", 1, id="overdue: one GET finds it gone, then scale-up"),
     ],
 )
+@pytest.mark.embedded_only("the request log, the watch delay")
 def test_a_create_the_cache_never_shows_is_confirmed_gone_long_before_it_expires(
     cluster: Cluster, elapsed: float, action: str, gets: int
 ) -> None:
@@ -184,14 +193,17 @@ def test_a_create_the_cache_never_shows_is_confirmed_gone_long_before_it_expires
     cluster.create_ers(replicas=1, patch_id=0)
     cluster.sync()
     cluster.server.set_watch_delay(api.ER_PLURAL, 30.0)
-    assert reconciler.reconcile_with_outcome(REQUEST).action == "scale-up"
+    assert (
+        reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners")).action
+        == "scale-up"
+    )
     (gone,) = cluster.runners()
     cluster.release_runner(gone.name)
     cluster.delete_runner(gone.name)
     cluster.server.request_log.clear()
 
     clock.now += elapsed
-    outcome = reconciler.reconcile_with_outcome(REQUEST)
+    outcome = reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners"))
 
     assert outcome.action == action
     runner_gets = cluster.requests(verb="get", resource=api.ER_PLURAL)
@@ -199,6 +211,7 @@ def test_a_create_the_cache_never_shows_is_confirmed_gone_long_before_it_expires
     assert len(cluster.live_runner_names()) == (1 if gets else 0)
 
 
+@pytest.mark.embedded_only("the request log, the watch delay")
 def test_an_overdue_create_that_still_exists_keeps_counting_and_is_asked_again_later(
     cluster: Cluster,
 ) -> None:
@@ -207,13 +220,16 @@ def test_an_overdue_create_that_still_exists_keeps_counting_and_is_asked_again_l
     cluster.create_ers(replicas=1, patch_id=0)
     cluster.sync()
     cluster.server.set_watch_delay(api.ER_PLURAL, 30.0)
-    assert reconciler.reconcile_with_outcome(REQUEST).action == "scale-up"
+    assert (
+        reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners")).action
+        == "scale-up"
+    )
     cluster.server.request_log.clear()
 
     clock.now += 11
-    first = reconciler.reconcile_with_outcome(REQUEST)
+    first = reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners"))
     clock.now += 5
-    second = reconciler.reconcile_with_outcome(REQUEST)
+    second = reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners"))
 
     assert (first.action, second.action) == ("hold", "hold"), "it exists: no second runner"
     assert len(cluster.requests(verb="get", resource=api.ER_PLURAL)) == 1

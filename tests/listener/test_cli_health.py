@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.kubeapi import KubeApi
 from tests.listener.processes import ready_server, sim, start_listener
 from tests.listener.test_cli_subprocess import create_ers, free_port, listener_config
 from tests.polling import eventually
@@ -28,21 +29,22 @@ def probe(port: int, path: str) -> httpx.Response | None:
 
 def test_readyz_turns_200_once_a_session_is_open_and_healthz_stays_200_while_polling(
     tmp_path: Path,
+    kube: KubeApi,
 ) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
     with (
-        ready_server("ersctl.testing.apiserver", "--port", "0", "--kubeconfig", str(kubeconfig)),
         ready_server(
             "ghalistener.testing.github", "--port", "0", "--hold", "0.2", "--scale-set", "runners"
         ) as github,
     ):
-        create_ers(kubeconfig)
+        create_ers(kube)
         # Another listener holds the session, as far as this one can tell: every create
         # answers 409 until the fault is cleared.
         sim(github, "POST", "/faults", {"endpoint": "create_session", "status": 409, "times": -1})
         port = free_port()
         config = listener_config(
             github,
+            kube.namespace,
             metrics_addr=f"127.0.0.1:{port}",
             session_retry_interval=0.1,
             session_retry_attempts=1000,

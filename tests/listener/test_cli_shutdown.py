@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.kubeapi import KubeApi
 from tests.listener.processes import Server, ready_server, sim, start_listener
 from tests.listener.test_cli_subprocess import create_ers, listener_config
 from tests.polling import eventually
@@ -30,35 +31,36 @@ def acquisition_failed(github: Server) -> bool:
     return any(f["endpoint"] == "acquire_jobs" and f["times"] < BURST for f in faults)
 
 
-def stop_in_a_burst(github: Server, tmp_path: Path, *, burst_all: bool) -> tuple[int, float, str]:
+def stop_in_a_burst(
+    github: Server, tmp_path: Path, kube: KubeApi, *, burst_all: bool
+) -> tuple[int, float, str]:
     """Start the listener, make its acquisition fail, SIGTERM it; (code, seconds, stderr)."""
-    kubeconfig = tmp_path / "kubeconfig"
-    with ready_server("ersctl.testing.apiserver", "--port", "0", "--kubeconfig", str(kubeconfig)):
-        create_ers(kubeconfig)
-        listener = start_listener(listener_config(github), tmp_path, kubeconfig)
-        try:
-            eventually(
-                lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session", timeout=15
-            )
-            sim(
-                github,
-                "POST",
-                "/faults",
-                {"endpoint": "acquire_jobs", "status": 503, "times": BURST},
-            )
-            sim(github, "POST", "/jobs", {"scaleSetId": 1})
-            eventually(lambda: acquisition_failed(github), what="a failed acquisition", timeout=15)
-            if burst_all:
-                sim(github, "POST", "/faults", {"status": 503, "times": -1})
-            stopped_at = time.monotonic()
-            listener.send_signal(signal.SIGTERM)
-            code = listener.wait(timeout=30)
-            elapsed = time.monotonic() - stopped_at
-        finally:
-            if listener.poll() is None:
-                listener.kill()
-        stderr = listener.stderr.read() if listener.stderr else ""
-        return code, elapsed, stderr
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    create_ers(kube)
+    listener = start_listener(listener_config(github, kube.namespace), tmp_path, kubeconfig)
+    try:
+        eventually(
+            lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session", timeout=15
+        )
+        sim(
+            github,
+            "POST",
+            "/faults",
+            {"endpoint": "acquire_jobs", "status": 503, "times": BURST},
+        )
+        sim(github, "POST", "/jobs", {"scaleSetId": 1})
+        eventually(lambda: acquisition_failed(github), what="a failed acquisition", timeout=15)
+        if burst_all:
+            sim(github, "POST", "/faults", {"status": 503, "times": -1})
+        stopped_at = time.monotonic()
+        listener.send_signal(signal.SIGTERM)
+        code = listener.wait(timeout=30)
+        elapsed = time.monotonic() - stopped_at
+    finally:
+        if listener.poll() is None:
+            listener.kill()
+    stderr = listener.stderr.read() if listener.stderr else ""
+    return code, elapsed, stderr
 
 
 def unacked(github: Server) -> list[Any]:
@@ -67,11 +69,12 @@ def unacked(github: Server) -> list[Any]:
 
 def test_a_sigterm_in_a_retry_backoff_exits_0_promptly_and_deletes_the_session(
     tmp_path: Path,
+    kube: KubeApi,
 ) -> None:
     with ready_server(
         "ghalistener.testing.github", "--port", "0", "--hold", "30", "--scale-set", "runners"
     ) as github:
-        code, elapsed, stderr = stop_in_a_burst(github, tmp_path, burst_all=False)
+        code, elapsed, stderr = stop_in_a_burst(github, tmp_path, kube, burst_all=False)
         assert code == 0, stderr
         assert elapsed < 3.0, f"took {elapsed:.2f} s to stop"
         assert sim(github, "GET", "/state")["sessions"] == [], "the session is deleted"
@@ -81,11 +84,12 @@ def test_a_sigterm_in_a_retry_backoff_exits_0_promptly_and_deletes_the_session(
 
 def test_a_sigterm_when_the_burst_also_fails_the_session_delete_still_exits_promptly(
     tmp_path: Path,
+    kube: KubeApi,
 ) -> None:
     with ready_server(
         "ghalistener.testing.github", "--port", "0", "--hold", "30", "--scale-set", "runners"
     ) as github:
-        code, elapsed, stderr = stop_in_a_burst(github, tmp_path, burst_all=True)
+        code, elapsed, stderr = stop_in_a_burst(github, tmp_path, kube, burst_all=True)
         state = sim(github, "GET", "/state")
     assert code == 0, stderr
     assert elapsed < 3.0, f"took {elapsed:.2f} s to stop"
@@ -96,10 +100,10 @@ def test_a_sigterm_when_the_burst_also_fails_the_session_delete_still_exits_prom
 
 def test_after_a_sigkill_the_next_listener_gets_the_session_once_it_expires(
     tmp_path: Path,
+    kube: KubeApi,
 ) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
     with (
-        ready_server("ersctl.testing.apiserver", "--port", "0", "--kubeconfig", str(kubeconfig)),
         ready_server(
             "ghalistener.testing.github",
             "--port",
@@ -112,8 +116,8 @@ def test_after_a_sigkill_the_next_listener_gets_the_session_once_it_expires(
             "1",
         ) as github,
     ):
-        create_ers(kubeconfig)
-        first = start_listener(listener_config(github), tmp_path, kubeconfig)
+        create_ers(kube)
+        first = start_listener(listener_config(github, kube.namespace), tmp_path, kubeconfig)
         try:
             eventually(
                 lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session", timeout=15
@@ -123,7 +127,9 @@ def test_after_a_sigkill_the_next_listener_gets_the_session_once_it_expires(
             first.kill()
             first.wait()
         (tmp_path / "second").mkdir()
-        config = listener_config(github, session_retry_interval=0.2, session_retry_attempts=50)
+        config = listener_config(
+            github, kube.namespace, session_retry_interval=0.2, session_retry_attempts=50
+        )
         second = start_listener(config, tmp_path / "second", kubeconfig)
         try:
 

@@ -1,6 +1,6 @@
 """``ghalistener run`` as a real process, against the GitHub simulator's HTTP server and
-the standalone embedded API server: it scales the ERS, serves metrics, logs no secret,
-and a SIGTERM during a long poll deletes its session and exits 0 within 2 s."""
+the test's Kubernetes API: it scales the ERS, serves metrics, logs no secret, and a
+SIGTERM during a long poll deletes its session and exits 0 within 2 s."""
 
 from __future__ import annotations
 
@@ -18,15 +18,14 @@ from kubernetes import client as kube_client
 from prometheus_client.parser import text_string_to_metric_families
 
 from ersctl.api import ERS_PLURAL, GROUP, VERSION
-from ersctl.kube import connect
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import SimulatorServer, serve
+from tests.kubeapi import KubeApi
 from tests.kubeclient import json_object
 from tests.listener.processes import Server, ready_server, sim, start_listener
 from tests.polling import eventually
 
 TOKEN = "ghp_subprocessSECRETtoken0123456789"
-NAMESPACE = "arc"
 ERS_NAME = "runners"
 
 pytestmark = pytest.mark.slow
@@ -38,16 +37,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def create_ers(kubeconfig: Path) -> kube_client.CustomObjectsApi:
-    api_client = connect.api_client(str(kubeconfig))
-    kube_client.CoreV1Api(api_client).create_namespace(
-        kube_client.V1Namespace(metadata=kube_client.V1ObjectMeta(name=NAMESPACE))
-    )
-    custom = kube_client.CustomObjectsApi(api_client)
+def create_ers(kube: KubeApi) -> kube_client.CustomObjectsApi:
+    """The set the listener publishes to, in the test's namespace."""
+    custom = kube_client.CustomObjectsApi(kube.api_client())
     custom.create_namespaced_custom_object(
         GROUP,
         VERSION,
-        NAMESPACE,
+        kube.namespace,
         ERS_PLURAL,
         {
             "apiVersion": f"{GROUP}/{VERSION}",
@@ -73,11 +69,13 @@ def held_polls(simulator: GitHubSimulator) -> int:
     return sum(session.polls for session in list(simulator.sessions.values()))
 
 
-def listener_config(github: Server | SimulatorServer, **more: Any) -> dict[str, Any]:
+def listener_config(
+    github: Server | SimulatorServer, namespace: str, **more: Any
+) -> dict[str, Any]:
     return {
         "configure_url": f"{github.url}/octo",
         "github_token": TOKEN,
-        "ephemeral_runner_set_namespace": NAMESPACE,
+        "ephemeral_runner_set_namespace": namespace,
         "ephemeral_runner_set_name": ERS_NAME,
         "runner_scale_set_id": 1,
         "min_runners": 0,
@@ -90,24 +88,24 @@ def listener_config(github: Server | SimulatorServer, **more: Any) -> dict[str, 
 
 def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
     tmp_path: Path,
+    kube: KubeApi,
 ) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
     # In this process, so the test sees the long polls it holds.
     simulator = GitHubSimulator(hold_seconds=30)
     scale_set = int(simulator.create_scale_set(name="runners")["id"])
     with (
-        ready_server("ersctl.testing.apiserver", "--port", "0", "--kubeconfig", str(kubeconfig)),
         serve(simulator, port=0) as github,
     ):
-        custom = create_ers(kubeconfig)
+        custom = create_ers(kube)
         metrics_port = free_port()
-        config = listener_config(github, metrics_addr=f"127.0.0.1:{metrics_port}")
+        config = listener_config(github, kube.namespace, metrics_addr=f"127.0.0.1:{metrics_port}")
         listener = start_listener(config, tmp_path, kubeconfig)
         try:
 
             def spec() -> dict[str, Any]:
                 obj = custom.get_namespaced_custom_object(
-                    GROUP, VERSION, NAMESPACE, ERS_PLURAL, ERS_NAME
+                    GROUP, VERSION, kube.namespace, ERS_PLURAL, ERS_NAME
                 )
                 return dict(json_object(obj)["spec"])
 
@@ -131,7 +129,7 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
             assert assigned == 2
             assert labels == {
                 "name": ERS_NAME,
-                "namespace": NAMESPACE,
+                "namespace": kube.namespace,
                 "organization": "octo",
                 "repository": "",
                 "enterprise": "",
@@ -162,23 +160,26 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
         )
 
 
-def test_a_second_listener_gives_up_when_the_session_stays_held(tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
+def test_a_second_listener_gives_up_when_the_session_stays_held(
+    tmp_path: Path, kube: KubeApi
+) -> None:
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
     with (
-        ready_server("ersctl.testing.apiserver", "--port", "0", "--kubeconfig", str(kubeconfig)),
         ready_server(
             "ghalistener.testing.github", "--port", "0", "--hold", "30", "--scale-set", "runners"
         ) as github,
     ):
-        create_ers(kubeconfig)
-        first = start_listener(listener_config(github), tmp_path, kubeconfig)
+        create_ers(kube)
+        first = start_listener(listener_config(github, kube.namespace), tmp_path, kubeconfig)
         try:
             eventually(
                 lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session", timeout=15
             )
             (tmp_path / "second").mkdir()
             second = start_listener(
-                listener_config(github, session_retry_interval=0.05, session_retry_attempts=3),
+                listener_config(
+                    github, kube.namespace, session_retry_interval=0.05, session_retry_attempts=3
+                ),
                 tmp_path / "second",
                 kubeconfig,
             )

@@ -1,17 +1,19 @@
-"""The real listener against a respx-mocked scale-set service and the embedded API server.
+"""The real listener against a respx-mocked scale-set service and the test's Kubernetes
+API.
 
 Every scaling assertion reads what the EphemeralRunnerSet actually received: the
-merge patches in the API server's request log, as (replicas, patchID) pairs.
+merge patches the listener's client sent and the server accepted, as (replicas, patchID)
+pairs.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
 
 from ersctl.kube.calls import MERGE_PATCH
@@ -24,9 +26,11 @@ from ghalistener.metrics import ListenerMetrics, ScaleSetLabels
 from ghalistener.publisher import KubePublisher, KubeRetry
 from ghalistener.scaler import Scaler
 from ghalistener.sessions import SessionOpener
+from tests.kubeapi import KubeApi
+from tests.kubeclient import Sent, SentRequests
 from tests.listener.github import PAT, SCALE_SET_ID, TIMEOUT, Message, ScaleSetService, job
 
-NAMESPACE = "arc"
+NAMESPACE = "arc"  # a label of the metrics only
 ERS_NAME = "runners"
 
 
@@ -34,7 +38,7 @@ def ers_manifest() -> dict[str, Any]:
     return {
         "apiVersion": "actions.github.com/v1alpha1",
         "kind": "EphemeralRunnerSet",
-        "metadata": {"name": ERS_NAME, "namespace": NAMESPACE},
+        "metadata": {"name": ERS_NAME},
         "spec": {
             "replicas": 0,
             "patchID": 0,
@@ -52,7 +56,7 @@ def runner_manifest(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "actions.github.com/v1alpha1",
         "kind": "EphemeralRunner",
-        "metadata": {"name": name, "namespace": NAMESPACE},
+        "metadata": {"name": name},
         "spec": {
             "githubConfigUrl": "https://github.com/octo",
             "githubConfigSecret": "creds",
@@ -65,9 +69,16 @@ def runner_manifest(name: str) -> dict[str, Any]:
 @dataclass
 class Harness:
     service: ScaleSetService
-    apiserver: ApiServer
+    kube: KubeApi
     actions: ActionsClient
-    kube: Any
+    api_client: client.ApiClient
+    sent: SentRequests
+
+    @property
+    def apiserver(self) -> ApiServer:
+        """The embedded server, for tests marked ``embedded_only`` (its hooks)."""
+        assert self.kube.embedded is not None, "a test of the server's hooks: embedded_only"
+        return self.kube.embedded
 
     def listener(
         self,
@@ -85,8 +96,8 @@ class Harness:
             ),
             scaler=Scaler(min_runners=min_runners, max_runners=max_runners),
             publisher=KubePublisher(
-                api_client=self.kube,
-                namespace=NAMESPACE,
+                api_client=self.api_client,
+                namespace=self.kube.namespace,
                 name=ERS_NAME,
                 retry=kube_retry or KubeRetry(sleep=lambda _: None),
             ),
@@ -97,36 +108,45 @@ class Harness:
         self.service.on_exhausted = listener.request_stop
         return listener
 
-    def ers_patches(self) -> list[Any]:
+    def ers_patches(self) -> list[Sent]:
+        """The patches of the set the server accepted."""
         return [
             r
-            for r in self.apiserver.request_log.records()
-            if r.verb == "patch" and r.resource == "ephemeralrunnersets" and r.status < 300
+            for r in self.sent.records()
+            if r.method == "PATCH"
+            and r.targets("ephemeralrunnersets", ERS_NAME)
+            and r.status is not None
+            and r.status < 300
         ]
 
     def published(self) -> list[tuple[int, int]]:
         pairs = []
         for record in self.ers_patches():
-            spec = json.loads(record.body)["spec"]
+            spec = record.body["spec"]
             pairs.append((spec["replicas"], spec["patchID"]))
         return pairs
 
     def ers_spec(self) -> dict[str, Any]:
-        obj = self.apiserver.get_object("ephemeralrunnersets", NAMESPACE, ERS_NAME)
+        obj = self.kube.get_object("ephemeralrunnersets", self.kube.namespace, ERS_NAME)
         assert obj is not None
         return dict(obj["spec"])
+
+    def runner(self, name: str) -> dict[str, Any] | None:
+        return self.kube.get_object("ephemeralrunners", self.kube.namespace, name)
 
 
 @pytest.fixture
 def harness(
-    service: ScaleSetService, apiserver: ApiServer, kube_client: Any, actions: ActionsClient
+    service: ScaleSetService, kube: KubeApi, kube_client: client.ApiClient, actions: ActionsClient
 ) -> Harness:
-    apiserver.create_object(
-        "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+    kube.create_object("ephemeralrunnersets", ers_manifest())
+    return Harness(
+        service=service,
+        kube=kube,
+        actions=actions,
+        api_client=kube_client,
+        sent=SentRequests(kube_client),
     )
-    apiserver.create_object("ephemeralrunnersets", ers_manifest())
-    apiserver.request_log.clear()
-    return Harness(service=service, apiserver=apiserver, actions=actions, kube=kube_client)
 
 
 def started(request_id: int, runner: str) -> dict[str, Any]:
@@ -213,11 +233,14 @@ def test_a_restart_numbers_from_zero_again(harness: Harness) -> None:
 def test_each_patch_is_a_merge_patch_of_replicas_and_patch_id_only(harness: Harness) -> None:
     harness.service.steps = [Message(1, 1)]
     harness.listener().run()
+    assert harness.ers_patches()
     for record in harness.ers_patches():
         assert record.content_type.startswith(MERGE_PATCH)
-        assert set(json.loads(record.body)) == {"spec"}
-        assert set(json.loads(record.body)["spec"]) == {"replicas", "patchID"}
-        assert (record.namespace, record.name) == (NAMESPACE, ERS_NAME)
+        assert set(record.body) == {"spec"}
+        assert set(record.body["spec"]) == {"replicas", "patchID"}
+        assert record.path.endswith(
+            f"/namespaces/{harness.kube.namespace}/ephemeralrunnersets/{ERS_NAME}"
+        )
 
 
 # --- runners, acks, acquisitions ------------------------------------------------------
@@ -226,10 +249,10 @@ def test_each_patch_is_a_merge_patch_of_replicas_and_patch_id_only(harness: Harn
 def test_job_started_writes_the_job_fields_and_an_unknown_runner_is_skipped(
     harness: Harness,
 ) -> None:
-    harness.apiserver.create_object("ephemeralrunners", runner_manifest("r-11"))
+    harness.kube.create_object("ephemeralrunners", runner_manifest("r-11"))
     harness.service.steps = [Message(1, 2, (started(11, "r-11"), started(12, "r-gone")))]
     harness.listener().run()
-    runner = harness.apiserver.get_object("ephemeralrunners", NAMESPACE, "r-11")
+    runner = harness.runner("r-11")
     assert runner is not None
     assert {
         k: runner["status"][k] for k in runner["status"] if k.startswith(("job", "workflow"))
@@ -243,19 +266,19 @@ def test_job_started_writes_the_job_fields_and_an_unknown_runner_is_skipped(
     }
     status_patches = [
         (r.name, r.status)
-        for r in harness.apiserver.request_log.records()
-        if r.resource == "ephemeralrunners" and r.subresource == "status" and r.verb == "patch"
+        for r in harness.sent.records()
+        if r.method == "PATCH" and r.targets("ephemeralrunners", subresource="status")
     ]
     assert status_patches == [("r-11", 200), ("r-gone", 404)]
     assert harness.service.entries("ack") == [("ack", "s1", 1)], "the 404 did not stop the message"
 
 
 def test_each_ack_comes_after_its_message_was_handled(harness: Harness) -> None:
-    harness.apiserver.create_object("ephemeralrunners", runner_manifest("r-11"))
+    harness.kube.create_object("ephemeralrunners", runner_manifest("r-11"))
     seen_at_ack: dict[int, tuple[int, bool]] = {}
 
     def record_state(message_id: int) -> None:
-        runner = harness.apiserver.get_object("ephemeralrunners", NAMESPACE, "r-11")
+        runner = harness.runner("r-11")
         has_job = bool(runner and runner.get("status", {}).get("jobId"))
         seen_at_ack[message_id] = (len(harness.published()), has_job)
 
@@ -272,10 +295,11 @@ def test_each_ack_comes_after_its_message_was_handled(harness: Harness) -> None:
     assert acquire_at < harness.service.journal.index(("ack", "s1", 1))
 
 
+@pytest.mark.embedded_only("fault injection")
 def test_a_crash_mid_message_redelivers_it_and_reaches_the_same_end_state(
     harness: Harness,
 ) -> None:
-    harness.apiserver.create_object("ephemeralrunners", runner_manifest("r-11"))
+    harness.kube.create_object("ephemeralrunners", runner_manifest("r-11"))
     harness.service.steps = [
         Message(1, 1, (job("JobAvailable", 11),)),
         Message(2, 1, (started(11, "r-11"),)),
@@ -292,7 +316,7 @@ def test_a_crash_mid_message_redelivers_it_and_reaches_the_same_end_state(
     harness.listener().run()  # a new incarnation: message 2 comes back to session s2
     assert harness.service.entries("deliver")[1:3] == [("deliver", "s1", 2), ("deliver", "s2", 2)]
     assert harness.service.entries("ack") == [("ack", "s1", 1), ("ack", "s2", 2), ("ack", "s2", 3)]
-    runner = harness.apiserver.get_object("ephemeralrunners", NAMESPACE, "r-11")
+    runner = harness.runner("r-11")
     assert runner is not None and runner["status"]["jobId"] == "job-11"
     assert harness.ers_spec()["replicas"] == 0
     # The new incarnation numbers from 0 again and handles 2 and 3 exactly as the first would.
@@ -399,6 +423,7 @@ def test_a_session_held_through_every_attempt_gives_up(harness: Harness) -> None
 # --- Kubernetes failures --------------------------------------------------------------
 
 
+@pytest.mark.embedded_only("fault injection")
 def test_a_failed_ers_patch_is_retried(harness: Harness) -> None:
     harness.apiserver.inject_fault(verb="patch", resource="ephemeralrunnersets", code=503, times=2)
     waits: list[float] = []
@@ -408,19 +433,21 @@ def test_a_failed_ers_patch_is_retried(harness: Harness) -> None:
     assert len(waits) == 2 and waits[1] > waits[0], "exponential backoff between tries"
 
 
+@pytest.mark.embedded_only("fault injection")
 def test_a_persistent_ers_patch_failure_is_fatal(harness: Harness) -> None:
     harness.apiserver.inject_fault(verb="patch", resource="ephemeralrunnersets", code=500, times=50)
-    with pytest.raises(KubeError, match="ephemeralrunnersets/arc/runners: HTTP 500"):
+    match = f"ephemeralrunnersets/{harness.kube.namespace}/runners: HTTP 500"
+    with pytest.raises(KubeError, match=match):
         harness.listener(kube_retry=KubeRetry(attempts=3, sleep=lambda _: None)).run()
     assert harness.service.entries("session-deleted") == [("session-deleted", "s1")]
 
 
 def test_a_missing_ers_is_fatal_without_retries(harness: Harness) -> None:
-    harness.apiserver.delete_object("ephemeralrunnersets", NAMESPACE, ERS_NAME)
-    harness.apiserver.request_log.clear()
+    harness.kube.delete_object("ephemeralrunnersets", harness.kube.namespace, ERS_NAME)
+    harness.sent.clear()
     with pytest.raises(KubeError, match="404"):
         harness.listener().run()
-    assert len([r for r in harness.apiserver.request_log.records() if r.verb == "patch"]) == 1
+    assert len([r for r in harness.sent.records() if r.method == "PATCH"]) == 1
 
 
 def test_metrics_follow_the_statistics_and_jobs(harness: Harness) -> None:

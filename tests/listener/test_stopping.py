@@ -147,6 +147,7 @@ def test_a_stop_in_the_backoff_of_a_failing_acquisition_leaves_the_message_for_r
     assert stops[0].fields["message_id"] > 0  # type: ignore[attr-defined]
 
 
+@pytest.mark.embedded_only("fault injection, the request log")
 def test_the_publisher_backing_off_from_a_failing_api_server_gives_up_when_stopped(
     apiserver: ApiServer, kube_client: Any
 ) -> None:

@@ -20,6 +20,10 @@ from ersctl.runner.pods import build_jit_secret, build_runner_pod
 from ersctl.testing.apiserver import ApiServer
 from ersctl.testing.podsim import RunnerPods
 
+# The agent is the simulation's, which reads and writes through the embedded server's
+# direct object access (and its StatusError).
+pytestmark = pytest.mark.embedded_only("the simulation's pod agent uses its direct access")
+
 
 class FakeRunnerService:
     def __init__(self) -> None:
