@@ -73,7 +73,9 @@ def request(
 
 @dataclass(frozen=True, kw_only=True)
 class Sent:
-    """One request an ``ApiClient`` sent, and the status it got (None: no answer)."""
+    """One request an ``ApiClient`` sent, and the status it got (None: no answer); read
+    as the embedded server's request log names a request (verb, resource, name,
+    subresource), so a test can ask either."""
 
     method: str
     path: str
@@ -82,30 +84,59 @@ class Sent:
     body: Any
     status: int | None
 
-    def targets(self, plural: str, name: str | None = None, subresource: str | None = None) -> bool:
-        """Whether it addresses ``plural`` (and that object, and that subresource)."""
+    def _parts(self) -> tuple[str | None, str | None, str | None]:
+        """(resource, name, subresource) of a path under /api/v1 or /apis/g/v."""
         parts = self.path.strip("/").split("/")
-        if plural not in parts:
-            return False
-        rest = parts[parts.index(plural) + 1 :]
-        return (name is None or rest[:1] == [name]) and rest[1:2] == (
-            [subresource] if subresource else []
-        )
+        rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            rest = rest[2:]
+        padded = [*rest, None, None, None]
+        return padded[0], padded[1], padded[2]
 
     @property
-    def name(self) -> str:
-        """The last path segment naming an object (before a subresource)."""
-        parts = self.path.strip("/").split("/")
-        return parts[-2] if parts[-1] == "status" else parts[-1]
+    def resource(self) -> str | None:
+        return self._parts()[0]
+
+    @property
+    def name(self) -> str | None:
+        return self._parts()[1]
+
+    @property
+    def subresource(self) -> str | None:
+        return self._parts()[2]
+
+    @property
+    def verb(self) -> str:
+        named = self.name is not None
+        if self.method == "GET":
+            if (self.query.get("watch") or [""])[0] in ("true", "1"):
+                return "watch"
+            return "get" if named else "list"
+        if self.method == "DELETE":
+            return "delete" if named else "deletecollection"
+        return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(self.method, "")
+
+    def targets(self, plural: str, name: str | None = None, subresource: str | None = None) -> bool:
+        """Whether it addresses ``plural`` (and that object, and that subresource)."""
+        return (
+            self.resource == plural
+            and (name is None or self.name == name)
+            and self.subresource == subresource
+        )
 
 
 class SentRequests:
-    """What an ``ApiClient`` sends, recorded at its REST client (the seam under every
-    call it makes), in order: what the server received, whichever server it is."""
+    """What some ``ApiClient``s send, recorded at their REST client (the seam under every
+    call they make), in order: what the server received, whichever server it is."""
 
-    def __init__(self, api_client: client.ApiClient) -> None:
+    def __init__(self, *api_clients: client.ApiClient) -> None:
         self._lock = threading.Lock()
         self._records: list[Sent] = []
+        for api_client in api_clients:
+            self.attach(api_client)
+
+    def attach(self, api_client: client.ApiClient) -> None:
+        """Record what ``api_client`` sends from now on too."""
         rest = api_client.rest_client
         send: Callable[..., Any] = rest.request
 

@@ -1,4 +1,5 @@
-"""A leader election as the embedded API server's request log shows it.
+"""A leader election as a record of requests shows it: the embedded API server's
+request log, or what candidates' clients sent (tests/kubeclient.SentRequests).
 
 Candidates of the ``kubernetes.leaderelection`` library read the Lease every retry
 period. The holder then writes it (its renewal); a follower that finds the Lease held
@@ -11,14 +12,29 @@ was a follower's.
 
 from __future__ import annotations
 
-from ersctl.testing.apiserver import RequestLog
+from collections.abc import Sequence
+from typing import Protocol
 
 WRITES = ("create", "update", "patch")
 
 
-def refused_campaigns(log: RequestLog, lease: str, *, since: int = 0) -> int:
+class Request(Protocol):
+    @property
+    def verb(self) -> str: ...
+    @property
+    def resource(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+
+
+class Requests(Protocol):
+    def records(self) -> Sequence[Request]: ...
+
+
+def refused_campaigns(log: Requests, lease: str, *, since: int = 0) -> int:
     """At least how many campaign attempts followers made on the Lease named ``lease``
-    in the request log's records after the first ``since``."""
+    in the log's records after the first ``since`` (one fewer than a follower's own
+    reads, when the log is a follower's own requests)."""
     found = reads = 0
     for record in log.records()[since:]:
         if record.resource != "leases" or record.name != lease:

@@ -29,6 +29,7 @@ from ghalistener.actions.retry import RetryPolicy
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 from tests.kubeapi import KubeApi
+from tests.kubeclient import SentRequests
 
 CREDENTIALS = "github-credentials"
 TOKEN = "ghp_pat_that_must_never_be_logged"
@@ -61,6 +62,8 @@ class Harness:
     registry: CollectorRegistry
     clients: list[ActionsClient]
     """Every service client the reconciler's ``SecretRunnerServices`` built, in order."""
+    sent: SentRequests
+    """What the reconciler's Kubernetes client sent."""
 
     @property
     def namespace(self) -> str:
@@ -218,6 +221,7 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
         },
     )
     api_client = kube.api_client()
+    sent = SentRequests(api_client)
     resources = KubeRunnerResources(api_client)
     factory = RecordingFactory()
     services = SecretRunnerServices(get_secret=resources.get_secret, client_factory=factory)
@@ -243,6 +247,7 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
             reconciler=reconciler,
             registry=registry,
             clients=factory.built,
+            sent=sent,
         )
     finally:
         services.close()

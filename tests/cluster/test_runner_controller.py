@@ -16,9 +16,10 @@ from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
 from ersctl.kube.errors import NotLeaderError
 from ersctl.runner.registration import RetryLater
 from ersctl.runner.stores import KubeRunnerResources
-from ersctl.testing.apiserver import ApiServer
 from ersctl.testing.podsim import exited_status, running_status
 from tests.cluster.conftest import TOKEN, Harness
+from tests.kubeapi import KubeApi
+from tests.kubeclient import SentRequests
 
 RUNNER = "arc-runner-abcde"
 
@@ -307,7 +308,6 @@ def test_a_pod_that_fails_during_a_job_is_not_replaced_and_its_runner_is_deleted
     assert h.runner() is None
 
 
-@pytest.mark.embedded_only("the request log")
 def test_an_idle_runner_in_steady_state_reads_itself_and_its_pod_and_writes_nothing(
     h: Harness,
 ) -> None:
@@ -315,33 +315,31 @@ def test_an_idle_runner_in_steady_state_reads_itself_and_its_pod_and_writes_noth
     h.settle()
     h.set_pod_status(RUNNING)
     h.settle()
-    h.server.request_log.clear()
+    h.sent.clear()
 
     h.reconcile()
 
-    assert [(r.verb, r.resource) for r in h.server.request_log.records()] == [
+    assert [(r.verb, r.resource) for r in h.sent.records()] == [
         ("get", "ephemeralrunners"),
         ("get", "pods"),
     ]
 
 
-@pytest.mark.embedded_only("the request log")
 def test_runner_pod_and_secret_writes_are_refused_without_the_lease(
-    apiserver: ApiServer, kube_client: Any
+    kube: KubeApi, kube_client: Any
 ) -> None:
+    sent = SentRequests(kube_client)
     resources = KubeRunnerResources(kube_client, fence=lambda: False)
-    meta = {"name": RUNNER, "namespace": "default"}
+    meta = {"name": RUNNER, "namespace": kube.namespace}
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": []}}
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": {}}
-    apiserver.request_log.clear()
-
     writes: list[Callable[[], object]] = [
         lambda: resources.create_pod(pod),
-        lambda: resources.delete_pod("default", RUNNER),
+        lambda: resources.delete_pod(kube.namespace, RUNNER),
         lambda: resources.create_secret(secret),
-        lambda: resources.delete_secret("default", RUNNER),
+        lambda: resources.delete_secret(kube.namespace, RUNNER),
     ]
     for write in writes:
         with pytest.raises(NotLeaderError, match="no longer holds the lease"):
             write()
-    assert apiserver.request_log.records() == [], "refused before reaching the server"
+    assert sent.records() == [], "refused before reaching the server"

@@ -12,7 +12,6 @@ until the cache holds what the server holds (unless the test wants the cache to 
 from __future__ import annotations
 
 import base64
-import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,12 +32,11 @@ from ersctl.runnerset.metrics import RunnerSetMetrics
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler, Outcome
 from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.apiserver import ApiServer
-from ersctl.testing.apiserver.hooks import RequestRecord
 from ersctl.wiring import ControllerOptions, build_controller
 from tests.controller.github import PAT, FakeGitHub, no_sleep_client
 from tests.controller.objects import ers_doc
 from tests.kubeapi import KubeApi
-from tests.kubeclient import json_object
+from tests.kubeclient import Sent, SentRequests, json_object
 from tests.polling import eventually
 
 SYNC_TIMEOUT = 5.0
@@ -58,6 +56,7 @@ class Cluster:
     def __post_init__(self) -> None:
         self.namespace = self.kube.namespace
         self.api_client = self.kube.api_client()
+        self.sent = SentRequests(self.api_client)
         self.custom = client.CustomObjectsApi(self.api_client)
         self.core = client.CoreV1Api(self.api_client)
         self._stop = threading.Event()
@@ -322,21 +321,24 @@ class Cluster:
         items = self.kube.list_objects("events", self.namespace)
         return [e for e in items if reason is None or e.get("reason") == reason]
 
-    def requests(
-        self, *, verb: str, resource: str, subresource: str | None = None
-    ) -> list[RequestRecord]:
-        """The embedded server's log of such requests (tests marked embedded_only)."""
+    def requests(self, *, verb: str, resource: str, subresource: str | None = None) -> list[Sent]:
+        """Such requests the harness's client (the reconciler's, its informers') and the
+        running controllers' clients sent, in order."""
         return [
             r
-            for r in self.server.request_log.records()
+            for r in self.sent.records()
             if r.verb == verb and r.resource == resource and r.subresource == subresource
         ]
 
+    def running_controller(self, *, workers: int = 2) -> RunningController:
+        """The real runtime against this API, its requests recorded with the harness's."""
+        return RunningController(self.kube, workers=workers, sent=self.sent)
 
-def body(record: RequestRecord) -> dict[str, Any]:
-    """The JSON body of a logged request."""
-    decoded: dict[str, Any] = json.loads(record.body)
-    return decoded
+
+def body(record: Sent) -> dict[str, Any]:
+    """The JSON body of a sent request."""
+    assert isinstance(record.body, dict), record
+    return record.body
 
 
 class RunningController:
@@ -347,8 +349,12 @@ class RunningController:
     events do, so races between the informers show up as they do in production.
     """
 
-    def __init__(self, kube: KubeApi, *, workers: int = 2) -> None:
+    def __init__(
+        self, kube: KubeApi, *, workers: int = 2, sent: SentRequests | None = None
+    ) -> None:
         self._api_client = kube.api_client()
+        if sent is not None:
+            sent.attach(self._api_client)
         self._controller = build_controller(
             self._api_client,
             ControllerOptions(namespace=kube.namespace, workers=workers),

@@ -115,7 +115,6 @@ class StoredMalformed:
         return getattr(self.inner, name)
 
 
-@pytest.mark.embedded_only("the request log")
 def test_a_malformed_status_field_of_the_controller_is_overwritten_not_reported_invalid(
     cluster: Cluster,
 ) -> None:

@@ -100,7 +100,7 @@ def test_the_marker_records_a_patch_id_lower_than_the_one_it_holds(cluster: Clus
     assert cluster.runners() == []
 
 
-@pytest.mark.embedded_only("fault injection, the request log")
+@pytest.mark.embedded_only("fault injection")
 def test_both_status_writers_send_a_resource_version_precondition_and_survive_a_conflict(
     cluster: Cluster,
 ) -> None:
@@ -145,13 +145,12 @@ def test_a_conflict_that_outlasts_the_retries_fails_closed_and_quietly(cluster: 
     assert cluster.events("ReconcileFailed") == []
 
 
-@pytest.mark.embedded_only("the request log")
 def test_the_status_update_does_not_carry_a_marker_it_did_not_change(cluster: Cluster) -> None:
     # spec.patchID (9) and the marker (4) differ: a status update computing the marker
     # from the spec would be indistinguishable from one copying it if they were equal.
     cluster.create_ers(replicas=1, patch_id=9, status={"finishedRunnerCleanupPatchID": 4})
     cluster.add_runner(phase="Running", patch_id=8, runner_id=1)
-    cluster.server.request_log.clear()
+    cluster.sent.clear()
 
     assert cluster.reconcile().action == "hold"
 
@@ -208,7 +207,6 @@ def test_the_guard_has_no_cached_fast_path_a_cleared_marker_is_honoured(
         pytest.param(0, 6, id="idle at the minimum (patch 0)"),
     ],
 )
-@pytest.mark.embedded_only("the request log")
 def test_a_steady_state_reconcile_sends_no_request(
     cluster: Cluster, patch_id: int, runner_patch_id: int
 ) -> None:
@@ -217,10 +215,10 @@ def test_a_steady_state_reconcile_sends_no_request(
         cluster.add_runner(phase="Running", patch_id=runner_patch_id, runner_id=runner_id)
     cluster.reconcile()  # settles the status counts
     cluster.sync()
-    cluster.server.request_log.clear()
+    cluster.sent.clear()
 
     outcome = cluster.reconcile(sync=False)
 
-    sent = [r for r in cluster.server.request_log.records() if r.verb != "watch"]
+    sent = [r for r in cluster.sent.records() if r.verb != "watch"]
     assert sent == []
     assert outcome.action == "hold"

@@ -216,7 +216,6 @@ def test_scale_down_at_patch_zero_removes_idle_registered_runners_pending_first(
     assert cluster.events("ScaledDown")
 
 
-@pytest.mark.embedded_only("the request log")
 def test_a_scale_down_reads_the_credentials_secret_once_per_batch(cluster: Cluster) -> None:
     cluster.create_ers(replicas=0, patch_id=0)
     for runner_id in (5, 6):

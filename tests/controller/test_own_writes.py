@@ -21,7 +21,7 @@ from ersctl import api
 from ersctl.kube.reconcile import Request
 from ersctl.runnerset.expectations import Expectations
 from tests.controller.github import FakeGitHub
-from tests.controller.harness import Cluster, RunningController
+from tests.controller.harness import Cluster
 from tests.polling import eventually
 
 RUNNER_LAG = 1.0  # seconds; far longer than a reconcile, short enough to wait out
@@ -34,14 +34,14 @@ RUNNER_LAG = 1.0  # seconds; far longer than a reconcile, short enough to wait o
         pytest.param(0, id="idle at the minimum: no runner patch ID to stop a second scale-up"),
     ],
 )
-@pytest.mark.embedded_only("the request log, the watch delay")
+@pytest.mark.embedded_only("the watch delay")
 def test_the_running_controller_creates_exactly_the_replicas_while_runner_events_lag(
     cluster: Cluster, patch_id: int
 ) -> None:
     # The scale-up's status write comes back as a set event at once and enqueues a
     # reconcile whose cache does not show the two runners just created yet.
     cluster.server.set_watch_delay(api.ER_PLURAL, RUNNER_LAG)
-    with RunningController(cluster.kube) as controller:
+    with cluster.running_controller() as controller:
         cluster.create_ers(replicas=2, patch_id=patch_id)
 
         def settled() -> bool:
@@ -56,7 +56,7 @@ def test_the_running_controller_creates_exactly_the_replicas_while_runner_events
     assert len(cluster.runners()) == 2
 
 
-@pytest.mark.embedded_only("the request log, the watch delay")
+@pytest.mark.embedded_only("the watch delay")
 def test_a_scale_down_removes_a_runner_once_while_the_cache_still_shows_it_live(
     cluster: Cluster, github: FakeGitHub
 ) -> None:
@@ -78,7 +78,7 @@ def test_a_scale_down_removes_a_runner_once_while_the_cache_still_shows_it_live(
     assert len(cluster.live_runner_names()) == 2
 
 
-@pytest.mark.embedded_only("the request log, the watch delay")
+@pytest.mark.embedded_only("the watch delay")
 def test_a_fresh_patch_before_the_cache_shows_a_cleanup_is_not_taken_for_a_second_cleanup(
     cluster: Cluster,
 ) -> None:
@@ -102,7 +102,7 @@ def test_a_fresh_patch_before_the_cache_shows_a_cleanup_is_not_taken_for_a_secon
     assert len(cluster.requests(verb="delete", resource=api.ER_PLURAL)) == 1
 
 
-@pytest.mark.embedded_only("the request log, the watch delay")
+@pytest.mark.embedded_only("the watch delay")
 def test_a_set_deleted_right_after_a_scale_up_keeps_its_finalizer_until_those_runners_go(
     cluster: Cluster,
 ) -> None:
@@ -146,7 +146,7 @@ def test_the_set_is_requeued_shortly_only_while_its_own_writes_are_unseen(
     assert settled.result.requeue_after is None
 
 
-@pytest.mark.embedded_only("the request log, the watch delay")
+@pytest.mark.embedded_only("the watch delay")
 def test_a_create_the_cache_never_shows_stops_counting_when_its_expectation_expires(
     cluster: Cluster,
 ) -> None:
@@ -182,7 +182,7 @@ def test_a_create_the_cache_never_shows_stops_counting_when_its_expectation_expi
         pytest.param(11.0, "scale-up", 1, id="overdue: one GET finds it gone, then scale-up"),
     ],
 )
-@pytest.mark.embedded_only("the request log, the watch delay")
+@pytest.mark.embedded_only("the watch delay")
 def test_a_create_the_cache_never_shows_is_confirmed_gone_long_before_it_expires(
     cluster: Cluster, elapsed: float, action: str, gets: int
 ) -> None:
@@ -200,7 +200,7 @@ def test_a_create_the_cache_never_shows_is_confirmed_gone_long_before_it_expires
     (gone,) = cluster.runners()
     cluster.release_runner(gone.name)
     cluster.delete_runner(gone.name)
-    cluster.server.request_log.clear()
+    cluster.sent.clear()
 
     clock.now += elapsed
     outcome = reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners"))
@@ -211,7 +211,7 @@ def test_a_create_the_cache_never_shows_is_confirmed_gone_long_before_it_expires
     assert len(cluster.live_runner_names()) == (1 if gets else 0)
 
 
-@pytest.mark.embedded_only("the request log, the watch delay")
+@pytest.mark.embedded_only("the watch delay")
 def test_an_overdue_create_that_still_exists_keeps_counting_and_is_asked_again_later(
     cluster: Cluster,
 ) -> None:
@@ -224,7 +224,7 @@ def test_an_overdue_create_that_still_exists_keeps_counting_and_is_asked_again_l
         reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners")).action
         == "scale-up"
     )
-    cluster.server.request_log.clear()
+    cluster.sent.clear()
 
     clock.now += 11
     first = reconciler.reconcile_with_outcome(Request(cluster.namespace, "runners"))

@@ -165,6 +165,31 @@ def test_a_dropped_connection_relists_with_backoff_and_replays_what_was_missed(
         server.stop()
 
 
+@pytest.mark.embedded_only("a server replaced by an empty one mid-test")
+def test_a_server_restarted_with_lower_resource_versions_is_relisted_not_waited_for(
+    running: list[Any],
+) -> None:
+    # The informer's resourceVersion is newer than anything the new server has: a watch
+    # from it would wait (a real server sends no ERROR for it), so the informer must not
+    # resume watching; the dropped connection makes it relist instead.
+    port = free_port()
+    old = ApiServer(port=port, gc=False).start()
+    for i in range(20):
+        old.create_object(ERS_PLURAL, ers_body(f"old-{i}"))
+    informer, recorder = make(old, running)
+    old.stop()
+    new = ApiServer(port=port, gc=False).start()
+    try:
+        new.create_object(ERS_PLURAL, ers_body("fresh"))
+
+        eventually(lambda: recorder.seen("add", "fresh"), timeout=10)
+        assert [name for _, name in informer.store.list_keys()] == ["fresh"]
+        new.create_object(ERS_PLURAL, ers_body("fresher"))  # the watch after the relist
+        eventually(lambda: recorder.seen("add", "fresher"))
+    finally:
+        new.stop()
+
+
 def test_runners_are_indexed_by_their_controller_owner_as_events_arrive(
     kube: KubeApi, running: list[Any]
 ) -> None:

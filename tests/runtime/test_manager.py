@@ -18,6 +18,7 @@ from ersctl.kube.queue import Backoff
 from ersctl.kube.reconcile import Request, Result
 from ersctl.testing.apiserver import ApiServer
 from tests.kubeapi import KubeApi
+from tests.kubeclient import SentRequests
 from tests.polling import eventually
 from tests.runtime.conftest import ers_body, runner_body
 
@@ -220,11 +221,11 @@ def test_writes_and_reads_translate_api_errors_at_the_boundary(apiserver: ApiSer
     assert manager.api_reader.get_secret("default", "missing") is None
 
 
-@pytest.mark.embedded_only("the request log")
-def test_status_patches_go_to_the_status_subresource_as_merge_patches(apiserver: ApiServer) -> None:
-    manager = Manager(apiserver.api_client())
-    ers = EphemeralRunnerSet(apiserver.create_object(ERS_PLURAL, ers_body("set")))
-    apiserver.request_log.clear()
+def test_status_patches_go_to_the_status_subresource_as_merge_patches(kube: KubeApi) -> None:
+    api_client = kube.api_client()
+    manager = Manager(api_client)
+    ers = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("set")))
+    sent = SentRequests(api_client)
 
     updated = manager.writer.patch_ers_status(
         ers,
@@ -234,13 +235,13 @@ def test_status_patches_go_to_the_status_subresource_as_merge_patches(apiserver:
         },
     )
 
-    (record,) = apiserver.request_log.records()
+    (record,) = sent.records()
     assert (record.verb, record.subresource, record.content_type) == (
         "patch",
         "status",
         "application/merge-patch+json",
     )
-    assert b'"resourceVersion"' in record.body
+    assert "resourceVersion" in record.body["metadata"]
     assert updated.finished_runner_cleanup_patch_id == 4
 
 
