@@ -143,6 +143,7 @@ def test_a_new_crd_shows_up_in_the_v3_root(http: httpx.Client, kube: KubeApi) ->
             ],
         },
     }
+    assert f"apis/{group}/v1" not in http.get("/openapi/v3").json()["paths"]
     created = http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd)
     try:
         assert created.status_code == 201
