@@ -131,9 +131,12 @@ def test_applying_the_value_another_manager_set_shares_the_field(apply: Applier)
     apply("alice", config(replicas=2))
 
     shared = apply("bob", config(replicas=2))
+    dropped = apply("alice", config(patchID=0))  # no longer names replicas
 
     found = owners(shared)
     assert found[("alice", "Apply")] == found[("bob", "Apply")] == {"f:spec": {"f:replicas": {}}}
+    assert dropped["spec"] == {"replicas": 2, "patchID": 0}, "bob still owns replicas"
+    assert owners(dropped)[("bob", "Apply")] == {"f:spec": {"f:replicas": {}}}
 
 
 def test_an_apply_that_changes_nothing_writes_nothing(apply: Applier) -> None:
