@@ -188,3 +188,22 @@ def test_table_rows_carry_what_include_object_asks_for(
     assert (row.get("object") or {}).get("kind") == kind
     if kind == "Event":
         assert row["object"]["lastTimestamp"] == "2026-01-01T00:00:00Z"
+
+
+def test_an_unknown_field_of_a_built_in_kind_is_warned_about_and_dropped(
+    http: httpx.Client, kube: KubeApi
+) -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings"},
+        "data": {"mode": "test"},
+        "bogus": 1,
+    }
+
+    answer = http.post(f"/api/v1/namespaces/{kube.namespace}/configmaps", json=body)
+
+    assert answer.status_code == 201
+    assert any('unknown field \\"bogus\\"' in w for w in answer.headers.get_list("warning"))
+    stored = kube.get_object("configmaps", kube.namespace, "settings")
+    assert stored is not None and "bogus" not in stored and stored["data"] == {"mode": "test"}
