@@ -225,6 +225,21 @@ def test_a_watch_from_a_resource_version_the_server_has_not_reached_waits_withou
     assert seen == []
 
 
+@pytest.mark.embedded_only("the request log, and resourceVersions no other writer moves")
+def test_a_watch_from_a_future_version_delivers_only_what_comes_after_it(
+    apiserver: ApiServer, ers: Objects
+) -> None:
+    start = int(ers.list()["metadata"]["resourceVersion"])
+    arrivals, _ = _watch_in_background(ers, str(start + 2))
+    eventually(lambda: api.ERS_PLURAL in watching(apiserver), what="the watch")
+
+    for name in ("first", "second", "third"):  # resourceVersions start+1, +2, +3
+        ers.create(ers_body(name))
+
+    name, _ = arrivals.get(timeout=5)
+    assert name == "third"
+
+
 def test_a_list_from_a_resource_version_the_server_has_not_reached_is_504(
     ers: Objects,
 ) -> None:
