@@ -220,7 +220,7 @@ def test_a_watch_from_a_resource_version_the_server_has_not_reached_waits_withou
     # gets there or the watch times out: a client cannot tell it from an idle watch.
     future = str(int(ers.list()["metadata"]["resourceVersion"]) + 1000)
 
-    seen = _all_events(ers, resource_version=future, timeout_seconds=2)
+    seen = _all_events(ers, resource_version=future, timeout_seconds=1)
 
     assert seen == []
 

@@ -142,14 +142,73 @@ def merge(live: Any, config: Any, node: JsonObject | None, *, top: bool = False)
 
 def compare(old: JsonObject, new: JsonObject, node: JsonObject | None) -> tuple[set[Path], ...]:
     """(added, modified, removed) between two versions of an object, as SMD's Compare:
-    leaves whose value changed are modified; list items are compared by their fields."""
-    old_set, new_set = field_set(old, node), field_set(new, node)
-    modified = {
-        path
-        for path in old_set & new_set
-        if path[-1].startswith("f:") and value_at(old, path)[1] != value_at(new, path)[1]
-    }
-    return new_set - old_set, modified, old_set - new_set
+    leaves whose value changed are modified; list items are compared by their fields.
+    Equal subtrees are skipped whole (every write compares, most change little)."""
+    added: set[Path] = set()
+    modified: set[Path] = set()
+    removed: set[Path] = set()
+    for key in old.keys() | new.keys():
+        if key in _TOP_LEVEL or old.get(key) == new.get(key):
+            continue
+        child = structure.field(node or {}, key, top=True)
+        _diff(old.get(key), new.get(key), key in old, key in new, child, (f"f:{key}",),
+              (added, modified, removed))  # fmt: skip
+    return added, modified, removed
+
+
+def _diff(
+    old: Any,
+    new: Any,
+    had: bool,
+    has: bool,
+    node: JsonObject | None,
+    path: Path,
+    found: tuple[set[Path], set[Path], set[Path]],
+) -> None:
+    added, modified, removed = found
+    if not has or not had:
+        target = added if has else removed
+        _walk(new if has else old, node, path, target)
+        return
+    node = node or {}
+    if isinstance(old, dict) and isinstance(new, dict) and not structure.is_atomic_map(node):
+        for key in old.keys() | new.keys():
+            if old.get(key) != new.get(key) or (key in old) != (key in new):
+                _diff(old.get(key), new.get(key), key in old, key in new,
+                      structure.field(node, key), (*path, f"f:{key}"), found)  # fmt: skip
+        return
+    if isinstance(old, list) and isinstance(new, list):
+        keys = structure.list_keys(node)
+        old_keys, new_keys = _keyed(old, keys), _keyed(new, keys)
+        if old_keys is not None and new_keys is not None:
+            before, after = (
+                dict(zip(old_keys, old, strict=True)),
+                dict(zip(new_keys, new, strict=True)),
+            )
+            for element in before.keys() | after.keys():
+                item = (*path, element)
+                if element not in after:
+                    removed.add(item)
+                    _walk(before[element], structure.items(node), item, removed)
+                elif element not in before:
+                    added.add(item)
+                    _walk(after[element], structure.items(node), item, added)
+                elif before[element] != after[element]:
+                    _diff(before[element], after[element], True, True, structure.items(node),
+                          item, found)  # fmt: skip
+            return
+    old_set: set[Path] = set()
+    new_set: set[Path] = set()
+    _walk(old, node, path, old_set)
+    _walk(new, node, path, new_set)
+    added.update(new_set - old_set)
+    removed.update(old_set - new_set)
+    modified.update(
+        p
+        for p in old_set & new_set
+        if p[-1].startswith("f:")
+        and value_at(old, p[len(path) :])[1] != value_at(new, p[len(path) :])[1]
+    )
 
 
 def display(path: Path) -> str:
