@@ -35,6 +35,9 @@ ER_REGISTRATION_FINALIZER: Final = (
 
 PATCH_ID_ANNOTATION: Final = "actions.github.com/patch-id"
 ACTIONABLE_REVISION_ANNOTATION: Final = "actions.github.com/actionable-revision"
+INTEGRITY_HASH_ANNOTATION: Final = "actions.github.com/integrity-hash"
+"""ARC's hash of a generated object's content: never copied from one object to another."""
+LAST_APPLIED_ANNOTATION: Final = "kubectl.kubernetes.io/last-applied-configuration"
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
 RUNNER_COMPONENT: Final = "runner"
 

@@ -3,9 +3,11 @@
 - The JIT Secret: named like the runner, holding the encoded JIT config (key
   ``jitToken``) and the registration's id, name and scale set id, so a reconcile that
   crashed after creating it can still recover the runner id.
-- The runner Pod: named like the runner; metadata and spec from the runner's pod
-  template (``spec.metadata``, ``spec.spec``) plus the runner's own labels and
-  annotations; the container named ``runner`` gets the JIT config from the Secret
+- The runner Pod: named like the runner, built as ARC builds it: the runner's labels and
+  annotations, overridden by its pod template's (``spec.metadata``), plus
+  ``actions-ephemeral-runner: "True"`` and ``pod-template-hash`` (a hash of those labels
+  and annotations, the runner's spec and the JIT Secret's data); the spec is the
+  template's (``spec.spec``); the container named ``runner`` gets the JIT config from the Secret
   through a ``secretKeyRef`` (never a literal value, so the config is not visible in
   the Pod object) and ``ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE=1``, which
   makes a too-old runner exit with :data:`DEPRECATED_VERSION_EXIT_CODE`.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -33,6 +36,11 @@ DEPRECATED_VERSION_EXIT_CODE: Final = 7
 """The runner's exit code for "this version is deprecated" (with the env var above = 1)."""
 RUNNER_POD_LABEL: Final = "actions-ephemeral-runner"
 """Label on every runner Pod (value "True"), as ARC sets it: selects them cheaply."""
+POD_TEMPLATE_HASH_LABEL: Final = "pod-template-hash"
+RUNNER_TEMPLATE_HASH_LABEL: Final = "runner-template-hash"
+"""ARC's label of a runner template's hash: left out of the pod's own hash, as ARC does."""
+_SAFE_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
+"""Kubernetes' alphabet for generated label values (no vowels: no accidental words)."""
 
 
 def controller_reference(runner: EphemeralRunner) -> JsonObject:
@@ -102,8 +110,8 @@ def registration_from_secret(secret: Mapping[str, Any]) -> tuple[int, str] | Non
     return (runner_id, runner_name) if runner_id > 0 else None
 
 
-def build_runner_pod(runner: EphemeralRunner, *, secret_name: str) -> JsonObject:
-    """The runner Pod for ``runner``, taking its JIT config from Secret ``secret_name``.
+def build_runner_pod(runner: EphemeralRunner, *, secret: Mapping[str, Any]) -> JsonObject:
+    """The runner Pod for ``runner``, taking its JIT config from its JIT ``secret``.
 
     Raises :class:`~ersctl.api.FieldError` when the pod template is missing or has no
     container named ``runner`` (such a Pod could never register).
@@ -118,6 +126,7 @@ def build_runner_pod(runner: EphemeralRunner, *, secret_name: str) -> JsonObject
     main = [c for c in containers if isinstance(c, dict) and c.get("name") == RUNNER_CONTAINER]
     if not main:
         raise FieldError("spec.spec.containers", f"has no container named {RUNNER_CONTAINER!r}")
+    secret_name = str((secret.get("metadata") or {}).get("name") or "")
     main[0]["env"] = [*_env_list(main[0]), *_runner_env(secret_name)]
     template_meta = _mapping_at(runner.spec, "metadata")
     labels = {
@@ -129,6 +138,10 @@ def build_runner_pod(runner: EphemeralRunner, *, secret_name: str) -> JsonObject
         **_string_map(runner.metadata, "annotations", "metadata"),
         **_string_map(template_meta, "annotations", "spec.metadata"),
     }
+    hashed_labels = {k: v for k, v in labels.items() if k != RUNNER_TEMPLATE_HASH_LABEL}
+    labels[POD_TEMPLATE_HASH_LABEL] = template_hash(
+        hashed_labels, annotations, runner.spec, secret.get("data") or {}
+    )
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -141,6 +154,16 @@ def build_runner_pod(runner: EphemeralRunner, *, secret_name: str) -> JsonObject
         },
         "spec": pod_spec,
     }
+
+
+def template_hash(*parts: object) -> str:
+    """A short, stable hash of ``parts`` (JSON values) for a label value: FNV-1a (32
+    bit) of their canonical JSON, spelled in Kubernetes' safe alphabet as
+    ``pod-template-hash`` values are. Equal inputs give equal hashes in every process."""
+    digest = 0x811C9DC5
+    for byte in json.dumps(parts, sort_keys=True, separators=(",", ":")).encode():
+        digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return "".join(_SAFE_ALPHABET[ord(char) % len(_SAFE_ALPHABET)] for char in str(digest))
 
 
 def _runner_env(secret_name: str) -> list[JsonObject]:

@@ -133,7 +133,7 @@ class RunnerReconciler:
         runner = self._record_registration(runner, secret)
         if pod is not None:
             return self._apply(runner, decide(runner, PodState.from_pod(pod)))
-        return self._new_pod(runner, secret_name=secret["metadata"]["name"])
+        return self._new_pod(runner, secret=secret)
 
     # -- deletion -------------------------------------------------------------------
 
@@ -222,7 +222,7 @@ class RunnerReconciler:
 
     # -- the pod ----------------------------------------------------------------------
 
-    def _new_pod(self, runner: EphemeralRunner, *, secret_name: str) -> Result:
+    def _new_pod(self, runner: EphemeralRunner, *, secret: dict[str, Any]) -> Result:
         """Create the runner's Pod unless its failures are exhausted or backing off."""
         failures = runner.failures
         if self._policy.exhausted(len(failures)):
@@ -231,11 +231,11 @@ class RunnerReconciler:
         wait = seconds_until_next_pod(failures, now=self._clock(), policy=self._policy)
         if wait > 0:
             return Result(requeue_after=wait)
-        return self._create_pod(runner, secret_name=secret_name)
+        return self._create_pod(runner, secret=secret)
 
-    def _create_pod(self, runner: EphemeralRunner, *, secret_name: str) -> Result:
+    def _create_pod(self, runner: EphemeralRunner, *, secret: dict[str, Any]) -> Result:
         try:
-            body = pods.build_runner_pod(runner, secret_name=secret_name)
+            body = pods.build_runner_pod(runner, secret=secret)
         except FieldError as exc:
             self._warn(runner, REASON_INVALID_TEMPLATE, str(exc))
             self._set_status(

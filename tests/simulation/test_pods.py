@@ -62,7 +62,7 @@ def _runner_with_pod(api: ApiServer) -> None:
         er, runner_id=7, runner_name="r1", scale_set_id=1, encoded_jit_config="jit-r1"
     )
     api.create_object("secrets", secret)
-    api.create_object("pods", build_runner_pod(er, secret_name=str(secret["metadata"]["name"])))
+    api.create_object("pods", build_runner_pod(er, secret=secret))
 
 
 def _pod(api: ApiServer) -> dict[str, Any]:
