@@ -102,6 +102,7 @@ def add_runner_controller(
         runners=resources,
         pods=CachedPods(informer, resources),
         secrets=resources,
+        hooks=resources,
         services=services,
         events=manager.events,
         policy=policy,

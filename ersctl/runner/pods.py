@@ -34,6 +34,10 @@ ENV_DEPRECATED_EXIT_CODE: Final = "ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT
 ENV_EXTRA_USER_AGENT: Final = "GITHUB_ACTIONS_RUNNER_EXTRA_USER_AGENT"
 DEPRECATED_VERSION_EXIT_CODE: Final = 7
 """The runner's exit code for "this version is deprecated" (with the env var above = 1)."""
+ENV_CONTAINER_HOOKS: Final = "ACTIONS_RUNNER_CONTAINER_HOOKS"
+"""Set on the runner container in Kubernetes container mode (the hooks create job Pods)."""
+HOOK_LINK_LABEL: Final = "runner-pod"
+"""Label the container hooks put on the Pods and Secrets they create for a runner."""
 RUNNER_POD_LABEL: Final = "actions-ephemeral-runner"
 """Label on every runner Pod (value "True"), as ARC sets it: selects them cheaply."""
 POD_TEMPLATE_HASH_LABEL: Final = "pod-template-hash"
@@ -154,6 +158,17 @@ def build_runner_pod(runner: EphemeralRunner, *, secret: Mapping[str, Any]) -> J
         },
         "spec": pod_spec,
     }
+
+
+def uses_container_hooks(runner: EphemeralRunner) -> bool:
+    """True when the runner container sets ``ACTIONS_RUNNER_CONTAINER_HOOKS``, as ARC
+    decides it: Kubernetes container mode, whose hooks create Pods of their own."""
+    template = _mapping_at(runner.spec, "spec")
+    for container in template.get("containers") or ():
+        if isinstance(container, Mapping) and container.get("name") == RUNNER_CONTAINER:
+            env = container.get("env") or ()
+            return any(isinstance(e, Mapping) and e.get("name") == ENV_CONTAINER_HOOKS for e in env)
+    return False
 
 
 def template_hash(*parts: object) -> str:

@@ -202,6 +202,7 @@ def harness(apiserver: ApiServer, sim: GitHubSimulator) -> Iterator[Harness]:
         runners=resources,
         pods=resources,
         secrets=resources,
+        hooks=resources,
         services=services,
         events=EventRecorder(api_client),
         policy=FailurePolicy(max_failures=3),

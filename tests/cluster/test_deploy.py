@@ -190,13 +190,15 @@ def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str,
             for v in ("get", "list", "watch", "create", "delete", "patch")
         ),
         ("actions.github.com", "ephemeralrunners/status", "patch"),
+        ("actions.github.com", "ephemeralrunnersets/finalizers", "update"),
+        ("actions.github.com", "ephemeralrunners/finalizers", "update"),
         *(("", "pods", v) for v in ("list", "watch", "create", "delete")),
-        *(("", "secrets", v) for v in ("get", "create", "delete")),
+        *(("", "secrets", v) for v in ("get", "list", "create", "delete")),
         *(("", "events", v) for v in ("create", "patch")),
     }
     assert core == expected
-    # Secrets are never listed or watched: the controller cannot read them in bulk.
-    assert not {v for g, r, v in core if r == "secrets"} & {"list", "watch"}
+    # Secrets are never watched (cached); listed only by label, for container mode.
+    assert "watch" not in {v for g, r, v in core if r == "secrets"}
     leases = one(rendered, "Role", "gha-scaleset-leader-election")
     assert leases["metadata"]["namespace"] == "gha-scaleset"
     assert {(g, r, v) for g, r, v, _ in grants(leases["rules"])} == {

@@ -14,6 +14,7 @@ import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
 from ersctl.kube.errors import NotLeaderError
+from ersctl.kube.reconcile import Result
 from ersctl.runner.registration import RetryLater
 from ersctl.runner.stores import KubeRunnerResources
 from ersctl.testing.apiserver import ApiServer
@@ -332,3 +333,73 @@ def test_runner_pod_and_secret_writes_are_refused_without_the_lease(
         with pytest.raises(NotLeaderError, match="no longer holds the lease"):
             write()
     assert apiserver.request_log.records() == [], "refused before reaching the server"
+
+
+def hook_resource(
+    h: Harness, kind: str, name: str, runner: str, *, finalizers: list[str] | None = None
+) -> None:
+    """A job Pod or Secret as Kubernetes container mode's hooks create it for ``runner``."""
+    metadata: dict[str, Any] = {"name": name, "namespace": NAMESPACE}
+    metadata["labels"] = {"runner-pod": runner}
+    if finalizers:
+        metadata["finalizers"] = finalizers
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod" if kind == "pods" else "Secret",
+        "metadata": metadata,
+    }
+    if kind == "pods":
+        body["spec"] = {"containers": [{"name": "job", "image": "node:20"}]}
+    h.server.create_object(kind, body)
+
+
+CONTAINER_MODE: dict[str, Any] = {
+    "spec": {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "runner",
+                "image": "ghcr.io/actions/actions-runner",
+                "env": [
+                    {
+                        "name": "ACTIONS_RUNNER_CONTAINER_HOOKS",
+                        "value": "/home/runner/k8s/index.js",
+                    }
+                ],
+            }
+        ],
+    }
+}
+
+
+def test_in_container_mode_a_deleted_runner_takes_its_hook_pods_and_secrets_with_it(
+    h: Harness,
+) -> None:
+    h.create_runner(**CONTAINER_MODE)
+    h.settle()
+    hook_resource(h, "pods", "job-pod", RUNNER)
+    # One still terminating (a finalizer of someone else's): the runner waits for it.
+    hook_resource(h, "pods", "job-pod-slow", RUNNER, finalizers=["example.com/slow"])
+    hook_resource(h, "secrets", "job-secret", RUNNER)
+    hook_resource(h, "pods", "other-job-pod", "another-runner")
+    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+
+    assert h.settle() == Result(requeue_after=5.0)
+    assert h.runner() is not None, "kept while a hook Pod is still terminating"
+    assert h.server.get_object("pods", NAMESPACE, "job-pod") is None
+    assert h.server.get_object("secrets", NAMESPACE, "job-secret") is None
+    h.server.patch_object("pods", NAMESPACE, "job-pod-slow", {"metadata": {"finalizers": []}})
+    h.settle()
+
+    assert h.runner() is None
+    assert h.server.get_object("pods", NAMESPACE, "other-job-pod") is not None, "not its"
+
+
+def test_without_container_hooks_labelled_pods_are_not_the_runners_to_delete(h: Harness) -> None:
+    h.create_runner()
+    h.settle()
+    hook_resource(h, "pods", "job-pod", RUNNER)
+    h.server.delete_object("ephemeralrunners", NAMESPACE, RUNNER)
+    h.settle()
+    assert h.runner() is None
+    assert h.server.get_object("pods", NAMESPACE, "job-pod") is not None
