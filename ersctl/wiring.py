@@ -24,7 +24,7 @@ from ersctl.kube.metrics import ControllerMetrics
 from ersctl.runner.controller import add_runner_controller
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.reconciler import RunnerReconciler
-from ersctl.runnerset.metrics import RunnerSetMetrics
+from ersctl.runnerset.metrics import ArcSetGauges, RunnerSetMetrics
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.scaleset.clients import ClientFactory, SecretRunnerServices
 
@@ -101,6 +101,7 @@ def build_controller(
         owns=[ER_PLURAL],
         predicates=ERS_CONTROLLER_PREDICATES,
     )
+    manager.metrics.registry.register(ArcSetGauges(manager.reader.list_ers))
     runner = None
     if options.runner_controller:
         policy = FailurePolicy(max_failures=options.runner_max_failures)

@@ -1,0 +1,56 @@
+"""ARC's gha_controller_* gauges, next to ours, with ARC's names and labels."""
+
+from __future__ import annotations
+
+from prometheus_client.exposition import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from ersctl.testing.apiserver import ApiServer
+from ersctl.wiring import ControllerOptions, build_controller
+from tests.controller.harness import NAMESPACE, Cluster
+from tests.controller.objects import RUNNER_SPEC
+
+ARC_GAUGES = (
+    "gha_controller_pending_ephemeral_runners",
+    "gha_controller_running_ephemeral_runners",
+    "gha_controller_failed_ephemeral_runners",
+)
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_each_set_exports_arcs_runner_gauges_with_arcs_labels(
+    apiserver: ApiServer, cluster: Cluster
+) -> None:
+    status = {
+        "pendingEphemeralRunners": 2,
+        "runningEphemeralRunners": 3,
+        "failedEphemeralRunners": 1,
+    }
+    cluster.create_ers("plain", status=status)
+    arc_made = {**RUNNER_SPEC, "githubConfigUrl": "https://github.com/octo-org/octo-repo"}
+    cluster.create_ers("arc-made-abcde", runner_spec=arc_made, labels={
+        "actions.github.com/scale-set-name": "arc-runners",
+        "actions.github.com/scale-set-namespace": "arc-systems",
+    })  # fmt: skip
+    with apiserver.api_client() as api:
+        controller = build_controller(api, ControllerOptions(namespace=NAMESPACE))
+        try:
+            with controller.manager.caches():
+                text = generate_latest(controller.manager.metrics.registry).decode()
+        finally:
+            controller.close()
+
+    got = samples(text)
+    plain = (("enterprise", ""), ("name", "plain"), ("namespace", NAMESPACE),
+             ("organization", "octo-org"), ("repository", ""))  # fmt: skip
+    assert [got[(name, plain)] for name in ARC_GAUGES] == [2, 3, 1]
+    arc = (("enterprise", ""), ("name", "arc-runners"), ("namespace", "arc-systems"),
+           ("organization", "octo-org"), ("repository", "octo-repo"))  # fmt: skip
+    assert [got[(name, arc)] for name in ARC_GAUGES] == [0, 0, 0]
