@@ -14,6 +14,7 @@ session wait), so the program ends within 2 s even in the middle of a retry burs
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -40,6 +41,8 @@ from ghalistener.publisher import KubePublisher, KubeRetry
 from ghalistener.scaler import Scaler
 from ghalistener.sessions import SessionOpener
 from ghalistener.stopping import StopSignal
+
+log = logging.getLogger(__name__)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -82,6 +85,11 @@ def run(
     with run_command("ghalistener"):
         config = load_config(path=config_path, env=os.environ, overrides=overrides)
         configure_logging(level=config.log_level, fmt=config.log_format, secrets=config.secrets())
+        if config.ignored_keys:
+            log.warning(
+                "ignoring configuration keys this listener does not use: %s",
+                ", ".join(config.ignored_keys),
+            )
         _serve(config, kube_api_client(kubeconfig, context=kube_context), stop)
 
 
