@@ -103,7 +103,7 @@ def _serve(config: ListenerConfig, api_client: ApiClient, stop: StopSignal) -> N
             version=__version__, scale_set_id=config.runner_scale_set_id, subsystem="ghalistener"
         ),
     )
-    metrics = ListenerMetrics(_scale_set_labels(config))
+    metrics = ListenerMetrics(_scale_set_labels(config), config.metrics)
     metrics.publish_static(min_runners=config.min_runners, max_runners=config.max_runners)
     health = ListenerHealth()
     server = None

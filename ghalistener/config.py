@@ -38,13 +38,14 @@ from ghalistener.actions.credentials import (
     secret_values,
 )
 from ghalistener.actions.errors import ActionsError
+from ghalistener.metric_selection import MetricsSelection, parse_metrics
 
 CONFIG_PATH_ENV: Final = "LISTENER_CONFIG_PATH"
 MAX_RUNNERS_UNBOUNDED: Final = 2**31 - 1
 """ARC's resource builder uses MaxInt32 when a scale set has no maximum; it is also the
 largest count actions/scaleset's listener accepts (it sends it as X-ScaleSetMaxCapacity)."""
 DEFAULT_METRICS_ENDPOINT: Final = "/metrics"
-ARC_UNUSED_KEYS: Final = ("runner_scale_set_name", "metrics")
+ARC_UNUSED_KEYS: Final = ("runner_scale_set_name",)
 """Keys ARC's controller writes that this listener reads nothing from."""
 VAULT_KEYS: Final = ("vault_type", "vault_lookup_key", "azure_key_vault")
 """ARC's keys for credentials kept in a vault (Azure Key Vault), which this listener lacks."""
@@ -57,11 +58,11 @@ LOG_FORMATS: Final = ("text", "json")
 class ListenerConfig:
     """A validated configuration. Secrets are excluded from ``repr``.
 
-    ``metrics_addr`` empty (or ``0``) means no metrics server. ``session_retry_interval`` and
-    ``session_retry_attempts`` bound how long a 409 (another listener holds the session)
-    is waited out at start: ARC's 30 s and 10 tries by default. ``ignored_keys``: keys of
-    the file ARC defines and this listener does not use, for the warning the command line
-    logs.
+    ``metrics_addr`` empty (or ``0``) means no metrics server; ``metrics`` selects the
+    series it exports. ``session_retry_interval`` and ``session_retry_attempts`` bound how
+    long a 409 (another listener holds the session) is waited out at start: ARC's 30 s
+    and 10 tries by default. ``ignored_keys``: keys of the file ARC defines and this
+    listener does not use, for the warning the command line logs.
     """
 
     configure_url: str
@@ -79,6 +80,7 @@ class ListenerConfig:
     log_format: str = "text"
     metrics_addr: str = ""
     metrics_endpoint: str = DEFAULT_METRICS_ENDPOINT
+    metrics: MetricsSelection = field(default_factory=MetricsSelection.defaults)
     session_retry_interval: float = 30.0
     session_retry_attempts: int = 10
     ignored_keys: tuple[str, ...] = ()
@@ -122,7 +124,7 @@ _INT_KEYS: Final = (
     "session_retry_attempts",
 )
 _FILE_KEYS: Final = frozenset(
-    (*_STRING_KEYS, *_INT_KEYS, *CREDENTIAL_KEYS, "session_retry_interval")
+    (*_STRING_KEYS, *_INT_KEYS, *CREDENTIAL_KEYS, "metrics", "session_retry_interval")
 )
 """The keys this listener acts on."""
 
@@ -169,6 +171,7 @@ def parse_config(raw: Mapping[str, Any]) -> ListenerConfig:
     _check_keys(raw)
     values = {key: raw[key] for key in raw if key in _FILE_KEYS and raw[key] is not None}
     values["ignored_keys"] = tuple(key for key in ARC_UNUSED_KEYS if _given(raw.get(key)))
+    values["metrics"] = parse_metrics(values.get("metrics"))
     for key in _STRING_KEYS:
         if key in values and not isinstance(values[key], str):
             raise ConfigError(key, "must be a string")
