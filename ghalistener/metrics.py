@@ -10,7 +10,8 @@ display name, ``job_workflow_ref`` its workflow ref and ``job_workflow_name`` /
 a label a series does not carry is exported empty, as ARC does. Each instance has its
 own registry, so several listeners (or tests) in one process do not collide.
 
-Job counters and histograms count each
+A completed job that was never assigned to a runner (no ``runnerAssignTime``: canceled
+while queued) is not counted, as ARC skips it. Job counters and histograms count each
 (message id, runner request id) once per process: the listener acks a message only
 after handling it, so a message is redelivered after a failure, and a bounded memory of
 what was counted keeps that from counting a job twice. Across restarts that memory is
@@ -169,7 +170,12 @@ class ListenerMetrics:
         self._observe("gha_job_startup_duration_seconds", labels, duration)
 
     def publish_job_completed(self, job: JobCompleted, *, message_id: int) -> None:
-        """Count a completed job (and its run time) unless this message's was counted."""
+        """Count a completed job (and its run time) unless this message's was counted, or
+        the job never reached a runner."""
+        # ARC's rule: no runner assign time, no runner ran it (a job canceled while
+        # queued); counting it inflated gha_completed_jobs_total with jobs nobody ran.
+        if job.runner_assign_time is None:
+            return
         if not self._counted.first_time(
             "completed", message_id=message_id, request_id=job.runner_request_id
         ):

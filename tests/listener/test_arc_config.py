@@ -171,10 +171,11 @@ def test_arcs_app_config_with_a_metrics_block_exports_exactly_the_selected_serie
     listener = start_listener(config, tmp_path, kubeconfig)
     try:
         eventually(lambda: simulator.state()["sessions"], what="a session", timeout=15)
-        ran = simulator.enqueue_job(1)
+        ran, never_ran = simulator.enqueue_job(1), simulator.enqueue_job(1)
         eventually(
             lambda: simulator.jobs[ran].state is JobState.ASSIGNED, what="assigned", timeout=15
         )
+        simulator.cancel_job(never_ran, requeue=False)  # no runner ever had it
         jit = simulator.generate_jit_config(1, "arc-runners-runner-1")
         runner = simulator.connect_runner(jit["encodedJITConfig"])
         simulator.start_job(int(runner["id"]), ran)
@@ -194,7 +195,7 @@ def test_arcs_app_config_with_a_metrics_block_exports_exactly_the_selected_serie
     for name, labels in SELECTED.items():
         for sample in families[name.removesuffix("_total")].samples:
             assert set(sample.labels) - {"le"} == labels, sample
-    (completed,) = families["gha_completed_jobs"].samples
+    (completed,) = families["gha_completed_jobs"].samples  # the canceled job is not counted
     assert completed.labels == {
         "repository": "my-repo",
         "job_workflow_name": "ci",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TypedDict
 
@@ -117,14 +118,30 @@ def test_metrics_use_arc_names_and_labels() -> None:
     assert found[("gha_job_execution_duration_seconds_sum", done)] == 60
 
 
-def test_a_job_without_timestamps_is_counted_but_not_timed() -> None:
+def test_a_job_without_a_finish_time_is_counted_but_not_timed() -> None:
     metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc"))
-    metrics.publish_job_completed(
-        JobCompleted(runner_request_id=RunnerRequestId(1), result="canceled"), message_id=1
-    )
+    unfinished = replace(JobCompleted(result="failed", **job_base()), finish_time=None)
+    metrics.publish_job_completed(unfinished, message_id=1)
     names = {name for name, _ in samples(metrics)}
     assert "gha_completed_jobs_total" in names
     assert "gha_job_execution_duration_seconds_count" not in names
+
+
+def test_a_job_no_runner_was_assigned_is_not_counted_as_completed() -> None:
+    # ARC's rule: a job canceled before it reached a runner ends with a JobCompleted
+    # that has no runnerAssignTime; it is no completed job of this scale set's runners.
+    metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc"))
+    queued = JobCompleted(
+        runner_request_id=RunnerRequestId(1), result="canceled", runner_assign_time=None
+    )
+    metrics.publish_job_completed(queued, message_id=1)
+    names = {name for name, _ in samples(metrics)}
+    assert "gha_completed_jobs_total" not in names
+    assert "gha_job_execution_duration_seconds_count" not in names
+    ran = JobCompleted(result="canceled", **job_base())
+    metrics.publish_job_completed(ran, message_id=2)
+    totals = [v for (name, _), v in samples(metrics).items() if name == "gha_completed_jobs_total"]
+    assert totals == [1]
 
 
 def test_a_redelivered_message_does_not_count_its_jobs_twice() -> None:
