@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -297,6 +298,26 @@ def test_the_installed_program_exits_2_naming_the_key_a_typo_resembles(tmp_path:
     assert result.stderr == (
         "ghalistener: invalid configuration: max_runner: unknown key; did you mean max_runners?\n"
     )
+
+
+def test_no_command_with_a_config_path_in_the_environment_is_run_as_in_arcs_pod(
+    tmp_path: Path,
+) -> None:
+    # ARC's listener Pod runs the program with no arguments and LISTENER_CONFIG_PATH.
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({**valid(), "max_runner": 10}))
+    env = {**os.environ, CONFIG_PATH_ENV: str(path)}
+    ran = subprocess.run(
+        [sys.executable, "-m", "ghalistener"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert ran.returncode == 2
+    assert "invalid configuration: max_runner: unknown key" in ran.stderr
+    env.pop(CONFIG_PATH_ENV)
+    usage = subprocess.run(
+        [sys.executable, "-m", "ghalistener"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert usage.returncode == 2
+    assert "Usage: ghalistener [OPTIONS] COMMAND" in usage.stderr
 
 
 def test_integer_strings_are_accepted_as_int_reads_them() -> None:
