@@ -177,10 +177,18 @@ def _class_for_type_name(type_name: str | None) -> type[RequestError] | None:
 
 
 def ssl_context(root_ca: str | None) -> ssl.SSLContext | bool:
-    """TLS verification: system trust, plus ``root_ca`` (a PEM string) when given."""
+    """TLS verification: system trust, plus ``root_ca`` (a PEM string) when given.
+
+    Every certificate of ``root_ca`` is a trust anchor, as in Go's client (ARC's):
+    a bundle holding only the intermediate CA that signed the server's certificate
+    is enough, with no chain up to a self-signed root.
+    """
     if not root_ca:
         return True
     context = ssl.create_default_context()
+    # OpenSSL otherwise insists on reaching a self-signed root and answers "unable to
+    # get issuer certificate" for the intermediate-only bundles ARC users hand over.
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
     try:
         context.load_verify_locations(cadata=root_ca)
     except (ssl.SSLError, TypeError, ValueError) as exc:
