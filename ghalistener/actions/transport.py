@@ -95,14 +95,23 @@ def error_from_response(
 ) -> RequestError:
     """Build the exception for an unwanted response: the only place errors are made.
 
-    The service's ``{"typeName", "message"}`` body is decoded (a ``text/plain`` body is
-    used as is); ``typeName`` picks RunnerExists/RunnerNotFound/JobStillRunning unless
+    The message is what the server said, after the caller's ``message`` (what failed)
+    when there is one: GitHub's and the actions service's JSON ``message`` (their
+    ``{"message", "documentation_url"}`` and ``{"typeName", "message"}`` bodies) or a
+    ``text/plain`` body; else the caller's message, else the body's excerpt. So a PAT
+    without the scope reads ``registration token request failed: Resource not
+    accessible by personal access token (POST ..., status 403)``, as ARC's and
+    actions/scaleset's clients put the service's message into their errors.
+    ``typeName`` picks RunnerExists/RunnerNotFound/JobStillRunning unless
     ``error_type`` (the caller's mapping of this status) says otherwise.
     """
     excerpt = body_excerpt(response, redactor)
-    type_name, service_message = _service_exception(response, excerpt)
+    type_name, said = _service_exception(response, excerpt)
     cls = error_type or _class_for_type_name(type_name) or RequestError
-    text = message or service_message or excerpt or response.reason_phrase or "request failed"
+    if message and said:
+        text = f"{message}: {said}"
+    else:
+        text = message or said or excerpt or response.reason_phrase or "request failed"
     return cls(
         redactor(text) if redactor else text,
         method=response.request.method,
@@ -142,19 +151,21 @@ def _shown_url(url: httpx.URL | str, redactor: Redactor) -> str:
 
 
 def _service_exception(response: httpx.Response, excerpt: str) -> tuple[str | None, str]:
+    """``(typeName, what the server said)``: its JSON ``message`` or its plain-text body
+    (``""`` when the body says nothing of the kind, e.g. an HTML page or a success body)."""
     if "text/plain" in response.headers.get("Content-Type", ""):
         return None, excerpt
     try:
         decoded = json.loads(response.content.decode("utf-8", errors="replace").lstrip("\ufeff"))
     except ValueError:
-        return None, excerpt
+        return None, ""
     if not isinstance(decoded, dict):
-        return None, excerpt
+        return None, ""
     type_name = decoded.get("typeName")
     message = decoded.get("message")
     return (
         type_name if isinstance(type_name, str) else None,
-        message[:BODY_EXCERPT_LIMIT] if isinstance(message, str) else excerpt,
+        message.strip()[:BODY_EXCERPT_LIMIT] if isinstance(message, str) else "",
     )
 
 
@@ -166,10 +177,18 @@ def _class_for_type_name(type_name: str | None) -> type[RequestError] | None:
 
 
 def ssl_context(root_ca: str | None) -> ssl.SSLContext | bool:
-    """TLS verification: system trust, plus ``root_ca`` (a PEM string) when given."""
+    """TLS verification: system trust, plus ``root_ca`` (a PEM string) when given.
+
+    Every certificate of ``root_ca`` is a trust anchor, as in Go's client (ARC's):
+    a bundle holding only the intermediate CA that signed the server's certificate
+    is enough, with no chain up to a self-signed root.
+    """
     if not root_ca:
         return True
     context = ssl.create_default_context()
+    # OpenSSL otherwise insists on reaching a self-signed root and answers "unable to
+    # get issuer certificate" for the intermediate-only bundles ARC users hand over.
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
     try:
         context.load_verify_locations(cadata=root_ca)
     except (ssl.SSLError, TypeError, ValueError) as exc:
