@@ -193,8 +193,13 @@ def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str,
         *(("", "pods", v) for v in ("list", "watch", "create", "delete")),
         *(("", "secrets", v) for v in ("get", "create", "delete")),
         *(("", "events", v) for v in ("create", "patch")),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "get"),
     }
     assert core == expected
+    # The start-up check reads the two CRDs by name, no other.
+    assert {n for g, r, v, n in granted if r == "customresourcedefinitions"} == {
+        ("ephemeralrunnersets.actions.github.com", "ephemeralrunners.actions.github.com")
+    }
     # Secrets are never listed or watched: the controller cannot read them in bulk.
     assert not {v for g, r, v in core if r == "secrets"} & {"list", "watch"}
     leases = one(rendered, "Role", "gha-scaleset-leader-election")

@@ -252,7 +252,11 @@ def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Pat
             "apiVersion": "actions.github.com/v1alpha1",
             "kind": "EphemeralRunner",
             "metadata": {"name": runner, "namespace": NS},
-            "spec": {"runnerScaleSetId": scale_set},
+            "spec": {
+                "githubConfigUrl": f"{github.url}/my-org",
+                "githubConfigSecret": "github-credentials",
+                "runnerScaleSetId": scale_set,
+            },
         },
     )
     config = yaml.safe_load(
