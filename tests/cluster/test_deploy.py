@@ -345,6 +345,8 @@ def test_kubectl_applies_the_rendered_base_to_the_embedded_api_server(
 ) -> None:
     # The README's order: the CRDs first (a single apply cannot create a custom
     # resource whose CRD it creates: kubectl maps kinds before it sends anything).
+    # Client-side, unlike the README's --server-side: the embedded server does not
+    # serve server-side apply (415) and does not limit the last-applied annotation.
     crds = subprocess.run(
         ["kubectl", "kustomize", str(ROOT / "ersctl" / "crds")],
         check=True,
