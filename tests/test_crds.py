@@ -70,6 +70,33 @@ def test_the_runner_pod_template_is_kubernetes_typed_pod_spec() -> None:
         ]
 
 
+def _list_map_keys_without_value(schema: dict[str, Any], path: str = "") -> list[str]:
+    found = []
+    items = schema.get("items") or {}
+    for key in schema.get("x-kubernetes-list-map-keys") or []:
+        prop = (items.get("properties") or {}).get(key, {})
+        if key not in (items.get("required") or []) and "default" not in prop:
+            found.append(f"{path}[].{key}")
+    children = list((schema.get("properties") or {}).items())
+    if items:
+        children.append(("[]", items))
+    if isinstance(schema.get("additionalProperties"), dict):
+        children.append(("{}", schema["additionalProperties"]))
+    for key, child in children:
+        found += _list_map_keys_without_value(
+            child, f"{path}.{key}" if key[0].isalpha() else path + key
+        )
+    return found
+
+
+@pytest.mark.parametrize("kind", [api.ERS_KIND, api.ER_KIND])
+def test_every_list_map_key_is_required_or_defaulted(kind: str) -> None:
+    # kube-apiserver refuses a CRD whose x-kubernetes-list-map-keys name a property that
+    # is neither: the container ports (keyed by containerPort and protocol) need
+    # protocol's default, which Kubernetes' published JSON does not carry.
+    assert _list_map_keys_without_value(_schema(kind)) == []
+
+
 def test_the_committed_manifests_are_what_the_generator_writes() -> None:
     # Fails after a hand edit of the YAML, or a change to ersctl/crds/schemas.py or
     # podspec.py without `python -m ersctl.crds.generate`.

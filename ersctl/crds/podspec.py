@@ -13,7 +13,8 @@ controller-gen renders the same Go types in ARC's CRDs:
 - ``metav1.Time`` -> a ``date-time`` string, and an embedded ``ObjectMeta`` (the
   ephemeral volume's claim template) -> ``type: object``;
 - the ``+default`` markers the published JSON drops come back: ``protocol: TCP`` on a
-  container port and ``name: ""`` on every inlined ``LocalObjectReference``. A real
+  container port, ``service: ""`` on a gRPC probe and ``name: ""`` on every inlined
+  ``LocalObjectReference``. A real
   API server refuses a ``x-kubernetes-list-map-keys`` key that is neither required nor
   defaulted, which ``ports`` (keyed by ``containerPort`` and ``protocol``) would be;
 - OpenAPI-only extensions (``x-kubernetes-patch-*``, ``x-kubernetes-unions``) are
@@ -37,7 +38,12 @@ _TIMES: Final = frozenset(
 )
 _OBJECT_META: Final = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _LOCAL_OBJECT_REFERENCE: Final = "io.k8s.api.core.v1.LocalObjectReference"
-_CONTAINER_PORT: Final = "io.k8s.api.core.v1.ContainerPort"
+# The +default markers of PodSpec's types other than LocalObjectReference's (found by
+# its description below): (definition, property) -> default.
+_DEFAULTS: Final[dict[tuple[str, str], object]] = {
+    ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
+    ("io.k8s.api.core.v1.GRPCAction", "service"): "",
+}
 
 # Kubernetes' quantity grammar (k8s.io/apimachinery resource.Quantity), as
 # controller-gen writes it next to every quantity.
@@ -121,8 +127,8 @@ class _Converter:
         return out
 
     def _default_of(self, owner: str, key: str, prop: JsonObject) -> object:
-        if owner == _CONTAINER_PORT and key == "protocol":
-            return "TCP"
+        if (owner, key) in _DEFAULTS:
+            return _DEFAULTS[(owner, key)]
         if key == "name" and prop.get("description") == self._reference_name_text:
             return ""
         return None
