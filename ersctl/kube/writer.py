@@ -17,7 +17,15 @@ from typing import Any
 
 from kubernetes import client
 
-from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, EphemeralRunner, EphemeralRunnerSet
+from ersctl.api import (
+    ER_PLURAL,
+    ERS_PLURAL,
+    GROUP,
+    VERSION,
+    EphemeralRunner,
+    EphemeralRunnerSet,
+    complete_status_patch,
+)
 from ersctl.kube.calls import MERGE_PATCH, json_body, kube_call, server_of
 from ersctl.kube.errors import NotFoundError, check_fence
 
@@ -64,9 +72,12 @@ class Writer:
     def patch_ers_status(
         self, ers: EphemeralRunnerSet, patch: dict[str, Any]
     ) -> EphemeralRunnerSet:
-        """JSON merge patch on the ERS ``/status`` subresource."""
+        """JSON merge patch on the ERS ``/status`` subresource, completed with the status
+        fields ARC's schema requires that ``ers`` lacks (``ersctl.api.complete_status_patch``):
+        every status writer goes through here, so none can be refused for them."""
+        completed = complete_status_patch(ers, patch)
         return EphemeralRunnerSet(
-            self._patch(ERS_PLURAL, ers.namespace, ers.name, patch, status=True)
+            self._patch(ERS_PLURAL, ers.namespace, ers.name, completed, status=True)
         )
 
     def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:

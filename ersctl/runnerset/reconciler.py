@@ -35,7 +35,7 @@ from enum import StrEnum
 from typing import Final
 
 from ersctl.api import ERS_FINALIZER, EphemeralRunner, EphemeralRunnerSet, ERSPhase, FieldError
-from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError
+from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError, PrunedFieldsError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.platform.errors import Failure
 from ersctl.runnerset import status
@@ -88,6 +88,7 @@ class Reason(StrEnum):
     INVALID_SPEC = "InvalidSpec"
     STATUS_REPAIRED = "MalformedStatusOverwritten"
     CREATE_FAILED = "FailedCreateRunner"
+    FIELDS_PRUNED = "GuardFieldsPruned"
     RECONCILE_FAILED = "ReconcileFailed"
 
 
@@ -163,6 +164,12 @@ class EphemeralRunnerSetReconciler:
         except (ConflictError, NotLeaderError):
             # Optimistic concurrency doing its job (the cache was behind), or the lease
             # is gone: end quietly; a Warning here would only alarm people.
+            raise
+        except PrunedFieldsError as exc:
+            # The served CRD dropped a marker or revision write (ARC's CRD, installed
+            # over ours while running): the guard cannot work for this set, so it gets
+            # no cleanup and no scale-up until the CRD is fixed; the message names it.
+            self._event(ers, WARNING, Reason.FIELDS_PRUNED, str(exc))
             raise
         except Failure as exc:
             self._event(ers, WARNING, Reason.RECONCILE_FAILED, str(exc))

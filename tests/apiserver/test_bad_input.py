@@ -151,7 +151,8 @@ def test_bad_requests_get_a_status_and_the_server_keeps_serving(
     reason: str,
 ) -> None:
     apiserver.create_object(
-        "ephemeralrunnersets", {"metadata": {"name": "a", "namespace": "default"}, "spec": {}}
+        "ephemeralrunnersets",
+        {"metadata": {"name": "a", "namespace": "default"}, "spec": {"patchID": 0}},
     )
     headers = {"Content-Type": content_type} if content_type else {}
 
@@ -169,7 +170,8 @@ def test_injected_faults_fail_only_matching_requests_and_change_nothing(
     apiserver: ApiServer, http: httpx.Client
 ) -> None:
     apiserver.create_object(
-        "ephemeralrunnersets", {"metadata": {"name": "a", "namespace": "default"}, "spec": {}}
+        "ephemeralrunnersets",
+        {"metadata": {"name": "a", "namespace": "default"}, "spec": {"patchID": 0}},
     )
     apiserver.inject_fault(verb="patch", resource="ephemeralrunnersets", code=503, times=2)
     merge = {"Content-Type": "application/merge-patch+json"}
@@ -201,7 +203,7 @@ def test_a_body_with_broken_framing_is_400_and_other_clients_are_served(
 
 
 def test_a_yaml_body_is_accepted_like_json(apiserver: ApiServer, http: httpx.Client) -> None:
-    body = b"metadata:\n  name: from-yaml\nspec:\n  replicas: 2\n"
+    body = b"metadata:\n  name: from-yaml\nspec:\n  replicas: 2\n  patchID: 0\n"
 
     response = http.post(ERS, content=body, headers={"Content-Type": "application/yaml"})
 

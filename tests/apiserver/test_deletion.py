@@ -195,7 +195,7 @@ def test_deleting_a_namespace_deletes_its_contents(core: client.CoreV1Api, custo
         api.VERSION,
         "team",
         api.ERS_PLURAL,
-        {"metadata": {"name": "a", "finalizers": [api.ERS_FINALIZER]}, "spec": {}},
+        {"metadata": {"name": "a", "finalizers": [api.ERS_FINALIZER]}, "spec": {"patchID": 0}},
     )
 
     core.delete_namespace("team")

@@ -120,10 +120,10 @@ def test_kubectl_drives_the_standalone_server_through_the_whole_lifecycle(
         "--subresource=status",
         "--type=merge",
         "-p",
-        '{"status":{"phase":"Running"},"spec":{"replicas":0}}',
+        '{"status":{"phase":"Running","currentReplicas":0},"spec":{"replicas":0}}',
     )
     patched = standalone.ers()
-    assert patched["status"] == {"phase": "Running"}
+    assert patched["status"] == {"phase": "Running", "currentReplicas": 0}
     assert patched["spec"]["replicas"] == 3
 
     standalone.kubectl(

@@ -14,7 +14,7 @@ from kubernetes.client import ApiException
 
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer
-from tests.apiserver.objects import Objects, ers_body
+from tests.apiserver.objects import RUNNER_SPEC, Objects, ers_body
 from tests.kubeclient import WatchStream, new_watch
 from tests.polling import eventually
 
@@ -197,7 +197,7 @@ def test_the_watch_delay_hook_delays_only_the_chosen_resource(
 
     written = time.monotonic()
     ers.create(ers_body("set"))
-    runners.create({"metadata": {"name": "runner"}, "spec": {}})
+    runners.create({"metadata": {"name": "runner"}, "spec": RUNNER_SPEC})
 
     er_name, er_at = er_events.get(timeout=5)
     ers_name, ers_at = ers_events.get(timeout=5)
@@ -270,7 +270,7 @@ def test_an_idle_watch_that_allows_bookmarks_gets_one_before_it_times_out(
     ers: Objects, runners: Objects, custom: client.CustomObjectsApi
 ) -> None:
     start = ers.list()["metadata"]["resourceVersion"]
-    latest = runners.create({"metadata": {"name": "r"}, "spec": {}})  # not a set event
+    latest = runners.create({"metadata": {"name": "r"}, "spec": RUNNER_SPEC})  # not a set event
 
     seen = _all_events(custom, resource_version=start, timeout_seconds=3)
 

@@ -9,7 +9,7 @@ import pytest
 from kubernetes.client import ApiException
 
 from ersctl import api
-from tests.apiserver.objects import Objects, ers_body
+from tests.apiserver.objects import RUNNER_SPEC, RUNNING, Objects, ers_body
 from tests.kubeclient import status_of
 
 
@@ -24,8 +24,8 @@ def test_create_sets_server_fields_and_generation_one(ers: Objects) -> None:
 
 
 def test_create_with_generate_name_gets_a_unique_name(runners: Objects) -> None:
-    first = runners.create({"metadata": {"generateName": "arc-runner-"}, "spec": {}})
-    second = runners.create({"metadata": {"generateName": "arc-runner-"}, "spec": {}})
+    first = runners.create({"metadata": {"generateName": "arc-runner-"}, "spec": RUNNER_SPEC})
+    second = runners.create({"metadata": {"generateName": "arc-runner-"}, "spec": RUNNER_SPEC})
 
     assert first["metadata"]["name"].startswith("arc-runner-")
     assert len(first["metadata"]["name"]) == len("arc-runner-") + 5
@@ -44,7 +44,7 @@ def test_create_of_an_existing_name_is_409_already_exists(ers: Objects) -> None:
 
 def test_create_without_name_or_generate_name_is_422_invalid(ers: Objects) -> None:
     with pytest.raises(ApiException) as caught:
-        ers.create({"metadata": {}, "spec": {}})
+        ers.create({"metadata": {}, "spec": {"patchID": 0}})
 
     assert caught.value.status == 422
     status = status_of(caught.value)
@@ -67,14 +67,14 @@ def test_create_in_a_missing_namespace_is_404(custom: Any) -> None:
 
 
 def test_create_ignores_status_when_the_status_subresource_exists(ers: Objects) -> None:
-    created = ers.create(ers_body("a") | {"status": {"phase": "Running"}})
+    created = ers.create(ers_body("a") | {"status": RUNNING})
 
     assert "status" not in created
 
 
 def test_resource_version_increases_across_all_objects(ers: Objects, runners: Objects) -> None:
     a = ers.create(ers_body("a"))
-    runner = runners.create({"metadata": {"generateName": "r-"}, "spec": {}})
+    runner = runners.create({"metadata": {"generateName": "r-"}, "spec": RUNNER_SPEC})
     b = ers.patch("a", {"spec": {"replicas": 5}})
 
     versions = [int(o["metadata"]["resourceVersion"]) for o in (a, runner, b)]
@@ -118,14 +118,14 @@ def test_merge_patch_with_the_current_resource_version_succeeds(ers: Objects) ->
 
 def test_status_precondition_on_the_status_subresource_is_honoured_too(ers: Objects) -> None:
     created = ers.create(ers_body("a"))
-    ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+    ers.patch("a", {"status": RUNNING}, status=True)
 
     with pytest.raises(ApiException) as caught:
         ers.patch(
             "a",
             {
                 "metadata": {"resourceVersion": created["metadata"]["resourceVersion"]},
-                "status": {"finishedRunnerCleanupPatchID": 3},
+                "status": {"finishedRunnerCleanupPatchID": 3, "currentReplicas": 0},
             },
             status=True,
         )
@@ -136,24 +136,24 @@ def test_status_precondition_on_the_status_subresource_is_honoured_too(ers: Obje
 
 def test_status_sent_to_the_main_resource_is_ignored(ers: Objects) -> None:
     ers.create(ers_body("a"))
-    ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+    ers.patch("a", {"status": RUNNING}, status=True)
 
     patched = ers.patch("a", {"spec": {"replicas": 3}, "status": {"phase": "Outdated"}})
 
-    assert patched["status"] == {"phase": "Running"}
+    assert patched["status"] == RUNNING
     assert patched["spec"]["replicas"] == 3
 
 
 def test_put_to_the_main_resource_keeps_the_stored_status(ers: Objects) -> None:
     ers.create(ers_body("a"))
-    ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+    ers.patch("a", {"status": RUNNING}, status=True)
     body = ers.get("a")
     body["status"] = {"phase": "Outdated"}
     body["spec"]["replicas"] = 7
 
     replaced = ers.replace("a", body)
 
-    assert replaced["status"] == {"phase": "Running"}
+    assert replaced["status"] == RUNNING
     assert replaced["spec"]["replicas"] == 7
 
 
@@ -165,12 +165,12 @@ def test_writes_to_status_change_only_status(ers: Objects) -> None:
         {
             "metadata": {"labels": {"x": "y"}},
             "spec": {"replicas": 8},
-            "status": {"phase": "Running"},
+            "status": RUNNING,
         },
         status=True,
     )
 
-    assert patched["status"] == {"phase": "Running"}
+    assert patched["status"] == RUNNING
     assert patched["spec"]["replicas"] == 1
     assert "labels" not in patched["metadata"]
 
@@ -185,7 +185,7 @@ def test_writes_to_status_change_only_status(ers: Objects) -> None:
         pytest.param(
             {"metadata": {"finalizers": ["x/y"]}}, False, False, id="finalizer change does not"
         ),
-        pytest.param({"status": {"phase": "Running"}}, True, False, id="status change does not"),
+        pytest.param({"status": RUNNING}, True, False, id="status change does not"),
     ],
 )
 def test_generation_moves_only_on_changes_outside_metadata_and_status(
@@ -298,7 +298,7 @@ def test_incomplete_owner_references_are_422(
     runners: Objects, refs: list[dict[str, Any]], field: str
 ) -> None:
     with pytest.raises(ApiException) as caught:
-        runners.create({"metadata": {"name": "r", "ownerReferences": refs}, "spec": {}})
+        runners.create({"metadata": {"name": "r", "ownerReferences": refs}, "spec": RUNNER_SPEC})
 
     assert caught.value.status == 422
     assert status_of(caught.value)["details"]["causes"][0]["field"] == field

@@ -149,11 +149,12 @@ class Cluster:
         )
 
     def patch_ers_status(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        """A status merge patch as a controller sends it: with the fields ARC's schema
+        requires that the stored set lacks (``ersctl.api.complete_status_patch``)."""
+        stored = self.server.get_object(api.ERS_PLURAL, NAMESPACE, name) or {}
+        patch = api.complete_status_patch(api.EphemeralRunnerSet(stored), {"status": status})
         return self._merge(
-            self.custom.patch_namespaced_custom_object_status,
-            name,
-            {"status": status},
-            api.ERS_PLURAL,
+            self.custom.patch_namespaced_custom_object_status, name, patch, api.ERS_PLURAL
         )
 
     def add_runner(

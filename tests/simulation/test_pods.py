@@ -54,7 +54,12 @@ def _runner_with_pod(api: ApiServer) -> None:
                 "apiVersion": "actions.github.com/v1alpha1",
                 "kind": "EphemeralRunner",
                 "metadata": {"name": "r1", "namespace": NAMESPACE},
-                "spec": {"spec": {"containers": [{"name": "runner", "image": "runner"}]}},
+                "spec": {
+                    "githubConfigUrl": "https://github.com/octo-org",
+                    "githubConfigSecret": "github-config",
+                    "runnerScaleSetId": 1,
+                    "spec": {"containers": [{"name": "runner", "image": "runner"}]},
+                },
             },
         )
     )
