@@ -37,7 +37,8 @@ def check_served_crds(api: client.ApiClient, fields: Mapping[str, Sequence[str]]
         except NotFoundError:
             lacking[name] = list(paths)
             continue
-        dropped = dropped_fields(json_body(resp, action=action), VERSION, paths)
+        doc = json_body(resp, action=action, server=server_of(api))
+        dropped = dropped_fields(doc, VERSION, paths)
         if dropped:
             lacking[name] = dropped
     if lacking:

@@ -143,7 +143,7 @@ class Informer:
         # Compacting each item as the parser finishes it (rather than after the whole
         # list is built) keeps the peak, and so the resident memory, far lower: the
         # unshared specs die at once instead of all living until the end of the parse.
-        doc = json_body(resp, action=action, object_hook=self._compact_item)
+        doc = json_body(resp, action=action, object_hook=self._compact_item, server=self._server)
         # Lists of built-in kinds carry items without apiVersion, which the hook skips.
         items = [self._compact(item) for item in doc.get("items") or () if isinstance(item, dict)]
         deltas = self.store.replace(items)

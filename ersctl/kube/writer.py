@@ -51,7 +51,7 @@ class Writer:
             resp = self._custom.create_namespaced_custom_object(
                 GROUP, VERSION, namespace, ER_PLURAL, body, _preload_content=False
             )
-        return EphemeralRunner(json_body(resp, action=action))
+        return EphemeralRunner(json_body(resp, action=action, server=self._server))
 
     def delete_runner(self, runner: EphemeralRunner) -> None:
         """Delete ``runner`` (its finalizers still hold it until removed). NotFound is success."""
@@ -113,4 +113,4 @@ class Writer:
                 _content_type=MERGE_PATCH,
                 _preload_content=False,
             )
-        return json_body(resp, action=action)
+        return json_body(resp, action=action, server=self._server)

@@ -62,7 +62,7 @@ class KubeRunnerResources:
                 resp = self._core.read_namespaced_pod(name, namespace, _preload_content=False)
         except NotFoundError:
             return None
-        return json_body(resp, action=action)
+        return json_body(resp, action=action, server=self._server)
 
     def create_pod(self, body: dict[str, Any]) -> dict[str, Any]:
         namespace = body["metadata"]["namespace"]
@@ -76,7 +76,7 @@ class KubeRunnerResources:
                 body,  # type: ignore[arg-type]
                 _preload_content=False,
             )
-        return json_body(resp, action=action)
+        return json_body(resp, action=action, server=self._server)
 
     def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
         action = f"delete pods/{namespace}/{name}"
@@ -109,7 +109,7 @@ class KubeRunnerResources:
                 body,  # type: ignore[arg-type]
                 _preload_content=False,
             )
-        return json_body(resp, action=action)
+        return json_body(resp, action=action, server=self._server)
 
     def delete_secret(self, namespace: str, name: str) -> None:
         action = f"delete secrets/{namespace}/{name}"
@@ -135,7 +135,7 @@ class KubeRunnerResources:
             action = f"list {kind} in {namespace} with {selector}"
             with kube_call(action, server=self._server):
                 resp = lister(namespace, label_selector=selector, _preload_content=False)
-            for item in json_body(resp, action=action).get("items") or ():
+            for item in json_body(resp, action=action, server=self._server).get("items") or ():
                 remaining += 1
                 metadata = item.get("metadata") or {}
                 if metadata.get("deletionTimestamp"):
