@@ -239,3 +239,22 @@ def test_no_proxy_password_reaches_a_log_line(
         escaped = password.replace(":", "%3A").replace("@", "%40").replace("/", "%2F")
         for form in (password, escaped, base64.b64encode(password.encode()).decode()):
             assert form not in caplog.text
+
+
+def test_the_runner_pod_takes_the_proxy_variables_from_the_sets_proxy_secret(
+    ghes: Ghes, h: Harness
+) -> None:
+    h.create_runner(**ghes.spec(noProxy=["0.0.0.0"]), proxySecretRef="arc-bcdfghjk-runner-proxy")
+    h.settle()
+
+    pod = h.pod()
+    assert pod is not None
+    (runner,) = pod["spec"]["containers"]
+    proxy_env = {e["name"]: e for e in runner["env"] if e["name"].endswith("_proxy")}
+    assert proxy_env == {
+        name: {
+            "name": name,
+            "valueFrom": {"secretKeyRef": {"name": "arc-bcdfghjk-runner-proxy", "key": name}},
+        }
+        for name in ("https_proxy", "no_proxy")
+    }
