@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from ersctl import __version__
 from ersctl.api import API_VERSION, ER_KIND, EphemeralRunner, FieldError, JsonObject
+from ersctl.naming import fnv_hash
 from ersctl.scaleset.network import proxy_spec
 
 RUNNER_CONTAINER: Final = "runner"
@@ -48,8 +49,6 @@ RUNNER_POD_LABEL: Final = "actions-ephemeral-runner"
 POD_TEMPLATE_HASH_LABEL: Final = "pod-template-hash"
 RUNNER_TEMPLATE_HASH_LABEL: Final = "runner-template-hash"
 """ARC's label of a runner template's hash: left out of the pod's own hash, as ARC does."""
-_SAFE_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
-"""Kubernetes' alphabet for generated label values (no vowels: no accidental words)."""
 
 
 def controller_reference(runner: EphemeralRunner) -> JsonObject:
@@ -181,10 +180,7 @@ def template_hash(*parts: object) -> str:
     """A short, stable hash of ``parts`` (JSON values) for a label value: FNV-1a (32
     bit) of their canonical JSON, spelled in Kubernetes' safe alphabet as
     ``pod-template-hash`` values are. Equal inputs give equal hashes in every process."""
-    digest = 0x811C9DC5
-    for byte in json.dumps(parts, sort_keys=True, separators=(",", ":")).encode():
-        digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return "".join(_SAFE_ALPHABET[ord(char) % len(_SAFE_ALPHABET)] for char in str(digest))
+    return fnv_hash(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode())
 
 
 def _runner_env(secret_name: str) -> list[JsonObject]:
