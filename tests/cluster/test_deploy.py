@@ -193,7 +193,8 @@ def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str,
         ("actions.github.com", "ephemeralrunnersets/finalizers", "update"),
         ("actions.github.com", "ephemeralrunners/finalizers", "update"),
         *(("", "pods", v) for v in ("list", "watch", "create", "delete")),
-        *(("", "secrets", v) for v in ("get", "list", "create", "delete")),
+        *(("", "secrets", v) for v in ("get", "list", "create", "patch", "delete")),
+        ("", "configmaps", "get"),
         *(("", "events", v) for v in ("create", "patch")),
     }
     assert core == expected
