@@ -136,6 +136,20 @@ def test_unchanged_settings_reuse_the_client(ghes: Ghes, h: Harness) -> None:
     assert len(h.clients) == 1
 
 
+def test_runners_sharing_secrets_but_not_proxy_settings_keep_their_own_clients(
+    ghes: Ghes, h: Harness
+) -> None:
+    # Same credentials Secret, URL, proxy Secret and CA: only noProxy differs.
+    h.create_runner("arc-runner-direct", **ghes.spec(noProxy=["0.0.0.0"]))
+    h.settle("arc-runner-direct")
+    h.create_runner("arc-runner-proxied", **ghes.spec())
+    h.settle("arc-runner-proxied")
+
+    assert sorted(h.sim_runners()) == ["arc-runner-direct", "arc-runner-proxied"]
+    assert len(h.clients) == 2
+    assert f"0.0.0.0:{ghes.port}" in {t.target for t in ghes.proxy.tunnels()}
+
+
 def test_a_replaced_ca_is_trusted_at_the_next_call(ghes: Ghes, h: Harness, tmp_path: Path) -> None:
     (tmp_path / "other").mkdir()
     ghes.set_ca(server_certificates(tmp_path / "other", hosts=("ghes.test",)).root_pem)
