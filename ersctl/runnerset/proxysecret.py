@@ -31,6 +31,7 @@ from ersctl.runnerset.ports import ApiReader, Writer
 from ersctl.scaleset.documents import secret_data
 from ersctl.scaleset.network import proxy_spec as read_proxy_spec
 from ersctl.scaleset.network import resolve_proxy
+from ersctl.scaleset.ports import CredentialsFieldError
 from ghalistener.actions.proxy import ProxyServer, ProxySettings
 
 RUNNER_SPEC_PATH: Final = "spec.ephemeralRunnerSpec"
@@ -132,7 +133,10 @@ def _difference(live: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str
     values and labels ``desired``'s; {} when they already are."""
     metadata = live.get("metadata") or {}
     where = f"{metadata.get('namespace')}/{metadata.get('name')}"
-    values = secret_data(live, where=where, field=f"{RUNNER_SPEC_PATH}.proxy")
+    try:
+        values = secret_data(live, where=where, field=f"{RUNNER_SPEC_PATH}.proxy")
+    except CredentialsFieldError:
+        values = {}  # undecodable: ours to overwrite, not the set's fault
     wanted = {k: base64.b64decode(v).decode() for k, v in desired["data"].items()}
     labels = desired["metadata"]["labels"]
     stale_labels = {k: v for k, v in labels.items() if (metadata.get("labels") or {}).get(k) != v}
