@@ -137,6 +137,18 @@ def test_a_changed_proxy_setting_reaches_the_secret(cluster: Cluster) -> None:
     assert (proxy_values(cluster) or {}).get("no_proxy") == "ghes.corp"
 
 
+def test_a_proxy_secret_holding_bytes_that_are_no_text_is_rewritten(cluster: Cluster) -> None:
+    credentials(cluster)
+    cluster.create_ers(replicas=0, patch_id=0, runner_spec=with_proxy())
+    cluster.reconcile()
+    garbage = base64.b64encode(b"\xff\xfe").decode()
+    cluster.server.patch_object("secrets", NAMESPACE, SECRET, {"data": {"no_proxy": garbage}})
+
+    assert cluster.reconcile().action != "invalid"
+
+    assert (proxy_values(cluster) or {}).get("no_proxy") == "internal.corp,10.0.0.0/8"
+
+
 def test_an_unchanged_proxy_secret_is_not_written_again(cluster: Cluster) -> None:
     credentials(cluster)
     cluster.create_ers(replicas=0, patch_id=0, runner_spec=with_proxy())
