@@ -83,6 +83,7 @@ def build_controller(
     # Fenced like the writer: no GitHub side effect once the lease is lost.
     services = SecretRunnerServices(
         get_secret=manager.api_reader.get_secret,
+        get_configmap=manager.api_reader.get_configmap,
         client_factory=client_factory,
         fence=manager.is_leading,
     )

@@ -1,5 +1,6 @@
 """Throwaway certificate authorities for TLS tests: a root, optionally an intermediate
-it signed, and a leaf for 127.0.0.1 with the server context that presents it."""
+it signed, and a leaf for 127.0.0.1 (and any other host names asked for) with the
+server context that presents it."""
 
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ def _leaf(
     key: ec.EllipticCurvePrivateKey,
     issuer: x509.Certificate,
     issuer_key: ec.EllipticCurvePrivateKey,
+    hosts: tuple[str, ...],
 ) -> x509.Certificate:
     now = datetime.datetime.now(datetime.UTC)
     return (
@@ -82,10 +84,7 @@ def _leaf(
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
+        .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
             critical=False,
@@ -94,12 +93,22 @@ def _leaf(
     )
 
 
+def _san(host: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
+
+
 def _pem(certificate: x509.Certificate) -> str:
     return certificate.public_bytes(serialization.Encoding.PEM).decode()
 
 
-def server_certificates(directory: Path, *, intermediate: bool = False) -> ServerCertificates:
-    """Root -> (intermediate ->) leaf for 127.0.0.1; files are written to ``directory``."""
+def server_certificates(
+    directory: Path, *, intermediate: bool = False, hosts: tuple[str, ...] = ()
+) -> ServerCertificates:
+    """Root -> (intermediate ->) leaf for 127.0.0.1 and ``hosts`` (names or addresses);
+    files are written to ``directory``."""
     root_key = ec.generate_private_key(ec.SECP256R1())
     root = _ca("test root CA", root_key, None)
     signer, signer_key, chain = root, root_key, ""
@@ -108,7 +117,7 @@ def server_certificates(directory: Path, *, intermediate: bool = False) -> Serve
         signer = _ca("test intermediate CA", signer_key, (root, root_key))
         chain = _pem(signer)
     leaf_key = ec.generate_private_key(ec.SECP256R1())
-    leaf = _leaf(leaf_key, signer, signer_key)
+    leaf = _leaf(leaf_key, signer, signer_key, ("127.0.0.1", *hosts))
     cert_file, key_file = directory / "leaf.pem", directory / "leaf.key"
     # The server presents its leaf and the intermediate, as a web server is set up to.
     cert_file.write_text(_pem(leaf) + chain)

@@ -75,6 +75,19 @@ class ApiReader:
             return None
         return json_body(resp, action=f"get secrets/{namespace}/{name}", server=self._server)
 
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The live ConfigMap as JSON, or None when absent (a set's CA bundle: ConfigMaps
+        are not watched, so a replaced CA is read at the next GitHub call)."""
+        action = f"get configmaps/{namespace}/{name}"
+        try:
+            with kube_call(action, server=self._server):
+                resp = self._core.read_namespaced_config_map(
+                    name, namespace, _preload_content=False
+                )
+        except NotFoundError:
+            return None
+        return json_body(resp, action=action, server=self._server)
+
     def _list(self, plural: str, namespace: str | None) -> list[dict[str, Any]]:
         with kube_call(f"list {plural}", server=self._server):
             if namespace is None:

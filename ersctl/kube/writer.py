@@ -1,5 +1,8 @@
 """The writer: creates, deletes and merge patches, straight to the API server.
 
+EphemeralRunnerSets and EphemeralRunners, and the Secrets the controllers own (a
+runner's JIT config, a set's proxy variables).
+
 Every patch is a JSON merge patch with its content type named explicitly; status
 writes go to the ``/status`` subresource. A ``metadata.resourceVersion`` inside a
 patch body is the optimistic lock (409 -> ``ConflictError`` when stale).
@@ -37,6 +40,7 @@ class Writer:
         self, api_client: client.ApiClient, *, fence: Callable[[], bool] | None = None
     ) -> None:
         self._custom = client.CustomObjectsApi(api_client)
+        self._core = client.CoreV1Api(api_client)
         self._server = server_of(api_client)
         self._fence = fence
 
@@ -91,6 +95,43 @@ class Writer:
         return EphemeralRunner(
             self._patch(ER_PLURAL, runner.namespace, runner.name, patch, status=True)
         )
+
+    def create_secret(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Create the Secret ``body`` describes (``ConflictError`` when the name is taken)."""
+        namespace = body["metadata"]["namespace"]
+        action = f"create secrets/{namespace}/{body['metadata']['name']}"
+        check_fence(self._fence, action)
+        with kube_call(action, server=self._server):
+            resp = self._core.create_namespaced_secret(
+                namespace,
+                body,  # type: ignore[arg-type]
+                _preload_content=False,
+            )
+        return json_body(resp, action=action, server=self._server)
+
+    def patch_secret(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """JSON merge patch on a Secret; a ``metadata.resourceVersion`` in it is a lock."""
+        action = f"patch secrets/{namespace}/{name}"
+        check_fence(self._fence, action)
+        with kube_call(action, server=self._server):
+            resp = self._core.patch_namespaced_secret(
+                name,
+                namespace,
+                patch,
+                _content_type=MERGE_PATCH,
+                _preload_content=False,
+            )
+        return json_body(resp, action=action, server=self._server)
+
+    def delete_secret(self, namespace: str, name: str) -> None:
+        """Delete a Secret. NotFound is success."""
+        action = f"delete secrets/{namespace}/{name}"
+        check_fence(self._fence, action)
+        try:
+            with kube_call(action, server=self._server):
+                self._core.delete_namespaced_secret(name, namespace, _preload_content=False)
+        except NotFoundError:
+            return
 
     def _patch(
         self, plural: str, namespace: str, name: str, patch: dict[str, Any], *, status: bool = False

@@ -10,7 +10,9 @@
   template's (``spec.spec``); the container named ``runner`` gets the JIT config from the Secret
   through a ``secretKeyRef`` (never a literal value, so the config is not visible in
   the Pod object) and ``ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE=1``, which
-  makes a too-old runner exit with :data:`DEPRECATED_VERSION_EXIT_CODE`.
+  makes a too-old runner exit with :data:`DEPRECATED_VERSION_EXIT_CODE`; with a
+  ``spec.proxySecretRef``, ARC's ``http_proxy``/``https_proxy``/``no_proxy`` from that
+  Secret, one for each part ``spec.proxy`` sets (:func:`proxy_env`).
 
 Both carry a controller ownerReference to the runner, so the cluster's garbage
 collector removes them with it. Nothing here does I/O or reads a clock.
@@ -26,12 +28,16 @@ from typing import Any, Final
 
 from ersctl import __version__
 from ersctl.api import API_VERSION, ER_KIND, EphemeralRunner, FieldError, JsonObject
+from ersctl.naming import fnv_hash
+from ersctl.scaleset.network import proxy_spec
 
 RUNNER_CONTAINER: Final = "runner"
 JIT_CONFIG_KEY: Final = "jitToken"
 ENV_JIT_CONFIG: Final = "ACTIONS_RUNNER_INPUT_JITCONFIG"
 ENV_DEPRECATED_EXIT_CODE: Final = "ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE"
 ENV_EXTRA_USER_AGENT: Final = "GITHUB_ACTIONS_RUNNER_EXTRA_USER_AGENT"
+PROXY_VARIABLES: Final = ("http_proxy", "https_proxy", "no_proxy")
+"""ARC's proxy variables of a runner container: each is also its key in the proxy Secret."""
 DEPRECATED_VERSION_EXIT_CODE: Final = 7
 """The runner's exit code for "this version is deprecated" (with the env var above = 1)."""
 ENV_CONTAINER_HOOKS: Final = "ACTIONS_RUNNER_CONTAINER_HOOKS"
@@ -43,8 +49,6 @@ RUNNER_POD_LABEL: Final = "actions-ephemeral-runner"
 POD_TEMPLATE_HASH_LABEL: Final = "pod-template-hash"
 RUNNER_TEMPLATE_HASH_LABEL: Final = "runner-template-hash"
 """ARC's label of a runner template's hash: left out of the pod's own hash, as ARC does."""
-_SAFE_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
-"""Kubernetes' alphabet for generated label values (no vowels: no accidental words)."""
 
 
 def controller_reference(runner: EphemeralRunner) -> JsonObject:
@@ -131,7 +135,8 @@ def build_runner_pod(runner: EphemeralRunner, *, secret: Mapping[str, Any]) -> J
     if not main:
         raise FieldError("spec.spec.containers", f"has no container named {RUNNER_CONTAINER!r}")
     secret_name = str((secret.get("metadata") or {}).get("name") or "")
-    main[0]["env"] = [*_env_list(main[0]), *_runner_env(secret_name)]
+    ours = [*_runner_env(secret_name), *proxy_env(runner)]
+    main[0]["env"] = [*_env_list(main[0], {e["name"] for e in ours}), *ours]
     template_meta = _mapping_at(runner.spec, "metadata")
     labels = {
         **_string_map(runner.metadata, "labels", "metadata"),
@@ -175,10 +180,7 @@ def template_hash(*parts: object) -> str:
     """A short, stable hash of ``parts`` (JSON values) for a label value: FNV-1a (32
     bit) of their canonical JSON, spelled in Kubernetes' safe alphabet as
     ``pod-template-hash`` values are. Equal inputs give equal hashes in every process."""
-    digest = 0x811C9DC5
-    for byte in json.dumps(parts, sort_keys=True, separators=(",", ":")).encode():
-        digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return "".join(_SAFE_ALPHABET[ord(char) % len(_SAFE_ALPHABET)] for char in str(digest))
+    return fnv_hash(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode())
 
 
 def _runner_env(secret_name: str) -> list[JsonObject]:
@@ -192,14 +194,36 @@ def _runner_env(secret_name: str) -> list[JsonObject]:
     ]
 
 
-def _env_list(container: JsonObject) -> list[Any]:
+def proxy_env(runner: EphemeralRunner) -> list[JsonObject]:
+    """ARC's proxy variables for ``runner``'s container: none without a
+    ``spec.proxySecretRef`` (or a ``spec.proxy``); else, from that Secret by
+    ``secretKeyRef`` (the values embed the proxy password), ``http_proxy`` when
+    ``proxy.http`` is set, ``https_proxy`` when ``proxy.https`` is, ``no_proxy`` when
+    ``proxy.noProxy`` lists anything. FieldError for a malformed field."""
+    ref = runner.spec.get("proxySecretRef")
+    if ref is None or ref == "":
+        return []
+    if not isinstance(ref, str):
+        raise FieldError("spec.proxySecretRef", "must name a Secret")
+    proxy = proxy_spec(runner.spec, prefix="spec")
+    if proxy is None:
+        return []
+    present = (proxy.http is not None, proxy.https is not None, bool(proxy.no_proxy))
+    return [
+        {"name": name, "valueFrom": {"secretKeyRef": {"name": ref, "key": name}}}
+        for name, used in zip(PROXY_VARIABLES, present, strict=True)
+        if used
+    ]
+
+
+def _env_list(container: JsonObject, ours: set[str]) -> list[Any]:
     env = container.get("env")
     if env is None:
         return []
     if not isinstance(env, list):
         raise FieldError("spec.spec.containers[runner].env", "must be a list")
-    # Ours win: a template value for the JIT config would start an unregistered runner.
-    ours = {ENV_JIT_CONFIG, ENV_DEPRECATED_EXIT_CODE, ENV_EXTRA_USER_AGENT}
+    # Ours win: a template value for the JIT config would start an unregistered runner,
+    # and two values of one variable leave which applies to the kubelet (ARC appends).
     return [e for e in env if not (isinstance(e, dict) and e.get("name") in ours)]
 
 

@@ -100,25 +100,10 @@ class KubeRunnerResources:
         return self._api.get_secret(namespace, name)
 
     def create_secret(self, body: dict[str, Any]) -> dict[str, Any]:
-        namespace = body["metadata"]["namespace"]
-        action = f"create secrets/{namespace}/{body['metadata']['name']}"
-        check_fence(self._fence, action)
-        with kube_call(action, server=self._server):
-            resp = self._core.create_namespaced_secret(
-                namespace,
-                body,  # type: ignore[arg-type]
-                _preload_content=False,
-            )
-        return json_body(resp, action=action, server=self._server)
+        return self._writer.create_secret(body)
 
     def delete_secret(self, namespace: str, name: str) -> None:
-        action = f"delete secrets/{namespace}/{name}"
-        check_fence(self._fence, action)
-        try:
-            with kube_call(action, server=self._server):
-                self._core.delete_namespaced_secret(name, namespace, _preload_content=False)
-        except NotFoundError:
-            return
+        self._writer.delete_secret(namespace, name)
 
     # -- container hook resources ---------------------------------------------------
 

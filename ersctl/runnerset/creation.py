@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ersctl import api
+from ersctl.naming import proxy_secret_name
 from ersctl.platform.errors import Failure
 from ersctl.runnerset.ports import Writer
 
@@ -27,7 +28,9 @@ def runner_body(ers: api.EphemeralRunnerSet) -> dict[str, Any]:
     last-applied configuration (the set's whole manifest, on every runner). A set's
     metadata applies to the runners created after it changed, not to existing ones.
     Both runner finalizers; a controller ownerReference that blocks the owner's
-    deletion; the spec copied from ``spec.ephemeralRunnerSpec``.
+    deletion; the spec copied from ``spec.ephemeralRunnerSpec``, with
+    ``proxySecretRef`` naming the set's proxy Secret when the spec has a ``proxy``
+    (``ersctl.runnerset.proxysecret``), as ARC sets it.
     """
     template = ers.ephemeral_runner_metadata
     labels = {
@@ -57,8 +60,15 @@ def runner_body(ers: api.EphemeralRunnerSet) -> dict[str, Any]:
             "finalizers": [api.ER_FINALIZER, api.ER_REGISTRATION_FINALIZER],
             "ownerReferences": [owner_reference(ers)],
         },
-        "spec": copy.deepcopy(ers.ephemeral_runner_spec),
+        "spec": _runner_spec(ers),
     }
+
+
+def _runner_spec(ers: api.EphemeralRunnerSet) -> dict[str, Any]:
+    spec = copy.deepcopy(ers.ephemeral_runner_spec)
+    if isinstance(spec.get("proxy"), dict):  # present, even empty: ARC tests "!= nil"
+        spec["proxySecretRef"] = proxy_secret_name(ers.namespace, ers.name)
+    return spec
 
 
 def owner_reference(ers: api.EphemeralRunnerSet) -> dict[str, Any]:

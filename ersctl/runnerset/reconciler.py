@@ -10,7 +10,9 @@
 5. A new runner spec revision: clean up idle runners, advance the applied revision
    (API reader, only upward, clears the marker, optimistic lock) and return.
 6. Phase Outdated: clean up runners and return.
-7. Classify the cached runners; delete stale Outdated ones and return.
+7. Classify the cached runners; delete stale Outdated ones and return. Then bring the
+   set's proxy Secret in step with its proxy (``ersctl.runnerset.proxysecret``), before
+   any runner it would create could start a Pod that reads it.
 8. The scaling decision (``ersctl.runnerset.scaling``): the finished-runner cleanup is an early
    return that records the marker *before* deleting, and the scale-up guard reads
    the marker through the API reader only.
@@ -57,6 +59,7 @@ from ersctl.runnerset.ports import (
     RunnerServices,
     Writer,
 )
+from ersctl.runnerset.proxysecret import ProxySecrets
 from ersctl.runnerset.scaling import (
     AlreadyServiced,
     CleanUpFinished,
@@ -134,6 +137,7 @@ class EphemeralRunnerSetReconciler:
         self._expectations = expectations or Expectations()
         self._expectation_requeue = expectation_requeue
         self._writer = ExpectingWriter(writer, self._expectations)
+        self._proxy_secrets = ProxySecrets(api=api, writer=writer)
         self._events = events
         self._services = services
         self._metrics = metrics or NoMetrics()
@@ -151,6 +155,7 @@ class EphemeralRunnerSetReconciler:
         ers = self._cache.get_ers(request.namespace, request.name)
         if ers is None:
             self._expectations.forget(str(request))
+            self._proxy_secrets.forget(request.namespace, request.name)
             return Outcome(action="none", detail="not found")
         try:
             outcome = self._reconcile(ers)
@@ -213,6 +218,7 @@ class EphemeralRunnerSetReconciler:
             self._deleted(ers, deleted, Reason.STALE_OUTDATED_DELETED, "stale Outdated")
             status.update_status(self._writer, ers, before=before, states=states)
             return Outcome(action="stale-outdated-deleted", detail=f"{deleted} runners")
+        self._proxy_secrets.sync(ers)
         return self._scale(ers, states, before)
 
     def _finalize(self, ers: EphemeralRunnerSet) -> Outcome:

@@ -140,6 +140,65 @@ def test_a_template_value_for_our_env_vars_is_replaced_not_duplicated() -> None:
     assert "value" not in env_of(pods.build_runner_pod(er, secret=jit_secret("s")), "runner")[0]
 
 
+PROXY_SECRET = "set-bcdfghjk-runner-proxy"
+HTTP = {"url": "http://proxy.corp:3128"}
+
+
+def from_proxy_secret(name: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": PROXY_SECRET, "key": name}}}
+
+
+@pytest.mark.parametrize(
+    ("proxy", "variables"),
+    [
+        pytest.param({"http": HTTP}, ["http_proxy"], id="http only"),
+        pytest.param({"https": HTTP}, ["https_proxy"], id="https only"),
+        pytest.param({"noProxy": ["internal.corp"]}, ["no_proxy"], id="noProxy only"),
+        pytest.param(
+            {"http": HTTP, "https": HTTP, "noProxy": ["internal.corp"]},
+            ["http_proxy", "https_proxy", "no_proxy"],
+            id="all three",
+        ),
+        pytest.param({"http": HTTP, "noProxy": []}, ["http_proxy"], id="an empty noProxy"),
+        pytest.param({}, [], id="an empty proxy"),
+    ],
+)
+def test_the_runner_gets_arcs_proxy_variables_from_the_proxy_secret_for_the_parts_set(
+    proxy: dict[str, Any], variables: list[str]
+) -> None:
+    er = runner(proxy=proxy, proxySecretRef=PROXY_SECRET)
+
+    env = env_of(pods.build_runner_pod(er, secret=jit_secret("s")), "runner")
+
+    # After the template's and ours, as ARC appends them.
+    assert env[4:] == [from_proxy_secret(name) for name in variables]
+    assert env_of(pods.build_runner_pod(er, secret=jit_secret("s")), "sidecar") == []
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param({"proxy": {"http": HTTP}}, id="a proxy but no proxySecretRef"),
+        pytest.param({"proxySecretRef": PROXY_SECRET}, id="a proxySecretRef but no proxy"),
+    ],
+)
+def test_without_both_a_proxy_and_its_secret_the_runner_gets_no_proxy_variable(
+    spec: dict[str, Any],
+) -> None:
+    env = env_of(pods.build_runner_pod(runner(**spec), secret=jit_secret("s")), "runner")
+
+    assert not {e["name"] for e in env} & {"http_proxy", "https_proxy", "no_proxy"}
+
+
+def test_the_sets_proxy_variables_replace_the_templates() -> None:
+    er = runner(proxy={"https": HTTP}, proxySecretRef=PROXY_SECRET)
+    er.spec["spec"]["containers"][1]["env"] = [{"name": "https_proxy", "value": "http://old:1"}]
+
+    env = env_of(pods.build_runner_pod(er, secret=jit_secret("s")), "runner")
+
+    assert [e for e in env if e["name"] == "https_proxy"] == [from_proxy_secret("https_proxy")]
+
+
 def test_the_pod_carries_the_runner_labels_annotations_template_metadata_and_owner() -> None:
     pod = pods.build_runner_pod(runner(), secret=jit_secret("s"))
     meta = pod["metadata"]

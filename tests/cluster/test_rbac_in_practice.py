@@ -1,8 +1,10 @@
 """The deployment's RBAC against what the controller really sends.
 
 ``ersctl reconcile --runner-controller --leader-elect`` runs as a subprocess against the
-embedded API server and the GitHub simulator while the test takes a scale set through
-a whole runner life: scale up, Pod running, runner done, cleanup, set deleted. Every
+embedded API server and the GitHub simulator (GitHub Enterprise Server over TLS with a
+private CA, behind a proxy that wants credentials, as the set's ``githubServerTLS`` and
+``proxy`` say) while the test takes a scale set through a whole runner life: scale up,
+Pod running, proxy password rotated, runner done, cleanup, set deleted. Every
 request the controller sent (the server's request log; the test itself writes through
 the server's direct API, which is not logged) must be allowed by the rules in
 examples/deploy (sufficient), and every rule must have been needed (least privilege).
@@ -17,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +29,10 @@ import yaml
 from ersctl.testing.apiserver import ApiServer, RequestRecord
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
+from tests.certificates import server_certificates
 from tests.cluster.test_deploy import BASE, render
 from tests.cluster.test_runner_controller import RUNNING, terminated
+from tests.connect_proxy import ConnectProxy
 from tests.polling import eventually
 
 pytestmark = pytest.mark.skipif(not Path("/usr/bin/kubectl").exists(), reason="kubectl absent")
@@ -44,6 +49,7 @@ NOT_EXERCISED_BY_ONE_LIFE = {
     ("actions.github.com", "ephemeralrunners/finalizers", "update", ""),
 }
 WAIT = 60.0  # generous: subprocesses on a shared 2-core machine
+PROXY_USER, PROXY_PASSWORD, ROTATED = "rbac", "pr0xy-passw0rd-rbac", "r0tated-passw0rd-rbac"
 
 Request = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 Grant = tuple[str, str, str, str]  # a Request and the resourceName it is limited to, or ""
@@ -111,10 +117,30 @@ def sample_set(config_url: str, scale_set: int) -> dict[str, Any]:
     return ers
 
 
+def behind_proxy(ers: dict[str, Any], proxy_url: str) -> dict[str, Any]:
+    """``ers`` with an https proxy needing the credentials Secret ``proxy-credentials``
+    and the CA of ConfigMap ``ghes-ca``: configmaps get and secrets patch exercised."""
+    ers["spec"]["ephemeralRunnerSpec"] |= {
+        "proxy": {"https": {"url": proxy_url, "credentialSecretRef": "proxy-credentials"}},
+        "githubServerTLS": {
+            "certificateFrom": {"configMapKeyRef": {"name": "ghes-ca", "key": "ca.crt"}}
+        },
+    }
+    return ers
+
+
+def proxy_credentials(password: str) -> dict[str, str]:
+    """The ``data`` of the proxy's credentials Secret."""
+    values = {"username": PROXY_USER, "password": password}
+    return {key: base64.b64encode(value.encode()).decode() for key, value in values.items()}
+
+
 def test_the_controller_needs_every_permission_the_deployment_grants_and_no_other(
     apiserver: ApiServer, sim: GitHubSimulator, tmp_path: Path
 ) -> None:
-    github = serve(sim, port=0)
+    certificates = server_certificates(tmp_path, hosts=("ghes.test",))
+    github = serve(sim, port=0, tls=certificates.server, url_host="ghes.test")
+    proxy = ConnectProxy(hosts={"ghes.test": "127.0.0.1"}, credentials=(PROXY_USER, PROXY_PASSWORD))
     scale_set = int(sim.create_scale_set(name="arc-runners")["id"])
     for ns in (NS, CONTROLLER_NS):
         apiserver.create_object("namespaces", {"metadata": {"name": ns}})
@@ -126,7 +152,29 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
             "data": {"github_token": token},
         },
     )
-    apiserver.create_object("ephemeralrunnersets", sample_set(f"{github.url}/my-org", scale_set))
+    apiserver.create_object(
+        "secrets",
+        {
+            "metadata": {"name": "proxy-credentials", "namespace": NS},
+            "data": proxy_credentials(PROXY_PASSWORD),
+        },
+    )
+    apiserver.create_object(
+        "configmaps",
+        {
+            "metadata": {"name": "ghes-ca", "namespace": NS},
+            "data": {"ca.crt": certificates.root_pem},
+        },
+    )
+    ers = behind_proxy(sample_set(f"{github.url}/my-org", scale_set), proxy.url)
+    apiserver.create_object("ephemeralrunnersets", ers)
+
+    def rotate_proxy_password() -> None:
+        proxy.credentials = (PROXY_USER, ROTATED)
+        apiserver.patch_object(
+            "secrets", NS, "proxy-credentials", {"data": proxy_credentials(ROTATED)}
+        )
+
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
     apiserver.request_log.clear()
     log = tmp_path / "controller.log"
@@ -153,7 +201,8 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
             stderr=subprocess.STDOUT,
         )
         try:
-            jit = one_runner_life(apiserver)
+            with proxy:
+                jit = one_runner_life(apiserver, rotate_proxy_password)
         finally:
             controller.send_signal(signal.SIGTERM)
             controller.wait(timeout=WAIT)
@@ -163,8 +212,12 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
     # even at debug level, no credential and no JIT config reaches the log
     assert "registered runner" in output
     encoded = base64.b64encode(jit.encode()).decode()  # as the Secret holds it
-    for value in (jit, encoded, "ghp_rbac", token):
+    for value in (jit, encoded, "ghp_rbac", token, PROXY_PASSWORD, ROTATED):
         assert value not in output
+    # Every GitHub call went through the proxy, with the password of its time.
+    passwords = [t.credentials for t in proxy.tunnels()]
+    assert passwords[0] == (PROXY_USER, PROXY_PASSWORD) and passwords[-1] == (PROXY_USER, ROTATED)
+    assert {t.host for t in proxy.tunnels()} == {"ghes.test"}
 
     cluster_wide, in_controller_ns = rbac()
     used: set[Grant] = set()
@@ -180,8 +233,9 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
     assert not unused, f"granted but never needed: {sorted(unused)}"
 
 
-def one_runner_life(server: ApiServer) -> str:
-    """Drive one runner from scale-up to the set's deletion; returns its JIT config."""
+def one_runner_life(server: ApiServer, rotate_proxy_password: Callable[[], None]) -> str:
+    """Drive one runner from scale-up to the set's deletion, rotating the proxy password
+    while it runs; returns its JIT config."""
 
     def runners() -> list[dict[str, Any]]:
         return server.list_objects("ephemeralrunners", NS)
@@ -215,6 +269,7 @@ def one_runner_life(server: ApiServer) -> str:
     job = {"status": {"jobId": "job-1", "jobRequestId": 1}}  # the listener, on JobStarted
     server.patch_object("ephemeralrunners", NS, name, job, subresource="status")
     eventually(lambda: [r["status"].get("phase") for r in runners()] == ["Running"], timeout=WAIT)
+    rotate_proxy_password()
     server.patch_object("pods", NS, name, {"status": terminated(0)}, subresource="status")
     eventually(lambda: [r["status"].get("phase") for r in runners()] == ["Succeeded"], timeout=WAIT)
     eventually(lambda: not server.list_objects("pods", NS), timeout=WAIT)
@@ -222,6 +277,11 @@ def one_runner_life(server: ApiServer) -> str:
     server.create_object("secrets", {"metadata": hook_secret})  # made by the hooks
     patch_set(0, 2)  # a fresh patch: the finished runner is cleaned up
     eventually(lambda: not runners(), timeout=WAIT)
+    (proxy_secret,) = [
+        s for s in server.list_objects("secrets", NS) if "runner-proxy" in s["metadata"]["name"]
+    ]
+    https_proxy = base64.b64decode(proxy_secret["data"]["https_proxy"]).decode()
+    assert f":{ROTATED}@" in https_proxy, "the proxy Secret follows the rotated password"
     assert server.get_object("secrets", NS, "job-env") is None
     server.delete_object("ephemeralrunnersets", NS, "arc-runners")
     eventually(

@@ -62,7 +62,9 @@ class Cluster:
         self.api_reader = ApiReader(self.api_client)
         self.writer = Writer(self.api_client)
         self.services = SecretRunnerServices(
-            get_secret=self.api_reader.get_secret, client_factory=no_sleep_client
+            get_secret=self.api_reader.get_secret,
+            get_configmap=self.api_reader.get_configmap,
+            client_factory=no_sleep_client,
         )
         self.metrics_registry = CollectorRegistry()
         self.metrics = RunnerSetMetrics(self.metrics_registry)
