@@ -18,17 +18,25 @@ from typing import Final
 from kubernetes import client
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL
+from ersctl.kube.informer import PodInformer
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
 from ersctl.kube.metrics import ControllerMetrics
 from ersctl.runner.controller import add_runner_controller
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.reconciler import RunnerReconciler
-from ersctl.runnerset.metrics import ArcSetGauges, RunnerSetMetrics
+from ersctl.runnerset.metrics import (
+    LISTENER_SELECTOR,
+    ArcListenerGauge,
+    ArcSetGauges,
+    RunnerSetMetrics,
+)
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.scaleset.clients import ClientFactory, SecretRunnerServices
 
 CONTROLLER_NAME: Final = "ephemeralrunnerset"
+LISTENER_PODS: Final = "listener-pods"
+"""The manager's name for the listener Pod informer (ARC's running-listeners gauge)."""
 
 ReconcilerFactory = Callable[..., EphemeralRunnerSetReconciler]
 """Builds the set reconciler from keyword arguments: ``cache``, ``api``, ``writer``,
@@ -103,6 +111,9 @@ def build_controller(
         predicates=ERS_CONTROLLER_PREDICATES,
     )
     manager.metrics.registry.register(ArcSetGauges(manager.reader.list_ers))
+    listeners = PodInformer(api, selector=LISTENER_SELECTOR, namespace=options.namespace)
+    manager.add_informer(LISTENER_PODS, listeners)
+    manager.metrics.registry.register(ArcListenerGauge(listeners.store.values))
     runner = None
     if options.runner_controller:
         policy = FailurePolicy(max_failures=options.runner_max_failures)

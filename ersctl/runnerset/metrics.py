@@ -2,13 +2,14 @@
 
 Ours complement the runtime's per-controller reconcile metrics: runners created and
 deleted per set, and scale-ups the guard suppressed. ARC's ``gha_controller_*`` gauges
-(:class:`ArcSetGauges`) are exported next to them under ARC's names and labels.
+(:class:`ArcSetGauges`, :class:`ArcListenerGauge`) are exported next to them under ARC's
+names and labels.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Final
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily
@@ -118,3 +119,45 @@ def arc_labels(ers: EphemeralRunnerSet) -> list[str]:
         ers.labels.get(SCALE_SET_NAMESPACE_LABEL) or ers.namespace,
         *scope,
     ]
+
+
+LISTENER_SELECTOR: Final = "app.kubernetes.io/component=runner-scale-set-listener"
+"""The listener Pods ARC's AutoscalingListener makes carry this label (so does ours in
+examples/deploy), with the scale set's name, namespace and GitHub scope as labels."""
+_POD_LABELS: Final = (
+    SCALE_SET_NAME_LABEL,
+    SCALE_SET_NAMESPACE_LABEL,
+    "actions.github.com/repository",
+    "actions.github.com/organization",
+    "actions.github.com/enterprise",
+)
+
+
+class ArcListenerGauge(Collector):
+    """ARC's ``gha_controller_running_listeners``: per scale set (ARC's labels, read from
+    its listener Pods' labels), 1 while one of its listener Pods is Running, else 0.
+
+    Read at scrape time from a label-selected Pod cache (:data:`LISTENER_SELECTOR`).
+    """
+
+    def __init__(self, pods: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        self._pods = pods
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        running: dict[tuple[str, ...], int] = {}
+        for pod in self._pods():
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            key = tuple(str(labels.get(name) or "") for name in _POD_LABELS)
+            phase = (pod.get("status") or {}).get("phase")
+            running[key] = max(running.get(key, 0), 1 if phase == "Running" else 0)
+        family = GaugeMetricFamily(
+            "gha_controller_running_listeners",
+            "Number of listeners in a running state.",
+            labels=ARC_LABELS,
+        )
+        for key, value in sorted(running.items()):
+            family.add_metric(list(key), value)
+        yield family
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -54,3 +56,46 @@ def test_each_set_exports_arcs_runner_gauges_with_arcs_labels(
     arc = (("enterprise", ""), ("name", "arc-runners"), ("namespace", "arc-systems"),
            ("organization", "octo-org"), ("repository", "octo-repo"))  # fmt: skip
     assert [got[(name, arc)] for name in ARC_GAUGES] == [0, 0, 0]
+
+
+def listener_pod(name: str, scale_set: str) -> dict[str, Any]:
+    """A listener Pod labelled as ARC's AutoscalingListener labels it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {
+                "app.kubernetes.io/component": "runner-scale-set-listener",
+                "actions.github.com/scale-set-name": scale_set,
+                "actions.github.com/scale-set-namespace": "arc-runners",
+                "actions.github.com/organization": "octo-org",
+            },
+        },
+        "spec": {"containers": [{"name": "listener", "image": "ghalistener"}]},
+    }
+
+
+def test_running_listeners_are_counted_per_scale_set_as_arcs_gauge(
+    apiserver: ApiServer, cluster: Cluster
+) -> None:
+    for name, scale_set, phase in (("up-l", "up", "Running"), ("down-l", "down", "Pending")):
+        apiserver.create_object("pods", listener_pod(name, scale_set))
+        status = {"status": {"phase": phase}}  # what its kubelet reports
+        apiserver.patch_object("pods", NAMESPACE, name, status, subresource="status")
+    with apiserver.api_client() as api:
+        controller = build_controller(api, ControllerOptions(namespace=NAMESPACE))
+        try:
+            with controller.manager.caches():
+                text = generate_latest(controller.manager.metrics.registry).decode()
+        finally:
+            controller.close()
+
+    def labels(scale_set: str) -> tuple[tuple[str, str], ...]:
+        return (("enterprise", ""), ("name", scale_set), ("namespace", "arc-runners"),
+                ("organization", "octo-org"), ("repository", ""))  # fmt: skip
+
+    got = samples(text)
+    assert got[("gha_controller_running_listeners", labels("up"))] == 1
+    assert got[("gha_controller_running_listeners", labels("down"))] == 0
