@@ -32,9 +32,13 @@ FROM ${PYTHON_IMAGE}
 RUN groupadd --system --gid 65532 nonroot \
     && useradd --system --uid 65532 --gid 65532 --no-create-home --shell /usr/sbin/nologin nonroot
 COPY --from=builder /opt/venv /opt/venv
+# ARC's AutoscalingListener Pod runs `/ghalistener` with no arguments and its config file
+# in LISTENER_CONFIG_PATH; so invoked, `ghalistener` runs `ghalistener run`.
+RUN ln -s /opt/venv/bin/ghalistener /ghalistener
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 USER 65532:65532
-# No ENTRYPOINT: each Deployment names its program (`ersctl reconcile`, `ghalistener run`).
+# No ENTRYPOINT: each Deployment names its program (`ersctl reconcile`, `ghalistener run`,
+# or ARC's listener Pod `/ghalistener`).
 CMD ["ersctl", "--help"]

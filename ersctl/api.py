@@ -35,11 +35,35 @@ ER_REGISTRATION_FINALIZER: Final = (
 
 PATCH_ID_ANNOTATION: Final = "actions.github.com/patch-id"
 ACTIONABLE_REVISION_ANNOTATION: Final = "actions.github.com/actionable-revision"
+INTEGRITY_HASH_ANNOTATION: Final = "actions.github.com/integrity-hash"
+"""ARC's hash of a generated object's content: never copied from one object to another."""
+LAST_APPLIED_ANNOTATION: Final = "kubectl.kubernetes.io/last-applied-configuration"
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
 RUNNER_COMPONENT: Final = "runner"
 
 MAX_PATCH_ID: Final = 2**31 - 1
 """The listener's patch ID sequence wraps here (Go's math.MaxInt32 in ARC)."""
+
+ERS_CRD: Final = f"{ERS_PLURAL}.{GROUP}"
+ER_CRD: Final = f"{ER_PLURAL}.{GROUP}"
+
+GUARD_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
+    # What the guard and the revision rollout write on a set. ARC 0.14's CRD has none
+    # of these: its API server prunes them, the marker write "succeeds" with the marker
+    # dropped, the scale-up check never sees it, and the guard is off without a word.
+    ERS_CRD: (
+        "spec.actionableRevision",
+        "status.appliedActionableRevision",
+        "status.finishedRunnerCleanupPatchID",
+        "status.phase",
+    ),
+    # What both judge runners by (ARC's CRD has them; a trimmed one might not).
+    ER_CRD: ("status.phase", "status.jobId", "status.runnerId"),
+}
+"""CRD name -> the field paths the served schema must keep for the guard to work."""
+
+INSTALL_CRDS_COMMAND: Final = "kubectl apply --server-side --force-conflicts -k ersctl/crds"
+"""How users install this project's CRDs over ARC's (README: "Run on Kubernetes")."""
 
 PatchID = NewType("PatchID", int)
 RunnerID = NewType("RunnerID", int)
@@ -295,6 +319,29 @@ class EphemeralRunnerSet(KubeObject):
     @property
     def failed_runners(self) -> int:
         return _int_field(self.raw, "status.failedEphemeralRunners")
+
+
+# The status fields ARC's EphemeralRunnerSet schema requires, with the value an absent
+# one reads as. ARC's CRD requires status.currentReplicas: a status write that leaves it
+# absent is refused whole (422 "status.currentReplicas: Required value"), so the first
+# marker or phase write on a new set would fail on every retry, and with it the cleanup
+# of finished runners that waits for the marker.
+ERS_REQUIRED_STATUS: Final[Mapping[str, object]] = {"currentReplicas": 0}
+
+
+def complete_status_patch(ers: EphemeralRunnerSet, patch: Mapping[str, Any]) -> JsonObject:
+    """``patch`` (an ERS ``/status`` merge patch) plus every field of
+    :data:`ERS_REQUIRED_STATUS` that neither the patch nor ``ers`` (the object it was
+    decided on) holds, at the value its absence reads as: the write then satisfies
+    ARC's schema without changing what anyone reads."""
+    status = dict(patch.get("status") or {})
+    for field, absent_value in ERS_REQUIRED_STATUS.items():
+        if field not in status and field not in ers.status:
+            status[field] = absent_value
+    completed = dict(patch)
+    if status:
+        completed["status"] = status
+    return completed
 
 
 class EphemeralRunner(KubeObject):

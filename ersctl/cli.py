@@ -27,10 +27,11 @@ import click
 from kubernetes import client
 
 from ersctl import __version__
-from ersctl.api import GROUP, VERSION, FieldError
+from ersctl.api import ERS_CRD, GROUP, GUARD_FIELDS, INSTALL_CRDS_COMMAND, VERSION, FieldError
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.connect import api_client, check_api_group, pod_namespace
-from ersctl.kube.errors import ConflictError, NotFoundError
+from ersctl.kube.crdcheck import check_served_crds
+from ersctl.kube.errors import ConflictError, NotFoundError, PrunedFieldsError
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import LeadershipLost
 from ersctl.kube.reconcile import Request
@@ -206,14 +207,17 @@ def _stop_on_signals(stop: threading.Event) -> None:
 
 
 def _check_api(api: client.ApiClient) -> None:
-    """One request before anything starts: the server answers and serves ARC's API."""
+    """Before anything starts: the server answers, serves ARC's API, and its CRDs keep
+    the fields the guard writes (``PrunedFieldsError``, exit 2, with ARC's own CRDs:
+    under them the guard would be off without a word)."""
     try:
         check_api_group(api, group=GROUP, version=VERSION)
     except NotFoundError:
         raise Failure(
             f"the API server does not serve {GROUP}/{VERSION}: install the CRDs first "
-            "(kubectl apply -k ersctl/crds)"
+            f"({INSTALL_CRDS_COMMAND})"
         ) from None
+    check_served_crds(api, GUARD_FIELDS)
 
 
 def _run_until_stopped(
@@ -314,7 +318,10 @@ main.add_command(scaleset_command, name="scaleset")
 
 
 def _bump_revision(reader: ApiReader, writer: Writer, key: Request) -> tuple[int, int]:
-    """Read, then patch with a resourceVersion precondition; retry a few conflicts."""
+    """Read, then patch with a resourceVersion precondition; retry a few conflicts.
+
+    Raises ``PrunedFieldsError`` when the answer lacks the new revision: a CRD without
+    ``spec.actionableRevision`` (ARC's) drops it, and nothing would ever be rebuilt."""
     for attempt in range(5):
         ers = reader.get_ers(key.namespace, key.name)
         if ers is None:
@@ -325,10 +332,12 @@ def _bump_revision(reader: ApiReader, writer: Writer, key: Request) -> tuple[int
             "spec": {"actionableRevision": old + 1},
         }
         try:
-            writer.patch_ers(ers, patch)
+            written = writer.patch_ers(ers, patch)
         except ConflictError:
             if attempt == 4:
                 raise
             continue
+        if written.spec.get("actionableRevision") != old + 1:
+            raise PrunedFieldsError({ERS_CRD: ["spec.actionableRevision"]})
         return old, old + 1
     raise AssertionError("unreachable")

@@ -18,17 +18,25 @@ from typing import Final
 from kubernetes import client
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL
+from ersctl.kube.informer import PodInformer
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
 from ersctl.kube.metrics import ControllerMetrics
 from ersctl.runner.controller import add_runner_controller
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.reconciler import RunnerReconciler
-from ersctl.runnerset.metrics import RunnerSetMetrics
+from ersctl.runnerset.metrics import (
+    LISTENER_SELECTOR,
+    ArcListenerGauge,
+    ArcSetGauges,
+    RunnerSetMetrics,
+)
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.scaleset.clients import ClientFactory, SecretRunnerServices
 
 CONTROLLER_NAME: Final = "ephemeralrunnerset"
+LISTENER_PODS: Final = "listener-pods"
+"""The manager's name for the listener Pod informer (ARC's running-listeners gauge)."""
 
 ReconcilerFactory = Callable[..., EphemeralRunnerSetReconciler]
 """Builds the set reconciler from keyword arguments: ``cache``, ``api``, ``writer``,
@@ -83,6 +91,7 @@ def build_controller(
     # Fenced like the writer: no GitHub side effect once the lease is lost.
     services = SecretRunnerServices(
         get_secret=manager.api_reader.get_secret,
+        get_configmap=manager.api_reader.get_configmap,
         client_factory=client_factory,
         fence=manager.is_leading,
     )
@@ -101,6 +110,10 @@ def build_controller(
         owns=[ER_PLURAL],
         predicates=ERS_CONTROLLER_PREDICATES,
     )
+    manager.metrics.registry.register(ArcSetGauges(manager.reader.list_ers))
+    listeners = PodInformer(api, selector=LISTENER_SELECTOR, namespace=options.namespace)
+    manager.add_informer(LISTENER_PODS, listeners)
+    manager.metrics.registry.register(ArcListenerGauge(listeners.store.values))
     runner = None
     if options.runner_controller:
         policy = FailurePolicy(max_failures=options.runner_max_failures)

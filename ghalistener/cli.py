@@ -10,10 +10,15 @@ clear).
 SIGTERM/SIGINT set one :class:`~ghalistener.stopping.StopSignal`; every wait of the
 program sleeps on it (the scale-set client's retry backoff, the publisher's, the 409
 session wait), so the program ends within 2 s even in the middle of a retry burst.
+
+``ghalistener`` with no command and env ``LISTENER_CONFIG_PATH`` set is ``ghalistener
+run``: ARC's AutoscalingListener Pod runs its image's ``/ghalistener`` (in ours a link to
+this program) with that variable and no arguments.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -32,7 +37,7 @@ from ghalistener import __version__
 from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.retry import RetryPolicy
 from ghalistener.actions.types import SystemInfo
-from ghalistener.config import ListenerConfig, load_config
+from ghalistener.config import CONFIG_PATH_ENV, ListenerConfig, load_config
 from ghalistener.health import ListenerHealth
 from ghalistener.listener import Listener, SessionRetry
 from ghalistener.metrics import ListenerMetrics, ScaleSetLabels
@@ -41,8 +46,20 @@ from ghalistener.scaler import Scaler
 from ghalistener.sessions import SessionOpener
 from ghalistener.stopping import StopSignal
 
+log = logging.getLogger(__name__)
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _ListenerGroup(click.Group):
+    """The command group; no arguments and ``LISTENER_CONFIG_PATH`` set mean ``run``, the
+    way ARC's listener Pod starts its program."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and os.environ.get(CONFIG_PATH_ENV):
+            args = ["run"]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_ListenerGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ghalistener")
 def main() -> None:
     """Scale a GitHub Actions runner scale set by publishing its desired runner count."""
@@ -82,6 +99,11 @@ def run(
     with run_command("ghalistener"):
         config = load_config(path=config_path, env=os.environ, overrides=overrides)
         configure_logging(level=config.log_level, fmt=config.log_format, secrets=config.secrets())
+        if config.ignored_keys:
+            log.warning(
+                "ignoring configuration keys this listener does not use: %s",
+                ", ".join(config.ignored_keys),
+            )
         _serve(config, kube_api_client(kubeconfig, context=kube_context), stop)
 
 
@@ -95,7 +117,7 @@ def _serve(config: ListenerConfig, api_client: ApiClient, stop: StopSignal) -> N
             version=__version__, scale_set_id=config.runner_scale_set_id, subsystem="ghalistener"
         ),
     )
-    metrics = ListenerMetrics(_scale_set_labels(config))
+    metrics = ListenerMetrics(_scale_set_labels(config), config.metrics)
     metrics.publish_static(min_runners=config.min_runners, max_runners=config.max_runners)
     health = ListenerHealth()
     server = None

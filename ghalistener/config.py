@@ -3,7 +3,19 @@
 The file is named by ``--config PATH`` or, as ARC's listener does, env
 ``LISTENER_CONFIG_PATH``. Every invalid input raises :class:`ConfigError` naming the
 field, and nothing here ever puts a credential into a message or a ``repr``.
-Unknown keys are ignored: ARC's file carries more keys than this listener uses.
+
+The file ARC's controller generates runs unchanged. Its keys are read as ARC's listener
+reads them, with these differences, each one line at start:
+
+- a key neither program defines is an error naming it and the closest known key
+  (``max_runner`` -> "did you mean max_runners?"): a typo must not leave a bound unset;
+- a key ARC defines that this listener does not use (:data:`ARC_UNUSED_KEYS`) is
+  accepted and listed in :attr:`ListenerConfig.ignored_keys`, for one warning;
+- ARC's vault keys (:data:`VAULT_KEYS`) with a value are an error: credentials come
+  from the file only. Empty, as ARC writes them without a vault, they mean nothing.
+
+``null`` is "not given" for every key; ``""`` is for ``metrics_endpoint`` (the default,
+``/metrics``) and, as ``metrics_addr``, turns the metrics server off.
 """
 
 from __future__ import annotations
@@ -11,20 +23,32 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from ersctl.platform.errors import ConfigError
+from ersctl.platform.errors import ConfigError, did_you_mean
 from ersctl.platform.serving import parse_address
 from ghalistener.actions.auth import Credentials, PatCredentials
 from ghalistener.actions.config import GitHubConfig, parse_config_url
-from ghalistener.actions.credentials import CredentialsKeyError, parse_credentials, secret_values
+from ghalistener.actions.credentials import (
+    CREDENTIAL_KEYS,
+    CredentialsKeyError,
+    parse_credentials,
+    secret_values,
+)
 from ghalistener.actions.errors import ActionsError
+from ghalistener.metric_selection import MetricsSelection, parse_metrics
 
 CONFIG_PATH_ENV: Final = "LISTENER_CONFIG_PATH"
 MAX_RUNNERS_UNBOUNDED: Final = 2**31 - 1
-"""ARC's resource builder uses MaxInt32 when a scale set has no maximum."""
+"""ARC's resource builder uses MaxInt32 when a scale set has no maximum; it is also the
+largest count actions/scaleset's listener accepts (it sends it as X-ScaleSetMaxCapacity)."""
+DEFAULT_METRICS_ENDPOINT: Final = "/metrics"
+ARC_UNUSED_KEYS: Final = ("runner_scale_set_name",)
+"""Keys ARC's controller writes that this listener reads nothing from."""
+VAULT_KEYS: Final = ("vault_type", "vault_lookup_key", "azure_key_vault")
+"""ARC's keys for credentials kept in a vault (Azure Key Vault), which this listener lacks."""
 
 LOG_LEVELS: Final = ("debug", "info", "warn", "error")
 LOG_FORMATS: Final = ("text", "json")
@@ -34,9 +58,11 @@ LOG_FORMATS: Final = ("text", "json")
 class ListenerConfig:
     """A validated configuration. Secrets are excluded from ``repr``.
 
-    ``metrics_addr`` empty (or ``0``) means no metrics server. ``session_retry_interval`` and
-    ``session_retry_attempts`` bound how long a 409 (another listener holds the session)
-    is waited out at start: ARC's 30 s and 10 tries by default.
+    ``metrics_addr`` empty (or ``0``) means no metrics server; ``metrics`` selects the
+    series it exports. ``session_retry_interval`` and ``session_retry_attempts`` bound how
+    long a 409 (another listener holds the session) is waited out at start: ARC's 30 s
+    and 10 tries by default. ``ignored_keys``: keys of the file ARC defines and this
+    listener does not use, for the warning the command line logs.
     """
 
     configure_url: str
@@ -53,9 +79,11 @@ class ListenerConfig:
     log_level: str = "info"
     log_format: str = "text"
     metrics_addr: str = ""
-    metrics_endpoint: str = "/metrics"
+    metrics_endpoint: str = DEFAULT_METRICS_ENDPOINT
+    metrics: MetricsSelection = field(default_factory=MetricsSelection.defaults)
     session_retry_interval: float = 30.0
     session_retry_attempts: int = 10
+    ignored_keys: tuple[str, ...] = ()
 
     @property
     def github(self) -> GitHubConfig:
@@ -95,7 +123,10 @@ _INT_KEYS: Final = (
     "max_runners",
     "session_retry_attempts",
 )
-_KNOWN_KEYS: Final = frozenset(f.name for f in fields(ListenerConfig))
+_FILE_KEYS: Final = frozenset(
+    (*_STRING_KEYS, *_INT_KEYS, *CREDENTIAL_KEYS, "metrics", "session_retry_interval")
+)
+"""The keys this listener acts on."""
 
 
 def load_config(
@@ -137,7 +168,10 @@ def _read_file(path: str) -> dict[str, Any]:
 
 def parse_config(raw: Mapping[str, Any]) -> ListenerConfig:
     """Validate a decoded configuration object; raise ConfigError naming the field."""
-    values = {key: raw[key] for key in raw if key in _KNOWN_KEYS and raw[key] is not None}
+    _check_keys(raw)
+    values = {key: raw[key] for key in raw if key in _FILE_KEYS and raw[key] is not None}
+    values["ignored_keys"] = tuple(key for key in ARC_UNUSED_KEYS if _given(raw.get(key)))
+    values["metrics"] = parse_metrics(values.get("metrics"))
     for key in _STRING_KEYS:
         if key in values and not isinstance(values[key], str):
             raise ConfigError(key, "must be a string")
@@ -155,6 +189,23 @@ def parse_config(raw: Mapping[str, Any]) -> ListenerConfig:
     _check_metrics(values)
     _check_root_ca(values.get("server_root_ca", ""))
     return ListenerConfig(**values)
+
+
+def _check_keys(raw: Mapping[str, Any]) -> None:
+    known = (*_FILE_KEYS, *ARC_UNUSED_KEYS, *VAULT_KEYS)
+    for key in raw:
+        if key not in known:
+            raise ConfigError(key, f"unknown key{did_you_mean(key, known)}")
+    for key in VAULT_KEYS:
+        if _given(raw.get(key)):
+            raise ConfigError(
+                key, "not supported (this listener reads GitHub credentials from its github_* keys)"
+            )
+
+
+def _given(value: object) -> bool:
+    """False for the values that mean "not set": null, "" and an empty object."""
+    return value not in (None, "", {})
 
 
 def _as_int(key: str, value: object) -> int:
@@ -222,8 +273,10 @@ def _credential_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def _check_counts(values: dict[str, Any]) -> None:
     for key in ("min_runners", "max_runners"):
-        if values.get(key, 0) < 0:
-            raise ConfigError(key, f"must not be negative, got {values[key]}")
+        if not 0 <= values.get(key, 0) <= MAX_RUNNERS_UNBOUNDED:
+            raise ConfigError(
+                key, f"must be between 0 and {MAX_RUNNERS_UNBOUNDED}, got {values[key]}"
+            )
     min_runners = values.get("min_runners", 0)
     max_runners = values.get("max_runners", MAX_RUNNERS_UNBOUNDED)
     if min_runners > max_runners:
@@ -239,9 +292,11 @@ def _check_choice(values: Mapping[str, Any], key: str, choices: tuple[str, ...])
         raise ConfigError(key, f"must be one of {', '.join(choices)}, got {values[key]!r}")
 
 
-def _check_metrics(values: Mapping[str, Any]) -> None:
+def _check_metrics(values: dict[str, Any]) -> None:
     parse_address("metrics_addr", values.get("metrics_addr", ""))
-    endpoint = values.get("metrics_endpoint", "/metrics")
+    # ARC writes "" when it leaves the path to the listener: the default, as in ARC.
+    endpoint = values.get("metrics_endpoint") or DEFAULT_METRICS_ENDPOINT
+    values["metrics_endpoint"] = endpoint
     if not endpoint.startswith("/"):
         raise ConfigError("metrics_endpoint", f"must start with '/', got {endpoint!r}")
 

@@ -1,25 +1,31 @@
-"""Prometheus metrics of the listener, with ARC's names and default label sets.
+"""Prometheus metrics of the listener, with ARC's names, labels and ``metrics`` block.
 
-Scale-set gauges carry ``name``, ``namespace``, ``repository``, ``organization``,
-``enterprise`` (``name``/``namespace`` are the EphemeralRunnerSet's, the others come
-from the configuration URL). Job counters and histograms carry ``repository``,
-``organization`` (the job's owner), ``enterprise``, ``job_name``, ``event_name``, plus
-``job_result`` for completed jobs. ``gha_available_jobs`` and ``gha_acquired_jobs``
-are additions ARC does not export. Each instance has its own registry, so several
-listeners (or tests) in one process do not collide.
+Which series are exported, with which labels and buckets, is the configuration's
+``metrics`` block (:mod:`ghalistener.metric_selection`; ARC's defaults without one).
+Label values: a scale-set gauge's ``name``/``namespace`` are the EphemeralRunnerSet's and
+``enterprise``/``organization``/``repository`` come from the configuration URL; a job's
+``organization`` and ``repository`` are the job's owner and repository, ``job_name`` its
+display name, ``job_workflow_ref`` its workflow ref and ``job_workflow_name`` /
+``job_workflow_target`` that ref's file name and target (:func:`workflow_ref_labels`);
+a label a series does not carry is exported empty, as ARC does. Each instance has its
+own registry, so several listeners (or tests) in one process do not collide.
 
-Job counters and histograms count each (message id, runner request id) once per
-process: the listener acks a message only after handling it, so a message is
-redelivered after a failure, and a bounded memory of what was counted keeps that from
-counting a job twice. Across restarts that memory is gone: there, counting is
-at-least-once (a message redelivered to the next process is counted again).
+A completed job that was never assigned to a runner (no ``runnerAssignTime``: canceled
+while queued) is not counted, as ARC skips it. Job counters and histograms count each
+(message id, runner request id) once per process: the listener acks a message only
+after handling it, so a message is redelivered after a failure, and a bounded memory of
+what was counted keeps that from counting a job twice. Across restarts that memory is
+gone: there, counting is at-least-once (a message redelivered to the next process is
+counted again).
 """
 
 from __future__ import annotations
 
 import logging
+import posixpath
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
@@ -28,20 +34,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
 from ghalistener.actions.types import JobCompleted, JobMessage, JobStarted, Statistics
+from ghalistener.metric_selection import CATALOGUE, MetricsSelection, Selected
 
 log = logging.getLogger(__name__)
-
-SCALE_SET_LABELS: Final = ("name", "namespace", "repository", "organization", "enterprise")
-JOB_LABELS: Final = ("repository", "organization", "enterprise", "job_name", "event_name")
-COMPLETED_JOB_LABELS: Final = (*JOB_LABELS, "job_result")
-
-# ARC's runtime buckets, in seconds.
-RUNTIME_BUCKETS: Final = (
-    0.01, 0.05, 0.1, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 20, 25, 30, 40, 50,
-    60, 70, 80, 90, 100, 110, 120, 150, 180, 210, 240, 300, 360, 420, 480, 540, 600, 900,
-    1200, 1800, 2400, 3000, 3600,
-)  # fmt: skip
-
 
 COUNTED_JOBS_LIMIT: Final = 4096
 """How many counted (message, job) pairs are remembered (a message holds at most 50 jobs,
@@ -79,10 +74,17 @@ class ScaleSetLabels:
     repository: str = ""
 
 
-class ListenerMetrics:
-    """The listener's metrics in a private registry. Thread-safe (prometheus-client is)."""
+Metric = Counter | Gauge | Histogram
 
-    def __init__(self, labels: ScaleSetLabels) -> None:
+
+class ListenerMetrics:
+    """The listener's metrics in a private registry. Thread-safe (prometheus-client is).
+
+    Only the series ``selection`` names are registered (default: ARC's defaults);
+    publishing to a series it leaves out does nothing.
+    """
+
+    def __init__(self, labels: ScaleSetLabels, selection: MetricsSelection | None = None) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._labels = labels
         self._counted = _CountedJobs()
@@ -93,49 +95,52 @@ class ListenerMetrics:
             "organization": labels.organization,
             "enterprise": labels.enterprise,
         }
-        gauge_help = {
-            "assigned_jobs": "Number of jobs assigned to this scale set.",
-            "running_jobs": "Number of jobs running (or about to be run).",
-            "registered_runners": "Number of runners registered by the scale set.",
-            "busy_runners": "Number of registered runners running a job.",
-            "idle_runners": "Number of registered runners not running a job.",
-            "min_runners": "Minimum number of runners.",
-            "max_runners": "Maximum number of runners.",
-            "desired_runners": "Number of runners desired by the scale set.",
-            "available_jobs": "Number of jobs available for this scale set to acquire.",
-            "acquired_jobs": "Number of jobs acquired by this scale set, not yet assigned.",
+        chosen = (selection or MetricsSelection.defaults()).series
+        self._metrics: dict[str, tuple[Metric, tuple[str, ...]]] = {
+            name: (self._register(name, chosen[name]), chosen[name].labels)
+            for name in CATALOGUE
+            if name in chosen
         }
-        self._gauges = {
-            key: Gauge(f"gha_{key}", text, SCALE_SET_LABELS, registry=self.registry)
-            for key, text in gauge_help.items()
-        }
-        self._started = Counter(
-            "gha_started_jobs", "Total number of jobs started.", JOB_LABELS, registry=self.registry
-        )
-        self._completed = Counter(
-            "gha_completed_jobs",
-            "Total number of jobs completed.",
-            COMPLETED_JOB_LABELS,
-            registry=self.registry,
-        )
-        self._startup = Histogram(
-            "gha_job_startup_duration_seconds",
-            "Time spent waiting for workflow job to get started on the runner owned by the "
-            "scale set (in seconds).",
-            JOB_LABELS,
-            buckets=RUNTIME_BUCKETS,
-            registry=self.registry,
-        )
-        self._execution = Histogram(
-            "gha_job_execution_duration_seconds",
-            "Time spent executing workflow jobs by the scale set (in seconds).",
-            COMPLETED_JOB_LABELS,
-            buckets=RUNTIME_BUCKETS,
-            registry=self.registry,
+
+    def _register(self, name: str, selected: Selected) -> Metric:
+        series = CATALOGUE[name]
+        if series.kind == "gauge":
+            return Gauge(name, series.help, selected.labels, registry=self.registry)
+        if series.kind == "counter":
+            # prometheus-client appends the _total of ARC's name itself.
+            return Counter(
+                name.removesuffix("_total"), series.help, selected.labels, registry=self.registry
+            )
+        return Histogram(
+            name, series.help, selected.labels, buckets=selected.buckets, registry=self.registry
         )
 
-    def _set(self, key: str, value: float) -> None:
-        self._gauges[key].labels(**self._scale_set).set(value)
+    def _series(self, name: str, values: Mapping[str, str]) -> Metric | None:
+        """The child of series ``name`` for these label values; None when not exported."""
+        found = self._metrics.get(name)
+        if found is None:
+            return None
+        metric, labels = found
+        if not labels:
+            return metric
+        return metric.labels(**{label: values.get(label, "") for label in labels})
+
+    def _set(self, name: str, value: float) -> None:
+        gauge = self._series(f"gha_{name}", self._scale_set)
+        if isinstance(gauge, Gauge):
+            gauge.set(value)
+
+    def _inc(self, name: str, values: Mapping[str, str]) -> None:
+        counter = self._series(name, values)
+        if isinstance(counter, Counter):
+            counter.inc()
+
+    def _observe(self, name: str, values: Mapping[str, str], seconds: float | None) -> None:
+        if seconds is None:
+            return
+        histogram = self._series(name, values)
+        if isinstance(histogram, Histogram):
+            histogram.observe(seconds)
 
     def publish_static(self, *, min_runners: int, max_runners: int) -> None:
         self._set("min_runners", min_runners)
@@ -160,35 +165,65 @@ class ListenerMetrics:
         ):
             return
         labels = self._job_labels(job)
-        self._started.labels(**labels).inc()
+        self._inc("gha_started_jobs_total", labels)
         duration = _seconds_between(job.scale_set_assign_time, job.runner_assign_time)
-        if duration is not None:
-            self._startup.labels(**labels).observe(duration)
+        self._observe("gha_job_startup_duration_seconds", labels, duration)
 
     def publish_job_completed(self, job: JobCompleted, *, message_id: int) -> None:
-        """Count a completed job (and its run time) unless this message's was counted."""
+        """Count a completed job (and its run time) unless this message's was counted, or
+        the job never reached a runner."""
+        # ARC's rule: no runner assign time, no runner ran it (a job canceled while
+        # queued); counting it inflated gha_completed_jobs_total with jobs nobody ran.
+        if job.runner_assign_time is None:
+            return
         if not self._counted.first_time(
             "completed", message_id=message_id, request_id=job.runner_request_id
         ):
             return
         labels = {**self._job_labels(job), "job_result": job.result}
-        self._completed.labels(**labels).inc()
+        self._inc("gha_completed_jobs_total", labels)
         duration = _seconds_between(job.runner_assign_time, job.finish_time)
-        if duration is not None:
-            self._execution.labels(**labels).observe(duration)
+        self._observe("gha_job_execution_duration_seconds", labels, duration)
 
     def _job_labels(self, job: JobMessage) -> dict[str, str]:
+        workflow_name, workflow_target = workflow_ref_labels(job.job_workflow_ref)
         return {
             "repository": job.repository_name,
             "organization": job.owner_name,
             "enterprise": self._labels.enterprise,
             "job_name": job.job_display_name,
+            "job_workflow_ref": job.job_workflow_ref,
+            "job_workflow_name": workflow_name,
+            "job_workflow_target": workflow_target,
             "event_name": job.event_name,
         }
 
     def render(self) -> bytes:
         """The registry in the Prometheus text format."""
         return generate_latest(self.registry)
+
+
+_TARGET_PREFIXES: Final = (("refs/heads/", "heads/"), ("refs/tags/", "tags/"))
+
+
+def workflow_ref_labels(workflow_ref: str) -> tuple[str, str]:
+    """``(job_workflow_name, job_workflow_target)`` of a job's workflow ref, as ARC reads it.
+
+    ``octo/app/.github/workflows/ci.yml@refs/heads/main`` -> ``("ci", "heads/main")``;
+    a tag ref gives ``tags/<tag>``, ``refs/pull/<n>/merge`` gives ``pull/<n>``, any other
+    ref an empty target; a ref without exactly one ``@`` gives ``("", "")``.
+    """
+    path, at, ref = workflow_ref.partition("@")
+    if not at or "@" in ref:
+        return "", ""
+    name = posixpath.basename(path).removesuffix(".yml").removesuffix(".yaml")
+    for prefix, shown in _TARGET_PREFIXES:
+        if ref.startswith(prefix):
+            return name, shown + ref.removeprefix(prefix)
+    number, slash, _ = ref.removeprefix("refs/pull/").partition("/")
+    if ref.startswith("refs/pull/") and slash and number:
+        return name, f"pull/{number}"
+    return name, ""
 
 
 def _seconds_between(start: datetime | None, end: datetime | None) -> float | None:

@@ -271,3 +271,17 @@ def test_a_missing_runner_template_is_a_field_error() -> None:
 def test_an_unparsable_patch_id_annotation_reads_as_zero() -> None:
     er = api.EphemeralRunner({"metadata": {"annotations": {api.PATCH_ID_ANNOTATION: "x"}}})
     assert er.patch_id == 0
+
+
+def test_a_status_patch_gets_arcs_required_count_only_where_the_set_has_none() -> None:
+    bare = api.EphemeralRunnerSet({"metadata": {"name": "a"}})
+    counted = api.EphemeralRunnerSet({"metadata": {"name": "a"}, "status": {"currentReplicas": 2}})
+    patch = {"metadata": {"resourceVersion": "7"}, "status": {"phase": "Running"}}
+
+    assert api.complete_status_patch(bare, patch) == {
+        "metadata": {"resourceVersion": "7"},
+        "status": {"phase": "Running", "currentReplicas": 0},
+    }
+    assert api.complete_status_patch(counted, patch) == patch
+    with_count = {"status": {"currentReplicas": 3}}
+    assert api.complete_status_patch(bare, with_count) == with_count

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from ersctl import api
-from ersctl.crds import crd_paths, load_crds
+from ersctl.crds import crd_paths, load_crds, package_dir
+from ersctl.crds.generate import stale_files
 
 
 def _by_kind() -> dict[str, dict[str, Any]]:
@@ -57,11 +58,49 @@ def test_the_ers_schema_types_the_guard_fields(
     assert {"type": prop["type"], "format": prop.get("format")} == expected
 
 
-def test_the_runner_pod_template_preserves_unknown_fields() -> None:
+def test_the_runner_pod_template_is_kubernetes_typed_pod_spec() -> None:
     ers_runner = _schema(api.ERS_KIND)["properties"]["spec"]["properties"]["ephemeralRunnerSpec"]
-    assert ers_runner["properties"]["spec"]["x-kubernetes-preserve-unknown-fields"] is True
     er_spec = _schema(api.ER_KIND)["properties"]["spec"]
-    assert er_spec["properties"]["spec"]["x-kubernetes-preserve-unknown-fields"] is True
+    for pod in (ers_runner["properties"]["spec"], er_spec["properties"]["spec"]):
+        assert "x-kubernetes-preserve-unknown-fields" not in pod
+        assert pod["required"] == ["containers"]
+        container = pod["properties"]["containers"]["items"]["properties"]
+        assert container["resources"]["properties"]["limits"]["additionalProperties"][
+            "x-kubernetes-int-or-string"
+        ]
+
+
+def _list_map_keys_without_value(schema: dict[str, Any], path: str = "") -> list[str]:
+    found = []
+    items = schema.get("items") or {}
+    for key in schema.get("x-kubernetes-list-map-keys") or []:
+        prop = (items.get("properties") or {}).get(key, {})
+        if key not in (items.get("required") or []) and "default" not in prop:
+            found.append(f"{path}[].{key}")
+    children = list((schema.get("properties") or {}).items())
+    if items:
+        children.append(("[]", items))
+    if isinstance(schema.get("additionalProperties"), dict):
+        children.append(("{}", schema["additionalProperties"]))
+    for key, child in children:
+        found += _list_map_keys_without_value(
+            child, f"{path}.{key}" if key[0].isalpha() else path + key
+        )
+    return found
+
+
+@pytest.mark.parametrize("kind", [api.ERS_KIND, api.ER_KIND])
+def test_every_list_map_key_is_required_or_defaulted(kind: str) -> None:
+    # kube-apiserver refuses a CRD whose x-kubernetes-list-map-keys name a property that
+    # is neither: the container ports (keyed by containerPort and protocol) need
+    # protocol's default, which Kubernetes' published JSON does not carry.
+    assert _list_map_keys_without_value(_schema(kind)) == []
+
+
+def test_the_committed_manifests_are_what_the_generator_writes() -> None:
+    # Fails after a hand edit of the YAML, or a change to ersctl/crds/schemas.py or
+    # podspec.py without `python -m ersctl.crds.generate`.
+    assert stale_files(package_dir()) == []
 
 
 def test_the_er_schema_holds_the_job_fields() -> None:
@@ -81,8 +120,35 @@ def test_the_er_schema_holds_the_job_fields() -> None:
 @pytest.mark.parametrize(
     ("kind", "columns"),
     [
-        (api.ERS_KIND, ["Desired", "Current", "Pending", "Running", "PatchID", "Phase", "Age"]),
-        (api.ER_KIND, ["RunnerId", "Phase", "JobRepository", "JobId", "Age"]),
+        (
+            api.ERS_KIND,
+            [
+                "DesiredReplicas",
+                "CurrentReplicas",
+                "Pending Runners",
+                "Running Runners",
+                "Finished Runners",
+                "Deleting Runners",
+                "PatchID",
+                "Phase",
+                "Age",
+            ],
+        ),
+        (
+            api.ER_KIND,
+            [
+                "GitHub Config URL",
+                "RunnerId",
+                "Phase",
+                "JobRepository",
+                "JobWorkflowRef",
+                "WorkflowRunId",
+                "JobDisplayName",
+                "JobId",
+                "Message",
+                "Age",
+            ],
+        ),
     ],
 )
 def test_printer_columns(kind: str, columns: list[str]) -> None:

@@ -33,7 +33,9 @@ class ApiReader:
                 )
         except NotFoundError:
             return None
-        return EphemeralRunnerSet(json_body(resp, action=f"get {ERS_PLURAL}/{namespace}/{name}"))
+        return EphemeralRunnerSet(
+            json_body(resp, action=f"get {ERS_PLURAL}/{namespace}/{name}", server=self._server)
+        )
 
     def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
         """The live EphemeralRunner, or None when it does not exist."""
@@ -45,7 +47,7 @@ class ApiReader:
                 )
         except NotFoundError:
             return None
-        return EphemeralRunner(json_body(resp, action=action))
+        return EphemeralRunner(json_body(resp, action=action, server=self._server))
 
     def list_ers(self, namespace: str | None = None) -> list[EphemeralRunnerSet]:
         """Every live ERS (of one namespace, or cluster-wide)."""
@@ -71,7 +73,20 @@ class ApiReader:
                 resp = self._core.read_namespaced_secret(name, namespace, _preload_content=False)
         except NotFoundError:
             return None
-        return json_body(resp, action=f"get secrets/{namespace}/{name}")
+        return json_body(resp, action=f"get secrets/{namespace}/{name}", server=self._server)
+
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The live ConfigMap as JSON, or None when absent (a set's CA bundle: ConfigMaps
+        are not watched, so a replaced CA is read at the next GitHub call)."""
+        action = f"get configmaps/{namespace}/{name}"
+        try:
+            with kube_call(action, server=self._server):
+                resp = self._core.read_namespaced_config_map(
+                    name, namespace, _preload_content=False
+                )
+        except NotFoundError:
+            return None
+        return json_body(resp, action=action, server=self._server)
 
     def _list(self, plural: str, namespace: str | None) -> list[dict[str, Any]]:
         with kube_call(f"list {plural}", server=self._server):
@@ -83,5 +98,5 @@ class ApiReader:
                 resp = self._custom.list_namespaced_custom_object(
                     GROUP, VERSION, namespace, plural, _preload_content=False
                 )
-        items = json_body(resp, action=f"list {plural}").get("items") or []
+        items = json_body(resp, action=f"list {plural}", server=self._server).get("items") or []
         return [item for item in items if isinstance(item, dict)]

@@ -74,12 +74,16 @@ def json_body(
     *,
     action: str,
     object_hook: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    server: str = "",
 ) -> dict[str, Any]:
     """The JSON object in a raw (``_preload_content=False``) response; ``object_hook``
-    as in ``json.loads``. Raises :class:`KubeError` when the body is not a JSON object.
-    """
+    as in ``json.loads``. Raises :class:`KubeError` when the body is not a JSON object,
+    or when the connection breaks while it is read (the body arrives after the call
+    returned, outside its :func:`kube_call`)."""
+    with kube_call(action, server=server):
+        data = resp.data
     try:
-        doc = json.loads(resp.data, object_hook=object_hook)
+        doc = json.loads(data, object_hook=object_hook)
     except ValueError as exc:
         raise KubeError(action, status=int(resp.status), reason="BadResponse") from exc
     if not isinstance(doc, dict):
@@ -94,8 +98,9 @@ def _cause(exc: BaseException) -> str:
     inner: BaseException = exc
     while isinstance(inner, urllib3.exceptions.MaxRetryError) and inner.reason is not None:
         inner = inner.reason
-    # Some carry (connection, message) as their args: the message is what to show.
-    words = inner.args[-1] if inner.args and isinstance(inner.args[-1], str) else str(inner)
+    # Some carry (connection, message) or (message, cause) as their args: the message
+    # is what to show.
+    words = next((arg for arg in inner.args if isinstance(arg, str)), str(inner))
     text = _REPR_PREFIX.sub("", words).removeprefix("Failed to establish a new connection: ")
     return _cut(text or type(inner).__name__)
 

@@ -9,6 +9,7 @@ library is imported here (``ersctl.kube.calls`` builds these errors from the cli
      |    +-- ConflictError     409 (stale resourceVersion precondition, or already exists)
      |    +-- GoneError         410 (a watch resumed from a resourceVersion the server compacted)
      +-- NotLeaderError         a write was attempted after this process lost its leader lease
+     +-- PrunedFieldsError      the served CRDs drop fields the guard writes (exit 2)
 
 "No response" (refused, reset, timed out) is ``status is None``, as in the GitHub
 client's ``RequestError``; its message names the server. Messages carry the action,
@@ -18,9 +19,10 @@ characters; nothing the client sends (headers, tokens) is included.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
-from ersctl.platform.errors import Failure
+from ersctl.api import INSTALL_CRDS_COMMAND
+from ersctl.platform.errors import EXIT_USAGE, Failure
 
 
 class KubeError(Failure):
@@ -60,6 +62,22 @@ class GoneError(KubeError):
 
 class NotLeaderError(Failure):
     """This process no longer holds the leader lease, so it must not write."""
+
+
+class PrunedFieldsError(Failure):
+    """The served CustomResourceDefinitions lack fields this project writes, so the API
+    server drops them (ARC 0.14's CRDs and the guard fields): a configuration problem of
+    the cluster, exit 2. ``fields`` maps each CRD name to the field paths it lacks."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, fields: Mapping[str, Sequence[str]]) -> None:
+        lacking = "; ".join(f"{crd} lacks {', '.join(paths)}" for crd, paths in fields.items())
+        super().__init__(
+            f"the served CRDs drop what the guard writes ({lacking}): install this "
+            f"project's CRDs: {INSTALL_CRDS_COMMAND}"
+        )
+        self.fields = {crd: tuple(paths) for crd, paths in fields.items()}
 
 
 def check_fence(fence: Callable[[], bool] | None, action: str) -> None:

@@ -143,7 +143,7 @@ class Informer:
         # Compacting each item as the parser finishes it (rather than after the whole
         # list is built) keeps the peak, and so the resident memory, far lower: the
         # unshared specs die at once instead of all living until the end of the parse.
-        doc = json_body(resp, action=action, object_hook=self._compact_item)
+        doc = json_body(resp, action=action, object_hook=self._compact_item, server=self._server)
         # Lists of built-in kinds carry items without apiVersion, which the hook skips.
         items = [self._compact(item) for item in doc.get("items") or () if isinstance(item, dict)]
         deltas = self.store.replace(items)
@@ -344,3 +344,32 @@ def _shutdown(resp: urllib3.BaseHTTPResponse) -> None:
         # Already closed or released to the pool (urllib3 raises ValueError then):
         # nothing left to interrupt.
         pass
+
+
+class PodInformer(Informer):
+    """List+watch of the Pods a label ``selector`` picks (``key=value``), with the
+    recovery of the runtime's informer; the cache never holds other Pods, so the
+    controller follows its own Pods without caching every Pod of the cluster."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        selector: str,
+        namespace: str | None = None,
+        store: Store | None = None,
+    ) -> None:
+        super().__init__(
+            api_client,
+            Resource(group="", version="v1", plural="pods"),
+            namespace=namespace,
+            store=store or Store(),
+        )
+        self.selector = selector
+        self._core = client.CoreV1Api(api_client)
+
+    def _call(self, **kwargs: Any) -> urllib3.BaseHTTPResponse:
+        options = {"label_selector": self.selector, "_preload_content": False, **kwargs}
+        if self.namespace is None:
+            return self._core.list_pod_for_all_namespaces(**options)  # type: ignore[return-value]
+        return self._core.list_namespaced_pod(self.namespace, **options)  # type: ignore[return-value]

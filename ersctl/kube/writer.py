@@ -1,5 +1,8 @@
 """The writer: creates, deletes and merge patches, straight to the API server.
 
+EphemeralRunnerSets and EphemeralRunners, and the Secrets the controllers own (a
+runner's JIT config, a set's proxy variables).
+
 Every patch is a JSON merge patch with its content type named explicitly; status
 writes go to the ``/status`` subresource. A ``metadata.resourceVersion`` inside a
 patch body is the optimistic lock (409 -> ``ConflictError`` when stale).
@@ -17,7 +20,15 @@ from typing import Any
 
 from kubernetes import client
 
-from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, EphemeralRunner, EphemeralRunnerSet
+from ersctl.api import (
+    ER_PLURAL,
+    ERS_PLURAL,
+    GROUP,
+    VERSION,
+    EphemeralRunner,
+    EphemeralRunnerSet,
+    complete_status_patch,
+)
 from ersctl.kube.calls import MERGE_PATCH, json_body, kube_call, server_of
 from ersctl.kube.errors import NotFoundError, check_fence
 
@@ -29,6 +40,7 @@ class Writer:
         self, api_client: client.ApiClient, *, fence: Callable[[], bool] | None = None
     ) -> None:
         self._custom = client.CustomObjectsApi(api_client)
+        self._core = client.CoreV1Api(api_client)
         self._server = server_of(api_client)
         self._fence = fence
 
@@ -43,7 +55,7 @@ class Writer:
             resp = self._custom.create_namespaced_custom_object(
                 GROUP, VERSION, namespace, ER_PLURAL, body, _preload_content=False
             )
-        return EphemeralRunner(json_body(resp, action=action))
+        return EphemeralRunner(json_body(resp, action=action, server=self._server))
 
     def delete_runner(self, runner: EphemeralRunner) -> None:
         """Delete ``runner`` (its finalizers still hold it until removed). NotFound is success."""
@@ -64,9 +76,12 @@ class Writer:
     def patch_ers_status(
         self, ers: EphemeralRunnerSet, patch: dict[str, Any]
     ) -> EphemeralRunnerSet:
-        """JSON merge patch on the ERS ``/status`` subresource."""
+        """JSON merge patch on the ERS ``/status`` subresource, completed with the status
+        fields ARC's schema requires that ``ers`` lacks (``ersctl.api.complete_status_patch``):
+        every status writer goes through here, so none can be refused for them."""
+        completed = complete_status_patch(ers, patch)
         return EphemeralRunnerSet(
-            self._patch(ERS_PLURAL, ers.namespace, ers.name, patch, status=True)
+            self._patch(ERS_PLURAL, ers.namespace, ers.name, completed, status=True)
         )
 
     def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
@@ -80,6 +95,43 @@ class Writer:
         return EphemeralRunner(
             self._patch(ER_PLURAL, runner.namespace, runner.name, patch, status=True)
         )
+
+    def create_secret(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Create the Secret ``body`` describes (``ConflictError`` when the name is taken)."""
+        namespace = body["metadata"]["namespace"]
+        action = f"create secrets/{namespace}/{body['metadata']['name']}"
+        check_fence(self._fence, action)
+        with kube_call(action, server=self._server):
+            resp = self._core.create_namespaced_secret(
+                namespace,
+                body,  # type: ignore[arg-type]
+                _preload_content=False,
+            )
+        return json_body(resp, action=action, server=self._server)
+
+    def patch_secret(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """JSON merge patch on a Secret; a ``metadata.resourceVersion`` in it is a lock."""
+        action = f"patch secrets/{namespace}/{name}"
+        check_fence(self._fence, action)
+        with kube_call(action, server=self._server):
+            resp = self._core.patch_namespaced_secret(
+                name,
+                namespace,
+                patch,
+                _content_type=MERGE_PATCH,
+                _preload_content=False,
+            )
+        return json_body(resp, action=action, server=self._server)
+
+    def delete_secret(self, namespace: str, name: str) -> None:
+        """Delete a Secret. NotFound is success."""
+        action = f"delete secrets/{namespace}/{name}"
+        check_fence(self._fence, action)
+        try:
+            with kube_call(action, server=self._server):
+                self._core.delete_namespaced_secret(name, namespace, _preload_content=False)
+        except NotFoundError:
+            return
 
     def _patch(
         self, plural: str, namespace: str, name: str, patch: dict[str, Any], *, status: bool = False
@@ -102,4 +154,4 @@ class Writer:
                 _content_type=MERGE_PATCH,
                 _preload_content=False,
             )
-        return json_body(resp, action=action)
+        return json_body(resp, action=action, server=self._server)

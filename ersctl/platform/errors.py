@@ -14,6 +14,8 @@ No message of this tree carries a secret.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import Final
 
 EXIT_OK: Final = 0
@@ -39,3 +41,14 @@ class ConfigError(Failure):
         super().__init__(f"{field}: {problem}")
         self.field = field
         self.problem = problem
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """The hint a message about an unknown ``name`` ends with: ``"; did you mean X?"``
+    naming the closest of ``known``, or ``""`` when none is close (difflib's 0.6 ratio).
+
+    One wording for every misspelt key or name either program reads, so
+    ``"max_runner"`` gets ``"; did you mean max_runners?"`` wherever it is typed.
+    """
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"; did you mean {close[0]}?" if close else ""

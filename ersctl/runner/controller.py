@@ -5,7 +5,7 @@ ARC's ResourceVersionChangedPredicate: phase, finalizers and deletion all matter
 so do the listener's job fields, which alone turn a Pending runner Running; the set
 controller's ``RUNNER_PREDICATE`` drops job-field-only updates and must not be used
 here);
-it owns the runner Pods, watched through :class:`RunnerPodInformer` and mapped to the
+it owns the runner Pods, watched through a label-selected :class:`PodInformer` and mapped to the
 EphemeralRunner named by their controller ownerReference. JIT Secrets are not
 watched: the controller creates and deletes them itself, and a cluster-wide Secret
 watch would need ``list``/``watch`` on every Secret (see examples/deploy RBAC).
@@ -17,12 +17,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
-import urllib3
 from kubernetes import client
 
 from ersctl.api import ER_PLURAL
 from ersctl.kube.copies import json_copy
-from ersctl.kube.informer import Informer, Resource
+from ersctl.kube.informer import PodInformer
 from ersctl.kube.manager import Manager
 from ersctl.kube.predicates import AlwaysPass
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
@@ -38,24 +37,16 @@ PODS: Final = "pods"
 RUNNER_POD_SELECTOR: Final = f"{RUNNER_POD_LABEL}=True"
 
 
-class RunnerPodInformer(Informer):
-    """List+watch of runner Pods only (label ``actions-ephemeral-runner=True``), with
-    the recovery of the runtime's informer; the cache never holds other Pods."""
-
-    def __init__(self, api_client: client.ApiClient, *, namespace: str | None = None) -> None:
-        super().__init__(
-            api_client,
-            Resource(group="", version="v1", plural=PODS),
-            namespace=namespace,
-            store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
-        )
-        self._core = client.CoreV1Api(api_client)
-
-    def _call(self, **kwargs: Any) -> urllib3.BaseHTTPResponse:
-        options = {"label_selector": RUNNER_POD_SELECTOR, "_preload_content": False, **kwargs}
-        if self.namespace is None:
-            return self._core.list_pod_for_all_namespaces(**options)  # type: ignore[return-value]
-        return self._core.list_namespaced_pod(self.namespace, **options)  # type: ignore[return-value]
+def runner_pod_informer(
+    api_client: client.ApiClient, *, namespace: str | None = None
+) -> PodInformer:
+    """List+watch of runner Pods only (label ``actions-ephemeral-runner=True``)."""
+    return PodInformer(
+        api_client,
+        selector=RUNNER_POD_SELECTOR,
+        namespace=namespace,
+        store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
+    )
 
 
 class CachedPods:
@@ -67,7 +58,7 @@ class CachedPods:
     precondition and recorded under its uid, so it counts once.
     """
 
-    def __init__(self, informer: RunnerPodInformer, writer: KubeRunnerResources) -> None:
+    def __init__(self, informer: PodInformer, writer: KubeRunnerResources) -> None:
         self._store = informer.store
         self._writer = writer
 
@@ -97,11 +88,12 @@ def add_runner_controller(
     fences the GitHub calls.
     """
     resources = KubeRunnerResources(api_client, fence=manager.is_leading)
-    informer = RunnerPodInformer(api_client, namespace=manager.namespace)
+    informer = runner_pod_informer(api_client, namespace=manager.namespace)
     reconciler = RunnerReconciler(
         runners=resources,
         pods=CachedPods(informer, resources),
         secrets=resources,
+        hooks=resources,
         services=services,
         events=manager.events,
         policy=policy,

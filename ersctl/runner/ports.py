@@ -61,6 +61,17 @@ class SecretStore(Protocol):
         ...
 
 
+class HookResources(Protocol):
+    """What Kubernetes container mode's hooks create for a runner: job Pods and Secrets
+    labelled ``runner-pod=<runner name>`` in its namespace, which no ownerReference ties
+    to the runner (ARC deletes them when their runner goes; so do we)."""
+
+    def delete_linked(self, namespace: str, runner_name: str) -> int:
+        """Delete those Pods and Secrets (the ones not already being deleted) and return
+        how many still exist, deletions in progress included: 0 means all are gone."""
+        ...
+
+
 class RunnerMetricsSink(Protocol):
     """What the reconciler counts (``ersctl.runner.metrics`` exports it)."""
 

@@ -5,7 +5,9 @@
 1. Gone -> done. Being deleted -> :meth:`RunnerReconciler._finalize`: the registration
    finalizer first removes the runner from the service (RunnerNotFound counts as done;
    JobStillRunning waits and retries later, it never forces a busy runner off), then
-   the ER finalizer deletes the Pod and the Secret and lets the ER go.
+   the ER finalizer deletes the Pod and the Secret, and in Kubernetes container mode
+   the job Pods and Secrets the container hooks made for it (retried every 5 s until
+   they are gone, as ARC does), and lets the ER go.
 2. Done (Succeeded, Failed, Outdated) -> delete its Pod and Secret; nothing else.
 3. Both finalizers present (added in one patch).
 4. Registration: the JIT Secret exists, else a JIT config is generated (runner name =
@@ -52,6 +54,7 @@ from ersctl.runner.phases import (
     seconds_until_next_pod,
 )
 from ersctl.runner.ports import (
+    HookResources,
     NoRunnerMetrics,
     PodStore,
     RunnerMetricsSink,
@@ -73,6 +76,8 @@ FINALIZERS: Final = (ER_FINALIZER, ER_REGISTRATION_FINALIZER)
 BUSY_RETRY: Final = 30.0
 """Seconds between attempts to remove a runner that is still running a job (ARC: 30 s)."""
 POD_EXISTS_RETRY: Final = 5.0
+HOOK_CLEANUP_RETRY: Final = 5.0
+"""Seconds between looks at container hook resources still being deleted (ARC: 5 s)."""
 REASON_INVALID_TEMPLATE: Final = "InvalidPodTemplate"
 REASON_FAILED_WITH_JOB: Final = "RunnerFailedWithJob"
 
@@ -87,6 +92,7 @@ class RunnerReconciler:
         runners: RunnerStore,
         pods: PodStore,
         secrets: SecretStore,
+        hooks: HookResources,
         services: RunnerServices,
         events: EventRecorder,
         policy: FailurePolicy | None = None,
@@ -96,6 +102,7 @@ class RunnerReconciler:
         self._runners = runners
         self._pods = pods
         self._secrets = secrets
+        self._hooks = hooks
         self._events = events
         self._policy = policy or FailurePolicy()
         self._clock = clock
@@ -133,7 +140,7 @@ class RunnerReconciler:
         runner = self._record_registration(runner, secret)
         if pod is not None:
             return self._apply(runner, decide(runner, PodState.from_pod(pod)))
-        return self._new_pod(runner, secret_name=secret["metadata"]["name"])
+        return self._new_pod(runner, secret=secret)
 
     # -- deletion -------------------------------------------------------------------
 
@@ -145,6 +152,13 @@ class RunnerReconciler:
             runner = self._remove_finalizer(runner, ER_REGISTRATION_FINALIZER)
         if runner.has_finalizer(ER_FINALIZER):
             self._delete_resources(runner)
+            if pods.uses_container_hooks(runner) and self._hooks.delete_linked(
+                runner.namespace, runner.name
+            ):
+                # Not tied to the runner by an ownerReference: once the finalizer goes,
+                # nothing would ever delete the job Pods (and their Secrets) it started.
+                log.info("runner %s: waiting for its container hook resources", runner.key)
+                return Result(requeue_after=HOOK_CLEANUP_RETRY)
             self._remove_finalizer(runner, ER_FINALIZER)
         return Result()
 
@@ -222,7 +236,7 @@ class RunnerReconciler:
 
     # -- the pod ----------------------------------------------------------------------
 
-    def _new_pod(self, runner: EphemeralRunner, *, secret_name: str) -> Result:
+    def _new_pod(self, runner: EphemeralRunner, *, secret: dict[str, Any]) -> Result:
         """Create the runner's Pod unless its failures are exhausted or backing off."""
         failures = runner.failures
         if self._policy.exhausted(len(failures)):
@@ -231,11 +245,11 @@ class RunnerReconciler:
         wait = seconds_until_next_pod(failures, now=self._clock(), policy=self._policy)
         if wait > 0:
             return Result(requeue_after=wait)
-        return self._create_pod(runner, secret_name=secret_name)
+        return self._create_pod(runner, secret=secret)
 
-    def _create_pod(self, runner: EphemeralRunner, *, secret_name: str) -> Result:
+    def _create_pod(self, runner: EphemeralRunner, *, secret: dict[str, Any]) -> Result:
         try:
-            body = pods.build_runner_pod(runner, secret_name=secret_name)
+            body = pods.build_runner_pod(runner, secret=secret)
         except FieldError as exc:
             self._warn(runner, REASON_INVALID_TEMPLATE, str(exc))
             self._set_status(

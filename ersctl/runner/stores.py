@@ -19,10 +19,11 @@ from ersctl.kube.apireader import ApiReader
 from ersctl.kube.calls import json_body, kube_call, server_of
 from ersctl.kube.errors import ConflictError, NotFoundError, check_fence
 from ersctl.kube.writer import Writer
+from ersctl.runner.pods import HOOK_LINK_LABEL
 
 
 class KubeRunnerResources:
-    """Implements ``RunnerStore``, ``PodStore`` and ``SecretStore``. Thread-safe.
+    """Implements ``RunnerStore``, ``PodStore``, ``SecretStore`` and ``HookResources``. Thread-safe.
 
     ``fence`` is asked before every write; False raises ``NotLeaderError``.
     """
@@ -61,7 +62,7 @@ class KubeRunnerResources:
                 resp = self._core.read_namespaced_pod(name, namespace, _preload_content=False)
         except NotFoundError:
             return None
-        return json_body(resp, action=action)
+        return json_body(resp, action=action, server=self._server)
 
     def create_pod(self, body: dict[str, Any]) -> dict[str, Any]:
         namespace = body["metadata"]["namespace"]
@@ -75,7 +76,7 @@ class KubeRunnerResources:
                 body,  # type: ignore[arg-type]
                 _preload_content=False,
             )
-        return json_body(resp, action=action)
+        return json_body(resp, action=action, server=self._server)
 
     def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
         action = f"delete pods/{namespace}/{name}"
@@ -99,22 +100,37 @@ class KubeRunnerResources:
         return self._api.get_secret(namespace, name)
 
     def create_secret(self, body: dict[str, Any]) -> dict[str, Any]:
-        namespace = body["metadata"]["namespace"]
-        action = f"create secrets/{namespace}/{body['metadata']['name']}"
-        check_fence(self._fence, action)
-        with kube_call(action, server=self._server):
-            resp = self._core.create_namespaced_secret(
-                namespace,
-                body,  # type: ignore[arg-type]
-                _preload_content=False,
-            )
-        return json_body(resp, action=action)
+        return self._writer.create_secret(body)
 
     def delete_secret(self, namespace: str, name: str) -> None:
-        action = f"delete secrets/{namespace}/{name}"
-        check_fence(self._fence, action)
-        try:
+        self._writer.delete_secret(namespace, name)
+
+    # -- container hook resources ---------------------------------------------------
+
+    def delete_linked(self, namespace: str, runner_name: str) -> int:
+        """See ``ersctl.runner.ports.HookResources``. Uncached lists, on purpose: the
+        hooks' Pods and Secrets are in no informer, and this runs once per deleted runner
+        in container mode (then every 5 s while they terminate)."""
+        selector = f"{HOOK_LINK_LABEL}={runner_name}"
+        remaining = 0
+        for kind, lister, deleter in (
+            ("pods", self._core.list_namespaced_pod, self._core.delete_namespaced_pod),
+            ("secrets", self._core.list_namespaced_secret, self._core.delete_namespaced_secret),
+        ):
+            action = f"list {kind} in {namespace} with {selector}"
             with kube_call(action, server=self._server):
-                self._core.delete_namespaced_secret(name, namespace, _preload_content=False)
-        except NotFoundError:
-            return
+                resp = lister(namespace, label_selector=selector, _preload_content=False)
+            for item in json_body(resp, action=action, server=self._server).get("items") or ():
+                remaining += 1
+                metadata = item.get("metadata") or {}
+                if metadata.get("deletionTimestamp"):
+                    continue
+                name = str(metadata.get("name"))
+                action = f"delete {kind}/{namespace}/{name}"
+                check_fence(self._fence, action)
+                try:
+                    with kube_call(action, server=self._server):
+                        deleter(name, namespace, _preload_content=False)
+                except NotFoundError:
+                    remaining -= 1
+        return remaining

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ersctl import api
+from ersctl.naming import proxy_secret_name
 from ersctl.platform.errors import Failure
 from ersctl.runnerset.ports import Writer
 
@@ -16,14 +17,20 @@ log = logging.getLogger(__name__)
 
 
 def runner_body(ers: api.EphemeralRunnerSet) -> dict[str, Any]:
-    """The EphemeralRunner a scale-up of ``ers`` creates.
+    """The EphemeralRunner a scale-up of ``ers`` creates, built as ARC builds it.
 
-    ``generateName: <ers>-runner-``; labels from ``spec.ephemeralRunnerMetadata``, then
-    the ERS labels, then ``app.kubernetes.io/component: runner``; annotations from
-    ``spec.ephemeralRunnerMetadata`` plus the patch ID and actionable revision the
-    runner was created for; both runner finalizers; a controller ownerReference that
-    blocks the owner's deletion; the spec copied from ``spec.ephemeralRunnerSpec``.
-    Raises FieldError when the ERS has no runner spec.
+    ``generateName: <ers>-runner-``. Labels: ``spec.ephemeralRunnerMetadata``'s,
+    overridden by the set's own, then ``app.kubernetes.io/component: runner``.
+    Annotations: ``spec.ephemeralRunnerMetadata``'s, overridden by the set's own (so the
+    runner-group and scale-set name annotations an AutoscalingRunnerSet puts on its set
+    reach every runner), then the patch ID and actionable revision the runner was
+    created for; never the set's ``integrity-hash`` (it describes the set) nor kubectl's
+    last-applied configuration (the set's whole manifest, on every runner). A set's
+    metadata applies to the runners created after it changed, not to existing ones.
+    Both runner finalizers; a controller ownerReference that blocks the owner's
+    deletion; the spec copied from ``spec.ephemeralRunnerSpec``, with
+    ``proxySecretRef`` naming the set's proxy Secret when the spec has a ``proxy``
+    (``ersctl.runnerset.proxysecret``), as ARC sets it.
     """
     template = ers.ephemeral_runner_metadata
     labels = {
@@ -31,8 +38,14 @@ def runner_body(ers: api.EphemeralRunnerSet) -> dict[str, Any]:
         **ers.labels,
         api.COMPONENT_LABEL: api.RUNNER_COMPONENT,
     }
+    inherited = {
+        key: value
+        for key, value in ers.annotations.items()
+        if key not in (api.INTEGRITY_HASH_ANNOTATION, api.LAST_APPLIED_ANNOTATION)
+    }
     annotations = {
         **_str_map(template.get("annotations")),
+        **inherited,
         api.PATCH_ID_ANNOTATION: str(ers.patch_id),
         api.ACTIONABLE_REVISION_ANNOTATION: str(ers.actionable_revision),
     }
@@ -47,8 +60,15 @@ def runner_body(ers: api.EphemeralRunnerSet) -> dict[str, Any]:
             "finalizers": [api.ER_FINALIZER, api.ER_REGISTRATION_FINALIZER],
             "ownerReferences": [owner_reference(ers)],
         },
-        "spec": copy.deepcopy(ers.ephemeral_runner_spec),
+        "spec": _runner_spec(ers),
     }
+
+
+def _runner_spec(ers: api.EphemeralRunnerSet) -> dict[str, Any]:
+    spec = copy.deepcopy(ers.ephemeral_runner_spec)
+    if isinstance(spec.get("proxy"), dict):  # present, even empty: ARC tests "!= nil"
+        spec["proxySecretRef"] = proxy_secret_name(ers.namespace, ers.name)
+    return spec
 
 
 def owner_reference(ers: api.EphemeralRunnerSet) -> dict[str, Any]:

@@ -242,6 +242,15 @@ class ExpectingWriter:
     def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
         return self._inner.patch_runner(runner, patch)
 
+    def create_secret(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._inner.create_secret(body)
+
+    def patch_secret(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        return self._inner.patch_secret(namespace, name, patch)
+
+    def delete_secret(self, namespace: str, name: str) -> None:
+        self._inner.delete_secret(namespace, name)
+
 
 def _owner(runner: EphemeralRunner) -> tuple[str, str] | None:
     """(set key, set uid) of the runner's controlling EphemeralRunnerSet, if it has one."""

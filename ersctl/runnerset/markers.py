@@ -19,6 +19,11 @@ inert while reading as protection.
   listener), and derives the phase from an API-reader list of owned runners judged
   against the new applied revision (the lock vouches for the ERS, not for a cached
   list).
+
+Each checks the server's answer: a written value the answer lacks was pruned by a CRD
+without the field (ARC 0.14's has neither the marker nor the applied revision), and
+``PrunedFieldsError`` then stops this set (no cleanup, no scale-up) rather than let the
+guard run with a marker that is never stored.
 """
 
 from __future__ import annotations
@@ -29,8 +34,8 @@ from typing import Any, TypeVar
 
 import tenacity
 
-from ersctl.api import EphemeralRunnerSet, ERSPhase, PatchID
-from ersctl.kube.errors import ConflictError
+from ersctl.api import ERS_CRD, EphemeralRunnerSet, ERSPhase, PatchID
+from ersctl.kube.errors import ConflictError, PrunedFieldsError
 from ersctl.runnerset.classification import classify
 from ersctl.runnerset.ports import ApiReader, Writer
 from ersctl.runnerset.status import RESET_VALUES, malformed
@@ -87,7 +92,7 @@ def record_cleanup_patch_id(
         # Equality, not >=: the marker must be able to move down with the patch ID.
         if live is None or live.finished_runner_cleanup_patch_id == patch_id:
             return live
-        return writer.patch_ers_status(live, _locked(live, {CLEANUP_MARKER_FIELD: patch_id}))
+        return _write(writer, live, {CLEANUP_MARKER_FIELD: patch_id})
 
     return retry.run(attempt)
 
@@ -130,7 +135,7 @@ def advance_applied_revision(
         if live.phase != phase:
             changes["phase"] = phase.value
         if changes:
-            live = writer.patch_ers_status(live, _locked(live, changes))
+            live = _write(writer, live, changes)
         return RevisionWrite(ers=live, advanced=advanced)
 
     return retry.run(attempt)
@@ -155,7 +160,7 @@ def repair_status(
         fields = {field: RESET_VALUES[field] for field in malformed(live)}
         if not fields:
             return live
-        return writer.patch_ers_status(live, _locked(live, fields))
+        return _write(writer, live, fields)
 
     return retry.run(attempt)
 
@@ -169,6 +174,16 @@ def _revision_changes(live: EphemeralRunnerSet, target: int) -> dict[str, Any]:
     if live.finished_runner_cleanup_patch_id != 0:
         changes[CLEANUP_MARKER_FIELD] = 0
     return changes
+
+
+def _write(writer: Writer, live: EphemeralRunnerSet, status: dict[str, Any]) -> EphemeralRunnerSet:
+    """Send ``status`` locked on ``live``; return the answer once it holds every value
+    written (None: absent). Raises PrunedFieldsError naming those it lacks."""
+    written = writer.patch_ers_status(live, _locked(live, status))
+    dropped = [f"status.{key}" for key, value in status.items() if written.status.get(key) != value]
+    if dropped:
+        raise PrunedFieldsError({ERS_CRD: dropped})
+    return written
 
 
 def _locked(live: EphemeralRunnerSet, status: dict[str, Any]) -> dict[str, Any]:

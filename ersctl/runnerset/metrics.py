@@ -1,16 +1,23 @@
-"""Prometheus counters of the EphemeralRunnerSet controller, on the controller's registry.
+"""Prometheus metrics of the EphemeralRunnerSet controller, on the controller's registry.
 
-They complement the runtime's per-controller reconcile metrics: runners created and
-deleted per set, and scale-ups the guard suppressed.
+Ours complement the runtime's per-controller reconcile metrics: runners created and
+deleted per set, and scale-ups the guard suppressed. ARC's ``gha_controller_*`` gauges
+(:class:`ArcSetGauges`, :class:`ArcListenerGauge`) are exported next to them under ARC's
+names and labels.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
-from ersctl.api import EphemeralRunnerSet
+from ersctl.api import EphemeralRunnerSet, FieldError
+from ghalistener.actions.config import parse_config_url
+from ghalistener.actions.errors import ConfigUrlError
 
 _PREFIX: Final = "ersctl"
 
@@ -47,3 +54,110 @@ class RunnerSetMetrics:
 
     def scale_up_suppressed(self, ers: EphemeralRunnerSet) -> None:
         self.suppressed.labels(ers.namespace, ers.name).inc()
+
+
+ARC_LABELS: Final = ("name", "namespace", "repository", "organization", "enterprise")
+SCALE_SET_NAME_LABEL: Final = "actions.github.com/scale-set-name"
+SCALE_SET_NAMESPACE_LABEL: Final = "actions.github.com/scale-set-namespace"
+_ARC_GAUGES: Final = (
+    ("pending_ephemeral_runners", "Number of ephemeral runners in a pending state.", "pending"),
+    (
+        "running_ephemeral_runners",
+        "Number of ephemeral runners that have been assigned a job.",
+        "running",
+    ),
+    ("failed_ephemeral_runners", "Number of ephemeral runners in a failed state.", "failed"),
+)
+
+
+class ArcSetGauges(Collector):
+    """ARC's ``gha_controller_{pending,running,failed}_ephemeral_runners`` per set, with
+    ARC's labels, so dashboards built for ARC's controller keep working.
+
+    Read at scrape time from the cached sets' status counts (the reconciler keeps them
+    current; no request is sent), so a deleted set's series go with it. ``name`` and
+    ``namespace`` are the scale set's (the labels an AutoscalingRunnerSet puts on its
+    set, else the set's own); ``repository``, ``organization`` and ``enterprise`` come
+    from the set's GitHub configuration URL (empty when it is not one).
+    """
+
+    def __init__(self, sets: Callable[[], Iterable[EphemeralRunnerSet]]) -> None:
+        self._sets = sets
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        families = {
+            key: GaugeMetricFamily(f"gha_controller_{name}", text, labels=ARC_LABELS)
+            for name, text, key in _ARC_GAUGES
+        }
+        for ers in self._sets():
+            labels = arc_labels(ers)
+            try:
+                counts = {
+                    "pending": ers.pending_runners,
+                    "running": ers.running_runners,
+                    "failed": ers.failed_runners,
+                }
+            except FieldError:
+                continue  # a malformed status: the reconciler repairs it, skip till then
+            for key, family in families.items():
+                family.add_metric(labels, counts[key])
+        yield from families.values()
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return []  # unchecked: the series depend on the cache at scrape time
+
+
+def arc_labels(ers: EphemeralRunnerSet) -> list[str]:
+    """ARC's common label values for ``ers``, in :data:`ARC_LABELS` order."""
+    try:
+        github = parse_config_url(str(ers.ephemeral_runner_spec.get("githubConfigUrl") or ""))
+        scope = [github.repository, github.organization, github.enterprise]
+    except (ConfigUrlError, FieldError):
+        scope = ["", "", ""]
+    return [
+        ers.labels.get(SCALE_SET_NAME_LABEL) or ers.name,
+        ers.labels.get(SCALE_SET_NAMESPACE_LABEL) or ers.namespace,
+        *scope,
+    ]
+
+
+LISTENER_SELECTOR: Final = "app.kubernetes.io/component=runner-scale-set-listener"
+"""The listener Pods ARC's AutoscalingListener makes carry this label (so does ours in
+examples/deploy), with the scale set's name, namespace and GitHub scope as labels."""
+_POD_LABELS: Final = (
+    SCALE_SET_NAME_LABEL,
+    SCALE_SET_NAMESPACE_LABEL,
+    "actions.github.com/repository",
+    "actions.github.com/organization",
+    "actions.github.com/enterprise",
+)
+
+
+class ArcListenerGauge(Collector):
+    """ARC's ``gha_controller_running_listeners``: per scale set (ARC's labels, read from
+    its listener Pods' labels), 1 while one of its listener Pods is Running, else 0.
+
+    Read at scrape time from a label-selected Pod cache (:data:`LISTENER_SELECTOR`).
+    """
+
+    def __init__(self, pods: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        self._pods = pods
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        running: dict[tuple[str, ...], int] = {}
+        for pod in self._pods():
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            key = tuple(str(labels.get(name) or "") for name in _POD_LABELS)
+            phase = (pod.get("status") or {}).get("phase")
+            running[key] = max(running.get(key, 0), 1 if phase == "Running" else 0)
+        family = GaugeMetricFamily(
+            "gha_controller_running_listeners",
+            "Number of listeners in a running state.",
+            labels=ARC_LABELS,
+        )
+        for key, value in sorted(running.items()):
+            family.add_metric(list(key), value)
+        yield family
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return []

@@ -85,6 +85,18 @@ class Writer(Protocol):
         """JSON merge patch on an EphemeralRunner's main resource (e.g. finalizers)."""
         ...
 
+    def create_secret(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Create a Secret (a set's proxy Secret); ``ConflictError`` when the name is taken."""
+        ...
+
+    def patch_secret(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """JSON merge patch on a Secret; a ``metadata.resourceVersion`` in it is a lock."""
+        ...
+
+    def delete_secret(self, namespace: str, name: str) -> None:
+        """Delete a Secret. NotFound counts as success."""
+        ...
+
 
 class ReconcileMetrics(Protocol):
     """Counters the reconciler reports. The runtime exports them (Prometheus)."""

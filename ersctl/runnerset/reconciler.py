@@ -10,7 +10,9 @@
 5. A new runner spec revision: clean up idle runners, advance the applied revision
    (API reader, only upward, clears the marker, optimistic lock) and return.
 6. Phase Outdated: clean up runners and return.
-7. Classify the cached runners; delete stale Outdated ones and return.
+7. Classify the cached runners; delete stale Outdated ones and return. Then bring the
+   set's proxy Secret in step with its proxy (``ersctl.runnerset.proxysecret``), before
+   any runner it would create could start a Pod that reads it.
 8. The scaling decision (``ersctl.runnerset.scaling``): the finished-runner cleanup is an early
    return that records the marker *before* deleting, and the scale-up guard reads
    the marker through the API reader only.
@@ -35,7 +37,7 @@ from enum import StrEnum
 from typing import Final
 
 from ersctl.api import ERS_FINALIZER, EphemeralRunner, EphemeralRunnerSet, ERSPhase, FieldError
-from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError
+from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError, PrunedFieldsError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.platform.errors import Failure
 from ersctl.runnerset import status
@@ -57,6 +59,7 @@ from ersctl.runnerset.ports import (
     RunnerServices,
     Writer,
 )
+from ersctl.runnerset.proxysecret import ProxySecrets
 from ersctl.runnerset.scaling import (
     AlreadyServiced,
     CleanUpFinished,
@@ -88,6 +91,7 @@ class Reason(StrEnum):
     INVALID_SPEC = "InvalidSpec"
     STATUS_REPAIRED = "MalformedStatusOverwritten"
     CREATE_FAILED = "FailedCreateRunner"
+    FIELDS_PRUNED = "GuardFieldsPruned"
     RECONCILE_FAILED = "ReconcileFailed"
 
 
@@ -133,6 +137,7 @@ class EphemeralRunnerSetReconciler:
         self._expectations = expectations or Expectations()
         self._expectation_requeue = expectation_requeue
         self._writer = ExpectingWriter(writer, self._expectations)
+        self._proxy_secrets = ProxySecrets(api=api, writer=writer)
         self._events = events
         self._services = services
         self._metrics = metrics or NoMetrics()
@@ -150,6 +155,7 @@ class EphemeralRunnerSetReconciler:
         ers = self._cache.get_ers(request.namespace, request.name)
         if ers is None:
             self._expectations.forget(str(request))
+            self._proxy_secrets.forget(request.namespace, request.name)
             return Outcome(action="none", detail="not found")
         try:
             outcome = self._reconcile(ers)
@@ -163,6 +169,12 @@ class EphemeralRunnerSetReconciler:
         except (ConflictError, NotLeaderError):
             # Optimistic concurrency doing its job (the cache was behind), or the lease
             # is gone: end quietly; a Warning here would only alarm people.
+            raise
+        except PrunedFieldsError as exc:
+            # The served CRD dropped a marker or revision write (ARC's CRD, installed
+            # over ours while running): the guard cannot work for this set, so it gets
+            # no cleanup and no scale-up until the CRD is fixed; the message names it.
+            self._event(ers, WARNING, Reason.FIELDS_PRUNED, str(exc))
             raise
         except Failure as exc:
             self._event(ers, WARNING, Reason.RECONCILE_FAILED, str(exc))
@@ -206,6 +218,7 @@ class EphemeralRunnerSetReconciler:
             self._deleted(ers, deleted, Reason.STALE_OUTDATED_DELETED, "stale Outdated")
             status.update_status(self._writer, ers, before=before, states=states)
             return Outcome(action="stale-outdated-deleted", detail=f"{deleted} runners")
+        self._proxy_secrets.sync(ers)
         return self._scale(ers, states, before)
 
     def _finalize(self, ers: EphemeralRunnerSet) -> Outcome:

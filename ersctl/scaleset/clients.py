@@ -5,19 +5,20 @@
   that is absent or unusable is a ``CredentialsFieldError`` naming the field; the
   reconcilers turn it into a Warning Event and change nothing.
 - :class:`ClientCache` is the one cache of ``ActionsClient`` per (namespace, Secret,
-  config URL) and Secret ``resourceVersion``, with leases that close a replaced client
-  after its last user and a leader fence before every call.
+  config URL, proxy and CA references) and the ``resourceVersion`` of every Secret and
+  ConfigMap those name, with leases that close a replaced client after its last user
+  and a leader fence before every call.
 - :class:`SecretRunnerServices` implements ``ersctl.scaleset.ports.RunnerServices`` on
   it, for both controllers: one Secret read per block of calls.
 
 Nothing here ever logs or raises with a secret value in it: messages name keys only.
-The credential values are registered with the log redactor when a client is built.
+The credential values and proxy passwords are registered with the log redactor when a
+client is built.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -28,6 +29,8 @@ from typing import Any, Final
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet
 from ersctl.kube.errors import check_fence
 from ersctl.platform import logs
+from ersctl.scaleset.documents import DocumentGetter, resource_version, secret_data
+from ersctl.scaleset.network import NetworkSettings, NetworkSpec, network_spec, resolve
 from ersctl.scaleset.ports import (
     CredentialsFieldError,
     RunnerNameTakenError,
@@ -41,6 +44,7 @@ from ghalistener.actions.errors import (
     ActionsError,
     ConfigUrlError,
     JobStillRunningError,
+    RootCaError,
     RunnerExistsError,
     RunnerNotFoundError,
 )
@@ -52,8 +56,9 @@ RUNNER_SPEC_PATH: Final = "spec.ephemeralRunnerSpec"
 SECRET_FIELD: Final = f"{RUNNER_SPEC_PATH}.githubConfigSecret"
 CONFIG_URL_FIELD: Final = f"{RUNNER_SPEC_PATH}.githubConfigUrl"
 
-ClientFactory = Callable[[str, Credentials], ActionsClient]
-SecretGetter = Callable[[str, str], "Mapping[str, Any] | None"]
+ClientFactory = Callable[[str, Credentials, NetworkSettings], ActionsClient]
+"""Builds a client for a config URL and credentials that honours the settings' proxy
+and CA (``ActionsClient(proxy=..., root_ca=...)``)."""
 
 
 def credentials_from_secret(
@@ -64,40 +69,29 @@ def credentials_from_secret(
     ``where`` names the Secret (``namespace/name``) in error messages, ``field`` is the
     path of the field that named it (the error's path).
     """
-    values = _decoded(secret, where=where, field=field)
+    values = secret_data(secret, where=where, field=field)
     try:
         return parse_credentials(values)
     except CredentialsKeyError as exc:
         raise CredentialsFieldError(field, f"Secret {where}: {exc}") from None
 
 
-def _decoded(secret: Mapping[str, Any], *, where: str, field: str) -> dict[str, str]:
-    values: dict[str, str] = {}
-    data = secret.get("data") or {}
-    for key, encoded in data.items() if isinstance(data, dict) else ():
-        try:
-            values[str(key)] = base64.b64decode(str(encoded), validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            raise CredentialsFieldError(
-                field, f"Secret {where}: data.{key} is not base64-encoded UTF-8"
-            ) from None
-    string_data = secret.get("stringData") or {}
-    if isinstance(string_data, dict):
-        values.update({str(k): str(v) for k, v in string_data.items()})
-    return values
-
-
-def _actions_client(config_url: str, credentials: Credentials) -> ActionsClient:
+def _actions_client(
+    config_url: str, credentials: Credentials, network: NetworkSettings
+) -> ActionsClient:
     return ActionsClient(
         config_url=config_url,
         credentials=credentials,
+        proxy=network.proxy,
+        root_ca=network.root_ca,
         system_info=SystemInfo(subsystem="controller"),
     )
 
 
 @dataclass(frozen=True, kw_only=True)
 class SecretRef:
-    """The credentials an object names: a Secret in its namespace and a config URL.
+    """What an object names for its GitHub calls: a credentials Secret in its namespace,
+    a config URL, and its proxy and CA references (``network``).
 
     ``secret_field`` and ``url_field`` are the object's field paths, named in errors.
     """
@@ -105,6 +99,7 @@ class SecretRef:
     namespace: str
     secret: str
     config_url: str
+    network: NetworkSpec = dataclasses.field(default_factory=NetworkSpec)
     secret_field: str = SECRET_FIELD
     url_field: str = CONFIG_URL_FIELD
 
@@ -116,7 +111,8 @@ class SecretRef:
 
 def secret_ref(namespace: str, spec: Mapping[str, Any], *, prefix: str) -> SecretRef:
     """The ``githubConfigSecret``/``githubConfigUrl`` pair of ``spec`` (found at field
-    path ``prefix``); CredentialsFieldError naming the field when one is absent."""
+    path ``prefix``) with its ``proxy`` and ``githubServerTLS``; CredentialsFieldError
+    naming the field when one is absent or malformed."""
     fields = {key: f"{prefix}.{key}" for key in ("githubConfigSecret", "githubConfigUrl")}
     values = {key: spec.get(key) for key in fields}
     for key, problem in (
@@ -129,6 +125,7 @@ def secret_ref(namespace: str, spec: Mapping[str, Any], *, prefix: str) -> Secre
         namespace=namespace,
         secret=str(values["githubConfigSecret"]),
         config_url=str(values["githubConfigUrl"]),
+        network=network_spec(spec, prefix=prefix),
         secret_field=fields["githubConfigSecret"],
         url_field=fields["githubConfigUrl"],
     )
@@ -152,47 +149,51 @@ class ClientLease:
 class _Entry:
     """One cached client and the blocks using it right now (guarded by the lock)."""
 
-    resource_version: str
+    version: tuple[str, ...]
     client: ActionsClient
     users: int = 0
     retired: bool = False
 
 
 class ClientCache:
-    """Scale-set service clients per (namespace, Secret, config URL). Thread-safe.
+    """Scale-set service clients per (namespace, Secret, config URL, proxy and CA
+    references). Thread-safe.
 
-    Each :meth:`lease` reads the Secret once (``get_secret``: uncached, Secrets are not
-    watched) and hands out the client built for its ``resourceVersion``: an unchanged
-    Secret reuses the client's connection and tokens, a rotated one gets a new client
-    at once. Objects sharing one Secret but naming different config URLs each keep
-    theirs. A replaced client is closed when the last block using it ends: never under
-    a call in flight, never kept for the life of the process. ``client_factory``
-    builds a client from a config URL and credentials (None: the production
-    ``ActionsClient``). ``fence`` is asked
-    before every call (:meth:`ClientLease.client`); False (the leader lease is lost)
-    refuses the call with ``NotLeaderError``. No secret value is logged or put in an
-    error message.
+    Each :meth:`lease` reads the credentials Secret, the proxy credential Secrets and
+    the CA ConfigMap once (``get_secret``, ``get_configmap``: uncached, neither is
+    watched) and hands out the client built for their resourceVersions: unchanged
+    ones reuse the client's connections and tokens, a rotated credential, proxy password
+    or CA gets a new client at once. Objects sharing one Secret but naming different
+    config URLs or proxies each keep theirs. A replaced client is closed when the last
+    block using it ends: never under a call in flight. ``client_factory`` builds a
+    client from a config URL, credentials and network settings (None: the production
+    ``ActionsClient``). ``fence`` is asked before every call
+    (:meth:`ClientLease.client`); False (the leader lease is lost) refuses the call with
+    ``NotLeaderError``. No secret value is logged or put in an error message.
     """
 
     def __init__(
         self,
         *,
-        get_secret: SecretGetter,
+        get_secret: DocumentGetter,
+        get_configmap: DocumentGetter,
         client_factory: ClientFactory | None = None,
         fence: Callable[[], bool] | None = None,
     ) -> None:
         self._get_secret = get_secret
+        self._get_configmap = get_configmap
         self._factory = client_factory or _actions_client
         self._fence = fence
         self._lock = threading.Lock()
-        self._clients: dict[tuple[str, str, str], _Entry] = {}
+        self._clients: dict[tuple[str, str, str, NetworkSpec], _Entry] = {}
         # Replaced entries a block still uses; each is closed when its last user leaves.
         self._retired: set[_Entry] = set()
 
     @contextmanager
     def lease(self, ref: SecretRef) -> Iterator[ClientLease]:
-        """Hold ``ref``'s client for the block. Entering reads the Secret and raises
-        ``CredentialsFieldError`` naming the field when it or the URL is unusable."""
+        """Hold ``ref``'s client for the block. Entering reads the Secrets and ConfigMap
+        and raises ``CredentialsFieldError`` naming the field when one of them, the URL
+        or a proxy setting is unusable."""
         entry = self._acquire(ref)
         try:
             yield ClientLease(entry.client, self._fence)
@@ -211,19 +212,25 @@ class ClientCache:
         secret = self._get_secret(ref.namespace, ref.secret)
         if secret is None:
             raise CredentialsFieldError(ref.secret_field, f"Secret {ref.where} not found")
-        version = str((secret.get("metadata") or {}).get("resourceVersion") or "")
-        key = (ref.namespace, ref.secret, ref.config_url)
+        network = resolve(
+            ref.network,
+            namespace=ref.namespace,
+            get_secret=self._get_secret,
+            get_configmap=self._get_configmap,
+        )
+        version = (resource_version(secret), *network.version)
+        key = (ref.namespace, ref.secret, ref.config_url, ref.network)
         with self._lock:
             entry = self._clients.get(key)
-            if entry is not None and entry.resource_version == version:
+            if entry is not None and entry.version == version:
                 entry.users += 1
                 return entry
         # Built outside the lock (a factory may be slow); two blocks can race here.
-        client = self._new_client(ref, secret)
+        client = self._new_client(ref, secret, network.settings)
         unused: list[ActionsClient] = []
         with self._lock:
             current = self._clients.get(key)
-            if current is not None and current.resource_version == version:
+            if current is not None and current.version == version:
                 unused.append(client)  # another block won: nobody has seen ours
                 entry = current
             else:
@@ -252,13 +259,26 @@ class ClientCache:
         if done:
             entry.client.close()
 
-    def _new_client(self, ref: SecretRef, secret: Mapping[str, Any]) -> ActionsClient:
+    def _new_client(
+        self, ref: SecretRef, secret: Mapping[str, Any], network: NetworkSettings
+    ) -> ActionsClient:
         credentials = credentials_from_secret(secret, where=ref.where, field=ref.secret_field)
         logs.redact(secret_values(credentials))
+        if network.proxy is not None:
+            logs.redact(network.proxy.secret_values())
         try:
-            return self._factory(ref.config_url, credentials)
+            return self._factory(ref.config_url, credentials, network)
         except ConfigUrlError as exc:
             raise CredentialsFieldError(ref.url_field, str(exc)) from None
+        except RootCaError as exc:
+            # A CA that is no PEM would fail every call: the ConfigMap's field, not a
+            # failed request, is what the operator must fix.
+            ca = ref.network.ca
+            assert ca is not None  # only a CA from the ConfigMap reaches the factory
+            where = f"ConfigMap {ref.namespace}/{ca.config_map} key {ca.key!r}"
+            raise CredentialsFieldError(
+                ca.field, f"{where} is not a PEM certificate: {exc.reason}"
+            ) from None
 
 
 class _Service:

@@ -42,6 +42,7 @@ from ghalistener.actions.messages import (
     parse_scale_set,
     parse_session,
 )
+from ghalistener.actions.proxy import ProxySettings
 from ghalistener.actions.retry import RetryPolicy
 from ghalistener.actions.transport import (
     DEFAULT_TIMEOUT,
@@ -72,8 +73,11 @@ ErrorMap = Mapping[int, type[RequestError]]
 class ActionsClient:
     """Client of GitHub's runner scale-set service for one configuration URL.
 
-    Raises ConfigUrlError for a bad ``config_url`` at construction; every call may raise
-    RequestError (or a subclass) and MessageParseError. Close it (or use ``with``).
+    ``root_ca`` (PEM) is trusted besides the system's CAs; ``proxy`` routes every request
+    (``ghalistener.actions.proxy``) instead of the environment's proxy variables.
+    Raises ConfigUrlError for a bad ``config_url`` and RootCaError for a ``root_ca``
+    holding no PEM at construction; every call may raise RequestError (or a subclass)
+    and MessageParseError. Close it (or use ``with``).
     """
 
     def __init__(
@@ -82,6 +86,7 @@ class ActionsClient:
         config_url: str,
         credentials: PatCredentials | AppCredentials,
         root_ca: str | None = None,
+        proxy: ProxySettings | None = None,
         system_info: SystemInfo | None = None,
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
@@ -94,6 +99,7 @@ class ActionsClient:
             retry=retry or RetryPolicy(),
             redactor=REDACTOR,
             root_ca=root_ca,
+            proxy=proxy,
             transport=transport,
         )
         self._admin = AdminConnector(

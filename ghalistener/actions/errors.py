@@ -5,6 +5,8 @@
     ActionsError (an ersctl.platform.errors.Failure: exit 1 at either command line)
     +-- ConfigUrlError               the configuration URL is not an org, repo or enterprise URL
     +-- CredentialsError             a credential is unusable (e.g. a private key that is no PEM)
+    +-- ProxySettingsError           a proxy URL is no http(s) URL
+    +-- RootCaError                  a CA bundle to trust holds no PEM certificate
     +-- MessageParseError            the service sent a body we cannot understand
     +-- RequestError                 an HTTP exchange failed (status is None: no response at all)
         +-- JobStillRunningError     remove-runner refused: the runner is busy
@@ -36,6 +38,22 @@ class ConfigUrlError(ActionsError):
 
 class CredentialsError(ActionsError):
     """A credential is unusable (for example a GitHub App private key that is not PEM)."""
+
+
+class ProxySettingsError(ActionsError):
+    """A proxy setting cannot be used (a URL that is no ``http://`` or ``https://`` URL).
+
+    The message says what is wrong with the URL and never quotes its credentials.
+    """
+
+
+class RootCaError(ActionsError):
+    """The CA bundle to trust (``server_root_ca``, a set's ``githubServerTLS``) holds no
+    PEM certificate; ``reason`` is what the TLS library said."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class MessageParseError(ActionsError):

@@ -5,7 +5,8 @@ policy, logs each exchange at DEBUG with a redacted URL, and translates every ht
 failure (``httpx.HTTPError``: transport errors, a body that fails to decode, too many
 redirects; and ``httpx.InvalidURL`` from building the request) into ``RequestError``
 (status None). ``error_from_response`` and ``error_from_exception`` are the only places
-request errors are built.
+request errors are built. Explicit proxy settings (``ghalistener.actions.proxy``) are
+applied here and only here, request by request (:class:`ProxyRoutes`).
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ import httpx
 from ersctl.platform.redaction import REDACTED, Redactor
 from ghalistener.actions.errors import (
     BODY_EXCERPT_LIMIT,
-    ActionsError,
     JobStillRunningError,
     RequestError,
+    RootCaError,
     RunnerExistsError,
     RunnerNotFoundError,
 )
+from ghalistener.actions.proxy import ProxyServer, ProxySettings
 from ghalistener.actions.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -95,14 +97,23 @@ def error_from_response(
 ) -> RequestError:
     """Build the exception for an unwanted response: the only place errors are made.
 
-    The service's ``{"typeName", "message"}`` body is decoded (a ``text/plain`` body is
-    used as is); ``typeName`` picks RunnerExists/RunnerNotFound/JobStillRunning unless
+    The message is what the server said, after the caller's ``message`` (what failed)
+    when there is one: GitHub's and the actions service's JSON ``message`` (their
+    ``{"message", "documentation_url"}`` and ``{"typeName", "message"}`` bodies) or a
+    ``text/plain`` body; else the caller's message, else the body's excerpt. So a PAT
+    without the scope reads ``registration token request failed: Resource not
+    accessible by personal access token (POST ..., status 403)``, as ARC's and
+    actions/scaleset's clients put the service's message into their errors.
+    ``typeName`` picks RunnerExists/RunnerNotFound/JobStillRunning unless
     ``error_type`` (the caller's mapping of this status) says otherwise.
     """
     excerpt = body_excerpt(response, redactor)
-    type_name, service_message = _service_exception(response, excerpt)
+    type_name, said = _service_exception(response, excerpt)
     cls = error_type or _class_for_type_name(type_name) or RequestError
-    text = message or service_message or excerpt or response.reason_phrase or "request failed"
+    if message and said:
+        text = f"{message}: {said}"
+    else:
+        text = message or said or excerpt or response.reason_phrase or "request failed"
     return cls(
         redactor(text) if redactor else text,
         method=response.request.method,
@@ -142,19 +153,21 @@ def _shown_url(url: httpx.URL | str, redactor: Redactor) -> str:
 
 
 def _service_exception(response: httpx.Response, excerpt: str) -> tuple[str | None, str]:
+    """``(typeName, what the server said)``: its JSON ``message`` or its plain-text body
+    (``""`` when the body says nothing of the kind, e.g. an HTML page or a success body)."""
     if "text/plain" in response.headers.get("Content-Type", ""):
         return None, excerpt
     try:
         decoded = json.loads(response.content.decode("utf-8", errors="replace").lstrip("\ufeff"))
     except ValueError:
-        return None, excerpt
+        return None, ""
     if not isinstance(decoded, dict):
-        return None, excerpt
+        return None, ""
     type_name = decoded.get("typeName")
     message = decoded.get("message")
     return (
         type_name if isinstance(type_name, str) else None,
-        message[:BODY_EXCERPT_LIMIT] if isinstance(message, str) else excerpt,
+        message.strip()[:BODY_EXCERPT_LIMIT] if isinstance(message, str) else "",
     )
 
 
@@ -166,25 +179,74 @@ def _class_for_type_name(type_name: str | None) -> type[RequestError] | None:
 
 
 def ssl_context(root_ca: str | None) -> ssl.SSLContext | bool:
-    """TLS verification: system trust, plus ``root_ca`` (a PEM string) when given."""
+    """TLS verification: system trust, plus ``root_ca`` (a PEM string) when given.
+
+    Every certificate of ``root_ca`` is a trust anchor, as in Go's client (ARC's):
+    a bundle holding only the intermediate CA that signed the server's certificate
+    is enough, with no chain up to a self-signed root. RootCaError when ``root_ca``
+    holds no PEM certificate.
+    """
     if not root_ca:
         return True
     context = ssl.create_default_context()
+    # OpenSSL otherwise insists on reaching a self-signed root and answers "unable to
+    # get issuer certificate" for the intermediate-only bundles ARC users hand over.
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
     try:
         context.load_verify_locations(cadata=root_ca)
     except (ssl.SSLError, TypeError, ValueError) as exc:
         # SSLError.reason is often None: name the kind of failure rather than print "None".
         reason = getattr(exc, "reason", None) or type(exc).__name__
-        raise ActionsError(f"server_root_ca is not a valid PEM certificate: {reason}") from None
+        raise RootCaError(
+            f"server_root_ca is not a valid PEM certificate: {reason}", reason=str(reason)
+        ) from None
     return context
+
+
+class ProxyRoutes(httpx.BaseTransport):
+    """Sends each request through the proxy ``settings.proxy_for`` picks for its URL
+    (with that proxy's basic ``Proxy-Authorization``), or directly: Go's httpproxy rules
+    request by request, which httpx's URL-pattern mounts cannot express (CIDR blocks,
+    the loopback exemption). ``verify`` checks the servers and an ``https://`` proxy
+    alike, as Go's transport checks both with one TLS configuration. Thread-safe.
+    """
+
+    def __init__(self, settings: ProxySettings, *, verify: ssl.SSLContext | bool) -> None:
+        self._settings = settings
+        self._direct = httpx.HTTPTransport(verify=verify)
+        self._via: dict[ProxyServer, httpx.HTTPTransport] = {
+            server: httpx.HTTPTransport(verify=verify, proxy=_proxy(server, verify))
+            for server in settings.servers
+        }
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        server = self._settings.proxy_for(url.scheme, url.raw_host.decode("ascii"), url.port)
+        transport = self._direct if server is None else self._via[server]
+        return transport.handle_request(request)
+
+    def close(self) -> None:
+        for transport in (self._direct, *self._via.values()):
+            transport.close()
+
+
+def _proxy(server: ProxyServer, verify: ssl.SSLContext | bool) -> httpx.Proxy:
+    # httpcore refuses a TLS context for a plain-http proxy; an https:// proxy is checked
+    # with the custom CA too (httpcore's default context otherwise).
+    tls = verify if isinstance(verify, ssl.SSLContext) else None
+    https = server.url.startswith("https://")
+    return httpx.Proxy(server.url, auth=server.auth, ssl_context=tls if https else None)
 
 
 class HttpSender:
     """Sends requests with retries and translates failures (thread-safe as httpx.Client).
 
-    ``trust_env`` is on, so HTTPS_PROXY / HTTP_PROXY / NO_PROXY apply when no custom
-    ``transport`` is given (a custom transport, e.g. ``httpx.MockTransport``, carries
-    every request itself: proxies and ``root_ca`` are then its business).
+    ``proxy`` given: every request is routed by it (:class:`ProxyRoutes`) and the
+    environment's proxy variables are ignored, as ARC's controller gives a set's proxy
+    function to its client. No ``proxy``: ``trust_env`` is on, so HTTPS_PROXY /
+    HTTP_PROXY / NO_PROXY apply (how ARC configures the listener). A custom
+    ``transport`` (e.g. ``httpx.MockTransport``) carries every request itself: proxies
+    and ``root_ca`` are then its business. RootCaError for a ``root_ca`` holding no PEM.
     """
 
     def __init__(
@@ -194,14 +256,19 @@ class HttpSender:
         retry: RetryPolicy,
         redactor: Redactor,
         root_ca: str | None = None,
+        proxy: ProxySettings | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._retry = retry
         self._redactor = redactor
+        verify = ssl_context(root_ca)
+        if transport is None and proxy is not None:
+            redactor.add(proxy.secret_values(), pin=True)
+            transport = ProxyRoutes(proxy, verify=verify)
         self._client = httpx.Client(
             headers={"User-Agent": user_agent},
             timeout=DEFAULT_TIMEOUT,
-            verify=ssl_context(root_ca),
+            verify=verify,
             transport=transport,
             trust_env=True,
         )

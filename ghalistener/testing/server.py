@@ -3,7 +3,10 @@
 One thread per connection (HTTP/1.1 keep-alive), so a held long poll does not block
 other clients. Config URL for clients: ``<server.url>/<org>``. Given a server-side
 ``ssl.SSLContext`` it speaks HTTPS (to test custom root CAs). Requests in absolute form
-(``GET http://host/path``) are served too, so it can stand in for an HTTP proxy.
+(``GET http://host/path``) are served too, so it can stand in for an HTTP proxy. Given
+``url_host``, its URLs (and those it hands out: the actions service, message queues)
+name that host instead of the bound address: a name only a proxy in front of it
+resolves, so that clients reach it only through the proxy.
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ class SimulatorServer:
         host: str = "127.0.0.1",
         port: int = 0,
         tls: ssl.SSLContext | None = None,
+        url_host: str | None = None,
     ) -> None:
         self.simulator = simulator
         self._server = _Server((host, port), _Handler)
@@ -89,7 +93,8 @@ class SimulatorServer:
             self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         bound_host, bound_port = self._server.server_address[:2]
         scheme = "https" if tls is not None else "http"
-        self.url = f"{scheme}://{bound_host!s}:{bound_port}"
+        self.port = int(bound_port)
+        self.url = f"{scheme}://{url_host or bound_host!s}:{bound_port}"
         self._server.base_url = self.url
         self._thread = threading.Thread(target=self._serve, name="github-sim", daemon=True)
 
@@ -124,9 +129,10 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     tls: ssl.SSLContext | None = None,
+    url_host: str | None = None,
 ) -> SimulatorServer:
     """Start the threaded HTTP(S) server on ``simulator``; returns it (``.url``, ``.stop()``,
-    a context manager)."""
-    server = SimulatorServer(simulator, host=host, port=port, tls=tls)
+    a context manager). ``url_host``: see the module docstring."""
+    server = SimulatorServer(simulator, host=host, port=port, tls=tls, url_host=url_host)
     server.start()
     return server

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
-import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from ersctl.platform.redaction import Redactor
 from ghalistener.actions.auth import PatCredentials
@@ -26,6 +19,7 @@ from ghalistener.testing import GitHubSimulator, SimulatorServer
 from ghalistener.testing.respx_adapter import mock_transport
 from ghalistener.testing.server import serve
 from tests.actions.conftest import QUEUE_URL, GitHubMock, session_json
+from tests.certificates import server_certificates
 
 
 def test_the_long_poll_reads_longer_than_the_services_hold(
@@ -47,81 +41,13 @@ def test_the_long_poll_reads_longer_than_the_services_hold(
     assert create.extensions["timeout"]["read"] <= 50
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def _certificates(tmp_path: Path) -> tuple[str, ssl.SSLContext]:
-    """A throwaway CA (PEM) and a server context whose leaf is signed by it for 127.0.0.1."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(_name("sim CA"))
-        .issuer_name(_name("sim CA"))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(
-            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    leaf_key = ec.generate_private_key(ec.SECP256R1())
-    leaf = (
-        x509.CertificateBuilder()
-        .subject_name(_name("127.0.0.1"))
-        .issuer_name(ca.subject)
-        .public_key(leaf_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    cert_file, key_file = tmp_path / "leaf.pem", tmp_path / "leaf.key"
-    cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        leaf_key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_file, key_file)
-    return ca.public_bytes(serialization.Encoding.PEM).decode(), context
-
-
 @pytest.fixture
 def tls_server(tmp_path: Path) -> Iterator[tuple[SimulatorServer, str]]:
-    ca_pem, context = _certificates(tmp_path)
+    certificates = server_certificates(tmp_path)
     simulator = GitHubSimulator(hold_seconds=0.0)
     simulator.create_scale_set("arc-runners")
-    with serve(simulator, tls=context) as server:
-        yield server, ca_pem
+    with serve(simulator, tls=certificates.server) as server:
+        yield server, certificates.root_pem
 
 
 def test_a_custom_root_ca_lets_the_client_trust_a_private_server(
@@ -155,6 +81,26 @@ def test_without_the_root_ca_the_private_server_is_not_trusted_and_not_retried(
     assert caught.value.status is None
     assert "CERTIFICATE_VERIFY_FAILED" in str(caught.value)
     assert waits == []
+
+
+def test_a_bundle_holding_only_the_intermediate_ca_is_trusted_as_gos_client_trusts_it(
+    tmp_path: Path,
+) -> None:
+    # ARC's Go client takes any certificate of the bundle as a trust anchor; OpenSSL wanted
+    # the chain up to a self-signed root: "unable to get issuer certificate".
+    certificates = server_certificates(tmp_path, intermediate=True)
+    simulator = GitHubSimulator(hold_seconds=0.0)
+    simulator.create_scale_set("arc-runners")
+    with (
+        serve(simulator, tls=certificates.server) as server,
+        ActionsClient(
+            config_url=server.config_url(),
+            credentials=PatCredentials(token="ghp_tls_test"),
+            root_ca=certificates.intermediate_pem,
+            retry=RetryPolicy(max_retries=0),
+        ) as client,
+    ):
+        assert client.get_runner_scale_set_by_id(1).name == "arc-runners"
 
 
 @pytest.mark.parametrize(

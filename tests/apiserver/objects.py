@@ -16,6 +16,16 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 
 
+# The smallest runner spec the CRD accepts (ARC's schema requires these three).
+RUNNER_SPEC: dict[str, Any] = {
+    "githubConfigUrl": "https://github.com/octo-org",
+    "githubConfigSecret": "github-config",
+    "runnerScaleSetId": 1,
+}
+# A status write must keep ARC's required count (an empty set has none).
+RUNNING: dict[str, Any] = {"phase": "Running", "currentReplicas": 0}
+
+
 def ers_body(name: str, *, replicas: int = 1, **metadata: Any) -> dict[str, Any]:
     return {
         "apiVersion": api.API_VERSION,
@@ -39,7 +49,12 @@ def er_body(owner: dict[str, Any] | None = None, **metadata: Any) -> dict[str, A
             }
         ]
     meta.setdefault("generateName", "runner-")
-    return {"apiVersion": api.API_VERSION, "kind": api.ER_KIND, "metadata": meta, "spec": {}}
+    return {
+        "apiVersion": api.API_VERSION,
+        "kind": api.ER_KIND,
+        "metadata": meta,
+        "spec": dict(RUNNER_SPEC),
+    }
 
 
 class Objects:

@@ -36,7 +36,12 @@ def ers_path(kube: KubeApi) -> str:
 
 
 def create_set(http: httpx.Client, ers_path: str, name: str = "a") -> None:
-    body = {"apiVersion": api.API_VERSION, "kind": api.ERS_KIND, "metadata": {"name": name}}
+    body = {
+        "apiVersion": api.API_VERSION,
+        "kind": api.ERS_KIND,
+        "metadata": {"name": name},
+        "spec": {"patchID": 0},
+    }
     assert http.post(ers_path, json=body).status_code == 201
 
 
@@ -230,7 +235,7 @@ def test_a_body_with_broken_framing_is_400_and_other_clients_are_served(
 def test_a_yaml_body_is_accepted_like_json(http: httpx.Client, ers_path: str) -> None:
     body = (
         f"apiVersion: {api.API_VERSION}\nkind: {api.ERS_KIND}\n"
-        "metadata:\n  name: from-yaml\nspec:\n  replicas: 2\n"
+        "metadata:\n  name: from-yaml\nspec:\n  replicas: 2\n  patchID: 0\n"
     ).encode()
 
     response = http.post(ers_path, content=body, headers={"Content-Type": "application/yaml"})

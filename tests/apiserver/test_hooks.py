@@ -16,7 +16,7 @@ from kubernetes.client import ApiException
 
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer, StatusError
-from tests.apiserver.objects import Objects, ers_body
+from tests.apiserver.objects import RUNNING, Objects, ers_body
 from tests.kubeclient import json_object, status_of
 
 
@@ -26,7 +26,7 @@ def test_the_request_log_records_what_the_client_sent(apiserver: ApiServer, ers:
     apiserver.request_log.clear()
 
     ers.patch("a", {"spec": {"replicas": 2}}, status=False)
-    ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+    ers.patch("a", {"status": RUNNING}, status=True)
 
     records = apiserver.request_log.records()
     assert [
@@ -37,7 +37,7 @@ def test_the_request_log_records_what_the_client_sent(apiserver: ApiServer, ers:
         ("PATCH", "patch", "ephemeralrunnersets", ers.namespace, "a", "status", 200),
     ]
     assert records[0].content_type == "application/merge-patch+json"
-    assert json.loads(records[1].body) == {"status": {"phase": "Running"}}
+    assert json.loads(records[1].body) == {"status": RUNNING}
     assert records[1].path.endswith("/ephemeralrunnersets/a/status")
 
 
@@ -60,11 +60,11 @@ def test_a_fault_matches_verb_resource_name_and_subresource(
         verb="patch", resource="ephemeralrunnersets", name="a", subresource="status", code=409
     )
 
-    ers.patch("b", {"status": {"phase": "Running"}}, status=True)
+    ers.patch("b", {"status": RUNNING}, status=True)
     ers.patch("a", {"spec": {"replicas": 2}})
     with pytest.raises(ApiException) as caught:
-        ers.patch("a", {"status": {"phase": "Running"}}, status=True)
-    ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+        ers.patch("a", {"status": RUNNING}, status=True)
+    ers.patch("a", {"status": RUNNING}, status=True)
 
     assert caught.value.status == 409
     assert status_of(caught.value)["reason"] == "Conflict"
@@ -86,7 +86,7 @@ def test_a_latency_fault_delays_and_then_serves(apiserver: ApiServer, ers: Objec
 def test_direct_access_has_the_same_semantics_as_http(apiserver: ApiServer, ers: Objects) -> None:
     ns = ers.namespace
     created = apiserver.create_object(
-        "ephemeralrunnersets", ers_body("a", namespace=ns) | {"status": {"phase": "Running"}}
+        "ephemeralrunnersets", ers_body("a", namespace=ns) | {"status": RUNNING}
     )
     assert "status" not in created and created["metadata"]["generation"] == 1
 
@@ -94,7 +94,7 @@ def test_direct_access_has_the_same_semantics_as_http(apiserver: ApiServer, ers:
         "ephemeralrunnersets",
         ns,
         "a",
-        {"status": {"phase": "Running"}},
+        {"status": RUNNING},
         subresource="status",
     )
     patched = apiserver.patch_object("ephemeralrunnersets", ns, "a", {"spec": {"replicas": 4}})

@@ -10,7 +10,7 @@ from kubernetes import client
 from kubernetes.client import ApiException
 
 from ersctl import api
-from tests.apiserver.objects import JSON_PATCH, STRATEGIC, Objects, ers_body
+from tests.apiserver.objects import JSON_PATCH, RUNNER_SPEC, RUNNING, STRATEGIC, Objects, ers_body
 from tests.kubeclient import status_of
 
 
@@ -96,16 +96,18 @@ def test_strategic_merge_patch_works_for_core_types(core: Any, namespace: str) -
 
 def test_fields_unknown_to_the_crd_schema_are_pruned(ers: Objects) -> None:
     ers.create(ers_body("a") | {"extra": 1})
-    ers.patch("a", {"spec": {"notInSchema": True, "ephemeralRunnerSpec": {"anything": {"x": 1}}}})
+    runner_spec = {**RUNNER_SPEC, "spec": {"containers": [{"name": "runner", "imag": "typo"}]}}
+    ers.patch("a", {"spec": {"notInSchema": True, "ephemeralRunnerSpec": runner_spec}})
 
     patched = ers.patch(
-        "a", {"status": {"phase": "Running", "madeUp": 3}, "metadata": {"bogus": 1}}, status=True
+        "a", {"status": {**RUNNING, "madeUp": 3}, "metadata": {"bogus": 1}}, status=True
     )
 
     assert "extra" not in patched and "bogus" not in patched["metadata"]
     assert "notInSchema" not in patched["spec"]
-    assert patched["spec"]["ephemeralRunnerSpec"] == {"anything": {"x": 1}}  # preserved
-    assert patched["status"] == {"phase": "Running"}
+    # The pod template is typed too: a misspelt container field is dropped.
+    assert patched["spec"]["ephemeralRunnerSpec"]["spec"] == {"containers": [{"name": "runner"}]}
+    assert patched["status"] == RUNNING
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from kubernetes import client
 from kubernetes.client import ApiException
 
 from ersctl import api
-from tests.apiserver.objects import Objects, er_body, ers_body
+from tests.apiserver.objects import RUNNING, Objects, er_body, ers_body
 from tests.kubeclient import status_of
 
 
@@ -64,7 +64,7 @@ def test_create_in_a_missing_namespace_is_404(custom: Any) -> None:
 
 
 def test_create_ignores_status_when_the_status_subresource_exists(ers: Objects) -> None:
-    created = ers.create(ers_body("a") | {"status": {"phase": "Running"}})
+    created = ers.create(ers_body("a") | {"status": RUNNING})
 
     assert "status" not in created
 
@@ -115,14 +115,14 @@ def test_merge_patch_with_the_current_resource_version_succeeds(ers: Objects) ->
 
 def test_status_precondition_on_the_status_subresource_is_honoured_too(ers: Objects) -> None:
     created = ers.create(ers_body("a"))
-    ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+    ers.patch("a", {"status": RUNNING}, status=True)
 
     with pytest.raises(ApiException) as caught:
         ers.patch(
             "a",
             {
                 "metadata": {"resourceVersion": created["metadata"]["resourceVersion"]},
-                "status": {"finishedRunnerCleanupPatchID": 3},
+                "status": {"finishedRunnerCleanupPatchID": 3, "currentReplicas": 0},
             },
             status=True,
         )
@@ -133,24 +133,24 @@ def test_status_precondition_on_the_status_subresource_is_honoured_too(ers: Obje
 
 def test_status_sent_to_the_main_resource_is_ignored(ers: Objects) -> None:
     ers.create(ers_body("a"))
-    ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+    ers.patch("a", {"status": RUNNING}, status=True)
 
     patched = ers.patch("a", {"spec": {"replicas": 3}, "status": {"phase": "Outdated"}})
 
-    assert patched["status"] == {"phase": "Running"}
+    assert patched["status"] == RUNNING
     assert patched["spec"]["replicas"] == 3
 
 
 def test_put_to_the_main_resource_keeps_the_stored_status(ers: Objects) -> None:
     ers.create(ers_body("a"))
-    ers.patch("a", {"status": {"phase": "Running"}}, status=True)
+    ers.patch("a", {"status": RUNNING}, status=True)
     body = ers.get("a")
     body["status"] = {"phase": "Outdated"}
     body["spec"]["replicas"] = 7
 
     replaced = ers.replace("a", body)
 
-    assert replaced["status"] == {"phase": "Running"}
+    assert replaced["status"] == RUNNING
     assert replaced["spec"]["replicas"] == 7
 
 
@@ -162,12 +162,12 @@ def test_writes_to_status_change_only_status(ers: Objects) -> None:
         {
             "metadata": {"labels": {"x": "y"}},
             "spec": {"replicas": 8},
-            "status": {"phase": "Running"},
+            "status": RUNNING,
         },
         status=True,
     )
 
-    assert patched["status"] == {"phase": "Running"}
+    assert patched["status"] == RUNNING
     assert patched["spec"]["replicas"] == 1
     assert "labels" not in patched["metadata"]
 
@@ -182,7 +182,7 @@ def test_writes_to_status_change_only_status(ers: Objects) -> None:
         pytest.param(
             {"metadata": {"finalizers": ["x/y"]}}, False, False, id="finalizer change does not"
         ),
-        pytest.param({"status": {"phase": "Running"}}, True, False, id="status change does not"),
+        pytest.param({"status": RUNNING}, True, False, id="status change does not"),
     ],
 )
 def test_generation_moves_only_on_changes_outside_metadata_and_status(

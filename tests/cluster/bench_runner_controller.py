@@ -64,7 +64,9 @@ def one_run(n: int) -> Run:
         api = server.api_client()
         manager = Manager(api, namespace="ci", workers=4)
         services = SecretRunnerServices(
-            get_secret=manager.api_reader.get_secret, client_factory=actions_client
+            get_secret=manager.api_reader.get_secret,
+            get_configmap=manager.api_reader.get_configmap,
+            client_factory=actions_client,
         )
         add_runner_controller(manager, api, services=services)
         stop = threading.Event()

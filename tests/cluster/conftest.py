@@ -15,6 +15,7 @@ from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from ersctl.api import ER_PLURAL, GROUP, VERSION, EphemeralRunner, job_status_fields
+from ersctl.kube.apireader import ApiReader
 from ersctl.kube.events import EventRecorder
 from ersctl.kube.reconcile import Request, Result
 from ersctl.runner.metrics import RunnerMetrics
@@ -22,6 +23,7 @@ from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.reconciler import RunnerReconciler
 from ersctl.runner.stores import KubeRunnerResources
 from ersctl.scaleset.clients import SecretRunnerServices
+from ersctl.scaleset.network import DEFAULT_NETWORK, NetworkSettings
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.actions.auth import Credentials
 from ghalistener.actions.client import ActionsClient
@@ -172,11 +174,16 @@ class Harness:
         return {r["name"]: int(r["id"]) for r in self.sim.state()["runners"]}
 
 
-def actions_client(config_url: str, credentials: Credentials) -> ActionsClient:
-    """The production client with a retry policy that never sleeps."""
+def actions_client(
+    config_url: str, credentials: Credentials, network: NetworkSettings = DEFAULT_NETWORK
+) -> ActionsClient:
+    """The production client (the set's proxy and CA honoured) with a retry policy that
+    never sleeps."""
     return ActionsClient(
         config_url=config_url,
         credentials=credentials,
+        proxy=network.proxy,
+        root_ca=network.root_ca,
         retry=RetryPolicy(max_retries=1, sleep=lambda _: None),
     )
 
@@ -187,8 +194,10 @@ class RecordingFactory:
 
     built: list[ActionsClient] = field(default_factory=list)
 
-    def __call__(self, config_url: str, credentials: Credentials) -> ActionsClient:
-        built = actions_client(config_url, credentials)
+    def __call__(
+        self, config_url: str, credentials: Credentials, network: NetworkSettings
+    ) -> ActionsClient:
+        built = actions_client(config_url, credentials, network)
         self.built.append(built)
         return built
 
@@ -224,13 +233,18 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
     sent = SentRequests(api_client)
     resources = KubeRunnerResources(api_client)
     factory = RecordingFactory()
-    services = SecretRunnerServices(get_secret=resources.get_secret, client_factory=factory)
+    services = SecretRunnerServices(
+        get_secret=resources.get_secret,
+        get_configmap=ApiReader(api_client).get_configmap,
+        client_factory=factory,
+    )
     clock = Clock()
     registry = CollectorRegistry()
     reconciler = RunnerReconciler(
         runners=resources,
         pods=resources,
         secrets=resources,
+        hooks=resources,
         services=services,
         events=EventRecorder(api_client),
         policy=FailurePolicy(max_failures=3),

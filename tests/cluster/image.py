@@ -12,6 +12,9 @@ Each piece covers what this repository's Dockerfile and .dockerignore use, and r
 - :func:`copy_build_stage`: what a stage's ``COPY`` instructions take from the build
   context (directories copied by content, files into a ``/``-ended destination), placed
   under a local root; no ``--from``, wildcards or JSON form.
+- :func:`make_stage_links`: the symbolic links a stage's ``RUN ln -s TARGET LINK``
+  instructions make, made under a local root; any other use of ``ln`` in a ``RUN``
+  (several commands, other options) is refused.
 """
 
 from __future__ import annotations
@@ -180,3 +183,23 @@ def _copy_tree(path: Path, name: str, *, ignore: DockerIgnore, destination: Path
             to = destination / relative
             to.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, to)
+
+
+def make_stage_links(stage: list[str], *, root: Path) -> dict[str, Path]:
+    """Make under ``root`` (the stage's ``/``) the links of the stage's ``RUN ln -s TARGET
+    LINK`` instructions, each pointing at its target under ``root``. Returns the links by
+    their path in the image."""
+    made: dict[str, Path] = {}
+    for instruction in stage[1:]:
+        keyword, _, rest = instruction.partition(" ")
+        if keyword.upper() != "RUN" or not re.search(r"(^|\s)ln\s", rest):
+            continue
+        words = shlex.split(rest)
+        if len(words) != 4 or words[:2] != ["ln", "-s"] or not words[2].startswith("/"):
+            raise ValueError(f"RUN {rest}: only `ln -s /TARGET LINK` is implemented")
+        target, link = PurePosixPath(words[2]), PurePosixPath(words[3])
+        local = root / link.relative_to("/")
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.symlink_to(root / target.relative_to("/"))
+        made[str(link)] = local
+    return made

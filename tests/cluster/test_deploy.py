@@ -190,13 +190,21 @@ def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str,
             for v in ("get", "list", "watch", "create", "delete", "patch")
         ),
         ("actions.github.com", "ephemeralrunners/status", "patch"),
+        ("actions.github.com", "ephemeralrunnersets/finalizers", "update"),
+        ("actions.github.com", "ephemeralrunners/finalizers", "update"),
         *(("", "pods", v) for v in ("list", "watch", "create", "delete")),
-        *(("", "secrets", v) for v in ("get", "create", "delete")),
+        *(("", "secrets", v) for v in ("get", "list", "create", "patch", "delete")),
+        ("", "configmaps", "get"),
         *(("", "events", v) for v in ("create", "patch")),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "get"),
     }
     assert core == expected
-    # Secrets are never listed or watched: the controller cannot read them in bulk.
-    assert not {v for g, r, v in core if r == "secrets"} & {"list", "watch"}
+    # The start-up check reads the two CRDs by name, no other.
+    assert {n for g, r, v, n in granted if r == "customresourcedefinitions"} == {
+        ("ephemeralrunnersets.actions.github.com", "ephemeralrunners.actions.github.com")
+    }
+    # Secrets are never watched (cached); listed only by label, for container mode.
+    assert "watch" not in {v for g, r, v in core if r == "secrets"}
     leases = one(rendered, "Role", "gha-scaleset-leader-election")
     assert leases["metadata"]["namespace"] == "gha-scaleset"
     assert {(g, r, v) for g, r, v, _ in grants(leases["rules"])} == {
@@ -348,6 +356,8 @@ def test_kubectl_applies_the_rendered_base_to_the_embedded_api_server(
 ) -> None:
     # The README's order: the CRDs first (a single apply cannot create a custom
     # resource whose CRD it creates: kubectl maps kinds before it sends anything).
+    # Client-side, unlike the README's --server-side: the embedded server does not
+    # serve server-side apply (415) and does not limit the last-applied annotation.
     crds = subprocess.run(
         ["kubectl", "kustomize", str(ROOT / "ersctl" / "crds")],
         check=True,

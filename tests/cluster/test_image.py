@@ -12,16 +12,33 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import sysconfig
 import zipfile
+from collections.abc import Mapping
 from importlib.metadata import EntryPoint, PathDistribution
 from pathlib import Path, PurePosixPath
+from subprocess import PIPE
+from typing import Any
 
 import pytest
 
-from tests.cluster.image import DockerIgnore, copy_build_stage, dockerfile_stages, stage_named
+from ghalistener.testing.model import GitHubSimulator
+from ghalistener.testing.server import serve
+from tests.cluster.image import (
+    DockerIgnore,
+    copy_build_stage,
+    dockerfile_stages,
+    make_stage_links,
+    stage_named,
+)
+from tests.kubeapi import KubeApi
+from tests.listener.arc_configs import pat_config_metrics_off
+from tests.listener.test_arc_config import ers_spec
+from tests.listener.test_cli_subprocess import create_ers
+from tests.polling import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ("ghalistener", "ersctl")
@@ -69,33 +86,42 @@ def console_scripts(site: Path) -> dict[str, EntryPoint]:
     return {ep.name: ep for ep in entry_points if ep.group == "console_scripts"}
 
 
-def run_isolated(site: Path, cwd: Path, *argv: str) -> subprocess.Popen[str]:
+def run_isolated(
+    site: Path, cwd: Path, *argv: str, env: Mapping[str, str] | None = None, stderr: Any = PIPE
+) -> subprocess.Popen[str]:
     """``python argv...`` seeing the unpacked wheel first, then this environment's
     third-party packages, and nothing else: no ``site`` (whose .pth files would put the
-    editable install's repository back on the path), no script or working directory."""
-    env = {
+    editable install's repository back on the path), no script or working directory.
+    ``env`` adds variables; ``stderr`` as for Popen (a long-running program's belongs
+    in a file, so that a full pipe cannot stall it)."""
+    environment = {
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": os.pathsep.join([str(site), sysconfig.get_paths()["purelib"]]),
         "PYTHONDONTWRITEBYTECODE": "1",
+        **(env or {}),
     }
     return subprocess.Popen(
         [sys.executable, "-S", "-P", *argv],
         cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        env=environment,
+        stdout=PIPE,
+        stderr=stderr,
         text=True,
     )
 
 
-def test_both_programs_run_from_the_wheel_alone(unpacked: Path, tmp_path: Path) -> None:
-    scripts = console_scripts(unpacked)
-    assert sorted(scripts) == sorted(PROGRAMS)
-    # What pip writes into bin/ for each console script.
-    for name, ep in scripts.items():
-        (tmp_path / name).write_text(
+def write_console_scripts(site: Path, bin_dir: Path) -> None:
+    """What pip writes into ``bin_dir`` for each console script of the wheel in ``site``."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name, ep in console_scripts(site).items():
+        (bin_dir / name).write_text(
             f"import sys\nfrom {ep.module} import {ep.attr}\nsys.exit({ep.attr}())\n"
         )
+
+
+def test_both_programs_run_from_the_wheel_alone(unpacked: Path, tmp_path: Path) -> None:
+    assert sorted(console_scripts(unpacked)) == sorted(PROGRAMS)
+    write_console_scripts(unpacked, tmp_path)
     running = {
         program: run_isolated(unpacked, tmp_path, str(tmp_path / program), "--help")
         for program in PROGRAMS
@@ -117,6 +143,56 @@ def test_both_programs_run_from_the_wheel_alone(unpacked: Path, tmp_path: Path) 
         assert seen["files"][program] == str(unpacked / program / "__init__.py")
     assert len(seen["imported"]) > 50
     assert [m for m in seen["modules"] if "testing" in m.split(".")] == []
+
+
+ARC_LISTENER_COMMAND = "/ghalistener"
+"""The command of the listener container in ARC's AutoscalingListener Pod (resource
+builder: ``scaleSetListenerEntrypoint``); no args, env ``LISTENER_CONFIG_PATH``."""
+ARC_CONFIG_PATH = "/etc/gha-listener/config.json"
+
+
+def test_arcs_listener_pod_command_runs_the_listener_from_its_config_path(
+    unpacked: Path, kube: KubeApi, tmp_path: Path
+) -> None:
+    # The final stage's filesystem, as far as the listener is concerned: the virtual
+    # environment's bin/ as pip fills it, then the stage's links.
+    root = tmp_path / "root"
+    write_console_scripts(unpacked, root / "opt" / "venv" / "bin")
+    links = make_stage_links(dockerfile_stages(ROOT / "Dockerfile")[-1], root=root)
+    entrypoint = links[ARC_LISTENER_COMMAND]
+    assert entrypoint.resolve() == root / "opt" / "venv" / "bin" / "ghalistener"
+
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    config = root / ARC_CONFIG_PATH.lstrip("/")
+    simulator = GitHubSimulator(hold_seconds=30)
+    simulator.create_scale_set(name="arc-runners")
+    with (
+        serve(simulator, port=0) as github,
+        (tmp_path / "stderr").open("w+") as stderr,
+    ):
+        create_ers(kube)
+        config.parent.mkdir(parents=True)
+        config.write_text(pat_config_metrics_off(f"{github.url}/octo", kube.namespace))
+        # As the Pod runs it: the command alone, the config path in the environment (and
+        # here a kubeconfig where the Pod has its service account).
+        env = {"LISTENER_CONFIG_PATH": str(config), "KUBECONFIG": str(kubeconfig)}
+        listener = run_isolated(unpacked, tmp_path, str(entrypoint), env=env, stderr=stderr)
+
+        def session() -> object:
+            assert listener.poll() is None, "the listener exited"
+            return simulator.state()["sessions"]
+
+        try:
+            eventually(session, what="a session", timeout=20)
+            simulator.enqueue_job(1)
+            eventually(lambda: ers_spec(kube)["replicas"] == 1, what="scaled", timeout=20)
+            listener.send_signal(signal.SIGTERM)
+            code = listener.wait(timeout=10)
+        finally:
+            if listener.poll() is None:
+                listener.kill()
+        stderr.seek(0)
+        assert code == 0, stderr.read()
 
 
 IMPORT_EVERY_MODULE = """

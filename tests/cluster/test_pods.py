@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import pytest
@@ -99,6 +100,14 @@ def test_an_unreadable_jit_secret_yields_no_registration(data: dict[str, str]) -
     assert pods.registration_from_secret({"data": data}) is None
 
 
+def jit_secret(name: str, config: str = "jit") -> dict[str, Any]:
+    """A JIT Secret as the API server returns it."""
+    return {
+        "metadata": {"name": name, "namespace": "ci"},
+        "data": {"jitToken": base64.b64encode(config.encode()).decode()},
+    }
+
+
 def env_of(pod: dict[str, Any], container: str) -> list[dict[str, Any]]:
     (found,) = [c for c in pod["spec"]["containers"] if c["name"] == container]
     env: list[dict[str, Any]] = found.get("env", [])
@@ -108,7 +117,7 @@ def env_of(pod: dict[str, Any], container: str) -> list[dict[str, Any]]:
 def test_the_runner_container_gets_the_jit_config_by_secret_reference_and_the_exit_code_switch() -> (
     None
 ):
-    pod = pods.build_runner_pod(runner(), secret_name="set-runner-abcde")
+    pod = pods.build_runner_pod(runner(), secret=jit_secret("set-runner-abcde"))
     env = env_of(pod, "runner")
     assert env[0] == {"name": "A", "value": "1"}  # the template's own env stays first
     by_name = {e["name"]: e for e in env}
@@ -126,30 +135,111 @@ def test_a_template_value_for_our_env_vars_is_replaced_not_duplicated() -> None:
         {"name": "ACTIONS_RUNNER_INPUT_JITCONFIG", "value": "stale"},
         {"name": "ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE", "value": "0"},
     ]
-    names = [e["name"] for e in env_of(pods.build_runner_pod(er, secret_name="s"), "runner")]
+    names = [e["name"] for e in env_of(pods.build_runner_pod(er, secret=jit_secret("s")), "runner")]
     assert sorted(names) == sorted(set(names))
-    assert "value" not in env_of(pods.build_runner_pod(er, secret_name="s"), "runner")[0]
+    assert "value" not in env_of(pods.build_runner_pod(er, secret=jit_secret("s")), "runner")[0]
+
+
+PROXY_SECRET = "set-bcdfghjk-runner-proxy"
+HTTP = {"url": "http://proxy.corp:3128"}
+
+
+def from_proxy_secret(name: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": PROXY_SECRET, "key": name}}}
+
+
+@pytest.mark.parametrize(
+    ("proxy", "variables"),
+    [
+        pytest.param({"http": HTTP}, ["http_proxy"], id="http only"),
+        pytest.param({"https": HTTP}, ["https_proxy"], id="https only"),
+        pytest.param({"noProxy": ["internal.corp"]}, ["no_proxy"], id="noProxy only"),
+        pytest.param(
+            {"http": HTTP, "https": HTTP, "noProxy": ["internal.corp"]},
+            ["http_proxy", "https_proxy", "no_proxy"],
+            id="all three",
+        ),
+        pytest.param({"http": HTTP, "noProxy": []}, ["http_proxy"], id="an empty noProxy"),
+        pytest.param({}, [], id="an empty proxy"),
+    ],
+)
+def test_the_runner_gets_arcs_proxy_variables_from_the_proxy_secret_for_the_parts_set(
+    proxy: dict[str, Any], variables: list[str]
+) -> None:
+    er = runner(proxy=proxy, proxySecretRef=PROXY_SECRET)
+
+    env = env_of(pods.build_runner_pod(er, secret=jit_secret("s")), "runner")
+
+    # After the template's and ours, as ARC appends them.
+    assert env[4:] == [from_proxy_secret(name) for name in variables]
+    assert env_of(pods.build_runner_pod(er, secret=jit_secret("s")), "sidecar") == []
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param({"proxy": {"http": HTTP}}, id="a proxy but no proxySecretRef"),
+        pytest.param({"proxySecretRef": PROXY_SECRET}, id="a proxySecretRef but no proxy"),
+    ],
+)
+def test_without_both_a_proxy_and_its_secret_the_runner_gets_no_proxy_variable(
+    spec: dict[str, Any],
+) -> None:
+    env = env_of(pods.build_runner_pod(runner(**spec), secret=jit_secret("s")), "runner")
+
+    assert not {e["name"] for e in env} & {"http_proxy", "https_proxy", "no_proxy"}
+
+
+def test_the_sets_proxy_variables_replace_the_templates() -> None:
+    er = runner(proxy={"https": HTTP}, proxySecretRef=PROXY_SECRET)
+    er.spec["spec"]["containers"][1]["env"] = [{"name": "https_proxy", "value": "http://old:1"}]
+
+    env = env_of(pods.build_runner_pod(er, secret=jit_secret("s")), "runner")
+
+    assert [e for e in env if e["name"] == "https_proxy"] == [from_proxy_secret("https_proxy")]
 
 
 def test_the_pod_carries_the_runner_labels_annotations_template_metadata_and_owner() -> None:
-    pod = pods.build_runner_pod(runner(), secret_name="s")
+    pod = pods.build_runner_pod(runner(), secret=jit_secret("s"))
     meta = pod["metadata"]
     assert (meta["name"], meta["namespace"]) == ("set-runner-abcde", "ci")
+    hashed = meta["labels"].pop("pod-template-hash")
     assert meta["labels"] == {
         "app.kubernetes.io/component": "runner",
         "team": "b",  # the pod template wins over the runner's own label
         "pool": "x",
         "actions-ephemeral-runner": "True",
     }
+    assert re.fullmatch(r"[bcdfghjklmnpqrstvwxz2456789]{1,10}", hashed), hashed
     assert meta["annotations"] == {"actions.github.com/patch-id": "4", "note": "t"}
     assert meta["ownerReferences"] == [OWNER]
     assert pod["spec"]["restartPolicy"] == "Never"
 
 
+def pod_hash(er: EphemeralRunner, secret: dict[str, Any]) -> str:
+    label: str = pods.build_runner_pod(er, secret=secret)["metadata"]["labels"]["pod-template-hash"]
+    return label
+
+
+def test_the_pod_template_hash_follows_metadata_spec_and_jit_config_as_arcs_does() -> None:
+    same = pod_hash(runner(), jit_secret("s"))
+    assert pod_hash(runner(), jit_secret("s")) == same, "stable for the same inputs"
+    relabelled = runner()
+    relabelled.metadata["labels"]["tier"] = "c"
+    respec = runner()
+    respec.spec["spec"]["containers"][1]["image"] = "runner:2"
+    ignored = runner()
+    ignored.metadata["labels"]["runner-template-hash"] = "abc"  # left out, as ARC does
+    assert pod_hash(relabelled, jit_secret("s")) != same
+    assert pod_hash(respec, jit_secret("s")) != same
+    assert pod_hash(runner(), jit_secret("s", config="another")) != same
+    assert pod_hash(ignored, jit_secret("s")) == same
+
+
 def test_building_the_pod_leaves_the_runner_untouched() -> None:
     er = runner()
     before = er.to_dict()
-    pods.build_runner_pod(er, secret_name="s")
+    pods.build_runner_pod(er, secret=jit_secret("s"))
     assert er.to_dict() == before
 
 
@@ -170,7 +260,7 @@ def test_a_template_that_cannot_run_a_runner_is_a_field_error(
     spec: dict[str, Any], path: str
 ) -> None:
     with pytest.raises(FieldError) as err:
-        pods.build_runner_pod(runner(**spec), secret_name="s")
+        pods.build_runner_pod(runner(**spec), secret=jit_secret("s"))
     assert err.value.path == path
 
 
@@ -178,4 +268,4 @@ def test_a_runner_without_a_uid_cannot_own_anything() -> None:
     er = runner()
     del er.metadata["uid"]
     with pytest.raises(FieldError, match=r"metadata\.uid"):
-        pods.build_runner_pod(er, secret_name="s")
+        pods.build_runner_pod(er, secret=jit_secret("s"))

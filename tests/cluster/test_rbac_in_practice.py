@@ -1,8 +1,10 @@
 """The deployment's RBAC against what the controller really sends.
 
 ``ersctl reconcile --runner-controller --leader-elect`` runs as a subprocess against the
-embedded API server and the GitHub simulator while the test takes a scale set through
-a whole runner life: scale up, Pod running, runner done, cleanup, set deleted. Every
+embedded API server and the GitHub simulator (GitHub Enterprise Server over TLS with a
+private CA, behind a proxy that wants credentials, as the set's ``githubServerTLS`` and
+``proxy`` say) while the test takes a scale set through a whole runner life: scale up,
+Pod running, proxy password rotated, runner done, cleanup, set deleted. Every
 request the controller sent (the server's request log; the test itself writes through
 the server's direct API, which is not logged) must be allowed by the rules in
 examples/deploy (sufficient), and every rule must have been needed (least privilege).
@@ -17,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +29,10 @@ import yaml
 from ersctl.testing.apiserver import ApiServer, RequestRecord
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
+from tests.certificates import server_certificates
 from tests.cluster.test_deploy import BASE, render
 from tests.cluster.test_runner_controller import RUNNING, terminated
+from tests.connect_proxy import ConnectProxy
 from tests.polling import eventually
 
 pytestmark = pytest.mark.skipif(not Path("/usr/bin/kubectl").exists(), reason="kubectl absent")
@@ -36,10 +41,18 @@ NS = "arc-runners"
 CONTROLLER_NS = "gha-scaleset"
 
 # Events are aggregated: a repeat is a patch of the first. One life does not repeat one.
-NOT_EXERCISED_BY_ONE_LIFE = {("", "events", "patch")}
+# The finalizers grants are checked by an admission plugin (OwnerReferencesPermission-
+# Enforcement) when an ownerReference blocks its owner's deletion; no request uses them.
+NOT_EXERCISED_BY_ONE_LIFE = {
+    ("", "events", "patch", ""),
+    ("actions.github.com", "ephemeralrunnersets/finalizers", "update", ""),
+    ("actions.github.com", "ephemeralrunners/finalizers", "update", ""),
+}
 WAIT = 60.0  # generous: subprocesses on a shared 2-core machine
+PROXY_USER, PROXY_PASSWORD, ROTATED = "rbac", "pr0xy-passw0rd-rbac", "r0tated-passw0rd-rbac"
 
-Grant = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
+Request = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
+Grant = tuple[str, str, str, str]  # a Request and the resourceName it is limited to, or ""
 
 
 def group_of(record: RequestRecord) -> str:
@@ -47,7 +60,7 @@ def group_of(record: RequestRecord) -> str:
     return "" if parts[0] == "api" else parts[1]
 
 
-def request_of(record: RequestRecord) -> Grant:
+def request_of(record: RequestRecord) -> Request:
     resource = record.resource or ""
     if record.subresource:
         resource = f"{resource}/{record.subresource}"
@@ -56,12 +69,22 @@ def request_of(record: RequestRecord) -> Grant:
 
 def grants(rules: list[dict[str, Any]]) -> set[Grant]:
     return {
-        (g, r, v)
+        (g, r, v, name)
         for rule in rules
         for g in rule["apiGroups"]
         for r in rule["resources"]
         for v in rule["verbs"]
+        for name in rule.get("resourceNames") or [""]
     }
+
+
+def grant_for(record: RequestRecord, granted: set[Grant]) -> Grant | None:
+    """The grant that allows ``record`` (one limited to its name first), or None."""
+    request = request_of(record)
+    for name in (record.name or "", ""):
+        if (*request, name) in granted:
+            return (*request, name)
+    return None
 
 
 def rbac() -> tuple[set[Grant], set[Grant]]:
@@ -82,17 +105,43 @@ def rbac() -> tuple[set[Grant], set[Grant]]:
 
 
 def sample_set(config_url: str, scale_set: int) -> dict[str, Any]:
+    """The sample set, its runners in Kubernetes container mode (so their deletion cleans
+    up what the container hooks made: the one use of listing Secrets)."""
     ers: dict[str, Any] = yaml.safe_load((BASE / "ephemeralrunnerset.yaml").read_text("utf-8"))
-    ers["spec"]["ephemeralRunnerSpec"]["githubConfigUrl"] = config_url
-    ers["spec"]["ephemeralRunnerSpec"]["runnerScaleSetId"] = scale_set
+    runner_spec = ers["spec"]["ephemeralRunnerSpec"]
+    runner_spec["githubConfigUrl"] = config_url
+    runner_spec["runnerScaleSetId"] = scale_set
+    (runner,) = [c for c in runner_spec["spec"]["containers"] if c["name"] == "runner"]
+    hooks = {"name": "ACTIONS_RUNNER_CONTAINER_HOOKS", "value": "/home/runner/k8s/index.js"}
+    runner["env"] = [*runner.get("env", []), hooks]
     return ers
+
+
+def behind_proxy(ers: dict[str, Any], proxy_url: str) -> dict[str, Any]:
+    """``ers`` with an https proxy needing the credentials Secret ``proxy-credentials``
+    and the CA of ConfigMap ``ghes-ca``: configmaps get and secrets patch exercised."""
+    ers["spec"]["ephemeralRunnerSpec"] |= {
+        "proxy": {"https": {"url": proxy_url, "credentialSecretRef": "proxy-credentials"}},
+        "githubServerTLS": {
+            "certificateFrom": {"configMapKeyRef": {"name": "ghes-ca", "key": "ca.crt"}}
+        },
+    }
+    return ers
+
+
+def proxy_credentials(password: str) -> dict[str, str]:
+    """The ``data`` of the proxy's credentials Secret."""
+    values = {"username": PROXY_USER, "password": password}
+    return {key: base64.b64encode(value.encode()).decode() for key, value in values.items()}
 
 
 @pytest.mark.embedded_only("the request log")
 def test_the_controller_needs_every_permission_the_deployment_grants_and_no_other(
     apiserver: ApiServer, sim: GitHubSimulator, tmp_path: Path
 ) -> None:
-    github = serve(sim, port=0)
+    certificates = server_certificates(tmp_path, hosts=("ghes.test",))
+    github = serve(sim, port=0, tls=certificates.server, url_host="ghes.test")
+    proxy = ConnectProxy(hosts={"ghes.test": "127.0.0.1"}, credentials=(PROXY_USER, PROXY_PASSWORD))
     scale_set = int(sim.create_scale_set(name="arc-runners")["id"])
     for ns in (NS, CONTROLLER_NS):
         apiserver.create_object("namespaces", {"metadata": {"name": ns}})
@@ -104,7 +153,29 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
             "data": {"github_token": token},
         },
     )
-    apiserver.create_object("ephemeralrunnersets", sample_set(f"{github.url}/my-org", scale_set))
+    apiserver.create_object(
+        "secrets",
+        {
+            "metadata": {"name": "proxy-credentials", "namespace": NS},
+            "data": proxy_credentials(PROXY_PASSWORD),
+        },
+    )
+    apiserver.create_object(
+        "configmaps",
+        {
+            "metadata": {"name": "ghes-ca", "namespace": NS},
+            "data": {"ca.crt": certificates.root_pem},
+        },
+    )
+    ers = behind_proxy(sample_set(f"{github.url}/my-org", scale_set), proxy.url)
+    apiserver.create_object("ephemeralrunnersets", ers)
+
+    def rotate_proxy_password() -> None:
+        proxy.credentials = (PROXY_USER, ROTATED)
+        apiserver.patch_object(
+            "secrets", NS, "proxy-credentials", {"data": proxy_credentials(ROTATED)}
+        )
+
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
     apiserver.request_log.clear()
     log = tmp_path / "controller.log"
@@ -131,7 +202,8 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
             stderr=subprocess.STDOUT,
         )
         try:
-            jit = one_runner_life(apiserver)
+            with proxy:
+                jit = one_runner_life(apiserver, rotate_proxy_password)
         finally:
             controller.send_signal(signal.SIGTERM)
             controller.wait(timeout=WAIT)
@@ -141,26 +213,30 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
     # even at debug level, no credential and no JIT config reaches the log
     assert "registered runner" in output
     encoded = base64.b64encode(jit.encode()).decode()  # as the Secret holds it
-    for value in (jit, encoded, "ghp_rbac", token):
+    for value in (jit, encoded, "ghp_rbac", token, PROXY_PASSWORD, ROTATED):
         assert value not in output
+    # Every GitHub call went through the proxy, with the password of its time.
+    passwords = [t.credentials for t in proxy.tunnels()]
+    assert passwords[0] == (PROXY_USER, PROXY_PASSWORD) and passwords[-1] == (PROXY_USER, ROTATED)
+    assert {t.host for t in proxy.tunnels()} == {"ghes.test"}
 
     cluster_wide, in_controller_ns = rbac()
     used: set[Grant] = set()
     for record in apiserver.request_log.records():
         if not record.verb:
             continue  # discovery and /version need no RBAC rule
-        request = request_of(record)
-        used.add(request)
-        allowed = request in cluster_wide or (
-            request in in_controller_ns and record.namespace == CONTROLLER_NS
-        )
-        assert allowed, f"not allowed by examples/deploy RBAC: {record.method} {record.path}"
+        grant = grant_for(record, cluster_wide)
+        if grant is None and record.namespace == CONTROLLER_NS:
+            grant = grant_for(record, in_controller_ns)
+        assert grant, f"not allowed by examples/deploy RBAC: {record.method} {record.path}"
+        used.add(grant)
     unused = (cluster_wide | in_controller_ns) - used - NOT_EXERCISED_BY_ONE_LIFE
     assert not unused, f"granted but never needed: {sorted(unused)}"
 
 
-def one_runner_life(server: ApiServer) -> str:
-    """Drive one runner from scale-up to the set's deletion; returns its JIT config."""
+def one_runner_life(server: ApiServer, rotate_proxy_password: Callable[[], None]) -> str:
+    """Drive one runner from scale-up to the set's deletion, rotating the proxy password
+    while it runs; returns its JIT config."""
 
     def runners() -> list[dict[str, Any]]:
         return server.list_objects("ephemeralrunners", NS)
@@ -194,11 +270,20 @@ def one_runner_life(server: ApiServer) -> str:
     job = {"status": {"jobId": "job-1", "jobRequestId": 1}}  # the listener, on JobStarted
     server.patch_object("ephemeralrunners", NS, name, job, subresource="status")
     eventually(lambda: [r["status"].get("phase") for r in runners()] == ["Running"], timeout=WAIT)
+    rotate_proxy_password()
     server.patch_object("pods", NS, name, {"status": terminated(0)}, subresource="status")
     eventually(lambda: [r["status"].get("phase") for r in runners()] == ["Succeeded"], timeout=WAIT)
     eventually(lambda: not server.list_objects("pods", NS), timeout=WAIT)
+    hook_secret = {"name": "job-env", "namespace": NS, "labels": {"runner-pod": name}}
+    server.create_object("secrets", {"metadata": hook_secret})  # made by the hooks
     patch_set(0, 2)  # a fresh patch: the finished runner is cleaned up
     eventually(lambda: not runners(), timeout=WAIT)
+    (proxy_secret,) = [
+        s for s in server.list_objects("secrets", NS) if "runner-proxy" in s["metadata"]["name"]
+    ]
+    https_proxy = base64.b64decode(proxy_secret["data"]["https_proxy"]).decode()
+    assert f":{ROTATED}@" in https_proxy, "the proxy Secret follows the rotated password"
+    assert server.get_object("secrets", NS, "job-env") is None
     server.delete_object("ephemeralrunnersets", NS, "arc-runners")
     eventually(
         lambda: server.get_object("ephemeralrunnersets", NS, "arc-runners") is None, timeout=WAIT
@@ -244,7 +329,11 @@ def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Pat
             "apiVersion": "actions.github.com/v1alpha1",
             "kind": "EphemeralRunner",
             "metadata": {"name": runner, "namespace": NS},
-            "spec": {"runnerScaleSetId": scale_set},
+            "spec": {
+                "githubConfigUrl": f"{github.url}/my-org",
+                "githubConfigSecret": "github-credentials",
+                "runnerScaleSetId": scale_set,
+            },
         },
     )
     config = yaml.safe_load(

@@ -14,10 +14,11 @@ import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
 from ersctl.kube.errors import NotLeaderError
+from ersctl.kube.reconcile import Result
 from ersctl.runner.registration import RetryLater
 from ersctl.runner.stores import KubeRunnerResources
 from ersctl.testing.podsim import exited_status, running_status
-from tests.cluster.conftest import TOKEN, Harness
+from tests.cluster.conftest import NO_SCHEDULER, TOKEN, Harness
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
 
@@ -343,3 +344,76 @@ def test_runner_pod_and_secret_writes_are_refused_without_the_lease(
         with pytest.raises(NotLeaderError, match="no longer holds the lease"):
             write()
     assert sent.records() == [], "refused before reaching the server"
+
+
+def hook_resource(
+    h: Harness, kind: str, name: str, runner: str, *, finalizers: list[str] | None = None
+) -> None:
+    """A job Pod or Secret as Kubernetes container mode's hooks create it for ``runner``."""
+    metadata: dict[str, Any] = {"name": name, "namespace": h.namespace}
+    metadata["labels"] = {"runner-pod": runner}
+    if finalizers:
+        metadata["finalizers"] = finalizers
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod" if kind == "pods" else "Secret",
+        "metadata": metadata,
+    }
+    if kind == "pods":
+        body["spec"] = {
+            "schedulerName": NO_SCHEDULER,
+            "containers": [{"name": "job", "image": "node:20"}],
+        }
+    h.kube.create_object(kind, body)
+
+
+CONTAINER_MODE: dict[str, Any] = {
+    "spec": {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "runner",
+                "image": "ghcr.io/actions/actions-runner",
+                "env": [
+                    {
+                        "name": "ACTIONS_RUNNER_CONTAINER_HOOKS",
+                        "value": "/home/runner/k8s/index.js",
+                    }
+                ],
+            }
+        ],
+    }
+}
+
+
+def test_in_container_mode_a_deleted_runner_takes_its_hook_pods_and_secrets_with_it(
+    h: Harness,
+) -> None:
+    h.create_runner(**CONTAINER_MODE)
+    h.settle()
+    hook_resource(h, "pods", "job-pod", RUNNER)
+    # One still terminating (a finalizer of someone else's): the runner waits for it.
+    hook_resource(h, "pods", "job-pod-slow", RUNNER, finalizers=["example.com/slow"])
+    hook_resource(h, "secrets", "job-secret", RUNNER)
+    hook_resource(h, "pods", "other-job-pod", "another-runner")
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)
+
+    assert h.settle() == Result(requeue_after=5.0)
+    assert h.runner() is not None, "kept while a hook Pod is still terminating"
+    assert h.kube.get_object("pods", h.namespace, "job-pod") is None
+    assert h.kube.get_object("secrets", h.namespace, "job-secret") is None
+    h.kube.patch_object("pods", h.namespace, "job-pod-slow", {"metadata": {"finalizers": []}})
+    h.settle()
+
+    assert h.runner() is None
+    assert h.kube.get_object("pods", h.namespace, "other-job-pod") is not None, "not its"
+
+
+def test_without_container_hooks_labelled_pods_are_not_the_runners_to_delete(h: Harness) -> None:
+    h.create_runner()
+    h.settle()
+    hook_resource(h, "pods", "job-pod", RUNNER)
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)
+    h.settle()
+    assert h.runner() is None
+    assert h.kube.get_object("pods", h.namespace, "job-pod") is not None

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
+from ersctl.kube.apireader import ApiReader
 from ersctl.kube.errors import NotLeaderError
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.reconcile import Request
@@ -91,7 +92,11 @@ def test_a_client_in_use_when_its_secret_rotates_is_closed_when_that_block_ends(
     factory = RecordingFactory()
     with h.kube.api_client() as api_client:
         resources = KubeRunnerResources(api_client)
-        services = SecretRunnerServices(get_secret=resources.get_secret, client_factory=factory)
+        services = SecretRunnerServices(
+            get_secret=resources.get_secret,
+            get_configmap=ApiReader(api_client).get_configmap,
+            client_factory=factory,
+        )
         try:
             with services.service_for(runner) as in_flight:
                 rotate(h)

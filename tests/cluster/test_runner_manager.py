@@ -43,6 +43,7 @@ def manager(h: Harness) -> Iterator[Manager]:
     manager = Manager(api_client, namespace=h.namespace, workers=2)
     services = SecretRunnerServices(
         get_secret=manager.api_reader.get_secret,
+        get_configmap=manager.api_reader.get_configmap,
         client_factory=actions_client,
         fence=manager.is_leading,
     )

@@ -14,11 +14,13 @@ import pytest
 
 from ersctl.api import EphemeralRunner, FieldError
 from ersctl.scaleset.clients import SecretRunnerServices
+from ersctl.scaleset.network import NetworkSettings
 from ersctl.scaleset.ports import ServiceError
 from ghalistener.actions.auth import Credentials, PatCredentials
 from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import ActionsError
 from ghalistener.actions.retry import RetryPolicy
+from tests.controller.github import no_configmaps
 
 
 class Secrets:
@@ -44,7 +46,9 @@ class Factory:
         self.sent = 0
         self.lock = threading.Lock()
 
-    def __call__(self, config_url: str, credentials: Credentials) -> ActionsClient:
+    def __call__(
+        self, config_url: str, credentials: Credentials, network: NetworkSettings
+    ) -> ActionsClient:
         assert isinstance(credentials, PatCredentials)
         time.sleep(self.delay)  # lets racing threads overtake a build in progress
         client = ActionsClient(
@@ -96,7 +100,9 @@ def is_closed(client: ActionsClient) -> bool:
 
 def test_concurrent_reconciles_share_one_client_and_none_is_closed_under_them() -> None:
     secrets, factory = Secrets(together=8), Factory(delay=0.05)
-    services = SecretRunnerServices(get_secret=secrets.get, client_factory=factory)
+    services = SecretRunnerServices(
+        get_secret=secrets.get, get_configmap=no_configmaps, client_factory=factory
+    )
     all_inside = threading.Barrier(8, timeout=10)
 
     def reconcile(_: int) -> bool:
@@ -116,7 +122,9 @@ def test_concurrent_reconciles_share_one_client_and_none_is_closed_under_them() 
 
 def test_a_rotated_secret_gets_a_new_client_and_the_unused_old_one_is_closed_at_once() -> None:
     secrets, factory = Secrets(), Factory()
-    services = SecretRunnerServices(get_secret=secrets.get, client_factory=factory)
+    services = SecretRunnerServices(
+        get_secret=secrets.get, get_configmap=no_configmaps, client_factory=factory
+    )
     with services.service_for(runner()) as service:
         assert reaches_the_transport(service)
     secrets.version = 2
@@ -150,7 +158,9 @@ def test_unusable_credentials_name_the_runners_field(
 ) -> None:
     secrets = Secrets()
     get = secrets.get if secret is None else (lambda namespace, name: secret)
-    services = SecretRunnerServices(get_secret=get, client_factory=Factory())
+    services = SecretRunnerServices(
+        get_secret=get, get_configmap=no_configmaps, client_factory=Factory()
+    )
     with pytest.raises(FieldError) as err, services.service_for(doc):
         pass
     assert err.value.path == field

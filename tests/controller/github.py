@@ -6,11 +6,13 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import jwt
 import respx
 
+from ersctl.scaleset.network import DEFAULT_NETWORK, NetworkSettings
 from ghalistener.actions.auth import AppCredentials, PatCredentials
 from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.retry import RetryPolicy
@@ -73,8 +75,21 @@ class FakeGitHub:
         return httpx.Response(204)
 
 
-def no_sleep_client(config_url: str, credentials: PatCredentials | AppCredentials) -> ActionsClient:
+def no_sleep_client(
+    config_url: str,
+    credentials: PatCredentials | AppCredentials,
+    network: NetworkSettings = DEFAULT_NETWORK,
+) -> ActionsClient:
     """The production client, with retries that do not sleep (tests inject 5xx)."""
     return ActionsClient(
-        config_url=config_url, credentials=credentials, retry=RetryPolicy(sleep=lambda _: None)
+        config_url=config_url,
+        credentials=credentials,
+        proxy=network.proxy,
+        root_ca=network.root_ca,
+        retry=RetryPolicy(sleep=lambda _: None),
     )
+
+
+def no_configmaps(namespace: str, name: str) -> dict[str, Any] | None:
+    """A ConfigMap getter for services whose objects name no CA: there is none."""
+    return None

@@ -65,7 +65,9 @@ class Cluster:
         self.api_reader = ApiReader(self.api_client)
         self.writer = Writer(self.api_client)
         self.services = SecretRunnerServices(
-            get_secret=self.api_reader.get_secret, client_factory=no_sleep_client
+            get_secret=self.api_reader.get_secret,
+            get_configmap=self.api_reader.get_configmap,
+            client_factory=no_sleep_client,
         )
         self.metrics_registry = CollectorRegistry()
         self.metrics = RunnerSetMetrics(self.metrics_registry)
@@ -164,11 +166,12 @@ class Cluster:
         )
 
     def patch_ers_status(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        """A status merge patch as a controller sends it: with the fields ARC's schema
+        requires that the stored set lacks (``ersctl.api.complete_status_patch``)."""
+        stored = self.kube.get_object(api.ERS_PLURAL, self.namespace, name) or {}
+        patch = api.complete_status_patch(api.EphemeralRunnerSet(stored), {"status": status})
         return self._merge(
-            self.custom.patch_namespaced_custom_object_status,
-            name,
-            {"status": status},
-            api.ERS_PLURAL,
+            self.custom.patch_namespaced_custom_object_status, name, patch, api.ERS_PLURAL
         )
 
     def add_runner(

@@ -11,6 +11,7 @@ import pytest
 from ersctl import api
 from ersctl.kube.errors import KubeError
 from ersctl.runnerset.creation import CreateResult, create_runners, runner_body
+from tests.controller.harness import Cluster
 from tests.controller.objects import RUNNER_SPEC, ers_doc
 
 
@@ -23,10 +24,17 @@ def scale_set() -> api.EphemeralRunnerSet:
         labels={"actions.github.com/scale-set-name": "pool", "team": "ci"},
         runner_metadata={
             "labels": {"team": "overridden-by-the-set", "tier": "gpu"},
-            "annotations": {"owner": "platform"},
+            "annotations": {"owner": "overridden-by-the-set", "cost-center": "42"},
         },
     )
     doc["metadata"]["uid"] = "uid-123"
+    doc["metadata"]["annotations"] = {
+        "actions.github.com/runner-group-name": "default",
+        "actions.github.com/scale-set-name": "pool",
+        "owner": "platform",
+        api.INTEGRITY_HASH_ANNOTATION: "the-sets-own",
+        api.LAST_APPLIED_ANNOTATION: '{"the": "whole set"}',
+    }
     return api.EphemeralRunnerSet(doc)
 
 
@@ -50,7 +58,7 @@ def test_the_runner_is_named_after_the_set_and_owned_by_it() -> None:
     assert body["metadata"]["finalizers"] == [api.ER_FINALIZER, api.ER_REGISTRATION_FINALIZER]
 
 
-def test_labels_and_annotations_come_from_the_set_and_its_runner_metadata() -> None:
+def test_labels_and_annotations_come_from_the_set_and_its_runner_metadata_as_in_arc() -> None:
     metadata = runner_body(scale_set())["metadata"]
 
     assert metadata["labels"] == {
@@ -59,8 +67,14 @@ def test_labels_and_annotations_come_from_the_set_and_its_runner_metadata() -> N
         "tier": "gpu",
         "app.kubernetes.io/component": "runner",
     }
+    # The set's own annotations win over its runner metadata's (the runner group and
+    # scale set name among them); its integrity hash and kubectl's copy of its manifest
+    # describe the set and stay there.
     assert metadata["annotations"] == {
+        "actions.github.com/runner-group-name": "default",
+        "actions.github.com/scale-set-name": "pool",
         "owner": "platform",
+        "cost-center": "42",
         api.PATCH_ID_ANNOTATION: "12",
         api.ACTIONABLE_REVISION_ANNOTATION: "4",
     }
@@ -124,3 +138,31 @@ def test_a_failed_create_does_not_stop_the_others_and_is_reported() -> None:
     assert writer.calls == 6
     assert result.created == 4
     assert [e.status if isinstance(e, KubeError) else e for e in result.errors] == [500, 500]
+
+
+def test_updated_set_annotations_reach_only_runners_created_afterwards(cluster: Cluster) -> None:
+    # ARC's "propagates updated EphemeralRunnerSet annotations to newly created
+    # EphemeralRunners", against our reconciler and the embedded API server.
+    cluster.create_ers(replicas=0)
+    annotate(cluster, {"arc.test/runner-set-annotation": "initial"})
+    cluster.patch_ers("runners", {"replicas": 1, "patchID": 1})
+    cluster.reconcile()
+    (first,) = cluster.runners()
+    annotate(cluster, {"arc.test/runner-set-annotation": "updated", "arc.test/new": "added"})
+    cluster.patch_ers("runners", {"replicas": 2, "patchID": 2})
+    cluster.reconcile()
+
+    by_name = {r.name: r.annotations for r in cluster.runners()}
+    assert by_name.pop(first.name)["arc.test/runner-set-annotation"] == "initial"
+    ((_, second),) = by_name.items()
+    assert second["arc.test/runner-set-annotation"] == "updated"
+    assert second["arc.test/new"] == "added"
+
+
+def annotate(cluster: Cluster, annotations: dict[str, str]) -> None:
+    """Merge ``annotations`` into the set's metadata, as a user or ARC's chart would."""
+    cluster.custom.patch_namespaced_custom_object(
+        api.GROUP, api.VERSION, "arc", api.ERS_PLURAL, "runners",
+        {"metadata": {"annotations": annotations}},
+        _content_type="application/merge-patch+json",
+    )  # fmt: skip

@@ -13,6 +13,7 @@ import pytest
 
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet, RunnerID
 from ersctl.scaleset.clients import SecretRunnerServices, credentials_from_secret
+from ersctl.scaleset.network import NetworkSettings
 from ersctl.scaleset.ports import CredentialsFieldError, ServiceError
 from ghalistener.actions.auth import AppCredentials, PatCredentials
 from ghalistener.actions.client import ActionsClient
@@ -21,6 +22,7 @@ from tests.controller.github import (
     OTHER_CONFIG_URL,
     PAT,
     FakeGitHub,
+    no_configmaps,
     no_sleep_client,
 )
 from tests.controller.objects import RUNNER_SPEC, ers_doc
@@ -132,6 +134,7 @@ def test_removing_a_runner_authenticates_with_the_secret_and_deletes_it_from_the
     services = SecretRunnerServices(
         client_factory=no_sleep_client,
         get_secret=Secrets({("arc", "github-config"): secret(github_token=PAT)}).get_secret,
+        get_configmap=no_configmaps,
     )
 
     assert remove(services, scale_set(), 41) is True
@@ -152,6 +155,7 @@ def test_service_answers_that_are_not_failures(
     services = SecretRunnerServices(
         client_factory=no_sleep_client,
         get_secret=Secrets({("arc", "github-config"): secret(github_token=PAT)}).get_secret,
+        get_configmap=no_configmaps,
     )
 
     assert remove(services, scale_set(), 41) is expected
@@ -165,6 +169,7 @@ def test_other_service_errors_are_runner_service_errors_without_the_token(
     services = SecretRunnerServices(
         client_factory=no_sleep_client,
         get_secret=Secrets({("arc", "github-config"): secret(github_token=PAT)}).get_secret,
+        get_configmap=no_configmaps,
     )
 
     with pytest.raises(ServiceError) as caught:
@@ -174,7 +179,9 @@ def test_other_service_errors_are_runner_service_errors_without_the_token(
 
 
 def test_a_missing_secret_names_the_field_on_entering_the_block(github: FakeGitHub) -> None:
-    services = SecretRunnerServices(get_secret=Secrets().get_secret, client_factory=no_sleep_client)
+    services = SecretRunnerServices(
+        get_secret=Secrets().get_secret, get_configmap=no_configmaps, client_factory=no_sleep_client
+    )
 
     with pytest.raises(CredentialsFieldError, match="Secret arc/github-config not found"):
         services.service_for(scale_set()).__enter__()
@@ -183,7 +190,9 @@ def test_a_missing_secret_names_the_field_on_entering_the_block(github: FakeGitH
 
 def test_one_client_per_secret_version(github: FakeGitHub) -> None:
     secrets = Secrets({("arc", "github-config"): secret("1", github_token=PAT)})
-    services = SecretRunnerServices(get_secret=secrets.get_secret, client_factory=no_sleep_client)
+    services = SecretRunnerServices(
+        get_secret=secrets.get_secret, get_configmap=no_configmaps, client_factory=no_sleep_client
+    )
 
     remove(services, scale_set(), 1)
     remove(services, scale_set(), 2)
@@ -197,7 +206,9 @@ def test_one_client_per_secret_version(github: FakeGitHub) -> None:
 
 def test_one_block_reads_the_secret_once_for_all_its_removals(github: FakeGitHub) -> None:
     secrets = Secrets({("arc", "github-config"): secret(github_token=PAT)})
-    services = SecretRunnerServices(get_secret=secrets.get_secret, client_factory=no_sleep_client)
+    services = SecretRunnerServices(
+        get_secret=secrets.get_secret, get_configmap=no_configmaps, client_factory=no_sleep_client
+    )
 
     with services.service_for(scale_set()) as service:
         for runner_id in (1, 2, 3):
@@ -213,7 +224,9 @@ def test_sets_sharing_a_secret_with_different_config_urls_each_keep_their_client
     """Keyed by Secret alone, the two sets replaced each other's client on every call:
     a fresh admin token from GitHub each time, and a retired client per call."""
     secrets = Secrets({("arc", "github-config"): secret(github_token=PAT)})
-    services = SecretRunnerServices(get_secret=secrets.get_secret, client_factory=no_sleep_client)
+    services = SecretRunnerServices(
+        get_secret=secrets.get_secret, get_configmap=no_configmaps, client_factory=no_sleep_client
+    )
     org, other = scale_set(), scale_set(config_url=OTHER_CONFIG_URL)
 
     for runner_id in range(1, 7):
@@ -229,8 +242,13 @@ class RecordingFactory:
 
     built: list[ActionsClient] = field(default_factory=list)
 
-    def __call__(self, config_url: str, credentials: PatCredentials | AppCredentials) -> Any:
-        client = no_sleep_client(config_url, credentials)
+    def __call__(
+        self,
+        config_url: str,
+        credentials: PatCredentials | AppCredentials,
+        network: NetworkSettings,
+    ) -> Any:
+        client = no_sleep_client(config_url, credentials, network)
         self.built.append(client)
         return client
 
@@ -248,7 +266,9 @@ def test_a_client_replaced_by_a_rotated_secret_is_closed_when_its_last_block_end
 ) -> None:
     secrets = Secrets({("arc", "github-config"): secret("1", github_token=PAT)})
     factory = RecordingFactory()
-    services = SecretRunnerServices(get_secret=secrets.get_secret, client_factory=factory)
+    services = SecretRunnerServices(
+        get_secret=secrets.get_secret, get_configmap=no_configmaps, client_factory=factory
+    )
 
     with services.service_for(scale_set()) as in_flight:
         secrets.items[("arc", "github-config")] = secret("2", github_token=PAT)
@@ -273,6 +293,7 @@ def test_no_secret_value_reaches_the_logs(
     services = SecretRunnerServices(
         client_factory=no_sleep_client,
         get_secret=Secrets({("arc", "github-config"): secret(github_token=PAT)}).get_secret,
+        get_configmap=no_configmaps,
     )
 
     with pytest.raises(ServiceError):
@@ -293,13 +314,17 @@ def test_a_client_in_use_is_never_closed_by_a_concurrent_rebuild(github: FakeGit
     rotated = threading.Event()
     inside = threading.Barrier(3, timeout=10)
 
-    def racing_factory(config_url: str, credentials: PatCredentials | AppCredentials) -> Any:
-        client = no_sleep_client(config_url, credentials)
+    def racing_factory(
+        config_url: str, credentials: PatCredentials | AppCredentials, network: NetworkSettings
+    ) -> Any:
+        client = no_sleep_client(config_url, credentials, network)
         with contextlib.suppress(threading.BrokenBarrierError):
             both_building.wait()
         return client
 
-    services = SecretRunnerServices(get_secret=secrets.get_secret, client_factory=racing_factory)
+    services = SecretRunnerServices(
+        get_secret=secrets.get_secret, get_configmap=no_configmaps, client_factory=racing_factory
+    )
     held: list[bool] = []
 
     def worker() -> None:

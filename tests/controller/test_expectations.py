@@ -196,6 +196,15 @@ class FakeWriter:
     def patch_runner(self, runner: Any, patch: dict[str, Any]) -> Any:
         raise AssertionError("not used")
 
+    def create_secret(self, body: dict[str, Any]) -> Any:
+        raise AssertionError("not used")
+
+    def patch_secret(self, namespace: str, name: str, patch: dict[str, Any]) -> Any:
+        raise AssertionError("not used")
+
+    def delete_secret(self, namespace: str, name: str) -> None:
+        raise AssertionError("not used")
+
 
 def owned_body(owner: str = "runners", uid: str = UID) -> dict[str, Any]:
     ref = {"apiVersion": api.API_VERSION, "kind": api.ERS_KIND, "name": owner, "uid": uid,

@@ -35,6 +35,7 @@ def test_a_lease_lost_midway_through_a_scale_down_removes_no_further_runner_from
         cluster.add_runner(phase="Running", runner_id=runner_id)
     registry = SecretRunnerServices(
         get_secret=cluster.api_reader.get_secret,
+        get_configmap=cluster.api_reader.get_configmap,
         client_factory=no_sleep_client,
         fence=Lease(checks=1),
     )

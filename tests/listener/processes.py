@@ -58,11 +58,12 @@ def ready_server(*args: str, timeout: float = 30.0) -> Iterator[Server]:
 
 
 def start_listener(
-    config: dict[str, Any], tmp_path: Path, kubeconfig: Path
+    config: dict[str, Any] | str, tmp_path: Path, kubeconfig: Path
 ) -> subprocess.Popen[str]:
-    """``python -m ghalistener run`` with ``config`` written to a file; stderr captured."""
+    """``python -m ghalistener run`` with ``config`` written to a file (a string as is, a
+    dict as JSON); stderr captured."""
     path = tmp_path / "listener.json"
-    path.write_text(json.dumps(config))
+    path.write_text(config if isinstance(config, str) else json.dumps(config))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("KUBERNETES_SERVICE_HOST", None)
     return subprocess.Popen(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -110,6 +111,12 @@ def test_secrets_stay_out_of_the_repr() -> None:
         pytest.param(valid(min_runners=6), "min_runners", id="min above max"),
         pytest.param(valid(min_runners=-1), "min_runners", id="negative min"),
         pytest.param(valid(max_runners=-2, min_runners=0), "max_runners", id="negative max"),
+        pytest.param(
+            valid(max_runners=MAX_RUNNERS_UNBOUNDED + 1), "max_runners", id="max above MaxInt32"
+        ),
+        pytest.param(
+            valid(min_runners=2**31, max_runners=2**32), "min_runners", id="min above MaxInt32"
+        ),
         pytest.param(valid(max_runners="five"), "max_runners", id="max not a number"),
         pytest.param(
             valid(ephemeral_runner_set_namespace=None),
@@ -219,6 +226,98 @@ def test_the_installed_program_exits_2_for_an_unreadable_file(tmp_path: Path) ->
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0
     assert "invalid configuration: config: cannot read" in result.stderr
+
+
+def test_a_mistyped_key_is_an_error_naming_the_key_it_resembles() -> None:
+    # It used to be dropped: "max_runner": 10 started with max_runners 2147483647.
+    raw = valid(max_runners=None)
+    with pytest.raises(ConfigError) as caught:
+        parse_config({**raw, "max_runner": 10})
+    assert str(caught.value) == "max_runner: unknown key; did you mean max_runners?"
+
+
+def test_an_unknown_key_like_no_known_one_is_named_without_a_hint() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config({**valid(), "colour": "blue"})
+    assert str(caught.value) == "colour: unknown key"
+
+
+def test_the_largest_count_actions_scaleset_accepts_is_accepted() -> None:
+    config = parse_config(
+        valid(min_runners=MAX_RUNNERS_UNBOUNDED, max_runners=MAX_RUNNERS_UNBOUNDED)
+    )
+    assert config.max_runners == config.min_runners == 2147483647
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        pytest.param("vault_type", "azure_key_vault", id="vault type"),
+        pytest.param("vault_lookup_key", "creds", id="vault lookup key"),
+        pytest.param("azure_key_vault", {"url": "https://v.vault.azure.net"}, id="azure config"),
+    ],
+)
+def test_a_vault_is_not_supported_and_said_so_naming_the_key(key: str, value: Any) -> None:
+    # ARC's vault configs carry no github_* keys: this used to answer "no credentials".
+    with pytest.raises(ConfigError) as caught:
+        parse_config({**valid(github_token=None), key: value})
+    assert caught.value.field == key
+    assert caught.value.problem.startswith("not supported")
+
+
+def test_empty_vault_keys_as_arc_writes_them_without_a_vault_are_accepted() -> None:
+    raw = {**valid(), "vault_type": "", "vault_lookup_key": "", "azure_key_vault": None}
+    assert parse_config(raw).ignored_keys == ()
+
+
+def test_keys_arc_defines_and_this_listener_does_not_use_are_listed_for_a_warning() -> None:
+    assert parse_config({**valid(), "runner_scale_set_name": "arc-runners"}).ignored_keys == (
+        "runner_scale_set_name",
+    )
+    assert parse_config({**valid(), "runner_scale_set_name": ""}).ignored_keys == ()
+    assert parse_config(valid()).ignored_keys == ()
+
+
+def test_an_empty_metrics_endpoint_is_the_default_as_arc_writes_it() -> None:
+    # ARC's controller writes "metrics_addr": "", "metrics_endpoint": "" with metrics off.
+    config = parse_config(valid(metrics_addr="", metrics_endpoint=""))
+    assert (config.metrics_addr, config.metrics_endpoint) == ("", "/metrics")
+    assert parse_config(valid(metrics_endpoint="/m")).metrics_endpoint == "/m"
+
+
+def test_the_installed_program_exits_2_naming_the_key_a_typo_resembles(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({**valid(max_runners=None), "max_runner": 10}))
+    result = subprocess.run(
+        [sys.executable, "-m", "ghalistener", "run", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        "ghalistener: invalid configuration: max_runner: unknown key; did you mean max_runners?\n"
+    )
+
+
+def test_no_command_with_a_config_path_in_the_environment_is_run_as_in_arcs_pod(
+    tmp_path: Path,
+) -> None:
+    # ARC's listener Pod runs the program with no arguments and LISTENER_CONFIG_PATH.
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({**valid(), "max_runner": 10}))
+    env = {**os.environ, CONFIG_PATH_ENV: str(path)}
+    ran = subprocess.run(
+        [sys.executable, "-m", "ghalistener"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert ran.returncode == 2
+    assert "invalid configuration: max_runner: unknown key" in ran.stderr
+    env.pop(CONFIG_PATH_ENV)
+    usage = subprocess.run(
+        [sys.executable, "-m", "ghalistener"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert usage.returncode == 2
+    assert "Usage: ghalistener [OPTIONS] COMMAND" in usage.stderr
 
 
 def test_integer_strings_are_accepted_as_int_reads_them() -> None:

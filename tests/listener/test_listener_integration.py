@@ -155,7 +155,12 @@ def started(request_id: int, runner: str) -> dict[str, Any]:
 
 def completed(request_id: int, runner: str) -> dict[str, Any]:
     return job(
-        "JobCompleted", request_id, runnerId=request_id, runnerName=runner, result="succeeded"
+        "JobCompleted",
+        request_id,
+        runnerId=request_id,
+        runnerName=runner,
+        result="succeeded",
+        runnerAssignTime="2026-01-01T00:00:04Z",
     )
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TypedDict
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ghalistener.actions.types import (
@@ -14,7 +16,13 @@ from ghalistener.actions.types import (
     RunnerRequestId,
     Statistics,
 )
-from ghalistener.metrics import COUNTED_JOBS_LIMIT, ListenerMetrics, ScaleSetLabels
+from ghalistener.metric_selection import parse_metrics
+from ghalistener.metrics import (
+    COUNTED_JOBS_LIMIT,
+    ListenerMetrics,
+    ScaleSetLabels,
+    workflow_ref_labels,
+)
 
 
 class JobFields(TypedDict):
@@ -110,14 +118,30 @@ def test_metrics_use_arc_names_and_labels() -> None:
     assert found[("gha_job_execution_duration_seconds_sum", done)] == 60
 
 
-def test_a_job_without_timestamps_is_counted_but_not_timed() -> None:
+def test_a_job_without_a_finish_time_is_counted_but_not_timed() -> None:
     metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc"))
-    metrics.publish_job_completed(
-        JobCompleted(runner_request_id=RunnerRequestId(1), result="canceled"), message_id=1
-    )
+    unfinished = replace(JobCompleted(result="failed", **job_base()), finish_time=None)
+    metrics.publish_job_completed(unfinished, message_id=1)
     names = {name for name, _ in samples(metrics)}
     assert "gha_completed_jobs_total" in names
     assert "gha_job_execution_duration_seconds_count" not in names
+
+
+def test_a_job_no_runner_was_assigned_is_not_counted_as_completed() -> None:
+    # ARC's rule: a job canceled before it reached a runner ends with a JobCompleted
+    # that has no runnerAssignTime; it is no completed job of this scale set's runners.
+    metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc"))
+    queued = JobCompleted(
+        runner_request_id=RunnerRequestId(1), result="canceled", runner_assign_time=None
+    )
+    metrics.publish_job_completed(queued, message_id=1)
+    names = {name for name, _ in samples(metrics)}
+    assert "gha_completed_jobs_total" not in names
+    assert "gha_job_execution_duration_seconds_count" not in names
+    ran = JobCompleted(result="canceled", **job_base())
+    metrics.publish_job_completed(ran, message_id=2)
+    totals = [v for (name, _), v in samples(metrics).items() if name == "gha_completed_jobs_total"]
+    assert totals == [1]
 
 
 def test_a_redelivered_message_does_not_count_its_jobs_twice() -> None:
@@ -159,3 +183,88 @@ def test_the_memory_of_counted_jobs_is_bounded() -> None:
     metrics.publish_job_completed(done, message_id=COUNTED_JOBS_LIMIT)  # remembered
     totals = [v for (name, _), v in samples(metrics).items() if name == "gha_completed_jobs_total"]
     assert totals == [COUNTED_JOBS_LIMIT + 2]
+
+
+def test_a_metrics_block_exports_only_its_series_labels_and_buckets() -> None:
+    selection = parse_metrics(
+        {
+            "counters": {
+                "gha_completed_jobs_total": {
+                    "labels": ["job_workflow_name", "job_workflow_target", "job_result"]
+                }
+            },
+            "gauges": {"gha_assigned_jobs": {"labels": ["namespace"]}, "gha_max_runners": {}},
+            "histograms": {
+                "gha_job_execution_duration_seconds": {
+                    "labels": ["job_workflow_ref", "name"],
+                    "buckets": [30, 120],
+                }
+            },
+        }
+    )
+    metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc"), selection)
+    metrics.publish_static(min_runners=1, max_runners=9)
+    metrics.publish_statistics(Statistics(total_assigned_jobs=3, total_running_jobs=2))
+    metrics.publish_desired_runners(4)
+    ref = "octo/app/.github/workflows/ci.yaml@refs/tags/v1.2"
+    started = JobStarted(runner_id=RunnerId(1), runner_name="r", job_workflow_ref=ref, **job_base())
+    metrics.publish_job_started(started, message_id=1)
+    done = JobCompleted(result="succeeded", job_workflow_ref=ref, **job_base())
+    metrics.publish_job_completed(done, message_id=2)
+
+    completed = frozenset(
+        {
+            ("job_workflow_name", "ci"),
+            ("job_workflow_target", "tags/v1.2"),
+            ("job_result", "succeeded"),
+        }
+    )
+    # "name" is a scale-set label: a job series carries it empty, as in ARC.
+    timed = {("job_workflow_ref", ref), ("name", "")}
+    exported = {key: v for key, v in samples(metrics).items() if not key[0].endswith("_created")}
+    assert exported == {
+        ("gha_assigned_jobs", frozenset({("namespace", "arc")})): 3,
+        ("gha_max_runners", frozenset()): 9,
+        ("gha_completed_jobs_total", completed): 1,
+        ("gha_job_execution_duration_seconds_bucket", frozenset({*timed, ("le", "30.0")})): 0,
+        ("gha_job_execution_duration_seconds_bucket", frozenset({*timed, ("le", "120.0")})): 1,
+        ("gha_job_execution_duration_seconds_bucket", frozenset({*timed, ("le", "+Inf")})): 1,
+        ("gha_job_execution_duration_seconds_count", frozenset(timed)): 1,
+        ("gha_job_execution_duration_seconds_sum", frozenset(timed)): 60,
+    }
+
+
+def test_an_empty_metrics_block_exports_nothing() -> None:
+    metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc"), parse_metrics({}))
+    metrics.publish_static(min_runners=1, max_runners=9)
+    metrics.publish_job_completed(JobCompleted(result="succeeded", **job_base()), message_id=2)
+    assert samples(metrics) == {}
+
+
+@pytest.mark.parametrize(
+    ("ref", "name", "target"),
+    [
+        # ARC's cases (cmd/ghalistener/metrics/metrics_integration_test.go).
+        ("actions/runner/.github/workflows/build.yml@refs/heads/main", "build", "heads/main"),
+        (
+            "myorg/myrepo/.github/workflows/ci-cd-pipeline.yml@refs/heads/feature/new-metrics",
+            "ci-cd-pipeline",
+            "heads/feature/new-metrics",
+        ),
+        (
+            "actions/runner/.github/workflows/pr-checks.yml@refs/pull/123/merge",
+            "pr-checks",
+            "pull/123",
+        ),
+        ("actions/runner/.github/workflows/release.yml@refs/tags/v1.2.3", "release", "tags/v1.2.3"),
+        ("o/r/.github/workflows/deploy.yaml@0123abcd", "deploy", ""),
+        ("o/r/.github/workflows/x.yml@refs/pull/7", "x", ""),
+        ("o/r/.github/workflows/x.yml", "", ""),
+        ("a@b@c", "", ""),
+        ("", "", ""),
+    ],
+)
+def test_the_workflow_labels_are_read_from_the_ref_as_arc_reads_them(
+    ref: str, name: str, target: str
+) -> None:
+    assert workflow_ref_labels(ref) == (name, target)

@@ -49,7 +49,11 @@ def runner_body(
         "apiVersion": API_VERSION,
         "kind": ER_KIND,
         "metadata": meta,
-        "spec": {"githubConfigUrl": "https://github.com/octo-org"},
+        "spec": {
+            "githubConfigUrl": "https://github.com/octo-org",
+            "githubConfigSecret": "github-secret",
+            "runnerScaleSetId": 1,
+        },
         "status": {"phase": phase},
     }
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 from typing import Any
 
 import pytest
@@ -109,3 +111,32 @@ def test_a_fenced_recorder_stays_silent(kube: KubeApi) -> None:
         ers, type="Normal", reason="R", message="m"
     )
     assert events(kube) == []
+
+
+def test_a_body_cut_short_is_a_kube_error_not_a_library_exception() -> None:
+    # The body of a raw response is read after the call returned: a connection that
+    # breaks mid-body must still leave as a KubeError (an informer's list once escaped as
+    # urllib3's ProtocolError, logged without the server).
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+
+        def answer_half() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: 100\r\n\r\n{\"items\": [")  # fmt: skip
+
+        server = threading.Thread(target=answer_half, daemon=True)
+        server.start()
+        configuration = client.Configuration()
+        configuration.host = f"http://127.0.0.1:{port}"
+        configuration.retries = 0
+        reader = ApiReader(client.ApiClient(configuration))
+        with pytest.raises(KubeError) as caught:
+            reader.list_ers("ns")
+        server.join(5)
+    assert caught.value.status is None
+    assert f"http://127.0.0.1:{port}" in str(caught.value)

@@ -45,6 +45,7 @@ def test_status_prints_one_row_per_set_with_runner_counts_and_guard_fields(
     owner = kube.create_object(ERS_PLURAL, ers_body("web", replicas=3, patch_id=7))
     kube.patch_object(ERS_PLURAL, ns, "web", {"status": {
         "phase": "Running", "finishedRunnerCleanupPatchID": 6, "appliedActionableRevision": 2,
+        "currentReplicas": 0,
     }}, subresource="status")  # fmt: skip
     for name, phase in [("r1", "Running"), ("r2", "Pending"), ("r3", "Succeeded")]:
         kube.create_object(ER_PLURAL, runner_body(name, owner))

@@ -112,7 +112,7 @@ def test_the_marker_written_alone_does_not_reconcile_but_a_spec_change_does(
         ERS_PLURAL,
         kube.namespace,
         "set",
-        {"status": {"finishedRunnerCleanupPatchID": 1}},
+        {"status": {"finishedRunnerCleanupPatchID": 1, "currentReplicas": 0}},
         subresource="status",
     )
     kube.patch_object(

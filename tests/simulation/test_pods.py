@@ -58,7 +58,12 @@ def _runner_with_pod(api: ApiServer) -> None:
                 "apiVersion": "actions.github.com/v1alpha1",
                 "kind": "EphemeralRunner",
                 "metadata": {"name": "r1", "namespace": NAMESPACE},
-                "spec": {"spec": {"containers": [{"name": "runner", "image": "runner"}]}},
+                "spec": {
+                    "githubConfigUrl": "https://github.com/octo-org",
+                    "githubConfigSecret": "github-config",
+                    "runnerScaleSetId": 1,
+                    "spec": {"containers": [{"name": "runner", "image": "runner"}]},
+                },
             },
         )
     )
@@ -66,7 +71,7 @@ def _runner_with_pod(api: ApiServer) -> None:
         er, runner_id=7, runner_name="r1", scale_set_id=1, encoded_jit_config="jit-r1"
     )
     api.create_object("secrets", secret)
-    api.create_object("pods", build_runner_pod(er, secret_name=str(secret["metadata"]["name"])))
+    api.create_object("pods", build_runner_pod(er, secret=secret))
 
 
 def _pod(api: ApiServer) -> dict[str, Any]:

@@ -1,0 +1,316 @@
+"""The two CustomResourceDefinitions, as data: ARC 0.14's ``actions.github.com/v1alpha1``
+EphemeralRunnerSet and EphemeralRunner schemas, typed as ARC types them, plus ours.
+
+Ours on top of ARC's: ``spec.actionableRevision``, ``status.appliedActionableRevision``,
+``status.finishedRunnerCleanupPatchID`` and ``status.phase`` on the set (the guard of
+ARC PR #4642 and the revision rollout before it), ``spec.ephemeralRunnerMetadata`` on
+the set and ``ephemeralRunnerConfigSecretMetadata`` in the runner spec (metadata for
+what the controller creates), the short names ``ers`` and ``er``, and printer columns
+after ARC's. Everything ARC requires is required here too (``spec.patchID``,
+``status.currentReplicas``, the runner spec's GitHub fields, a pod's ``containers``),
+so an object ARC accepts is accepted here and the other way round, except for ours.
+
+The pod template is Kubernetes' PodSpec, passed in by the caller
+(``ersctl.crds.podspec``); :func:`crds` is pure.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Final
+
+JsonObject = dict[str, Any]
+
+GROUP: Final = "actions.github.com"
+VERSION: Final = "v1alpha1"
+
+
+def _string() -> JsonObject:
+    return {"type": "string"}
+
+
+def _integer(description: str | None = None, *, int64: bool = False) -> JsonObject:
+    out: JsonObject = {"type": "integer"}
+    if int64:
+        out["format"] = "int64"
+    if description:
+        out["description"] = description
+    return out
+
+
+def _string_map() -> JsonObject:
+    return {"type": "object", "additionalProperties": {"type": "string"}}
+
+
+def _labels_and_annotations(description: str) -> JsonObject:
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {"annotations": _string_map(), "labels": _string_map()},
+    }
+
+
+def _proxy() -> JsonObject:
+    server = {
+        "type": "object",
+        "properties": {
+            "credentialSecretRef": _string(),
+            "url": {"type": "string", "description": "Required"},
+        },
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "http": copy.deepcopy(server),
+            "https": copy.deepcopy(server),
+            "noProxy": {"type": "array", "items": _string()},
+        },
+    }
+
+
+def _github_server_tls() -> JsonObject:
+    config_map_key = {
+        "type": "object",
+        "description": "Required",
+        "properties": {
+            "key": {"type": "string", "description": "The key to select."},
+            "name": {"type": "string", "default": "", "description": "Name of the ConfigMap."},
+            "optional": {
+                "type": "boolean",
+                "description": "Specify whether the ConfigMap or its key must be defined",
+            },
+        },
+        "required": ["key"],
+        "x-kubernetes-map-type": "atomic",
+    }
+    return {
+        "type": "object",
+        "description": "The CA bundle that GitHub Enterprise Server's certificate chains to.",
+        "properties": {
+            "certificateFrom": {
+                "type": "object",
+                "description": "Required",
+                "properties": {"configMapKeyRef": config_map_key},
+            }
+        },
+    }
+
+
+def _vault_config() -> JsonObject:
+    azure = {
+        "type": "object",
+        "properties": {
+            key: _string() for key in ("certificatePath", "clientId", "tenantId", "url")
+        },
+        "required": ["certificatePath", "clientId", "tenantId", "url"],
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "azureKeyVault": azure,
+            "proxy": _proxy(),
+            "type": {"type": "string", "description": "Which vault resolves the secrets."},
+        },
+    }
+
+
+def runner_spec(pod_spec: JsonObject) -> JsonObject:
+    """ARC's EphemeralRunnerSpec: an ERS's ``spec.ephemeralRunnerSpec`` and an ER's ``spec``."""
+    pod = copy.deepcopy(pod_spec)
+    pod["description"] = "The runner Pod's spec (Kubernetes core/v1 PodSpec)."
+    metadata = {
+        "type": "object",
+        "description": "Labels and annotations of the runner Pod.",
+        "properties": {
+            "annotations": _string_map(),
+            "finalizers": {"type": "array", "items": _string()},
+            "labels": _string_map(),
+            "name": _string(),
+            "namespace": _string(),
+        },
+    }
+    return {
+        "type": "object",
+        "description": "What a runner is made of: its GitHub registration and its Pod.",
+        "properties": {
+            "ephemeralRunnerConfigSecretMetadata": _labels_and_annotations(
+                "Labels and annotations of the runner's JIT configuration Secret."
+            ),
+            "githubConfigSecret": _string(),
+            "githubConfigUrl": _string(),
+            "githubServerTLS": _github_server_tls(),
+            "metadata": metadata,
+            "proxy": _proxy(),
+            "proxySecretRef": _string(),
+            "runnerScaleSetId": _integer(),
+            "spec": pod,
+            "vaultConfig": _vault_config(),
+        },
+        "required": ["githubConfigSecret", "githubConfigUrl", "runnerScaleSetId"],
+    }
+
+
+def _object(description: str, spec: JsonObject, status: JsonObject) -> JsonObject:
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {
+            "apiVersion": _string(),
+            "kind": _string(),
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status,
+        },
+    }
+
+
+def ers_schema(pod_spec: JsonObject) -> JsonObject:
+    """The EphemeralRunnerSet's ``openAPIV3Schema``."""
+    spec = {
+        "type": "object",
+        "description": "The desired runners: how many (the listener's) and from what template.",
+        "properties": {
+            "actionableRevision": _integer(
+                "Bumped when the runner template changes and idle runners must be rebuilt.",
+                int64=True,
+            ),
+            "ephemeralRunnerMetadata": _labels_and_annotations(
+                "Labels and annotations given to every new EphemeralRunner."
+            ),
+            "ephemeralRunnerSpec": runner_spec(pod_spec),
+            "patchID": _integer(
+                "The listener's patch sequence number for this desired state; 0 when idle "
+                "at the minimum. Not monotonic: it resets when the listener restarts."
+            ),
+            "replicas": _integer("The number of EphemeralRunners wanted, written by the listener."),
+        },
+        "required": ["patchID"],
+    }
+    status = {
+        "type": "object",
+        "description": "What the controller observed and did.",
+        "properties": {
+            "appliedActionableRevision": _integer(
+                "The spec.actionableRevision whose idle-runner rebuild has completed.",
+                int64=True,
+            ),
+            "currentReplicas": _integer("EphemeralRunners of this set that are not finished."),
+            "failedEphemeralRunners": _integer(),
+            "finishedRunnerCleanupPatchID": _integer(
+                "The spec.patchID a finished-runner cleanup was performed for; scale up is "
+                "suppressed while spec.patchID still equals it."
+            ),
+            "pendingEphemeralRunners": _integer(),
+            "phase": {"type": "string", "description": "Running or Outdated."},
+            "runningEphemeralRunners": _integer(),
+        },
+        "required": ["currentReplicas"],
+    }
+    return _object("A set of EphemeralRunners scaled by one listener.", spec, status)
+
+
+def er_schema(pod_spec: JsonObject) -> JsonObject:
+    """The EphemeralRunner's ``openAPIV3Schema``."""
+    status = {
+        "type": "object",
+        "description": "The runner's registration, phase and job.",
+        "properties": {
+            "failures": {
+                "type": "object",
+                "additionalProperties": {"type": "string", "format": "date-time"},
+            },
+            "jobDisplayName": _string(),
+            "jobId": _string(),
+            "jobRepositoryName": _string(),
+            "jobRequestId": _integer(int64=True),
+            "jobWorkflowRef": _string(),
+            "message": _string(),
+            "phase": {
+                "type": "string",
+                "description": "Pending (or empty), Running, Succeeded, Failed or Outdated.",
+            },
+            "ready": {"type": "boolean", "description": "True once the runner is online."},
+            "reason": _string(),
+            "runnerId": _integer(),
+            "runnerName": _string(),
+            "workflowRunId": _integer(int64=True),
+        },
+    }
+    return _object("One GitHub Actions runner and its Pod.", runner_spec(pod_spec), status)
+
+
+def _column(name: str, path: str, kind: str) -> JsonObject:
+    return {"jsonPath": path, "name": name, "type": kind}
+
+
+ERS_COLUMNS: Final = (
+    # ARC's, in ARC's order. Neither schema has the finished and deleting counts, so
+    # those two columns stay empty here as they do under ARC.
+    _column("DesiredReplicas", ".spec.replicas", "integer"),
+    _column("CurrentReplicas", ".status.currentReplicas", "integer"),
+    _column("Pending Runners", ".status.pendingEphemeralRunners", "integer"),
+    _column("Running Runners", ".status.runningEphemeralRunners", "integer"),
+    _column("Finished Runners", ".status.finishedEphemeralRunners", "integer"),
+    _column("Deleting Runners", ".status.deletingEphemeralRunners", "integer"),
+    # Ours.
+    _column("PatchID", ".spec.patchID", "integer"),
+    _column("Phase", ".status.phase", "string"),
+    _column("Age", ".metadata.creationTimestamp", "date"),
+)
+
+ER_COLUMNS: Final = (
+    # ARC's, in ARC's order.
+    _column("GitHub Config URL", ".spec.githubConfigUrl", "string"),
+    _column("RunnerId", ".status.runnerId", "number"),
+    _column("Phase", ".status.phase", "string"),
+    _column("JobRepository", ".status.jobRepositoryName", "string"),
+    _column("JobWorkflowRef", ".status.jobWorkflowRef", "string"),
+    _column("WorkflowRunId", ".status.workflowRunId", "number"),
+    _column("JobDisplayName", ".status.jobDisplayName", "string"),
+    _column("JobId", ".status.jobId", "string"),
+    _column("Message", ".status.message", "string"),
+    _column("Age", ".metadata.creationTimestamp", "date"),
+)
+
+
+def _crd(
+    kind: str, plural: str, short_name: str, columns: tuple[JsonObject, ...], schema: JsonObject
+) -> JsonObject:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": [short_name],
+            },
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [dict(c) for c in columns],
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }
+
+
+def crds(pod_spec: JsonObject) -> dict[str, JsonObject]:
+    """File name -> CRD document, for both resources, around ``pod_spec``."""
+    return {
+        "actions.github.com_ephemeralrunnersets.yaml": _crd(
+            "EphemeralRunnerSet", "ephemeralrunnersets", "ers", ERS_COLUMNS, ers_schema(pod_spec)
+        ),
+        "actions.github.com_ephemeralrunners.yaml": _crd(
+            "EphemeralRunner", "ephemeralrunners", "er", ER_COLUMNS, er_schema(pod_spec)
+        ),
+    }

@@ -1,0 +1,28 @@
+"""ARC's short hashes and the names it generates with them.
+
+:func:`fnv_hash` is FNV-1a (32 bit), its decimal digits spelled in Kubernetes' safe
+alphabet (``k8s.io/apimachinery``'s ``rand.SafeEncodeString``), as ARC's
+``hash.FNVHashString`` spells them in generated names and ``pod-template-hash``
+values. Equal inputs give equal hashes in every process. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+_SAFE_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
+"""Kubernetes' alphabet for generated label values (no vowels: no accidental words)."""
+
+
+def fnv_hash(data: bytes) -> str:
+    """FNV-1a (32 bit) of ``data`` in the safe alphabet (up to 10 characters)."""
+    digest = 0x811C9DC5
+    for byte in data:
+        digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return "".join(_SAFE_ALPHABET[ord(char) % len(_SAFE_ALPHABET)] for char in str(digest))
+
+
+def proxy_secret_name(namespace: str, set_name: str) -> str:
+    """ARC's name of an EphemeralRunnerSet's proxy Secret:
+    ``<set>-<first 8 of the namespace's hash>-runner-proxy``."""
+    return f"{set_name}-{fnv_hash(namespace.encode())[:8]}-runner-proxy"

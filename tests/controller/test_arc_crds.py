@@ -1,0 +1,222 @@
+"""The controller under ARC 0.14's own CRDs (no guard fields; ``status.currentReplicas``
+required), loaded into the embedded API server, against the same scenarios under ours.
+
+Under ARC's CRDs the API server prunes the marker, so the guard cannot work: ``ersctl
+reconcile`` refuses to start, and a reconciler that runs anyway (the CRD replaced under
+a running controller) stops the set rather than scale it up.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ersctl import api
+from ersctl.crds import load_crds
+from ersctl.kube.errors import PrunedFieldsError
+from ersctl.testing.apiserver import ApiServer
+from tests.controller.github import FakeGitHub
+from tests.controller.harness import Cluster
+from tests.crds.arc import arc_crds
+from tests.kubeapi import KubeApi
+
+MISSING = (
+    "ephemeralrunnersets.actions.github.com lacks spec.actionableRevision, "
+    "status.appliedActionableRevision, status.finishedRunnerCleanupPatchID, status.phase"
+)
+
+
+ARCS_OWN_SERVER = pytest.mark.embedded_only("a server of its own serving ARC's CRDs")
+
+
+@pytest.fixture
+def arc_apiserver() -> Iterator[ApiServer]:
+    """An embedded API server serving ARC 0.14's CRDs instead of ours."""
+    with ApiServer(crds=False) as server:
+        for crd in arc_crds():
+            server.create_object("customresourcedefinitions", crd)
+        yield server
+
+
+@pytest.fixture
+def arc_cluster(arc_apiserver: ApiServer, github: FakeGitHub) -> Iterator[Cluster]:
+    kube = KubeApi.for_embedded(arc_apiserver)
+    harness = Cluster(kube, github)
+    try:
+        yield harness
+    finally:
+        harness.close()
+        kube.close(clean_up=False)
+
+
+def _reconcile_command(harness: Cluster, tmp_path: Path, *options: str) -> list[str]:
+    """``ersctl reconcile`` with ``options``, ``{set}`` standing for the test's set."""
+    kubeconfig = harness.kube.write_kubeconfig(tmp_path / "kubeconfig")
+    options = tuple(o.replace("{set}", f"{harness.namespace}/runners") for o in options)
+    return [
+        sys.executable,
+        "-m",
+        "ersctl",
+        "reconcile",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--no-leader-elect",
+        "--metrics-addr",
+        "0",
+        *options,
+    ]
+
+
+@ARCS_OWN_SERVER
+@pytest.mark.parametrize("options", [(), ("--once", "{set}")], ids=["run", "once"])
+def test_reconcile_refuses_to_start_under_arcs_crds_naming_the_fields_and_the_fix(
+    arc_cluster: Cluster, tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    arc_cluster.create_ers(replicas=1, patch_id=2)
+    done = subprocess.run(
+        _reconcile_command(arc_cluster, tmp_path, *options),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("ersctl: the served CRDs drop what the guard writes")
+    assert MISSING in line
+    assert api.INSTALL_CRDS_COMMAND in line
+    assert arc_cluster.runners() == [], "nothing was reconciled"
+
+
+def test_reconcile_starts_under_our_crds(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.create_ers(replicas=0, patch_id=0)
+    done = subprocess.run(
+        _reconcile_command(cluster, tmp_path, "--once", "{set}"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def _a_finished_runner_at_patch_2(cluster: Cluster) -> None:
+    # Patch 2 counted a runner whose job has since finished: the gap its cleanup opens
+    # is not new demand.
+    cluster.create_ers(replicas=1, patch_id=2)
+    cluster.add_runner(phase="Succeeded", patch_id=1, runner_id=1)
+
+
+def test_under_our_crds_the_cleanup_at_patch_2_suppresses_the_scale_up_at_patch_2(
+    cluster: Cluster,
+) -> None:
+    _a_finished_runner_at_patch_2(cluster)
+
+    assert cluster.reconcile().action == "cleanup-finished"
+    (finished,) = cluster.runners()
+    cluster.release_runner(finished.name)
+
+    assert cluster.reconcile().action == "suppressed"
+    assert cluster.runners() == []
+
+
+@ARCS_OWN_SERVER
+def test_under_arcs_crds_a_pruned_marker_stops_the_set_with_a_warning_naming_the_crd(
+    arc_cluster: Cluster,
+) -> None:
+    _a_finished_runner_at_patch_2(arc_cluster)
+
+    for _ in range(2):
+        with pytest.raises(PrunedFieldsError):
+            arc_cluster.reconcile()
+
+    (event, *_) = arc_cluster.events("GuardFieldsPruned")
+    assert event["type"] == "Warning"
+    assert (
+        "ephemeralrunnersets.actions.github.com lacks status.finishedRunnerCleanupPatchID"
+        in (event["message"])
+    )
+    assert [r.phase for r in arc_cluster.runners()] == ["Succeeded"], "no scale-up, no cleanup"
+
+
+@pytest.mark.embedded_only("a server of its own serving a CRD without the applied mark")
+def test_a_revision_write_the_crd_drops_stops_the_set(github: FakeGitHub) -> None:
+    # Our CRD without status.appliedActionableRevision: the rollout's spec field is
+    # kept, its applied mark is not, so the rebuild would repeat on every reconcile.
+    ers_crd, er_crd = load_crds()
+    status = ers_crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    del status["properties"]["appliedActionableRevision"]
+    with ApiServer(crds=False) as server:
+        for crd in (ers_crd, er_crd):
+            server.create_object("customresourcedefinitions", crd)
+        kube = KubeApi.for_embedded(server)
+        harness = Cluster(kube, github)
+        try:
+            harness.create_ers(replicas=1, patch_id=3, actionable_revision=1)
+            with pytest.raises(
+                PrunedFieldsError, match=r"lacks status\.appliedActionableRevision\)"
+            ):
+                harness.reconcile()
+            assert harness.events("GuardFieldsPruned")
+            assert harness.runners() == [], "no scale-up"
+        finally:
+            harness.close()
+            kube.close(clean_up=False)
+
+
+@ARCS_OWN_SERVER
+def test_rollout_under_arcs_crds_is_exit_2_naming_the_dropped_field(
+    arc_cluster: Cluster, tmp_path: Path
+) -> None:
+    arc_cluster.create_ers(replicas=0, patch_id=0)
+    kubeconfig = arc_cluster.kube.write_kubeconfig(tmp_path / "kubeconfig")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ersctl",
+            "rollout",
+            f"{arc_cluster.namespace}/runners",
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "ephemeralrunnersets.actions.github.com lacks spec.actionableRevision" in line
+    assert done.stdout == "", "no 'actionableRevision 0 -> 1' for a write that did not take"
+
+
+@pytest.mark.parametrize("crds", ["ours", pytest.param("arcs", marks=ARCS_OWN_SERVER)])
+def test_a_status_write_on_a_set_without_status_carries_arcs_required_count(
+    crds: str, request: pytest.FixtureRequest
+) -> None:
+    harness: Cluster = request.getfixturevalue("cluster" if crds == "ours" else "arc_cluster")
+    harness.create_ers(replicas=0, patch_id=0)
+    assert "status" not in (
+        harness.kube.get_object(api.ERS_PLURAL, harness.namespace, "runners") or {}
+    )
+
+    harness.reconcile()  # the phase is set: the first status write on this set
+
+    stored = harness.kube.get_object(api.ERS_PLURAL, harness.namespace, "runners") or {}
+    assert stored["status"]["currentReplicas"] == 0
+    assert harness.events("ReconcileFailed") == []
+
+
+def test_finished_runners_of_a_set_without_status_are_cleaned_up(cluster: Cluster) -> None:
+    # The marker is the first status write here; a 422 for the required count would
+    # leave the finished runner forever.
+    _a_finished_runner_at_patch_2(cluster)
+
+    assert cluster.reconcile().action == "cleanup-finished"
+    assert cluster.ers().finished_runner_cleanup_patch_id == 2
+    assert [r.is_deleting for r in cluster.runners()] == [True]

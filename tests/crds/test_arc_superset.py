@@ -1,0 +1,90 @@
+"""Our CRDs are a typed superset of ARC 0.14's, field by field (``arc-0.14.yaml``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ersctl import api
+from ersctl.crds import load_crds
+from tests.crds import arc
+
+KINDS = [api.ERS_KIND, api.ER_KIND]
+
+
+def _ours(kind: str) -> dict[str, Any]:
+    (crd,) = (doc for doc in load_crds() if doc["spec"]["names"]["kind"] == kind)
+    return crd
+
+
+def _our_schema(kind: str) -> dict[str, Any]:
+    schema: dict[str, Any] = _ours(kind)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def test_the_reference_holds_kubernetes_whole_pod_spec_twice() -> None:
+    # A flattening that lost the pod template would make the comparison below vacuous.
+    ers = arc.flatten(arc.arc_schema_with_marks(api.ERS_KIND))
+    pod_fields = [path for path in ers if path.startswith("spec.ephemeralRunnerSpec.spec.")]
+    assert len(pod_fields) > 1000
+    assert "spec.ephemeralRunnerSpec.spec.containers[].resources.limits{}" in ers
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_field_of_arcs_schema_is_in_ours_with_its_type_markers_and_required(
+    kind: str,
+) -> None:
+    reference = arc.flatten(arc.arc_schema_with_marks(kind))
+    assert arc.differences(reference, arc.flatten(_our_schema(kind))) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_nothing_of_ours_preserves_unknown_fields(kind: str) -> None:
+    ours = arc.flatten(_our_schema(kind))
+    assert [p for p, facts in ours.items() if "x-kubernetes-preserve-unknown-fields" in facts] == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_arcs_printer_columns_come_first_in_arcs_order(kind: str) -> None:
+    theirs = arc.crd_entry(kind)["additionalPrinterColumns"]
+    ours = _ours(kind)["spec"]["versions"][0]["additionalPrinterColumns"]
+    assert ours[: len(theirs)] == theirs
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_names_scope_and_subresources_match_arcs(kind: str) -> None:
+    entry = arc.crd_entry(kind)
+    crd = _ours(kind)
+    names = crd["spec"]["names"]
+    assert (names["kind"], names["plural"]) == (kind, entry["plural"])
+    assert set(entry["shortNames"]) <= set(names.get("shortNames", []))
+    assert crd["spec"]["scope"] == "Namespaced"
+    assert crd["spec"]["versions"][0]["subresources"] == entry["subresources"]
+
+
+@pytest.mark.parametrize("where", ["reference", "ours"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_pod_template_facts_read_in_arcs_crd_hold(kind: str, where: str) -> None:
+    prefix = "spec.ephemeralRunnerSpec.spec" if kind == api.ERS_KIND else "spec.spec"
+    schema = arc.arc_schema_with_marks(kind) if where == "reference" else _our_schema(kind)
+    fields = arc.flatten(schema)
+    samples = {arc._join(prefix, path): facts for path, facts in arc.pod_spec_samples().items()}
+    if where == "reference":  # Kubernetes' published JSON drops the +default markers
+        samples = {
+            path: {k: v for k, v in f.items() if k != "default"} for path, f in samples.items()
+        }
+    assert arc.differences(samples, fields) == []
+
+
+def test_a_difference_is_reported_per_field() -> None:
+    arcs: arc.Fields = {
+        "spec": {"type": "object", "required": ["patchID"]},
+        "spec.patchID": {"type": "integer"},
+    }
+    ours: arc.Fields = {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    assert arc.differences(arcs, ours) == [
+        "spec: not required: patchID",
+        "spec: preserves unknown fields where ARC's is typed",
+        "spec.patchID: missing",
+    ]
