@@ -18,6 +18,7 @@ import pytest
 from ersctl.kube.manager import Manager
 from ersctl.runner.controller import CONTROLLER_NAME, add_runner_controller
 from ersctl.runner.phases import FailurePolicy
+from ersctl.runnerset.metrics import LISTENER_SELECTOR
 from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.podsim import RunnerPods
 from tests.cluster.conftest import Harness, actions_client
@@ -138,7 +139,9 @@ def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_
             # Ready = caches synced, a runner controller's Pod cache among them (readiness
             # covers that informer): by then it would have listed Pods. This one never did.
             eventually(lambda: ready(port), timeout=60)
-            assert [r.path for r in h.server.request_log.records() if r.resource == "pods"] == []
+            # Its only Pod reads are the listener Pods' (ARC's running-listeners gauge).
+            pod_reads = [r for r in h.server.request_log.records() if r.resource == "pods"]
+            assert {r.query.get("labelSelector", [""])[0] for r in pod_reads} <= {LISTENER_SELECTOR}
             assert h.pod() is None  # off: nothing touches runner Pods
         finally:
             without.send_signal(signal.SIGTERM)
