@@ -85,33 +85,33 @@ def test_an_update_is_owned_by_its_field_manager_or_else_by_the_clients_product_
 def test_apply_creates_then_merges_and_removes_only_what_the_applier_alone_stops_naming(
     apply: Applier, ers: Objects
 ) -> None:
-    first = apply(
-        "alice", config(replicas=1, patchID=0) | {"metadata": {"name": "a", "labels": {"x": "1"}}}
-    )
+    labelled = {"metadata": {"name": "a", "labels": {"x": "1"}}}
+    first = apply("alice", config(replicas=1, patchID=0, actionableRevision=1) | labelled)
     ers.patch("a", {"metadata": {"labels": {"y": "2"}}})
-    second = apply("alice", config(replicas=1))
+    second = apply("alice", config(replicas=1, patchID=0))
 
-    assert first["spec"] == {"replicas": 1, "patchID": 0}
+    assert first["spec"] == {"replicas": 1, "patchID": 0, "actionableRevision": 1}
     assert owners(first)[("alice", "Apply")] == {
         "f:metadata": {"f:labels": {"f:x": {}}},
-        "f:spec": {"f:patchID": {}, "f:replicas": {}},
+        "f:spec": {"f:actionableRevision": {}, "f:patchID": {}, "f:replicas": {}},
     }
-    assert second["spec"] == {"replicas": 1}  # patchID: named no more, owned by nobody else
+    # actionableRevision: named no more, owned by nobody else
+    assert second["spec"] == {"replicas": 1, "patchID": 0}
     assert second["metadata"]["labels"] == {"y": "2"}  # another manager's label stays
-    assert owners(second)[("alice", "Apply")] == {"f:spec": {"f:replicas": {}}}
+    assert owners(second)[("alice", "Apply")] == {"f:spec": {"f:patchID": {}, "f:replicas": {}}}
 
 
 def test_apply_answers_409_for_a_field_another_manager_set_differently_unless_forced(
     apply: Applier, ers: Objects
 ) -> None:
-    apply("alice", config(replicas=1))
+    apply("alice", config(replicas=1, patchID=0))
     ers.patch("a", {"spec": {"replicas": 3}})
     before = ers.get("a")
 
     with pytest.raises(ApiException) as caught:
-        apply("alice", config(replicas=1))
+        apply("alice", config(replicas=1, patchID=0))
     after_conflict = ers.get("a")["metadata"]["resourceVersion"]
-    forced = apply("alice", config(replicas=1), force=True)
+    forced = apply("alice", config(replicas=1, patchID=0), force=True)
 
     assert caught.value.status == 409
     status = status_of(caught.value)
@@ -128,34 +128,37 @@ def test_apply_answers_409_for_a_field_another_manager_set_differently_unless_fo
 
 
 def test_applying_the_value_another_manager_set_shares_the_field(apply: Applier) -> None:
-    apply("alice", config(replicas=2))
+    apply("alice", config(replicas=2, patchID=0))
 
-    shared = apply("bob", config(replicas=2))
+    shared = apply("bob", config(replicas=2, patchID=0))
     dropped = apply("alice", config(patchID=0))  # no longer names replicas
 
     found = owners(shared)
-    assert found[("alice", "Apply")] == found[("bob", "Apply")] == {"f:spec": {"f:replicas": {}}}
+    both = {"f:spec": {"f:patchID": {}, "f:replicas": {}}}
+    assert found[("alice", "Apply")] == found[("bob", "Apply")] == both
     assert dropped["spec"] == {"replicas": 2, "patchID": 0}, "bob still owns replicas"
-    assert owners(dropped)[("bob", "Apply")] == {"f:spec": {"f:replicas": {}}}
+    assert owners(dropped)[("bob", "Apply")] == both
 
 
 def test_an_apply_that_changes_nothing_writes_nothing(apply: Applier) -> None:
-    first = apply("alice", config(replicas=2))
+    first = apply("alice", config(replicas=2, patchID=0))
 
-    again = apply("alice", config(replicas=2))
+    again = apply("alice", config(replicas=2, patchID=0))
 
     assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
 
 
 def test_an_apply_to_status_owns_only_the_status(apply: Applier) -> None:
-    apply("alice", config(replicas=2))
-    body = config() | {"status": {"phase": "Running"}, "spec": {"replicas": 9}}
+    apply("alice", config(replicas=2, patchID=0))
+    status = {"phase": "Running", "currentReplicas": 0}
+    body = config() | {"status": status, "spec": {"replicas": 9}}
 
     applied = apply("controller", body, status=True)
 
-    assert (applied["spec"]["replicas"], applied["status"]) == (2, {"phase": "Running"})
+    assert (applied["spec"]["replicas"], applied["status"]) == (2, status)
     entry = next(e for e in applied["metadata"]["managedFields"] if e["manager"] == "controller")
-    assert (entry["subresource"], entry["fieldsV1"]) == ("status", {"f:status": {"f:phase": {}}})
+    owned = {"f:status": {"f:currentReplicas": {}, "f:phase": {}}}
+    assert (entry["subresource"], entry["fieldsV1"]) == ("status", owned)
 
 
 @pytest.mark.parametrize(

@@ -108,7 +108,7 @@ def test_field_validation_decides_what_an_unknown_field_does(
         "apiVersion": api.API_VERSION,
         "kind": api.ERS_KIND,
         "metadata": {"name": "a"},
-        "spec": {"replicas": 1, "bogus": True},
+        "spec": {"replicas": 1, "patchID": 0, "bogus": True},
     }
     path = f"/{GV}/namespaces/{kube.namespace}/{api.ERS_PLURAL}"
 

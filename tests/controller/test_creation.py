@@ -162,7 +162,7 @@ def test_updated_set_annotations_reach_only_runners_created_afterwards(cluster: 
 def annotate(cluster: Cluster, annotations: dict[str, str]) -> None:
     """Merge ``annotations`` into the set's metadata, as a user or ARC's chart would."""
     cluster.custom.patch_namespaced_custom_object(
-        api.GROUP, api.VERSION, "arc", api.ERS_PLURAL, "runners",
+        api.GROUP, api.VERSION, cluster.namespace, api.ERS_PLURAL, "runners",
         {"metadata": {"annotations": annotations}},
         _content_type="application/merge-patch+json",
     )  # fmt: skip
