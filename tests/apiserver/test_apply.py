@@ -134,7 +134,7 @@ def test_applying_the_value_another_manager_set_shares_the_field(apply: Applier)
     dropped = apply("alice", config(patchID=0))  # no longer names replicas
 
     found = owners(shared)
-    both = {"f:spec": {"f:patchID": {}, "f:replicas": {}}}
+    both: dict[str, Any] = {"f:spec": {"f:patchID": {}, "f:replicas": {}}}
     assert found[("alice", "Apply")] == found[("bob", "Apply")] == both
     assert dropped["spec"] == {"replicas": 2, "patchID": 0}, "bob still owns replicas"
     assert owners(dropped)[("bob", "Apply")] == both
@@ -157,7 +157,7 @@ def test_an_apply_to_status_owns_only_the_status(apply: Applier) -> None:
 
     assert (applied["spec"]["replicas"], applied["status"]) == (2, status)
     entry = next(e for e in applied["metadata"]["managedFields"] if e["manager"] == "controller")
-    owned = {"f:status": {"f:currentReplicas": {}, "f:phase": {}}}
+    owned: dict[str, Any] = {"f:status": {"f:currentReplicas": {}, "f:phase": {}}}
     assert (entry["subresource"], entry["fieldsV1"]) == ("status", owned)
 
 
