@@ -45,23 +45,23 @@ class PodNotStartable(Exception):
     """The Pod, its runner container or its JIT config Secret is missing."""
 
 
-def running_status() -> Json:
-    """A Pod whose runner container runs and is ready."""
+def running_status(container: str = RUNNER_CONTAINER) -> Json:
+    """A Pod whose (runner) ``container`` runs and is ready."""
     return {
         "phase": "Running",
         "conditions": [{"type": "Ready", "status": "True"}],
-        "containerStatuses": [{"name": RUNNER_CONTAINER, "ready": True, "state": {"running": {}}}],
+        "containerStatuses": [{"name": container, "ready": True, "state": {"running": {}}}],
     }
 
 
-def exited_status(exit_code: int) -> Json:
-    """A Pod whose runner container exited with ``exit_code`` (restartPolicy Never)."""
+def exited_status(exit_code: int, container: str = RUNNER_CONTAINER) -> Json:
+    """A Pod whose (runner) ``container`` exited with ``exit_code`` (restartPolicy Never)."""
     return {
         "phase": "Succeeded" if exit_code == 0 else "Failed",
         "conditions": [{"type": "Ready", "status": "False"}],
         "containerStatuses": [
             {
-                "name": RUNNER_CONTAINER,
+                "name": container,
                 "ready": False,
                 "state": {"terminated": {"exitCode": exit_code}},
             }

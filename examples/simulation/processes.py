@@ -48,6 +48,11 @@ class Program:
         )
         self.starts += 1
 
+    @property
+    def exit_code(self) -> int | None:
+        """The program's exit code once it has ended on its own, else None."""
+        return None if self._proc is None else self._proc.poll()
+
     def check_alive(self) -> None:
         """Raise :class:`ProgramExited` when the program is not running."""
         if self._proc is not None and self._proc.poll() is not None:
