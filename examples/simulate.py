@@ -29,7 +29,8 @@ import sys
 
 from simulation.options import PROG, parse_args
 
-from ersctl.platform.cli import EXIT_INTERRUPTED, fail
+from ersctl.platform.cli import fail
+from ersctl.platform.interrupt import EXIT_INTERRUPTED
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,17 +12,16 @@ own report is a usage block). Codes: ``ersctl.platform.errors``.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Final, NoReturn, TypeVar
+from typing import NoReturn, TypeVar
 
 import click
 
 from ersctl.platform.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ConfigError, Failure
+from ersctl.platform.interrupt import end_interrupted
 
-EXIT_INTERRUPTED: Final = 130
 """Ctrl-C before a command could finish (128 + SIGINT, as shells report it)."""
 
 
@@ -74,13 +73,7 @@ def launch(program: str, target: str, argv: list[str] | None = None) -> None:
         command: click.Command = getattr(importlib.import_module(module_name), attribute)
         code = command.main(args=argv, prog_name=program, standalone_mode=False)
     except (KeyboardInterrupt, click.Abort):
-        print(f"{program}: interrupted", file=sys.stderr, flush=True)
-        # Not SystemExit: a Ctrl-C that lands while an extension module runs code through
-        # PyRun_String (Cython's module init does) marks CPython 3.11's interpreter as
-        # ended by an unhandled KeyboardInterrupt even though it was caught here, and it
-        # then kills itself with SIGINT (exit -2) instead of exiting 130.
-        sys.stdout.flush()
-        os._exit(EXIT_INTERRUPTED)
+        end_interrupted(program)
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else program
         fail(program, f"{exc.format_message()} (see '{where} --help')", EXIT_USAGE)
