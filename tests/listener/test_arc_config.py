@@ -80,12 +80,14 @@ def test_arcs_pat_config_with_metrics_off_starts_and_scales(
     finally:
         code, stderr = stop(listener)
     assert code == 0, stderr
-    warnings = [line for line in stderr.splitlines() if " WARNING " in line]
-    assert warnings == [
-        warnings[0].split(" WARNING ")[0]
-        + " WARNING ghalistener.cli ignoring configuration keys this listener does not use: "
+    # The config's one warning (a transient GitHub read error retried on a loaded machine
+    # is a warning of the client's, not the config's: seen once in CI).
+    config_warnings = [line for line in stderr.splitlines() if " WARNING ghalistener.cli " in line]
+    assert [line.split(" WARNING ", 1)[1] for line in config_warnings] == [
+        "ghalistener.cli ignoring configuration keys this listener does not use: "
         "runner_scale_set_name"
     ]
+    assert [line for line in stderr.splitlines() if " ERROR " in line] == []
     assert PAT not in stderr
 
 
