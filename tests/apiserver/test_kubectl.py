@@ -298,6 +298,7 @@ def test_a_client_side_apply_whose_last_applied_annotation_is_too_long_is_refuse
     kubectl: Kubectl, big_crd: dict[str, Any]
 ) -> None:
     manifest = json.dumps(big_crd)
+    assert TOTAL_ANNOTATION_SIZE_LIMIT == 256 * 1024, "kube-apiserver's TotalAnnotationSizeLimitB"
     assert len(manifest) > TOTAL_ANNOTATION_SIZE_LIMIT
 
     client_side = kubectl("apply", "-f", "-", stdin=manifest, check=False)
