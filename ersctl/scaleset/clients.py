@@ -48,6 +48,7 @@ from ghalistener.actions.errors import (
     RunnerExistsError,
     RunnerNotFoundError,
 )
+from ghalistener.actions.retry import RetryPolicy
 from ghalistener.actions.types import JitConfig, RunnerReference, SystemInfo
 
 log = logging.getLogger(__name__)
@@ -76,15 +77,22 @@ def credentials_from_secret(
         raise CredentialsFieldError(field, f"Secret {where}: {exc}") from None
 
 
-def _actions_client(
-    config_url: str, credentials: Credentials, network: NetworkSettings
+def controller_client(
+    config_url: str,
+    credentials: Credentials,
+    network: NetworkSettings,
+    *,
+    retry: RetryPolicy | None = None,
 ) -> ActionsClient:
+    """The controller's GitHub client for one set or runner: its proxy and CA honoured
+    (``retry``: the default policy unless a test wants one that never sleeps)."""
     return ActionsClient(
         config_url=config_url,
         credentials=credentials,
         proxy=network.proxy,
         root_ca=network.root_ca,
         system_info=SystemInfo(subsystem="controller"),
+        retry=retry,
     )
 
 
@@ -182,7 +190,7 @@ class ClientCache:
     ) -> None:
         self._get_secret = get_secret
         self._get_configmap = get_configmap
-        self._factory = client_factory or _actions_client
+        self._factory = client_factory or controller_client
         self._fence = fence
         self._lock = threading.Lock()
         self._clients: dict[tuple[str, str, str, NetworkSpec], _Entry] = {}

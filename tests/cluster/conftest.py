@@ -22,7 +22,7 @@ from ersctl.runner.metrics import RunnerMetrics
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.reconciler import RunnerReconciler
 from ersctl.runner.stores import KubeRunnerResources
-from ersctl.scaleset.clients import SecretRunnerServices
+from ersctl.scaleset.clients import SecretRunnerServices, controller_client
 from ersctl.scaleset.network import DEFAULT_NETWORK, NetworkSettings
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.actions.auth import Credentials
@@ -179,12 +179,8 @@ def actions_client(
 ) -> ActionsClient:
     """The production client (the set's proxy and CA honoured) with a retry policy that
     never sleeps."""
-    return ActionsClient(
-        config_url=config_url,
-        credentials=credentials,
-        proxy=network.proxy,
-        root_ca=network.root_ca,
-        retry=RetryPolicy(max_retries=1, sleep=lambda _: None),
+    return controller_client(
+        config_url, credentials, network, retry=RetryPolicy(max_retries=1, sleep=lambda _: None)
     )
 
 

@@ -12,6 +12,7 @@ import httpx
 import jwt
 import respx
 
+from ersctl.scaleset.clients import controller_client
 from ersctl.scaleset.network import DEFAULT_NETWORK, NetworkSettings
 from ghalistener.actions.auth import AppCredentials, PatCredentials
 from ghalistener.actions.client import ActionsClient
@@ -81,12 +82,8 @@ def no_sleep_client(
     network: NetworkSettings = DEFAULT_NETWORK,
 ) -> ActionsClient:
     """The production client, with retries that do not sleep (tests inject 5xx)."""
-    return ActionsClient(
-        config_url=config_url,
-        credentials=credentials,
-        proxy=network.proxy,
-        root_ca=network.root_ca,
-        retry=RetryPolicy(sleep=lambda _: None),
+    return controller_client(
+        config_url, credentials, network, retry=RetryPolicy(sleep=lambda _: None)
     )
 
 
