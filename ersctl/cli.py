@@ -42,6 +42,7 @@ from ersctl.platform.errors import ConfigError, Failure
 from ersctl.platform.logs import configure_logging
 from ersctl.platform.probes import Verdict
 from ersctl.platform.serving import ProbeServer, parse_address
+from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.runnerset.table import render_table, rows_for
 from ersctl.scaleset.command import main as scaleset_command
@@ -120,6 +121,15 @@ def main() -> None:
     help="Failed runner Pods before an EphemeralRunner turns Failed.",
 )
 @click.option(
+    "--failed-runner-ttl",
+    type=click.FloatRange(min=1.0),
+    default=DEFAULT_FAILED_RUNNER_TTL,
+    show_default=True,
+    help="Seconds a Failed EphemeralRunner is kept (for inspection) before it is removed "
+    "from the service and deleted, so a new runner takes its slot. A Warning Event on the "
+    "set names it and its last reason.",
+)
+@click.option(
     "--metrics-addr",
     default=":8080",
     show_default=True,
@@ -154,6 +164,7 @@ def reconcile(
     resync_period: float,
     runner_controller: bool,
     runner_max_failures: int,
+    failed_runner_ttl: float,
     metrics_addr: str,
     once: Request | None,
     log_format: str,
@@ -193,6 +204,7 @@ def reconcile(
             resync_period=resync_period,
             runner_controller=runner_controller,
             runner_max_failures=runner_max_failures,
+            failed_runner_ttl=failed_runner_ttl,
         )
         _run_until_stopped(api, options, address, factory, stop)
 

@@ -22,6 +22,14 @@
 Why each rule of step 8 exists is argued in ``shared/reference/`` (ARC PR #4642).
 Raising means "requeue with backoff"; a Warning Event is recorded first.
 
+Failed runners (``ersctl.runnerset.failures``), between steps 7 and 8: each is kept
+``--failed-runner-ttl`` seconds, then removed from the service and deleted (a Warning
+Event names it and its last reason), so step 8 refills its slot. While most of the
+set's recent runners failed, the set's ``RunnersFailing`` condition says so and step 8
+holds its scale-ups for an exponentially growing, capped backoff; a new applied
+revision resets it. Neither touches the marker or the patch-ID rules of step 8: a
+held scale-up creates nothing and writes nothing, so the next reconcile decides anew.
+
 Every runner listing (steps 2 and 5-8) is the cache's, corrected by this controller's
 own creates and deletes that the cache has not shown yet (``ersctl.runnerset.expectations``):
 unobserved creates count as pending runners, unobserved deletes as deleting ones, so
@@ -32,19 +40,44 @@ the set is requeued shortly, as a backstop to the watch event that will show it.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Final
 
-from ersctl.api import ERS_FINALIZER, EphemeralRunner, EphemeralRunnerSet, ERSPhase, FieldError
+from ersctl.api import (
+    ERS_FINALIZER,
+    EphemeralRunner,
+    EphemeralRunnerSet,
+    ERSPhase,
+    FieldError,
+    format_time,
+)
 from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError, PrunedFieldsError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.platform.errors import Failure
 from ersctl.runnerset import status
 from ersctl.runnerset.classification import RunnerStates, classify
-from ersctl.runnerset.cleanup import Removal, clean_up_runners, delete_runners, scale_down
+from ersctl.runnerset.cleanup import (
+    Removal,
+    clean_up_runners,
+    collect_failed,
+    delete_runners,
+    scale_down,
+)
 from ersctl.runnerset.creation import create_runners, runner_body
 from ersctl.runnerset.expectations import Expectations, ExpectingWriter, owned_runners
+from ersctl.runnerset.failures import (
+    CONDITION_TYPE,
+    FailedRunnerPolicy,
+    FailureHistories,
+    FailureHistory,
+    describe_failure,
+    due_for_collection,
+)
+from ersctl.runnerset.failures import condition_state as failing_condition
 from ersctl.runnerset.markers import (
     ConflictRetry,
     advance_applied_revision,
@@ -93,6 +126,9 @@ class Reason(StrEnum):
     CREATE_FAILED = "FailedCreateRunner"
     FIELDS_PRUNED = "GuardFieldsPruned"
     RECONCILE_FAILED = "ReconcileFailed"
+    FAILED_RUNNER_DELETED = "FailedRunnerDeleted"
+    RUNNERS_FAILING = "RunnersFailing"
+    RUNNERS_RECOVERED = "RunnersRecovered"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,8 +149,10 @@ class EphemeralRunnerSetReconciler:
     Holds no per-reconcile state, so the runtime may reconcile different keys on
     different threads at once (never the same key twice at once). Across reconciles it
     keeps only ``expectations``: this process's runner writes its cache has not shown
-    yet (give one instance per reconciler; the default is fine). ``expectation_requeue``
-    is the delay of the backstop requeue while any of them is pending.
+    yet (give one instance per reconciler; the default is fine), and each set's recent
+    runner outcomes (``failed_runners`` says how Failed runners are kept and backed off).
+    ``expectation_requeue`` is the delay of the backstop requeue while any of them is
+    pending. ``clock`` is wall-clock seconds: it is compared with the runners' timestamps.
     """
 
     def __init__(
@@ -131,6 +169,8 @@ class EphemeralRunnerSetReconciler:
         credentials_retry_after: float = 30.0,
         expectations: Expectations | None = None,
         expectation_requeue: float = 1.0,
+        failed_runners: FailedRunnerPolicy | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._cache = cache
         self._api = api
@@ -145,6 +185,9 @@ class EphemeralRunnerSetReconciler:
         self._retry = conflict_retry or ConflictRetry()
         # The credentials Secret is not watched, so fixing it enqueues nothing: retry.
         self._credentials_retry_after = credentials_retry_after
+        self._failure_policy = failed_runners or FailedRunnerPolicy()
+        self._failures = FailureHistories()
+        self._clock = clock
 
     def reconcile(self, request: Request) -> Result:
         """Reconcile one ERS. Raises (after a Warning Event) to requeue with backoff."""
@@ -155,6 +198,7 @@ class EphemeralRunnerSetReconciler:
         ers = self._cache.get_ers(request.namespace, request.name)
         if ers is None:
             self._expectations.forget(str(request))
+            self._failures.forget(str(request))
             self._proxy_secrets.forget(request.namespace, request.name)
             return Outcome(action="none", detail="not found")
         try:
@@ -219,7 +263,11 @@ class EphemeralRunnerSetReconciler:
             status.update_status(self._writer, ers, before=before, states=states)
             return Outcome(action="stale-outdated-deleted", detail=f"{deleted} runners")
         self._proxy_secrets.sync(ers)
-        return self._scale(ers, states, before)
+        self._track_failures(ers, states)
+        collected, next_due = self._collect_failed(ers, states, before)
+        if collected is not None:
+            return collected
+        return _requeue_by(self._scale(ers, states, before), next_due)
 
     def _finalize(self, ers: EphemeralRunnerSet) -> Outcome:
         if not ers.has_finalizer(ERS_FINALIZER):
@@ -290,7 +338,10 @@ class EphemeralRunnerSetReconciler:
             case CleanUpFinished():
                 return self._clean_up_finished(ers, states, decision, before)
             case ScaleUp():
-                return self._scale_up(ers, states, decision, before)
+                held = self._backed_off(ers, decision)
+                if held is None:
+                    return self._scale_up(ers, states, decision, before)
+                outcome = held
             case ScaleDown():
                 outcome = self._scale_down(ers, decision)
             case AlreadyServiced():
@@ -394,6 +445,88 @@ class EphemeralRunnerSetReconciler:
             self._event(ers, NORMAL, Reason.SCALED_DOWN, message)
         return Outcome(action="scale-down", detail=_removal_text(removal))
 
+    # -- failed runners ----------------------------------------------------------------
+
+    def _track_failures(self, ers: EphemeralRunnerSet, states: RunnerStates) -> FailureHistory:
+        _, history = self._failures.update(
+            ers.key,
+            ers.uid,
+            revision=ers.applied_actionable_revision,
+            failed=states.failed,
+            succeeded=states.finished,
+            window=self._failure_policy.window,
+        )
+        self._report_failing(ers, history)
+        return history
+
+    def _report_failing(self, ers: EphemeralRunnerSet, history: FailureHistory) -> None:
+        """Keep the ``RunnersFailing`` condition in step with ``history``; an Event when
+        it turns True (Warning) or back to False (Normal). No condition until needed."""
+        wanted = failing_condition(history, self._failure_policy)
+        conditions = [c for c in ers.status.get("conditions") or () if isinstance(c, dict)]
+        current = next((c for c in conditions if c.get("type") == CONDITION_TYPE), None)
+        if current is None and wanted.status == "False":
+            return
+        shown = None if current is None else (current.get("status"), current.get("message"))
+        if shown == (wanted.status, wanted.message):
+            return
+        turned = current is None or current.get("status") != wanted.status
+        now = format_time(datetime.fromtimestamp(self._clock(), UTC))
+        condition = {
+            "type": CONDITION_TYPE,
+            "status": wanted.status,
+            "reason": wanted.reason,
+            "message": wanted.message,
+            "lastTransitionTime": now if turned else (current or {}).get("lastTransitionTime"),
+            "observedGeneration": ers.generation,
+        }
+        others = [c for c in conditions if c.get("type") != CONDITION_TYPE]
+        self._writer.patch_ers_status(ers, {"status": {"conditions": [*others, condition]}})
+        if turned and wanted.status == "True":
+            self._event(ers, WARNING, Reason.RUNNERS_FAILING, wanted.message)
+        elif turned:
+            self._event(ers, NORMAL, Reason.RUNNERS_RECOVERED, wanted.message)
+
+    def _collect_failed(
+        self, ers: EphemeralRunnerSet, states: RunnerStates, before: status.StatusView
+    ) -> tuple[Outcome | None, float | None]:
+        """Delete the Failed runners kept long enough; (outcome if any, seconds until the
+        next one is due)."""
+        ttl = self._failure_policy.ttl
+        due, wait = due_for_collection(states.failed, now=self._clock(), ttl=ttl)
+        if not due:
+            return None, wait
+
+        def deleted(runner: EphemeralRunner) -> None:
+            self._metrics.failed_runner_deleted(ers)
+            message = (
+                f"Deleted Failed runner {describe_failure(runner)} after keeping it {ttl:g}s; "
+                "a new runner takes its slot"
+            )
+            self._event(ers, WARNING, Reason.FAILED_RUNNER_DELETED, message)
+
+        removal = collect_failed(self._services, self._writer, ers, due, deleted)
+        if removal.deleted:
+            self._failures.collected(ers.key, ers.uid, at=self._clock())
+        self._metrics.runners_deleted(ers, removal.deleted)
+        status.update_status(self._writer, ers, before=before, states=states)
+        outcome = Outcome(
+            action="failed-runners-deleted", detail=_removal_text(removal), result=Result(wait)
+        )
+        return outcome, wait
+
+    def _backed_off(self, ers: EphemeralRunnerSet, decision: ScaleUp) -> Outcome | None:
+        """A hold while the set's runners keep failing and the backoff has not passed."""
+        history = self._failures.get(ers.key, ers.uid)
+        wait = self._failure_policy.replacements_allowed_at(history) - self._clock()
+        if wait <= 0:
+            return None
+        detail = (
+            f"runners failing: {decision.count} replacements wait {wait:.1f}s "
+            f"({history.failed} of the last {len(history.outcomes)} runners failed)"
+        )
+        return Outcome(action="backed-off", detail=detail, result=Result(requeue_after=wait))
+
     # -- helpers -----------------------------------------------------------------------
 
     def _classify(self, ers: EphemeralRunnerSet) -> RunnerStates:
@@ -428,6 +561,15 @@ def validate(ers: EphemeralRunnerSet) -> None:
     malformed (``ersctl.runnerset.status.malformed``), not reported as bad input.
     """
     _ = (ers.replicas, ers.patch_id, ers.actionable_revision, ers.ephemeral_runner_spec)
+
+
+def _requeue_by(outcome: Outcome, seconds: float | None) -> Outcome:
+    """``outcome``, requeued within ``seconds`` at the latest (None: as it was)."""
+    if seconds is None:
+        return outcome
+    after = outcome.result.requeue_after
+    soonest = seconds if after is None else min(after, seconds)
+    return replace(outcome, result=replace(outcome.result, requeue_after=soonest))
 
 
 def _removal_text(removal: Removal) -> str:

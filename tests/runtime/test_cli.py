@@ -57,11 +57,11 @@ def test_status_prints_one_row_per_set_with_runner_counts_and_guard_fields(
     assert code == 0, out
     header, idle, web = out.splitlines()
     assert header.split() == [
-        "NAMESPACE", "NAME", "DESIRED", "CURRENT", "PENDING", "RUNNING", "FINISHED",
+        "NAMESPACE", "NAME", "DESIRED", "CURRENT", "PENDING", "RUNNING", "FAILED", "FINISHED",
         "DELETING", "PATCH-ID", "MARKER", "APPLIED-REV", "PHASE",
     ]  # fmt: skip
-    assert idle.split() == [ns, "idle", "0", "0", "0", "0", "0", "0", "0", "0", "0", "-"]
-    assert web.split() == [ns, "web", "3", "2", "1", "1", "1", "0", "7", "6", "2", "Running"]
+    assert idle.split() == [ns, "idle", *"0" * 10, "-"]
+    assert web.split() == [ns, "web", "3", "2", "1", "1", "0", "1", "0", "7", "6", "2", "Running"]
 
 
 def test_status_names_a_malformed_field_and_still_prints_the_others(
