@@ -120,6 +120,20 @@ class Cluster:
             expectations=expectations,
         )
 
+    def use_reconciler(self, **options: Any) -> EphemeralRunnerSetReconciler:
+        """Drive :meth:`reconcile` with a new reconciler on the same cache, server and
+        metrics, built with ``options`` (e.g. ``failed_runners``, ``clock``)."""
+        self.reconciler = EphemeralRunnerSetReconciler(
+            cache=self.cache,
+            api=self.api_reader,
+            writer=self.writer,
+            events=EventRecorder(self.api_client),
+            services=self.services,
+            metrics=self.metrics,
+            **options,
+        )
+        return self.reconciler
+
     def _informer(self, plural: str) -> Informer:
         return Informer(
             self.api_client,

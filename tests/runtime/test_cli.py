@@ -64,6 +64,34 @@ def test_status_prints_one_row_per_set_with_runner_counts_and_guard_fields(
     assert web.split() == [ns, "web", "3", "2", "1", "1", "0", "1", "0", "7", "6", "2", "Running"]
 
 
+def test_status_lists_failed_runners_with_their_last_reason_and_the_failing_condition(
+    kube: KubeApi, kubeconfig: str
+) -> None:
+    ns = kube.namespace
+    owner = kube.create_object(ERS_PLURAL, ers_body("web", replicas=2))
+    message = "3 of the last 3 runners failed, latest r0 (TooManyPodFailures: ...)"
+    kube.patch_object(ERS_PLURAL, ns, "web", {"status": {"currentReplicas": 1, "conditions": [{
+        "type": "RunnersFailing", "status": "True", "reason": "RunnersFailing",
+        "message": message, "lastTransitionTime": "2030-01-01T00:00:00Z",
+    }]}}, subresource="status")  # fmt: skip
+    kube.create_object(ER_PLURAL, runner_body("r1", owner))
+    kube.patch_object(ER_PLURAL, ns, "r1", {"status": {
+        "phase": "Failed", "reason": "TooManyPodFailures",
+        "message": "the runner pod failed 5 times; last: ImagePullBackOff: image not found",
+    }}, subresource="status")  # fmt: skip
+
+    code, out = invoke("status", f"{ns}/web", "--kubeconfig", kubeconfig)
+
+    assert code == 0, out
+    _, row, *notes = out.splitlines()
+    assert row.split()[2:7] == ["2", "1", "0", "0", "1"], "DESIRED CURRENT PENDING RUNNING FAILED"
+    assert notes == [
+        f"{ns}/web: Failed runner r1 (TooManyPodFailures: the runner pod failed 5 times; "
+        "last: ImagePullBackOff: image not found)",
+        f"{ns}/web: RunnersFailing=True: {message}",
+    ]
+
+
 def test_status_names_a_malformed_field_and_still_prints_the_others(
     kube: KubeApi, kubeconfig: str
 ) -> None:
