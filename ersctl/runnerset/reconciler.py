@@ -30,6 +30,12 @@ holds its scale-ups for an exponentially growing, capped backoff; a new applied
 revision resets it. Neither touches the marker or the patch-ID rules of step 8: a
 held scale-up creates nothing and writes nothing, so the next reconcile decides anew.
 
+Before the first scale-up of a set in this process, its runners are confirmed with one
+uncached list: runners the cache does not show yet are recorded as expected creates
+(deletes likewise). They were written by someone else, typically the previous leader,
+whose creates this process's expectations never saw; without this, a new leader whose
+watch lags creates them a second time (``confirm_runners`` in ``expectations``).
+
 Every runner listing (steps 2 and 5-8) is the cache's, corrected by this controller's
 own creates and deletes that the cache has not shown yet (``ersctl.runnerset.expectations``):
 unobserved creates count as pending runners, unobserved deletes as deleting ones, so
@@ -68,7 +74,13 @@ from ersctl.runnerset.cleanup import (
     scale_down,
 )
 from ersctl.runnerset.creation import create_runners, runner_body
-from ersctl.runnerset.expectations import Expectations, ExpectingWriter, owned_runners
+from ersctl.runnerset.expectations import (
+    ConfirmedSets,
+    Expectations,
+    ExpectingWriter,
+    confirm_runners,
+    owned_runners,
+)
 from ersctl.runnerset.failures import (
     CONDITION_TYPE,
     FailedRunnerPolicy,
@@ -187,6 +199,7 @@ class EphemeralRunnerSetReconciler:
         self._credentials_retry_after = credentials_retry_after
         self._failure_policy = failed_runners or FailedRunnerPolicy()
         self._failures = FailureHistories()
+        self._confirmed = ConfirmedSets()
         self._clock = clock
 
     def reconcile(self, request: Request) -> Result:
@@ -199,6 +212,7 @@ class EphemeralRunnerSetReconciler:
         if ers is None:
             self._expectations.forget(str(request))
             self._failures.forget(str(request))
+            self._confirmed.forget(str(request))
             self._proxy_secrets.forget(request.namespace, request.name)
             return Outcome(action="none", detail="not found")
         try:
@@ -337,6 +351,12 @@ class EphemeralRunnerSetReconciler:
         match decision:
             case CleanUpFinished():
                 return self._clean_up_finished(ers, states, decision, before)
+            case ScaleUp() if not self._confirmed.check(ers.key, ers.uid):
+                # Once per set and process: the runners written by a previous leader
+                # become expectations, then the decision is taken again on that basis.
+                confirm_runners(self._cache, self._api, self._expectations, ers)
+                self._confirmed.add(ers.key, ers.uid)
+                return self._scale(ers, self._classify(ers), before)
             case ScaleUp():
                 held = self._backed_off(ers, decision)
                 if held is None:
