@@ -276,3 +276,40 @@ def test_two_controller_processes_only_the_lease_holder_reconciles(
     assert all(json.loads(line)["level"] for line in err.splitlines() if line.strip())
     # Nor did it try to act while it followed: the write fence would have refused it.
     assert "no longer holds the lease" not in err
+
+
+@pytest.mark.slow
+@pytest.mark.embedded_only("the watch delay makes the new leader's cache lag behind the batch")
+def test_a_leader_killed_right_after_a_large_create_is_not_doubled_by_its_successor(
+    apiserver: ApiServer, controllers: list[tuple[subprocess.Popen[str], int]]
+) -> None:
+    # Runner watch events reach both processes 15 s late: the follower's cache holds
+    # none of the leader's batch when it takes over (after the 4 s lease), so only the
+    # uncached confirmation of its first scale-up keeps it from creating them again.
+    for _, port in controllers:
+        eventually(partial(ready, port), timeout=20, interval=0.1)
+    apiserver.set_watch_delay(ER_PLURAL, 15.0)
+    apiserver.create_object(
+        ERS_PLURAL, ers_body("web", namespace="default", replicas=40, patch_id=1)
+    )
+    eventually(lambda: len(apiserver.list_objects(ER_PLURAL)) == 40, timeout=20)
+    by_leading = sorted(controllers, key=lambda c: scrape(c[1])["ersctl_leader"], reverse=True)
+    (leader, _), (_, follower_port) = by_leading
+    leader.kill()
+    leader.wait(timeout=10)
+
+    # The follower leads and reconciles the set while its cache lags; it writes the
+    # status once its cache shows the 40 runners.
+    eventually(lambda: scrape(follower_port)["ersctl_leader"] == 1.0, timeout=15)
+    eventually(lambda: reconciles(follower_port) >= 1, timeout=10)
+    eventually(
+        lambda: current_replicas(apiserver) == 40 and reconciles(follower_port) >= 2,
+        timeout=30,
+        what="the new leader's status counting the 40 runners",
+    )
+
+    creates = [
+        r for r in apiserver.request_log.records() if (r.verb, r.resource) == ("create", ER_PLURAL)
+    ]
+    assert len(creates) == 40, f"{len(creates)} runners created for 40 replicas"
+    assert len(apiserver.list_objects(ER_PLURAL)) == 40
