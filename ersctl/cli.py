@@ -33,7 +33,7 @@ from ersctl.kube.connect import api_client, check_api_group, pod_namespace
 from ersctl.kube.crdcheck import check_served_crds
 from ersctl.kube.errors import ConflictError, NotFoundError, PrunedFieldsError
 from ersctl.kube.leader import LeaderElectionConfig
-from ersctl.kube.manager import LeadershipLost
+from ersctl.kube.manager import LeadershipLost, SyncInterrupted
 from ersctl.kube.reconcile import Request
 from ersctl.kube.writer import Writer
 from ersctl.platform.background import Background
@@ -180,8 +180,7 @@ def reconcile(
         api = api_client(kubeconfig, context=kube_context)
         factory = reconciler_factory or EphemeralRunnerSetReconciler
         if once is not None:
-            _check_api(api)
-            _reconcile_once(api, once, factory)
+            _reconcile_once(api, once, factory, stop)
             return
         election = None
         if leader_elect:
@@ -276,15 +275,26 @@ def _run_until_stopped(
     log.info("stopped")
 
 
-def _reconcile_once(api: client.ApiClient, request: Request, factory: ReconcilerFactory) -> None:
+def _reconcile_once(
+    api: client.ApiClient, request: Request, factory: ReconcilerFactory, stop: threading.Event
+) -> None:
+    """One pass; a stop before the pass begins (during the API check or the cache sync)
+    ends it at once, having reconciled nothing (exit 0, as any asked-for stop)."""
+    check = Background(lambda: _check_api(api), name="check-api")
+    if not check.wait(stop.is_set):
+        return
+    check.result()
     controller = build_controller(
         api, ControllerOptions(namespace=request.namespace), reconciler_factory=factory
     )
     try:
-        with controller.manager.caches():
+        with controller.manager.caches(stop=stop):
             if controller.manager.reader.get_ers(request.namespace, request.name) is None:
                 raise Failure(f"EphemeralRunnerSet {request} not found")
             outcome = controller.reconciler.reconcile_with_outcome(request)
+    except SyncInterrupted:
+        log.info("stopped before the caches synced; nothing reconciled")
+        return
     finally:
         controller.close()
     click.echo(f"{request}: {outcome}")

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Iterator
 from functools import partial
@@ -313,3 +314,36 @@ def test_a_leader_killed_right_after_a_large_create_is_not_doubled_by_its_succes
     ]
     assert len(creates) == 40, f"{len(creates)} runners created for 40 replicas"
     assert len(apiserver.list_objects(ER_PLURAL)) == 40
+
+
+@pytest.mark.embedded_only("holds the cache's list in the server so the stop comes during sync")
+def test_once_stopped_while_its_caches_sync_exits_at_once_having_reconciled_nothing(
+    apiserver: ApiServer, kubeconfig: str
+) -> None:
+    apiserver.create_object(ERS_PLURAL, ers_body("web", namespace="default", replicas=1))
+    release = threading.Event()
+    held = apiserver.inject_fault(verb="list", resource=ERS_PLURAL, hold=release)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ersctl", "reconcile", "--once", "default/web",
+         "--kubeconfig", kubeconfig],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert held.taken.wait(30), "the --once run started listing the sets"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.stderr is not None
+        for line in iter(proc.stderr.readline, ""):  # up to the line that says it took it
+            if "received SIGTERM" in line:
+                break
+        release.set()  # the list answers after the stop: too late to matter
+        out, err = proc.communicate(timeout=30)
+    finally:
+        release.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+    assert proc.returncode == 0, err
+    assert out == "", "no reconcile ran, so no decision is printed"
+    web = apiserver.get_object(ERS_PLURAL, "default", "web")
+    assert web is not None and not web["metadata"].get("finalizers"), "nothing was written"
