@@ -71,14 +71,7 @@ class Cluster:
         )
         self.metrics_registry = CollectorRegistry()
         self.metrics = RunnerSetMetrics(self.metrics_registry)
-        self.reconciler = EphemeralRunnerSetReconciler(
-            cache=self.cache,
-            api=self.api_reader,
-            writer=self.writer,
-            events=EventRecorder(self.api_client),
-            services=self.services,
-            metrics=self.metrics,
-        )
+        self.reconciler = self.use_reconciler()
         self._threads = [
             threading.Thread(target=inf.run, args=(self._stop,), daemon=True)
             for inf in self._informers
