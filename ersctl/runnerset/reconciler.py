@@ -49,7 +49,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Final
 
@@ -59,7 +58,6 @@ from ersctl.api import (
     EphemeralRunnerSet,
     ERSPhase,
     FieldError,
-    format_time,
 )
 from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError, PrunedFieldsError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
@@ -69,7 +67,6 @@ from ersctl.runnerset.classification import RunnerStates, classify
 from ersctl.runnerset.cleanup import (
     Removal,
     clean_up_runners,
-    collect_failed,
     delete_runners,
     scale_down,
 )
@@ -81,15 +78,8 @@ from ersctl.runnerset.expectations import (
     confirm_runners,
     owned_runners,
 )
-from ersctl.runnerset.failures import (
-    CONDITION_TYPE,
-    FailedRunnerPolicy,
-    FailureHistories,
-    FailureHistory,
-    describe_failure,
-    due_for_collection,
-)
-from ersctl.runnerset.failures import condition_state as failing_condition
+from ersctl.runnerset.failedrunners import FailedRunners
+from ersctl.runnerset.failures import FailedRunnerPolicy
 from ersctl.runnerset.markers import (
     ConflictRetry,
     advance_applied_revision,
@@ -124,7 +114,8 @@ _QUIET_ACTIONS: Final = frozenset({"hold", "none"})
 
 
 class Reason(StrEnum):
-    """Reasons of the Events the reconciler records on the ERS."""
+    """Reasons of the Events the reconciler records on the ERS (those about failed
+    runners: ``ersctl.runnerset.failedrunners``)."""
 
     SCALED_UP = "ScaledUp"
     SCALED_DOWN = "ScaledDown"
@@ -138,9 +129,6 @@ class Reason(StrEnum):
     CREATE_FAILED = "FailedCreateRunner"
     FIELDS_PRUNED = "GuardFieldsPruned"
     RECONCILE_FAILED = "ReconcileFailed"
-    FAILED_RUNNER_DELETED = "FailedRunnerDeleted"
-    RUNNERS_FAILING = "RunnersFailing"
-    RUNNERS_RECOVERED = "RunnersRecovered"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,10 +185,15 @@ class EphemeralRunnerSetReconciler:
         self._retry = conflict_retry or ConflictRetry()
         # The credentials Secret is not watched, so fixing it enqueues nothing: retry.
         self._credentials_retry_after = credentials_retry_after
-        self._failure_policy = failed_runners or FailedRunnerPolicy()
-        self._failures = FailureHistories()
+        self._failed = FailedRunners(
+            services=services,
+            writer=self._writer,
+            events=events,
+            metrics=self._metrics,
+            policy=failed_runners or FailedRunnerPolicy(),
+            clock=clock,
+        )
         self._confirmed = ConfirmedSets()
-        self._clock = clock
 
     def reconcile(self, request: Request) -> Result:
         """Reconcile one ERS. Raises (after a Warning Event) to requeue with backoff."""
@@ -211,7 +204,7 @@ class EphemeralRunnerSetReconciler:
         ers = self._cache.get_ers(request.namespace, request.name)
         if ers is None:
             self._expectations.forget(str(request))
-            self._failures.forget(str(request))
+            self._failed.forget(str(request))
             self._confirmed.forget(str(request))
             self._proxy_secrets.forget(request.namespace, request.name)
             return Outcome(action="none", detail="not found")
@@ -277,10 +270,12 @@ class EphemeralRunnerSetReconciler:
             status.update_status(self._writer, ers, before=before, states=states)
             return Outcome(action="stale-outdated-deleted", detail=f"{deleted} runners")
         self._proxy_secrets.sync(ers)
-        self._track_failures(ers, states)
-        collected, next_due = self._collect_failed(ers, states, before)
+        self._failed.observe(ers, states)
+        collected, next_due = self._failed.collect(ers, states)
         if collected is not None:
-            return collected
+            status.update_status(self._writer, ers, before=before, states=states)
+            detail = _removal_text(collected)
+            return Outcome(action="failed-runners-deleted", detail=detail, result=Result(next_due))
         return _requeue_by(self._scale(ers, states, before), next_due)
 
     def _finalize(self, ers: EphemeralRunnerSet) -> Outcome:
@@ -358,10 +353,11 @@ class EphemeralRunnerSetReconciler:
                 self._confirmed.add(ers.key, ers.uid)
                 return self._scale(ers, self._classify(ers), before)
             case ScaleUp():
-                held = self._backed_off(ers, decision)
-                if held is None:
+                wait, why = self._failed.replacement_wait(ers)
+                if not wait:
                     return self._scale_up(ers, states, decision, before)
-                outcome = held
+                detail = f"runners failing ({why}): {decision.count} replacements wait {wait:.1f}s"
+                outcome = Outcome(action="backed-off", detail=detail, result=Result(wait))
             case ScaleDown():
                 outcome = self._scale_down(ers, decision)
             case AlreadyServiced():
@@ -464,88 +460,6 @@ class EphemeralRunnerSetReconciler:
             message = f"Removed {removal.deleted} of {decision.count} excess runners"
             self._event(ers, NORMAL, Reason.SCALED_DOWN, message)
         return Outcome(action="scale-down", detail=_removal_text(removal))
-
-    # -- failed runners ----------------------------------------------------------------
-
-    def _track_failures(self, ers: EphemeralRunnerSet, states: RunnerStates) -> FailureHistory:
-        _, history = self._failures.update(
-            ers.key,
-            ers.uid,
-            revision=ers.applied_actionable_revision,
-            failed=states.failed,
-            succeeded=states.finished,
-            window=self._failure_policy.window,
-        )
-        self._report_failing(ers, history)
-        return history
-
-    def _report_failing(self, ers: EphemeralRunnerSet, history: FailureHistory) -> None:
-        """Keep the ``RunnersFailing`` condition in step with ``history``; an Event when
-        it turns True (Warning) or back to False (Normal). No condition until needed."""
-        wanted = failing_condition(history, self._failure_policy)
-        conditions = [c for c in ers.status.get("conditions") or () if isinstance(c, dict)]
-        current = next((c for c in conditions if c.get("type") == CONDITION_TYPE), None)
-        if current is None and wanted.status == "False":
-            return
-        shown = None if current is None else (current.get("status"), current.get("message"))
-        if shown == (wanted.status, wanted.message):
-            return
-        turned = current is None or current.get("status") != wanted.status
-        now = format_time(datetime.fromtimestamp(self._clock(), UTC))
-        condition = {
-            "type": CONDITION_TYPE,
-            "status": wanted.status,
-            "reason": wanted.reason,
-            "message": wanted.message,
-            "lastTransitionTime": now if turned else (current or {}).get("lastTransitionTime"),
-            "observedGeneration": ers.generation,
-        }
-        others = [c for c in conditions if c.get("type") != CONDITION_TYPE]
-        self._writer.patch_ers_status(ers, {"status": {"conditions": [*others, condition]}})
-        if turned and wanted.status == "True":
-            self._event(ers, WARNING, Reason.RUNNERS_FAILING, wanted.message)
-        elif turned:
-            self._event(ers, NORMAL, Reason.RUNNERS_RECOVERED, wanted.message)
-
-    def _collect_failed(
-        self, ers: EphemeralRunnerSet, states: RunnerStates, before: status.StatusView
-    ) -> tuple[Outcome | None, float | None]:
-        """Delete the Failed runners kept long enough; (outcome if any, seconds until the
-        next one is due)."""
-        ttl = self._failure_policy.ttl
-        due, wait = due_for_collection(states.failed, now=self._clock(), ttl=ttl)
-        if not due:
-            return None, wait
-
-        def deleted(runner: EphemeralRunner) -> None:
-            self._metrics.failed_runner_deleted(ers)
-            message = (
-                f"Deleted Failed runner {describe_failure(runner)} after keeping it {ttl:g}s; "
-                "a new runner takes its slot"
-            )
-            self._event(ers, WARNING, Reason.FAILED_RUNNER_DELETED, message)
-
-        removal = collect_failed(self._services, self._writer, ers, due, deleted)
-        if removal.deleted:
-            self._failures.collected(ers.key, ers.uid, at=self._clock())
-        self._metrics.runners_deleted(ers, removal.deleted)
-        status.update_status(self._writer, ers, before=before, states=states)
-        outcome = Outcome(
-            action="failed-runners-deleted", detail=_removal_text(removal), result=Result(wait)
-        )
-        return outcome, wait
-
-    def _backed_off(self, ers: EphemeralRunnerSet, decision: ScaleUp) -> Outcome | None:
-        """A hold while the set's runners keep failing and the backoff has not passed."""
-        history = self._failures.get(ers.key, ers.uid)
-        wait = self._failure_policy.replacements_allowed_at(history) - self._clock()
-        if wait <= 0:
-            return None
-        detail = (
-            f"runners failing: {decision.count} replacements wait {wait:.1f}s "
-            f"({history.failed} of the last {len(history.outcomes)} runners failed)"
-        )
-        return Outcome(action="backed-off", detail=detail, result=Result(requeue_after=wait))
 
     # -- helpers -----------------------------------------------------------------------
 
