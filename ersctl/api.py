@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final, NewType, Self
 
@@ -453,3 +454,20 @@ def job_status_fields(
         "workflowRunId": workflow_run_id,
         "jobDisplayName": display_name,
     }
+
+
+def parse_time(value: object) -> datetime | None:
+    """A Kubernetes ``metav1.Time`` (RFC 3339, ``Z`` or an offset) as an aware datetime;
+    None when ``value`` is not such a string. A time without a zone is taken as UTC."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def format_time(moment: datetime) -> str:
+    """RFC 3339 in UTC with a ``Z``, as Kubernetes writes ``metav1.Time``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -33,7 +33,7 @@ from ersctl.kube.connect import api_client, check_api_group, pod_namespace
 from ersctl.kube.crdcheck import check_served_crds
 from ersctl.kube.errors import ConflictError, NotFoundError, PrunedFieldsError
 from ersctl.kube.leader import LeaderElectionConfig
-from ersctl.kube.manager import LeadershipLost
+from ersctl.kube.manager import LeadershipLost, SyncInterrupted
 from ersctl.kube.reconcile import Request
 from ersctl.kube.writer import Writer
 from ersctl.platform.background import Background
@@ -42,6 +42,7 @@ from ersctl.platform.errors import ConfigError, Failure
 from ersctl.platform.logs import configure_logging
 from ersctl.platform.probes import Verdict
 from ersctl.platform.serving import ProbeServer, parse_address
+from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.runnerset.table import render_table, rows_for
 from ersctl.scaleset.command import main as scaleset_command
@@ -120,6 +121,15 @@ def main() -> None:
     help="Failed runner Pods before an EphemeralRunner turns Failed.",
 )
 @click.option(
+    "--failed-runner-ttl",
+    type=click.FloatRange(min=1.0),
+    default=DEFAULT_FAILED_RUNNER_TTL,
+    show_default=True,
+    help="Seconds a Failed EphemeralRunner is kept (for inspection) before it is removed "
+    "from the service and deleted, so a new runner takes its slot. A Warning Event on the "
+    "set names it and its last reason.",
+)
+@click.option(
     "--metrics-addr",
     default=":8080",
     show_default=True,
@@ -154,6 +164,7 @@ def reconcile(
     resync_period: float,
     runner_controller: bool,
     runner_max_failures: int,
+    failed_runner_ttl: float,
     metrics_addr: str,
     once: Request | None,
     log_format: str,
@@ -169,8 +180,7 @@ def reconcile(
         api = api_client(kubeconfig, context=kube_context)
         factory = reconciler_factory or EphemeralRunnerSetReconciler
         if once is not None:
-            _check_api(api)
-            _reconcile_once(api, once, factory)
+            _reconcile_once(api, once, factory, stop)
             return
         election = None
         if leader_elect:
@@ -193,6 +203,7 @@ def reconcile(
             resync_period=resync_period,
             runner_controller=runner_controller,
             runner_max_failures=runner_max_failures,
+            failed_runner_ttl=failed_runner_ttl,
         )
         _run_until_stopped(api, options, address, factory, stop)
 
@@ -264,15 +275,26 @@ def _run_until_stopped(
     log.info("stopped")
 
 
-def _reconcile_once(api: client.ApiClient, request: Request, factory: ReconcilerFactory) -> None:
+def _reconcile_once(
+    api: client.ApiClient, request: Request, factory: ReconcilerFactory, stop: threading.Event
+) -> None:
+    """One pass; a stop before the pass begins (during the API check or the cache sync)
+    ends it at once, having reconciled nothing (exit 0, as any asked-for stop)."""
+    check = Background(lambda: _check_api(api), name="check-api")
+    if not check.wait(stop.is_set):
+        return
+    check.result()
     controller = build_controller(
         api, ControllerOptions(namespace=request.namespace), reconciler_factory=factory
     )
     try:
-        with controller.manager.caches():
+        with controller.manager.caches(stop=stop):
             if controller.manager.reader.get_ers(request.namespace, request.name) is None:
                 raise Failure(f"EphemeralRunnerSet {request} not found")
             outcome = controller.reconciler.reconcile_with_outcome(request)
+    except SyncInterrupted:
+        log.info("stopped before the caches synced; nothing reconciled")
+        return
     finally:
         controller.close()
     click.echo(f"{request}: {outcome}")

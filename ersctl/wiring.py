@@ -25,6 +25,7 @@ from ersctl.kube.metrics import ControllerMetrics
 from ersctl.runner.controller import add_runner_controller
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.reconciler import RunnerReconciler
+from ersctl.runnerset import failures
 from ersctl.runnerset.metrics import (
     LISTENER_SELECTOR,
     ArcListenerGauge,
@@ -40,8 +41,8 @@ LISTENER_PODS: Final = "listener-pods"
 
 ReconcilerFactory = Callable[..., EphemeralRunnerSetReconciler]
 """Builds the set reconciler from keyword arguments: ``cache``, ``api``, ``writer``,
-``events``, ``services``, ``metrics`` (``EphemeralRunnerSetReconciler`` itself, or a
-subclass)."""
+``events``, ``services``, ``metrics``, ``failed_runners`` (``EphemeralRunnerSetReconciler``
+itself, or a subclass)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +56,8 @@ class ControllerOptions:
     runner_controller: bool = False
     """Also run the EphemeralRunner controller (JIT registration and runner Pods)."""
     runner_max_failures: int = 5
+    failed_runner_ttl: float = failures.DEFAULT_TTL
+    """Seconds a Failed runner is kept before it is removed and its slot refilled."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ def build_controller(
         events=manager.events,
         services=services,
         metrics=RunnerSetMetrics(manager.metrics.registry),
+        failed_runners=failures.FailedRunnerPolicy(ttl=options.failed_runner_ttl),
     )
     manager.add_controller(
         CONTROLLER_NAME,

@@ -42,6 +42,30 @@ def _string_map() -> JsonObject:
     return {"type": "object", "additionalProperties": {"type": "string"}}
 
 
+def _conditions() -> JsonObject:
+    """A standard condition list (``metav1.Condition``), keyed by ``type``."""
+    condition = {
+        "type": "object",
+        "properties": {
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "message": _string(),
+            "observedGeneration": _integer(int64=True),
+            "reason": _string(),
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "type": _string(),
+        },
+        "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+    }
+    return {
+        "type": "array",
+        "description": "RunnersFailing: most of the set's recent runners failed, so its "
+        "replacements back off.",
+        "items": condition,
+        "x-kubernetes-list-map-keys": ["type"],
+        "x-kubernetes-list-type": "map",
+    }
+
+
 def _labels_and_annotations(description: str) -> JsonObject:
     return {
         "type": "object",
@@ -194,6 +218,7 @@ def ers_schema(pod_spec: JsonObject) -> JsonObject:
                 "The spec.actionableRevision whose idle-runner rebuild has completed.",
                 int64=True,
             ),
+            "conditions": _conditions(),
             "currentReplicas": _integer("EphemeralRunners of this set that are not finished."),
             "failedEphemeralRunners": _integer(),
             "finishedRunnerCleanupPatchID": _integer(

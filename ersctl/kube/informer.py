@@ -130,7 +130,9 @@ class Informer:
                 stop.wait(delay)
 
     def interrupt(self) -> None:
-        """Break an open watch connection now (used at shutdown)."""
+        """Break an open watch connection now (used at shutdown, after setting the
+        ``stop`` given to :meth:`run`; a watch whose response arrives later is closed
+        by :meth:`run` itself as soon as it arrives)."""
         with self._lock:
             resp = self._resp
         if resp is not None:
@@ -173,6 +175,11 @@ class Informer:
             )
         with self._lock:
             self._resp = resp
+        if stop.is_set():
+            # The stop came while the request was in flight: :meth:`interrupt` found no
+            # response to break, and an idle watch would be read until its timeout.
+            # Stop is set before interrupt runs, so one of the two always sees the other.
+            _shutdown(resp)
         started, events = time.monotonic(), 0
         try:
             for event in _events(resp):

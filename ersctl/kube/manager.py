@@ -19,6 +19,7 @@ fence close, the queues shut down, and :meth:`Manager.run` raises.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -60,6 +61,10 @@ class LeadershipLost(Failure):
 
 class CacheSyncError(Failure):
     """The informers could not list their resources in time."""
+
+
+class SyncInterrupted(Exception):
+    """A stop was asked for before the caches synced (:meth:`Manager.caches`)."""
 
 
 class Manager:
@@ -170,18 +175,19 @@ class Manager:
             raise LeadershipLost("lost the leader lease; stopped reconciling")
 
     @contextmanager
-    def caches(self, timeout: float = 60.0) -> Iterator[None]:
+    def caches(
+        self, timeout: float = 60.0, *, stop: threading.Event | None = None
+    ) -> Iterator[None]:
         """Run only the informers (no campaign, no workers) while the block runs; for
         one-off passes such as ``ersctl reconcile --once``. Raises :class:`CacheSyncError`
-        when they do not sync within ``timeout``."""
+        when they do not sync within ``timeout``, :class:`SyncInterrupted` when ``stop``
+        is set first (a SIGTERM during start-up must not wait out the timeout)."""
         threads = self._start_informers()
         try:
-            deadline = threading.Event()
-            timer = threading.Timer(timeout, deadline.set)
-            timer.start()
-            synced = self._wait_for_sync(deadline)
-            timer.cancel()
-            if not synced:
+            stop = stop or threading.Event()
+            if not self._wait_for_sync(stop, until=time.monotonic() + timeout):
+                if stop.is_set():
+                    raise SyncInterrupted("stopped before the caches synced")
                 raise CacheSyncError(f"caches did not sync within {timeout:g}s")
             yield
         finally:
@@ -197,8 +203,11 @@ class Manager:
     def _stop_informers(self, threads: list[threading.Thread]) -> None:
         for informer in self._informers.values():
             informer.interrupt()
+        # One deadline for all: a thread stuck in a request the server never answers
+        # must not add its wait to the next one's (the threads are daemons).
+        deadline = time.monotonic() + 10
         for thread in threads:  # the campaign thread records a lost lease before it ends
-            thread.join(timeout=10)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     def add_informer(self, plural: str, informer: Informer) -> None:
         """Watch one more resource through ``informer`` (e.g. the runner controller's
@@ -228,9 +237,9 @@ class Manager:
         self._informers[plural] = informer
         return informer
 
-    def _wait_for_sync(self, stop: threading.Event) -> bool:
+    def _wait_for_sync(self, stop: threading.Event, *, until: float = math.inf) -> bool:
         while not self.has_synced():
-            if stop.wait(0.02):
+            if stop.wait(0.02) or time.monotonic() >= until:
                 return False
         log.info(
             "caches synced: %s",

@@ -6,12 +6,16 @@
 exits 1. :func:`launch` is the console scripts' entry point: it imports the command
 line inside a guard, so a Ctrl-C even during start-up's imports ends with one line
 instead of a traceback, and it reports click's usage errors in one line too (click's
-own report is a usage block). Codes: ``ersctl.platform.errors``.
+own report is a usage block). A command that returns ends the process at once, without
+the interpreter's teardown (see :func:`exit_now`). Codes: ``ersctl.platform.errors``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -79,4 +83,17 @@ def launch(program: str, target: str, argv: list[str] | None = None) -> None:
         fail(program, f"{exc.format_message()} (see '{where} --help')", EXIT_USAGE)
     except click.ClickException as exc:
         fail(program, exc.format_message(), exc.exit_code)
-    raise SystemExit(code if isinstance(code, int) else EXIT_OK)
+    exit_now(code if isinstance(code, int) else EXIT_OK)
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with ``code`` once output and logs are flushed, skipping the
+    interpreter's teardown: freeing the Kubernetes client's thousands of classes takes
+    0.3 s on an idle core and over 2 s on a loaded one, all of it after the program has
+    stopped, and a SIGTERM's grace period pays for it. Nothing is lost: the command has
+    returned, its threads are daemons it has stopped, and logging is shut down here."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nobody reads it
+            stream.flush()
+    os._exit(code)

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
-from ersctl.api import EphemeralRunner, ERPhase
+from ersctl.api import EphemeralRunner, ERPhase, parse_time
+from ersctl.api import format_time as format_time  # re-exported: the runner's clock format
 from ersctl.runner.pods import DEPRECATED_VERSION_EXIT_CODE, RUNNER_CONTAINER
 
 REASON_TOO_MANY_FAILURES: Final = "TooManyPodFailures"
@@ -75,16 +76,11 @@ def seconds_until_next_pod(
     """
     if not failures:
         return 0.0
-    times = [t for t in (_parse_time(v) for v in failures.values()) if t is not None]
+    times = [t for t in (parse_time(v) for v in failures.values()) if t is not None]
     if not times:
         return 0.0
     due = max(times).timestamp() + policy.delay(len(failures))
     return max(0.0, due - now.timestamp())
-
-
-def format_time(moment: datetime) -> str:
-    """RFC 3339 in UTC with a ``Z``, as Kubernetes writes ``metav1.Time``."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,13 +196,3 @@ def _is_ready(status: Mapping[str, Any]) -> bool:
 
 def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-def _parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

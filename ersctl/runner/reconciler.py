@@ -330,7 +330,10 @@ class RunnerReconciler:
         return Result()
 
     def _mark_failed(self, runner: EphemeralRunner, count: int) -> None:
-        message = f"the runner pod failed {count} times"
+        # The last Pod's reason goes along: the set's Event about this runner, once it is
+        # collected, quotes this status and is often all that is left to read.
+        last = ": ".join(str(runner.status.get(k) or "") for k in ("reason", "message")).strip(": ")
+        message = f"the runner pod failed {count} times" + (f"; last: {last}" if last else "")
         self._set_status(
             runner, phase=ERPhase.FAILED, reason=REASON_TOO_MANY_FAILURES, message=message
         )

@@ -76,6 +76,32 @@ def clean_up_runners(
     return Removal(deleted=deleted + sum(outcomes), busy=len(with_job) + outcomes.count(False))
 
 
+def collect_failed(
+    services: RunnerServices,
+    writer: Writer,
+    ers: EphemeralRunnerSet,
+    runners: Sequence[EphemeralRunner],
+    on_deleted: Callable[[EphemeralRunner], None],
+) -> Removal:
+    """Remove Failed ``runners`` from the service and delete them, calling ``on_deleted``
+    for each one deleted (as it happens: a later failure must not hide it).
+
+    Their registration cannot run a job any more; the runner controller removes it when
+    the runner fails, best effort, so this is usually a 404 the service shrugs off. A
+    runner the service still holds a job for (JobStillRunning) is kept.
+    """
+
+    def collect(runner: EphemeralRunner) -> bool:
+        deleted = remove_and_delete(service, writer, runner)
+        if deleted:
+            on_deleted(runner)
+        return deleted
+
+    with _service(services, ers, runners) as service:
+        outcomes = _attempt_all(runners, collect)
+    return Removal(deleted=sum(outcomes), busy=outcomes.count(False))
+
+
 def scale_down(
     services: RunnerServices, writer: Writer, ers: EphemeralRunnerSet, decision: ScaleDown
 ) -> Removal:

@@ -32,6 +32,12 @@ The judgement is by level (the listing a reconcile reads), not by watch event, s
 event that arrives before the write is recorded is not lost. Thread-safe: creates are
 recorded from several threads of one scale-up at once.
 
+Expectations live in memory, so a new leader knows none of the old leader's creates:
+:func:`confirm_runners` (before a process's first scale-up of a set) records the
+runners an uncached list shows and the cache does not as expected creates, and the
+cached runners the list shows gone or deleting as expected deletes. From then on the
+rules above apply to them as to this process's own writes.
+
 The reconciler feeds them through :class:`ExpectingWriter`, a Writer that records every
 runner create and delete the API server accepted (a failed delete must not be taken for
 one in flight), so no path that creates or deletes runners has to remember to; and it
@@ -293,3 +299,48 @@ def _confirm_overdue(
         live = api.get_runner(ers.namespace, name)
         exists = live is not None and (live.controller_owner() or {}).get("uid") == ers.uid
         expectations.confirm_created(ers.key, ers.uid, name, exists=exists)
+
+
+def confirm_runners(
+    cache: CachedReader, api: ApiReader, expectations: Expectations, ers: EphemeralRunnerSet
+) -> None:
+    """Record ``ers``'s runners that one uncached list shows and its cache does not (yet)
+    as expected creates, and cached runners the list shows gone or deleting as expected
+    deletes. One LIST request."""
+    live = {runner.name: runner for runner in api.list_owned_runners(ers)}
+    cached = {runner.name: runner for runner in cache.list_owned_runners(ers)}
+    unseen = [runner for name, runner in live.items() if name not in cached]
+    for runner in unseen:
+        expectations.expect_created(ers.key, ers.uid, runner)
+    for name, runner in cached.items():
+        gone = live.get(name)
+        if not runner.is_deleting and (gone is None or gone.is_deleting):
+            expectations.expect_deleted(ers.key, ers.uid, name)
+    if unseen:
+        log.info(
+            "%s: %d runners exist that the cache does not show yet (a previous leader's "
+            "creates); counting them",
+            ers.key,
+            len(unseen),
+        )
+
+
+class ConfirmedSets:
+    """The sets (key and uid) whose runners this process has confirmed. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sets: dict[str, str] = {}
+
+    def check(self, key: str, uid: str) -> bool:
+        """True once :meth:`add` recorded set ``key`` with this ``uid``."""
+        with self._lock:
+            return self._sets.get(key) == uid
+
+    def add(self, key: str, uid: str) -> None:
+        with self._lock:
+            self._sets[key] = uid
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._sets.pop(key, None)

@@ -1,7 +1,8 @@
 """Prometheus metrics of the EphemeralRunnerSet controller, on the controller's registry.
 
 Ours complement the runtime's per-controller reconcile metrics: runners created and
-deleted per set, and scale-ups the guard suppressed. ARC's ``gha_controller_*`` gauges
+deleted per set, scale-ups the guard suppressed, and Failed runners collected (they
+leave ARC's failed-runner gauge once deleted; this counter keeps the record). ARC's ``gha_controller_*`` gauges
 (:class:`ArcSetGauges`, :class:`ArcListenerGauge`) are exported next to them under ARC's
 names and labels.
 """
@@ -46,6 +47,13 @@ class RunnerSetMetrics:
             registry=registry,
         )
 
+        self.failed_deleted = Counter(
+            f"{_PREFIX}_failed_runners_deleted",
+            "Failed EphemeralRunners deleted after --failed-runner-ttl.",
+            ["namespace", "name"],
+            registry=registry,
+        )
+
     def runners_created(self, ers: EphemeralRunnerSet, count: int) -> None:
         self.created.labels(ers.namespace, ers.name).inc(count)
 
@@ -54,6 +62,9 @@ class RunnerSetMetrics:
 
     def scale_up_suppressed(self, ers: EphemeralRunnerSet) -> None:
         self.suppressed.labels(ers.namespace, ers.name).inc()
+
+    def failed_runner_deleted(self, ers: EphemeralRunnerSet) -> None:
+        self.failed_deleted.labels(ers.namespace, ers.name).inc()
 
 
 ARC_LABELS: Final = ("name", "namespace", "repository", "organization", "enterprise")

@@ -107,6 +107,8 @@ class ReconcileMetrics(Protocol):
 
     def scale_up_suppressed(self, ers: EphemeralRunnerSet) -> None: ...
 
+    def failed_runner_deleted(self, ers: EphemeralRunnerSet) -> None: ...
+
 
 class NoMetrics:
     """A :class:`ReconcileMetrics` that records nothing (the default)."""
@@ -118,4 +120,7 @@ class NoMetrics:
         """Ignore."""
 
     def scale_up_suppressed(self, ers: EphemeralRunnerSet) -> None:
+        """Ignore."""
+
+    def failed_runner_deleted(self, ers: EphemeralRunnerSet) -> None:
         """Ignore."""

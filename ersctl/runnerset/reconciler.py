@@ -22,6 +22,20 @@
 Why each rule of step 8 exists is argued in ``shared/reference/`` (ARC PR #4642).
 Raising means "requeue with backoff"; a Warning Event is recorded first.
 
+Failed runners (``ersctl.runnerset.failures``), between steps 7 and 8: each is kept
+``--failed-runner-ttl`` seconds, then removed from the service and deleted (a Warning
+Event names it and its last reason), so step 8 refills its slot. While most of the
+set's recent runners failed, the set's ``RunnersFailing`` condition says so and step 8
+holds its scale-ups for an exponentially growing, capped backoff; a new applied
+revision resets it. Neither touches the marker or the patch-ID rules of step 8: a
+held scale-up creates nothing and writes nothing, so the next reconcile decides anew.
+
+Before the first scale-up of a set in this process, its runners are confirmed with one
+uncached list: runners the cache does not show yet are recorded as expected creates
+(deletes likewise). They were written by someone else, typically the previous leader,
+whose creates this process's expectations never saw; without this, a new leader whose
+watch lags creates them a second time (``confirm_runners`` in ``expectations``).
+
 Every runner listing (steps 2 and 5-8) is the cache's, corrected by this controller's
 own creates and deletes that the cache has not shown yet (``ersctl.runnerset.expectations``):
 unobserved creates count as pending runners, unobserved deletes as deleting ones, so
@@ -32,19 +46,40 @@ the set is requeued shortly, as a backstop to the watch event that will show it.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Final
 
-from ersctl.api import ERS_FINALIZER, EphemeralRunner, EphemeralRunnerSet, ERSPhase, FieldError
+from ersctl.api import (
+    ERS_FINALIZER,
+    EphemeralRunner,
+    EphemeralRunnerSet,
+    ERSPhase,
+    FieldError,
+)
 from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError, PrunedFieldsError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.platform.errors import Failure
 from ersctl.runnerset import status
 from ersctl.runnerset.classification import RunnerStates, classify
-from ersctl.runnerset.cleanup import Removal, clean_up_runners, delete_runners, scale_down
+from ersctl.runnerset.cleanup import (
+    Removal,
+    clean_up_runners,
+    delete_runners,
+    scale_down,
+)
 from ersctl.runnerset.creation import create_runners, runner_body
-from ersctl.runnerset.expectations import Expectations, ExpectingWriter, owned_runners
+from ersctl.runnerset.expectations import (
+    ConfirmedSets,
+    Expectations,
+    ExpectingWriter,
+    confirm_runners,
+    owned_runners,
+)
+from ersctl.runnerset.failedrunners import FailedRunners
+from ersctl.runnerset.failures import FailedRunnerPolicy
 from ersctl.runnerset.markers import (
     ConflictRetry,
     advance_applied_revision,
@@ -79,7 +114,8 @@ _QUIET_ACTIONS: Final = frozenset({"hold", "none"})
 
 
 class Reason(StrEnum):
-    """Reasons of the Events the reconciler records on the ERS."""
+    """Reasons of the Events the reconciler records on the ERS (those about failed
+    runners: ``ersctl.runnerset.failedrunners``)."""
 
     SCALED_UP = "ScaledUp"
     SCALED_DOWN = "ScaledDown"
@@ -113,8 +149,10 @@ class EphemeralRunnerSetReconciler:
     Holds no per-reconcile state, so the runtime may reconcile different keys on
     different threads at once (never the same key twice at once). Across reconciles it
     keeps only ``expectations``: this process's runner writes its cache has not shown
-    yet (give one instance per reconciler; the default is fine). ``expectation_requeue``
-    is the delay of the backstop requeue while any of them is pending.
+    yet (give one instance per reconciler; the default is fine), and each set's recent
+    runner outcomes (``failed_runners`` says how Failed runners are kept and backed off).
+    ``expectation_requeue`` is the delay of the backstop requeue while any of them is
+    pending. ``clock`` is wall-clock seconds: it is compared with the runners' timestamps.
     """
 
     def __init__(
@@ -131,6 +169,8 @@ class EphemeralRunnerSetReconciler:
         credentials_retry_after: float = 30.0,
         expectations: Expectations | None = None,
         expectation_requeue: float = 1.0,
+        failed_runners: FailedRunnerPolicy | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._cache = cache
         self._api = api
@@ -145,6 +185,15 @@ class EphemeralRunnerSetReconciler:
         self._retry = conflict_retry or ConflictRetry()
         # The credentials Secret is not watched, so fixing it enqueues nothing: retry.
         self._credentials_retry_after = credentials_retry_after
+        self._failed = FailedRunners(
+            services=services,
+            writer=self._writer,
+            events=events,
+            metrics=self._metrics,
+            policy=failed_runners or FailedRunnerPolicy(),
+            clock=clock,
+        )
+        self._confirmed = ConfirmedSets()
 
     def reconcile(self, request: Request) -> Result:
         """Reconcile one ERS. Raises (after a Warning Event) to requeue with backoff."""
@@ -155,6 +204,8 @@ class EphemeralRunnerSetReconciler:
         ers = self._cache.get_ers(request.namespace, request.name)
         if ers is None:
             self._expectations.forget(str(request))
+            self._failed.forget(str(request))
+            self._confirmed.forget(str(request))
             self._proxy_secrets.forget(request.namespace, request.name)
             return Outcome(action="none", detail="not found")
         try:
@@ -219,7 +270,13 @@ class EphemeralRunnerSetReconciler:
             status.update_status(self._writer, ers, before=before, states=states)
             return Outcome(action="stale-outdated-deleted", detail=f"{deleted} runners")
         self._proxy_secrets.sync(ers)
-        return self._scale(ers, states, before)
+        self._failed.observe(ers, states)
+        collected, next_due = self._failed.collect(ers, states)
+        if collected is not None:
+            status.update_status(self._writer, ers, before=before, states=states)
+            detail = _removal_text(collected)
+            return Outcome(action="failed-runners-deleted", detail=detail, result=Result(next_due))
+        return _requeue_by(self._scale(ers, states, before), next_due)
 
     def _finalize(self, ers: EphemeralRunnerSet) -> Outcome:
         if not ers.has_finalizer(ERS_FINALIZER):
@@ -289,8 +346,18 @@ class EphemeralRunnerSetReconciler:
         match decision:
             case CleanUpFinished():
                 return self._clean_up_finished(ers, states, decision, before)
+            case ScaleUp() if not self._confirmed.check(ers.key, ers.uid):
+                # Once per set and process: the runners written by a previous leader
+                # become expectations, then the decision is taken again on that basis.
+                confirm_runners(self._cache, self._api, self._expectations, ers)
+                self._confirmed.add(ers.key, ers.uid)
+                return self._scale(ers, self._classify(ers), before)
             case ScaleUp():
-                return self._scale_up(ers, states, decision, before)
+                wait, why = self._failed.replacement_wait(ers)
+                if not wait:
+                    return self._scale_up(ers, states, decision, before)
+                detail = f"runners failing ({why}): {decision.count} replacements wait {wait:.1f}s"
+                outcome = Outcome(action="backed-off", detail=detail, result=Result(wait))
             case ScaleDown():
                 outcome = self._scale_down(ers, decision)
             case AlreadyServiced():
@@ -428,6 +495,15 @@ def validate(ers: EphemeralRunnerSet) -> None:
     malformed (``ersctl.runnerset.status.malformed``), not reported as bad input.
     """
     _ = (ers.replicas, ers.patch_id, ers.actionable_revision, ers.ephemeral_runner_spec)
+
+
+def _requeue_by(outcome: Outcome, seconds: float | None) -> Outcome:
+    """``outcome``, requeued within ``seconds`` at the latest (None: as it was)."""
+    if seconds is None:
+        return outcome
+    after = outcome.result.requeue_after
+    soonest = seconds if after is None else min(after, seconds)
+    return replace(outcome, result=replace(outcome.result, requeue_after=soonest))
 
 
 def _removal_text(removal: Removal) -> str:

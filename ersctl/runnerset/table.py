@@ -1,4 +1,8 @@
-"""``ersctl status``: one row per EphemeralRunnerSet, read live through the API reader."""
+"""``ersctl status``: one row per EphemeralRunnerSet, read live through the API reader.
+
+Under the table, one line per Failed runner (name and last reason: it is deleted after
+``--failed-runner-ttl``) and per set whose ``RunnersFailing`` condition is present, so
+a failure stays in view after its runner is gone."""
 
 from __future__ import annotations
 
@@ -9,19 +13,23 @@ from typing import Final
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet, FieldError
 from ersctl.kube.apireader import ApiReader
 from ersctl.runnerset.classification import classify
+from ersctl.runnerset.failures import CONDITION_TYPE, describe_failure
 
 HEADERS: Final = (
-    "NAMESPACE", "NAME", "DESIRED", "CURRENT", "PENDING", "RUNNING", "FINISHED", "DELETING",
+    "NAMESPACE", "NAME", "DESIRED", "CURRENT", "PENDING", "RUNNING", "FAILED", "FINISHED",
+    "DELETING",
     "PATCH-ID", "MARKER", "APPLIED-REV", "PHASE",
 )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Row:
-    """The cells of one set, already text; ``problem`` names a malformed field."""
+    """The cells of one set, already text; ``problem`` names a malformed field;
+    ``notes`` are its failure lines."""
 
     cells: tuple[str, ...]
     problem: str = ""
+    notes: tuple[str, ...] = ()
 
 
 def rows_for(reader: ApiReader, sets: Sequence[EphemeralRunnerSet]) -> list[Row]:
@@ -42,13 +50,20 @@ def row(ers: EphemeralRunnerSet, runners: Iterable[EphemeralRunner]) -> Row:
         states = classify(runners, applied_revision=ers.applied_actionable_revision)
         cells = (
             ers.replicas, states.total, len(states.pending), len(states.running),
-            len(states.finished), len(states.deleting), ers.patch_id,
+            len(states.failed), len(states.finished), len(states.deleting), ers.patch_id,
             ers.finished_runner_cleanup_patch_id, ers.applied_actionable_revision,
             ers.phase or "-",
         )  # fmt: skip
     except FieldError as exc:
         return Row((ers.namespace, ers.name, *("?" * (len(HEADERS) - 2))), problem=str(exc))
-    return Row((ers.namespace, ers.name, *(str(cell) for cell in cells)))
+    key = f"{ers.namespace}/{ers.name}"
+    notes = [f"{key}: Failed runner {describe_failure(r)}" for r in states.failed]
+    notes += [
+        f"{key}: {CONDITION_TYPE}={c.get('status')}: {c.get('message')}"
+        for c in ers.status.get("conditions") or ()
+        if isinstance(c, dict) and c.get("type") == CONDITION_TYPE
+    ]
+    return Row((ers.namespace, ers.name, *(str(cell) for cell in cells)), notes=tuple(notes))
 
 
 def render_table(rows: Sequence[Row]) -> str:
@@ -58,4 +73,5 @@ def render_table(rows: Sequence[Row]) -> str:
     lines = ["   ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
              for line in table]  # fmt: skip
     lines += [f"{r.cells[0]}/{r.cells[1]}: invalid: {r.problem}" for r in rows if r.problem]
+    lines += [note for r in rows for note in r.notes]
     return "\n".join(lines) + "\n"

@@ -256,7 +256,7 @@ class _Simulation:
     def _fire(self, fault: Fault, now: float) -> None:
         self.marks.append(Mark(at=round(now, 2), label=fault.label))
         self.live.note(f"[{now:5.1f}s] fault: {fault.label}")
-        actions: dict[FaultKind, Callable[[], None]] = {
+        actions: dict[FaultKind, Callable[[], object]] = {
             FaultKind.GITHUB_5XX: lambda: self.github.fail_next(code=503, times=2),
             FaultKind.TOKEN_EXPIRY: self.github.expire_tokens,
             FaultKind.API_CONFLICTS: lambda: self.api.inject_fault(

@@ -141,6 +141,10 @@ def test_the_runner_turns_failed_at_the_configured_failure_limit(h: Harness) -> 
     runner = h.runner()
     assert runner is not None
     assert (runner.phase, runner.status.get("reason")) == ("Failed", "TooManyPodFailures")
+    # The last Pod's reason stays readable: the set quotes it when it collects the runner.
+    assert runner.status.get("message") == (
+        "the runner pod failed 3 times; last: RunnerFailed: the runner container exited with code 2"
+    )
     assert h.pod() is None and h.secret() is None
     assert h.events("TooManyPodFailures")
     assert h.sim_runners() == {}  # a registration that can never run a job is removed

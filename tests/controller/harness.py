@@ -71,14 +71,7 @@ class Cluster:
         )
         self.metrics_registry = CollectorRegistry()
         self.metrics = RunnerSetMetrics(self.metrics_registry)
-        self.reconciler = EphemeralRunnerSetReconciler(
-            cache=self.cache,
-            api=self.api_reader,
-            writer=self.writer,
-            events=EventRecorder(self.api_client),
-            services=self.services,
-            metrics=self.metrics,
-        )
+        self.reconciler = self.use_reconciler()
         self._threads = [
             threading.Thread(target=inf.run, args=(self._stop,), daemon=True)
             for inf in self._informers
@@ -119,6 +112,20 @@ class Cluster:
             services=services or self.services,
             expectations=expectations,
         )
+
+    def use_reconciler(self, **options: Any) -> EphemeralRunnerSetReconciler:
+        """Drive :meth:`reconcile` with a new reconciler on the same cache, server and
+        metrics, built with ``options`` (e.g. ``failed_runners``, ``clock``)."""
+        self.reconciler = EphemeralRunnerSetReconciler(
+            cache=self.cache,
+            api=self.api_reader,
+            writer=self.writer,
+            events=EventRecorder(self.api_client),
+            services=self.services,
+            metrics=self.metrics,
+            **options,
+        )
+        return self.reconciler
 
     def _informer(self, plural: str) -> Informer:
         return Informer(

@@ -10,7 +10,13 @@ import pytest
 from ersctl import api
 from ersctl.kube.errors import KubeError
 from ersctl.runnerset.classification import classify
-from ersctl.runnerset.expectations import DEFAULT_TTL, Expectations, ExpectingWriter, Pending
+from ersctl.runnerset.expectations import (
+    DEFAULT_TTL,
+    Expectations,
+    ExpectingWriter,
+    Pending,
+    confirm_runners,
+)
 from tests.controller.objects import runner
 
 KEY = "arc/runners"
@@ -273,3 +279,28 @@ def test_a_create_confirmed_gone_drops_it_and_any_delete_of_it() -> None:
 
     assert expectations.observe(KEY, UID, []).satisfied
     assert not expectations.unsatisfied(KEY)
+
+
+@dataclass
+class Listing:
+    """A reader whose ``list_owned_runners`` answers ``runners`` (cache or API reader)."""
+
+    runners: list[api.EphemeralRunner]
+
+    def list_owned_runners(self, ers: api.EphemeralRunnerSet) -> list[api.EphemeralRunner]:
+        return list(self.runners)
+
+
+def test_confirming_counts_live_runners_the_cache_lacks_and_cached_ones_gone_live() -> None:
+    # A previous leader created c and d (the cache shows neither yet) and deleted a.
+    ers = api.EphemeralRunnerSet({"metadata": {"name": "runners", "namespace": "arc", "uid": UID}})
+    cached = [named("a"), named("b")]
+    live = [named("b"), named("c"), named("d", deleting=True)]
+    expectations = Expectations()
+
+    confirm_runners(Listing(cached), Listing(live), expectations, ers)  # type: ignore[arg-type]
+    pending = expectations.observe(KEY, UID, cached)
+
+    assert {r.name for r in pending.created} == {"c", "d"}
+    assert pending.deleted == {"a"}
+    assert {r.name for r in pending.created if r.is_deleting} == {"d"}

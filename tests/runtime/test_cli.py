@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Iterator
 from functools import partial
@@ -57,11 +58,39 @@ def test_status_prints_one_row_per_set_with_runner_counts_and_guard_fields(
     assert code == 0, out
     header, idle, web = out.splitlines()
     assert header.split() == [
-        "NAMESPACE", "NAME", "DESIRED", "CURRENT", "PENDING", "RUNNING", "FINISHED",
+        "NAMESPACE", "NAME", "DESIRED", "CURRENT", "PENDING", "RUNNING", "FAILED", "FINISHED",
         "DELETING", "PATCH-ID", "MARKER", "APPLIED-REV", "PHASE",
     ]  # fmt: skip
-    assert idle.split() == [ns, "idle", "0", "0", "0", "0", "0", "0", "0", "0", "0", "-"]
-    assert web.split() == [ns, "web", "3", "2", "1", "1", "1", "0", "7", "6", "2", "Running"]
+    assert idle.split() == [ns, "idle", *"0" * 10, "-"]
+    assert web.split() == [ns, "web", "3", "2", "1", "1", "0", "1", "0", "7", "6", "2", "Running"]
+
+
+def test_status_lists_failed_runners_with_their_last_reason_and_the_failing_condition(
+    kube: KubeApi, kubeconfig: str
+) -> None:
+    ns = kube.namespace
+    owner = kube.create_object(ERS_PLURAL, ers_body("web", replicas=2))
+    message = "3 of the last 3 runners failed, latest r0 (TooManyPodFailures: ...)"
+    kube.patch_object(ERS_PLURAL, ns, "web", {"status": {"currentReplicas": 1, "conditions": [{
+        "type": "RunnersFailing", "status": "True", "reason": "RunnersFailing",
+        "message": message, "lastTransitionTime": "2030-01-01T00:00:00Z",
+    }]}}, subresource="status")  # fmt: skip
+    kube.create_object(ER_PLURAL, runner_body("r1", owner))
+    kube.patch_object(ER_PLURAL, ns, "r1", {"status": {
+        "phase": "Failed", "reason": "TooManyPodFailures",
+        "message": "the runner pod failed 5 times; last: ImagePullBackOff: image not found",
+    }}, subresource="status")  # fmt: skip
+
+    code, out = invoke("status", f"{ns}/web", "--kubeconfig", kubeconfig)
+
+    assert code == 0, out
+    _, row, *notes = out.splitlines()
+    assert row.split()[2:7] == ["2", "1", "0", "0", "1"], "DESIRED CURRENT PENDING RUNNING FAILED"
+    assert notes == [
+        f"{ns}/web: Failed runner r1 (TooManyPodFailures: the runner pod failed 5 times; "
+        "last: ImagePullBackOff: image not found)",
+        f"{ns}/web: RunnersFailing=True: {message}",
+    ]
 
 
 def test_status_names_a_malformed_field_and_still_prints_the_others(
@@ -248,3 +277,73 @@ def test_two_controller_processes_only_the_lease_holder_reconciles(
     assert all(json.loads(line)["level"] for line in err.splitlines() if line.strip())
     # Nor did it try to act while it followed: the write fence would have refused it.
     assert "no longer holds the lease" not in err
+
+
+@pytest.mark.slow
+@pytest.mark.embedded_only("the watch delay makes the new leader's cache lag behind the batch")
+def test_a_leader_killed_right_after_a_large_create_is_not_doubled_by_its_successor(
+    apiserver: ApiServer, controllers: list[tuple[subprocess.Popen[str], int]]
+) -> None:
+    # Runner watch events reach both processes 15 s late: the follower's cache holds
+    # none of the leader's batch when it takes over (after the 4 s lease), so only the
+    # uncached confirmation of its first scale-up keeps it from creating them again.
+    for _, port in controllers:
+        eventually(partial(ready, port), timeout=20, interval=0.1)
+    apiserver.set_watch_delay(ER_PLURAL, 15.0)
+    apiserver.create_object(
+        ERS_PLURAL, ers_body("web", namespace="default", replicas=40, patch_id=1)
+    )
+    eventually(lambda: len(apiserver.list_objects(ER_PLURAL)) == 40, timeout=20)
+    by_leading = sorted(controllers, key=lambda c: scrape(c[1])["ersctl_leader"], reverse=True)
+    (leader, _), (_, follower_port) = by_leading
+    leader.kill()
+    leader.wait(timeout=10)
+
+    # The follower leads and reconciles the set while its cache lags; it writes the
+    # status once its cache shows the 40 runners.
+    eventually(lambda: scrape(follower_port)["ersctl_leader"] == 1.0, timeout=15)
+    eventually(lambda: reconciles(follower_port) >= 1, timeout=10)
+    eventually(
+        lambda: current_replicas(apiserver) == 40 and reconciles(follower_port) >= 2,
+        timeout=30,
+        what="the new leader's status counting the 40 runners",
+    )
+
+    creates = [
+        r for r in apiserver.request_log.records() if (r.verb, r.resource) == ("create", ER_PLURAL)
+    ]
+    assert len(creates) == 40, f"{len(creates)} runners created for 40 replicas"
+    assert len(apiserver.list_objects(ER_PLURAL)) == 40
+
+
+@pytest.mark.embedded_only("holds the cache's list in the server so the stop comes during sync")
+def test_once_stopped_while_its_caches_sync_exits_at_once_having_reconciled_nothing(
+    apiserver: ApiServer, kubeconfig: str
+) -> None:
+    apiserver.create_object(ERS_PLURAL, ers_body("web", namespace="default", replicas=1))
+    release = threading.Event()
+    held = apiserver.inject_fault(verb="list", resource=ERS_PLURAL, hold=release)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ersctl", "reconcile", "--once", "default/web",
+         "--kubeconfig", kubeconfig],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert held.taken.wait(30), "the --once run started listing the sets"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.stderr is not None
+        for line in iter(proc.stderr.readline, ""):  # up to the line that says it took it
+            if "received SIGTERM" in line:
+                break
+        release.set()  # the list answers after the stop: too late to matter
+        out, err = proc.communicate(timeout=30)
+    finally:
+        release.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+    assert proc.returncode == 0, err
+    assert out == "", "no reconcile ran, so no decision is printed"
+    web = apiserver.get_object(ERS_PLURAL, "default", "web")
+    assert web is not None and not web["metadata"].get("finalizers"), "nothing was written"

@@ -258,3 +258,30 @@ def test_a_server_that_keeps_answering_410_is_backed_off_not_hammered(
         time.sleep(0.5)
         # base 20 ms doubling up to 200 ms: about 6 relists in half a second, not hundreds
         assert 3 <= lists(server) <= 12
+
+
+@pytest.mark.embedded_only("holds a watch request in the server to open the race")
+def test_a_stop_that_races_a_watch_being_opened_still_ends_that_watch(
+    apiserver: ApiServer,
+) -> None:
+    # The stop comes while the watch request is in flight (no response to interrupt
+    # yet); the response that arrives afterwards must be closed at once, not read
+    # until the idle watch times out (its timeout here is a minute).
+    release = threading.Event()
+    held = apiserver.inject_fault(verb="watch", resource=ERS_PLURAL, hold=release)
+    informer = Informer(apiserver.api_client(), ERS, backoff=FAST, watch_timeout=60)
+    stop, thread = start(informer)
+    try:
+        assert held.taken.wait(5), "the informer opened its watch"
+
+        stop.set()
+        informer.interrupt()  # too early: nothing to interrupt yet
+        release.set()  # now the watch's response arrives
+        thread.join(timeout=5)
+
+        assert not thread.is_alive(), "the informer still reads a watch opened after its stop"
+    finally:
+        release.set()
+        stop.set()
+        informer.interrupt()
+        thread.join(timeout=130)

@@ -53,7 +53,9 @@ class RequestLog:
 @dataclass(kw_only=True)
 class Fault:
     """Fail (or, with ``latency`` > 0, delay) the next ``times`` matching requests.
-    ``None`` in a filter field matches anything."""
+    ``None`` in a filter field matches anything. With ``hold``, a matching request waits
+    until that event is set, then is served normally (a test opens a race this way:
+    ``taken`` tells it the request is being held)."""
 
     verb: str | None
     resource: str | None
@@ -62,7 +64,9 @@ class Fault:
     code: int
     times: int
     latency: float
+    hold: threading.Event | None = None
     remaining: int = field(init=False)
+    taken: threading.Event = field(init=False, default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         self.remaining = self.times
@@ -95,6 +99,7 @@ class Faults:
             for fault in self._faults:
                 if fault.matches(verb, resource, name, subresource):
                     fault.remaining -= 1
+                    fault.taken.set()
                     if fault.remaining == 0:
                         self._faults.remove(fault)
                     return fault

@@ -159,22 +159,26 @@ class ApiServer:
         code: int = 500,
         times: int = 1,
         latency: float = 0.0,
-    ) -> None:
+        hold: threading.Event | None = None,
+    ) -> Fault:
         """Fail the next ``times`` requests matching all given filters with ``code``
         (a Status body, nothing changed), or, when ``latency`` > 0, delay them by
-        ``latency`` seconds and then serve them normally. A 410 on a watch arrives as
-        the real server sends it: a 200 stream whose only event is an ERROR (Expired)."""
-        self._faults.add(
-            Fault(
-                verb=verb,
-                resource=resource,
-                name=name,
-                subresource=subresource,
-                code=code,
-                times=times,
-                latency=latency,
-            )
+        ``latency`` seconds and then serve them normally, or, with ``hold``, keep each
+        one waiting until ``hold`` is set and then serve it normally (its ``taken``
+        event says one arrived). A 410 on a watch arrives as the real server sends it:
+        a 200 stream whose only event is an ERROR (Expired). Returns the armed fault."""
+        fault = Fault(
+            verb=verb,
+            resource=resource,
+            name=name,
+            subresource=subresource,
+            code=code,
+            times=times,
+            latency=latency,
+            hold=hold,
         )
+        self._faults.add(fault)
+        return fault
 
     def set_watch_delay(self, resource: str, seconds: float) -> None:
         """Deliver watch events of ``resource`` (plural) ``seconds`` after their

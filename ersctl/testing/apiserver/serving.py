@@ -180,7 +180,9 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         )
         fault = backend.faults.take(parsed.verb, parsed.rt.plural, parsed.name, parsed.subresource)
         if fault is not None:
-            if fault.latency > 0:
+            if fault.hold is not None:
+                fault.hold.wait()
+            elif fault.latency > 0:
                 time.sleep(fault.latency)
             elif parsed.verb == "watch" and fault.code == 410:
                 # Expiry reaches a watcher in the stream, as from the real watch cache.
