@@ -12,10 +12,7 @@ the interpreter's teardown (see :func:`exit_now`). Codes: ``ersctl.platform.erro
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import logging
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,7 +21,7 @@ from typing import NoReturn, TypeVar
 import click
 
 from ersctl.platform.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ConfigError, Failure
-from ersctl.platform.interrupt import end_interrupted
+from ersctl.platform.interrupt import end_interrupted, exit_now
 
 """Ctrl-C before a command could finish (128 + SIGINT, as shells report it)."""
 
@@ -84,16 +81,3 @@ def launch(program: str, target: str, argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         fail(program, exc.format_message(), exc.exit_code)
     exit_now(code if isinstance(code, int) else EXIT_OK)
-
-
-def exit_now(code: int) -> NoReturn:
-    """End the process with ``code`` once output and logs are flushed, skipping the
-    interpreter's teardown: freeing the Kubernetes client's thousands of classes takes
-    0.3 s on an idle core and over 2 s on a loaded one, all of it after the program has
-    stopped, and a SIGTERM's grace period pays for it. Nothing is lost: the command has
-    returned, its threads are daemons it has stopped, and logging is shut down here."""
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nobody reads it
-            stream.flush()
-    os._exit(code)

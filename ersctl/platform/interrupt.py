@@ -1,4 +1,5 @@
-"""How a program that a Ctrl-C interrupted during start-up ends: one line, exit 130.
+"""How the programs end: at once, once output and logs are flushed (:func:`exit_now`),
+and after a Ctrl-C during start-up with one line and exit 130 (:func:`end_interrupted`).
 
 Standard library only, so that the console entry points (``ghalistener/__main__.py``,
 ``ersctl/__main__.py``) can import it before anything slow: a Ctrl-C that lands while
@@ -7,6 +8,8 @@ the command line's own modules are still being imported must not end in a traceb
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import sys
 from typing import Final, NoReturn
@@ -23,5 +26,17 @@ def end_interrupted(program: str) -> NoReturn:
     with SIGINT (exit -2) instead of exiting 130 (seen in 6 of 60 start-ups).
     """
     print(f"{program}: interrupted", file=sys.stderr, flush=True)
-    sys.stdout.flush()
-    os._exit(EXIT_INTERRUPTED)
+    exit_now(EXIT_INTERRUPTED)
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with ``code`` once output and logs are flushed, skipping the
+    interpreter's teardown: freeing the Kubernetes client's thousands of classes takes
+    0.3 s on an idle core and over 2 s on a loaded one, all of it after the program has
+    stopped, and a SIGTERM's grace period pays for it. Nothing is lost: the command has
+    returned, its threads are daemons it has stopped, and logging is shut down here."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nobody reads it
+            stream.flush()
+    os._exit(code)
