@@ -1,7 +1,7 @@
 """The resource model shared by ghalistener and ersctl.
 
-ARC's ``actions.github.com/v1alpha1`` EphemeralRunnerSet (ERS) and EphemeralRunner
-(ER), as thin typed views over the JSON documents the API server returns. A view
+ARC's ``actions.github.com/v1alpha1`` EphemeralRunnerSet (ERS), EphemeralRunner (ER)
+and AutoscalingRunnerSet (ARS), as thin typed views over the JSON documents the API server returns. A view
 wraps the document itself rather than copying fields into a dataclass, so every field
 this project does not model (pod templates, ARC additions, fields from newer
 versions) survives a read-modify-write unchanged.
@@ -27,6 +27,9 @@ ERS_PLURAL: Final = "ephemeralrunnersets"
 ER_KIND: Final = "EphemeralRunner"
 ER_PLURAL: Final = "ephemeralrunners"
 
+ARS_KIND: Final = "AutoscalingRunnerSet"
+ARS_PLURAL: Final = "autoscalingrunnersets"
+
 ERS_FINALIZER: Final = "ephemeralrunnerset.actions.github.com/finalizer"
 ER_FINALIZER: Final = "ephemeralrunner.actions.github.com/finalizer"
 ER_REGISTRATION_FINALIZER: Final = (
@@ -46,6 +49,7 @@ MAX_PATCH_ID: Final = 2**31 - 1
 
 ERS_CRD: Final = f"{ERS_PLURAL}.{GROUP}"
 ER_CRD: Final = f"{ER_PLURAL}.{GROUP}"
+ARS_CRD: Final = f"{ARS_PLURAL}.{GROUP}"
 
 GUARD_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     # What the guard and the revision rollout write on a set. ARC 0.14's CRD has none
@@ -453,3 +457,85 @@ def job_status_fields(
         "workflowRunId": workflow_run_id,
         "jobDisplayName": display_name,
     }
+
+
+class AutoscalingRunnerSet(KubeObject):
+    """An AutoscalingRunnerSet: one scale set, written by its user (``spec``); the
+    controller writes its annotations (ARC's ``runner-scale-set-id`` and names), its
+    finalizer and ``status``."""
+
+    @property
+    def github_config_url(self) -> str:
+        return _str_field(self.raw, "spec.githubConfigUrl")
+
+    @property
+    def github_config_secret(self) -> str:
+        return _str_field(self.raw, "spec.githubConfigSecret")
+
+    @property
+    def runner_group(self) -> str:
+        return _str_field(self.raw, "spec.runnerGroup")
+
+    @property
+    def runner_scale_set_name(self) -> str:
+        """``spec.runnerScaleSetName``, or the object's name when unset (ARC's rule)."""
+        return _str_field(self.raw, "spec.runnerScaleSetName") or self.name
+
+    @property
+    def runner_scale_set_labels(self) -> list[str]:
+        value = _walk(self.raw, "spec.runnerScaleSetLabels")
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise FieldError("spec.runnerScaleSetLabels", "must be a list of strings")
+        return list(value)
+
+    @property
+    def min_runners(self) -> int:
+        return _int_field(self.raw, "spec.minRunners", minimum=0)
+
+    @property
+    def max_runners(self) -> int | None:
+        """``spec.maxRunners``; None when unset (no limit)."""
+        if _walk(self.raw, "spec.maxRunners") is None:
+            return None
+        return _int_field(self.raw, "spec.maxRunners", minimum=0)
+
+    @property
+    def template(self) -> JsonObject:
+        """The runner Pod template. Raises FieldError when absent or without containers."""
+        value = _walk(self.raw, "spec.template")
+        containers = _walk(self.raw, "spec.template.spec.containers")
+        if not isinstance(value, dict) or not isinstance(containers, list) or not containers:
+            raise FieldError("spec.template.spec.containers", "must list the runner container")
+        return value
+
+    def optional_section(self, key: str) -> JsonObject | None:
+        """``spec[key]`` when it is an object (proxy, githubServerTLS, ...), else None."""
+        value = self.raw.get("spec", {}).get(key)
+        return value if isinstance(value, dict) else None
+
+    @property
+    def scale_set_id(self) -> int:
+        """ARC's ``runner-scale-set-id`` annotation; 0 when absent or not a positive int."""
+        value = _annotation_int(self.annotations, RUNNER_SCALE_SET_ID_ANNOTATION)
+        return value if value > 0 else 0
+
+    @property
+    def state(self) -> str:
+        return _str_field(self.raw, "status.state")
+
+    @property
+    def phase(self) -> str:
+        return _str_field(self.raw, "status.phase")
+
+
+ARS_FINALIZER: Final = "autoscalingrunnerset.actions.github.com/finalizer"
+CLEANUP_PROTECTION_FINALIZER: Final = "actions.github.com/cleanup-protection"
+"""ARC's finalizer on what an ARS uses (its credentials Secret) while the ARS lives."""
+RUNNER_SCALE_SET_ID_ANNOTATION: Final = "runner-scale-set-id"
+RUNNER_GROUP_NAME_ANNOTATION: Final = "actions.github.com/runner-group-name"
+RUNNER_SCALE_SET_NAME_ANNOTATION: Final = "actions.github.com/runner-scale-set-name"
+RUNNER_SPEC_HASH_ANNOTATION: Final = "actions.github.com/runner-spec-hash"
+VALUES_HASH_ANNOTATION: Final = "actions.github.com/values-hash"
+CLEANUP_SECRET_ANNOTATION: Final = "actions.github.com/cleanup-github-secret-name"  # noqa: S105

@@ -1,5 +1,6 @@
-"""The two CustomResourceDefinitions, as data: ARC 0.14's ``actions.github.com/v1alpha1``
-EphemeralRunnerSet and EphemeralRunner schemas, typed as ARC types them, plus ours.
+"""The CustomResourceDefinitions, as data: ARC 0.14's ``actions.github.com/v1alpha1``
+EphemeralRunnerSet, EphemeralRunner and AutoscalingRunnerSet schemas, typed as ARC
+types them, plus ours.
 
 Ours on top of ARC's: ``spec.actionableRevision``, ``status.appliedActionableRevision``,
 ``status.finishedRunnerCleanupPatchID`` and ``status.phase`` on the set (the guard of
@@ -114,13 +115,11 @@ def _vault_config() -> JsonObject:
     }
 
 
-def runner_spec(pod_spec: JsonObject) -> JsonObject:
-    """ARC's EphemeralRunnerSpec: an ERS's ``spec.ephemeralRunnerSpec`` and an ER's ``spec``."""
-    pod = copy.deepcopy(pod_spec)
-    pod["description"] = "The runner Pod's spec (Kubernetes core/v1 PodSpec)."
-    metadata = {
+def _template_metadata(description: str) -> JsonObject:
+    """A PodTemplateSpec's ``metadata`` as controller-gen renders it."""
+    return {
         "type": "object",
-        "description": "Labels and annotations of the runner Pod.",
+        "description": description,
         "properties": {
             "annotations": _string_map(),
             "finalizers": {"type": "array", "items": _string()},
@@ -129,6 +128,13 @@ def runner_spec(pod_spec: JsonObject) -> JsonObject:
             "namespace": _string(),
         },
     }
+
+
+def runner_spec(pod_spec: JsonObject) -> JsonObject:
+    """ARC's EphemeralRunnerSpec: an ERS's ``spec.ephemeralRunnerSpec`` and an ER's ``spec``."""
+    pod = copy.deepcopy(pod_spec)
+    pod["description"] = "The runner Pod's spec (Kubernetes core/v1 PodSpec)."
+    metadata = _template_metadata("Labels and annotations of the runner Pod.")
     return {
         "type": "object",
         "description": "What a runner is made of: its GitHub registration and its Pod.",
@@ -273,6 +279,126 @@ ER_COLUMNS: Final = (
 )
 
 
+def _pod_template(pod_spec: JsonObject, description: str) -> JsonObject:
+    """A Kubernetes PodTemplateSpec (``metadata`` and ``spec``) around ``pod_spec``."""
+    pod = copy.deepcopy(pod_spec)
+    pod["description"] = "The Pod's spec (Kubernetes core/v1 PodSpec)."
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {
+            "metadata": _template_metadata("Labels and annotations of the Pod."),
+            "spec": pod,
+        },
+    }
+
+
+def _listener_metrics() -> JsonObject:
+    def metric(*, buckets: bool = False) -> JsonObject:
+        properties: JsonObject = {"labels": {"type": "array", "items": _string()}}
+        if buckets:
+            properties["buckets"] = {"type": "array", "items": {"type": "number"}}
+        return {"type": "object", "properties": properties, "required": ["labels"]}
+
+    return {
+        "type": "object",
+        "description": "Which metrics the listener exports, with which labels.",
+        "properties": {
+            "counters": {"type": "object", "additionalProperties": metric()},
+            "gauges": {"type": "object", "additionalProperties": metric()},
+            "histograms": {"type": "object", "additionalProperties": metric(buckets=True)},
+        },
+    }
+
+
+def _runner_count(description: str) -> JsonObject:
+    return {"type": "integer", "minimum": 0, "description": description}
+
+
+def ars_schema(pod_spec: JsonObject) -> JsonObject:
+    """The AutoscalingRunnerSet's ``openAPIV3Schema``: ARC's, plus ``status.phase`` and
+    ``status.message`` (ours: where the controller is, and why when it is stuck)."""
+    resource_meta = _labels_and_annotations
+    spec = {
+        "type": "object",
+        "description": "One runner scale set: its GitHub registration, runners and listener.",
+        "properties": {
+            "autoscalingListener": resource_meta("Metadata of the AutoscalingListener."),
+            "ephemeralRunnerConfigSecretMetadata": resource_meta(
+                "Labels and annotations of each runner's JIT configuration Secret."
+            ),
+            "ephemeralRunnerMetadata": resource_meta("Metadata of each EphemeralRunner."),
+            "ephemeralRunnerSetMetadata": resource_meta("Metadata of the EphemeralRunnerSet."),
+            "githubConfigSecret": {"type": "string", "description": "Required"},
+            "githubConfigUrl": {"type": "string", "description": "Required"},
+            "githubServerTLS": _github_server_tls(),
+            "listenerConfigSecretMetadata": resource_meta("Metadata of the listener's config."),
+            "listenerMetrics": _listener_metrics(),
+            "listenerRoleBindingMetadata": resource_meta("Metadata of the listener RoleBinding."),
+            "listenerRoleMetadata": resource_meta("Metadata of the listener's Role."),
+            "listenerServiceAccountMetadata": resource_meta(
+                "Metadata of the listener's ServiceAccount."
+            ),
+            "listenerTemplate": _pod_template(pod_spec, "Merged into the listener Pod."),
+            "maxRunners": _runner_count("At most this many runners (unset: no limit)."),
+            "minRunners": _runner_count("At least this many runners, idle or busy."),
+            "proxy": _proxy(),
+            "runnerGroup": {"type": "string", "description": "Runner group name (Default)."},
+            "runnerScaleSetLabels": {"type": "array", "items": _string()},
+            "runnerScaleSetName": {"type": "string", "description": "Default: the name."},
+            "template": _pod_template(pod_spec, "The runner Pod template. Required."),
+            "vaultConfig": _vault_config(),
+        },
+    }
+    status = {
+        "type": "object",
+        "description": "What the controller observed and did.",
+        "properties": {
+            "currentRunners": _integer("EphemeralRunners of the set that are not finished."),
+            "failedEphemeralRunners": _integer(),
+            "message": {"type": "string", "description": "Why the state is what it is."},
+            "pendingEphemeralRunners": _integer(),
+            "phase": {"type": "string", "description": "Pending, Running, Failed or Deleting."},
+            "runningEphemeralRunners": _integer(),
+            "state": {
+                "type": "string",
+                "description": "What the controller is doing or "
+                "waiting for (Running, or the reason it is not).",
+            },
+        },
+    }
+    return _object("One runner scale set, as ARC's Helm chart makes it.", spec, status)
+
+
+ARS_COLUMNS: Final = (
+    # ARC's, in ARC's order (the finished and deleting counts are in neither schema).
+    _column("Minimum Runners", ".spec.minRunners", "integer"),
+    _column("Maximum Runners", ".spec.maxRunners", "integer"),
+    _column("Current Runners", ".status.currentRunners", "integer"),
+    _column("State", ".status.state", "string"),
+    _column("Pending Runners", ".status.pendingEphemeralRunners", "integer"),
+    _column("Running Runners", ".status.runningEphemeralRunners", "integer"),
+    _column("Finished Runners", ".status.finishedEphemeralRunners", "integer"),
+    _column("Deleting Runners", ".status.deletingEphemeralRunners", "integer"),
+    # Ours.
+    _column("Phase", ".status.phase", "string"),
+    _column("Age", ".metadata.creationTimestamp", "date"),
+)
+
+
+def ars_crds(pod_spec: JsonObject) -> dict[str, JsonObject]:
+    """File name -> CRD document of the AutoscalingRunnerSet."""
+    return {
+        "actions.github.com_autoscalingrunnersets.yaml": _crd(
+            "AutoscalingRunnerSet",
+            "autoscalingrunnersets",
+            "ars",
+            ARS_COLUMNS,
+            ars_schema(pod_spec),
+        ),
+    }
+
+
 def _crd(
     kind: str, plural: str, short_name: str, columns: tuple[JsonObject, ...], schema: JsonObject
 ) -> JsonObject:
@@ -305,7 +431,7 @@ def _crd(
 
 
 def crds(pod_spec: JsonObject) -> dict[str, JsonObject]:
-    """File name -> CRD document, for both resources, around ``pod_spec``."""
+    """File name -> CRD document, for every resource, around ``pod_spec``."""
     return {
         "actions.github.com_ephemeralrunnersets.yaml": _crd(
             "EphemeralRunnerSet", "ephemeralrunnersets", "ers", ERS_COLUMNS, ers_schema(pod_spec)
@@ -313,4 +439,5 @@ def crds(pod_spec: JsonObject) -> dict[str, JsonObject]:
         "actions.github.com_ephemeralrunners.yaml": _crd(
             "EphemeralRunner", "ephemeralrunners", "er", ER_COLUMNS, er_schema(pod_spec)
         ),
+        **ars_crds(pod_spec),
     }
