@@ -70,6 +70,10 @@ GUARD_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
 }
 """CRD name -> the field paths the served schema must keep for the guard to work."""
 
+ARS_REQUIRED_FIELDS: Final = ("spec.template", "spec.githubConfigUrl", "status.state")
+"""What the AutoscalingRunnerSet controller reads and writes on an ARS that ARC's CRD
+has too: a served ARS CRD must keep them (start-up check, ``ersctl reconcile``)."""
+
 INSTALL_CRDS_COMMAND: Final = "kubectl apply --server-side --force-conflicts -k ersctl/crds"
 """How users install this project's CRDs over ARC's (README: "Run on Kubernetes")."""
 

@@ -1,7 +1,8 @@
 """Command line of the controller.
 
-- ``ersctl reconcile``: run the EphemeralRunnerSet controller until SIGTERM (or one
-  pass over one set with ``--once``).
+- ``ersctl reconcile``: run the controllers until SIGTERM (or one pass over one set
+  with ``--once``): EphemeralRunnerSet, EphemeralRunner and AutoscalingRunnerSet, each
+  but the first switched off by its ``--no-...`` flag.
 - ``ersctl status [NAMESPACE/NAME]``: a table of sets and their runners, read live.
 - ``ersctl rollout NAMESPACE/NAME``: bump ``spec.actionableRevision`` so the
   controller rebuilds idle runners from a changed runner template.
@@ -27,7 +28,17 @@ import click
 from kubernetes import client
 
 from ersctl import __version__
-from ersctl.api import ERS_CRD, GROUP, GUARD_FIELDS, INSTALL_CRDS_COMMAND, VERSION, FieldError
+from ersctl.api import (
+    ARS_CRD,
+    ARS_REQUIRED_FIELDS,
+    ERS_CRD,
+    GROUP,
+    GUARD_FIELDS,
+    INSTALL_CRDS_COMMAND,
+    VERSION,
+    FieldError,
+)
+from ersctl.autoscaling.reconciler import ListenerSettings
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.connect import api_client, check_api_group, pod_namespace
 from ersctl.kube.crdcheck import check_served_crds
@@ -106,11 +117,35 @@ def main() -> None:
 @click.option("--resync-period", type=click.FloatRange(min=1.0), default=600.0, show_default=True)
 @click.option(
     "--runner-controller/--no-runner-controller",
-    default=False,
+    default=True,
     show_default=True,
-    help="Also run the EphemeralRunner controller: register each runner (JIT config in "
-    "a Secret) and run its Pod. Needed on a real cluster; off where something else "
-    "plays that part (ARC's controller, the simulation's runner agent).",
+    help="Run the EphemeralRunner controller: register each runner (JIT config in "
+    "a Secret) and run its Pod. Off where something else plays that part (ARC's "
+    "controller, the simulation's runner agent).",
+)
+@click.option(
+    "--autoscaling-runner-set-controller/--no-autoscaling-runner-set-controller",
+    default=True,
+    show_default=True,
+    help="Run the AutoscalingRunnerSet controller: each ARS's scale set on GitHub, its "
+    "EphemeralRunnerSet and its AutoscalingListener. Needs the ARS CRD installed.",
+)
+@click.option(
+    "--listener-namespace",
+    default=None,
+    help="Namespace of the AutoscalingListeners (ARC: the controller's; default: each ARS's own).",
+)
+@click.option(
+    "--listener-image",
+    default="",
+    help="The listener image written to each AutoscalingListener (default: none, the "
+    "listener controller's own choice).",
+)
+@click.option(
+    "--listener-image-pull-secret",
+    "listener_image_pull_secrets",
+    multiple=True,
+    help="An imagePullSecret of the listener Pods (repeatable).",
 )
 @click.option(
     "--runner-max-failures",
@@ -153,6 +188,10 @@ def reconcile(
     retry_period: float,
     resync_period: float,
     runner_controller: bool,
+    autoscaling_runner_set_controller: bool,
+    listener_namespace: str | None,
+    listener_image: str,
+    listener_image_pull_secrets: tuple[str, ...],
     runner_max_failures: int,
     metrics_addr: str,
     once: Request | None,
@@ -169,7 +208,7 @@ def reconcile(
         api = api_client(kubeconfig, context=kube_context)
         factory = reconciler_factory or EphemeralRunnerSetReconciler
         if once is not None:
-            _check_api(api)
+            _check_api(api, autoscaling=False)
             _reconcile_once(api, once, factory)
             return
         election = None
@@ -193,6 +232,12 @@ def reconcile(
             resync_period=resync_period,
             runner_controller=runner_controller,
             runner_max_failures=runner_max_failures,
+            autoscaling_runner_set_controller=autoscaling_runner_set_controller,
+            listener=ListenerSettings(
+                namespace=listener_namespace or None,
+                image=listener_image,
+                image_pull_secrets=listener_image_pull_secrets,
+            ),
         )
         _run_until_stopped(api, options, address, factory, stop)
 
@@ -206,10 +251,13 @@ def _stop_on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, on_signal)
 
 
-def _check_api(api: client.ApiClient) -> None:
+def _check_api(api: client.ApiClient, *, autoscaling: bool) -> None:
     """Before anything starts: the server answers, serves ARC's API, and its CRDs keep
     the fields the guard writes (``PrunedFieldsError``, exit 2, with ARC's own CRDs:
-    under them the guard would be off without a word)."""
+    under them the guard would be off without a word). With the AutoscalingRunnerSet
+    controller on (``autoscaling``), its CRD must be served too (ARC's will do): without
+    it the ARS informer would never sync and nothing would say why. Off, a cluster
+    without that CRD starts as before."""
     try:
         check_api_group(api, group=GROUP, version=VERSION)
     except NotFoundError:
@@ -218,6 +266,16 @@ def _check_api(api: client.ApiClient) -> None:
             f"({INSTALL_CRDS_COMMAND})"
         ) from None
     check_served_crds(api, GUARD_FIELDS)
+    if autoscaling:
+        try:
+            check_served_crds(api, {ARS_CRD: ARS_REQUIRED_FIELDS})
+        except PrunedFieldsError as exc:
+            lacking = ", ".join(exc.fields[ARS_CRD])
+            raise ConfigError(
+                "--autoscaling-runner-set-controller",
+                f"{ARS_CRD} is not installed or lacks {lacking}: install the CRDs "
+                f"({INSTALL_CRDS_COMMAND}) or pass --no-autoscaling-runner-set-controller",
+            ) from None
 
 
 def _run_until_stopped(
@@ -250,7 +308,10 @@ def _run_until_stopped(
             server.start()
         # A server that does not answer holds the check until its timeout; a stop does
         # not wait for it (and a failure it then reports was asked for, not met).
-        check = Background(lambda: _check_api(api), name="check-api")
+        check = Background(
+            lambda: _check_api(api, autoscaling=options.autoscaling_runner_set_controller),
+            name="check-api",
+        )
         if not check.wait(stop.is_set):
             return
         check.result()

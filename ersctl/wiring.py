@@ -2,9 +2,9 @@
 
 :func:`build_controller` puts together what ``ersctl reconcile`` runs: the runtime's
 manager (informers, cache, API reader, fenced writer, events, leader election), one
-scale-set service per credentials Secret shared by both controllers, the
+scale-set service per credentials Secret shared by the controllers, the
 EphemeralRunnerSet controller from ``reconciler_factory`` and, when asked, the
-EphemeralRunner controller. The factory is the seam for another reconciler on the
+EphemeralRunner and AutoscalingRunnerSet controllers. The factory is the seam for another reconciler on the
 same runtime (the guard benchmark's pre-#4642 baseline); ``client_factory`` for
 another GitHub client (tests: one that does not sleep between retries).
 """
@@ -12,12 +12,14 @@ another GitHub client (tests: one that does not sleep between retries).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from kubernetes import client
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL
+from ersctl.autoscaling.controller import add_autoscaling_runner_set_controller
+from ersctl.autoscaling.reconciler import AutoscalingRunnerSetReconciler, ListenerSettings
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
@@ -32,7 +34,8 @@ from ersctl.runnerset.metrics import (
     RunnerSetMetrics,
 )
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
-from ersctl.scaleset.clients import ClientFactory, SecretRunnerServices
+from ersctl.scaleset.clients import ClientFactory
+from ersctl.scaleset.scalesets import SecretScaleSetServices
 
 CONTROLLER_NAME: Final = "ephemeralrunnerset"
 LISTENER_PODS: Final = "listener-pods"
@@ -55,6 +58,12 @@ class ControllerOptions:
     runner_controller: bool = False
     """Also run the EphemeralRunner controller (JIT registration and runner Pods)."""
     runner_max_failures: int = 5
+    autoscaling_runner_set_controller: bool = False
+    """Also run the AutoscalingRunnerSet controller (scale sets, their runner sets and
+    listener objects). ``ersctl reconcile`` turns it on by default."""
+    listener: ListenerSettings = field(default_factory=ListenerSettings)
+    """Where and from what the ARS controller makes AutoscalingListeners."""
+    teardown_poll: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -63,8 +72,9 @@ class Controller:
 
     manager: Manager
     reconciler: EphemeralRunnerSetReconciler
-    services: SecretRunnerServices
+    services: SecretScaleSetServices
     runner: RunnerReconciler | None = None
+    autoscaling: AutoscalingRunnerSetReconciler | None = None
 
     def close(self) -> None:
         """Close the scale-set service clients (after the manager has stopped)."""
@@ -89,7 +99,7 @@ def build_controller(
         metrics=metrics,
     )
     # Fenced like the writer: no GitHub side effect once the lease is lost.
-    services = SecretRunnerServices(
+    services = SecretScaleSetServices(
         get_secret=manager.api_reader.get_secret,
         get_configmap=manager.api_reader.get_configmap,
         client_factory=client_factory,
@@ -118,4 +128,18 @@ def build_controller(
     if options.runner_controller:
         policy = FailurePolicy(max_failures=options.runner_max_failures)
         runner = add_runner_controller(manager, api, services=services, policy=policy)
-    return Controller(manager=manager, reconciler=reconciler, services=services, runner=runner)
+    autoscaling = None
+    if options.autoscaling_runner_set_controller:
+        autoscaling = add_autoscaling_runner_set_controller(
+            manager,
+            services=services,
+            listener=options.listener,
+            teardown_poll=options.teardown_poll,
+        )
+    return Controller(
+        manager=manager,
+        reconciler=reconciler,
+        services=services,
+        runner=runner,
+        autoscaling=autoscaling,
+    )

@@ -66,6 +66,22 @@ class ApiReader:
         """Every live EphemeralRunner (of one namespace, or cluster-wide)."""
         return [EphemeralRunner(item) for item in self._list(ER_PLURAL, namespace)]
 
+    def get_object(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """One of ARC's live custom objects (``plural``), or None when it does not exist."""
+        action = f"get {plural}/{namespace}/{name}"
+        try:
+            with kube_call(action, server=self._server):
+                resp = self._custom.get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, plural, name, _preload_content=False
+                )
+        except NotFoundError:
+            return None
+        return json_body(resp, action=action, server=self._server)
+
+    def list_objects(self, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """ARC's live custom objects of ``plural`` (of one namespace, or cluster-wide)."""
+        return self._list(plural, namespace)
+
     def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The live Secret as JSON (``data`` values base64-encoded), or None when absent."""
         try:
