@@ -202,7 +202,8 @@ def _create_scale_set(sim: GitHubSimulator, req: SimRequest, _: dict[str, str]) 
     labels = [
         str(label.get("name")) for label in body.get("labels") or [] if isinstance(label, dict)
     ]
-    setting = body.get("runnerSetting") if isinstance(body.get("runnerSetting"), dict) else {}
+    setting = body.get("runnerSetting")
+    setting = setting if isinstance(setting, dict) else {}
     created = sim.create_scale_set(
         body["name"],
         runner_group_id=int(body.get("runnerGroupId") or 1),

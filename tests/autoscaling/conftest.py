@@ -173,14 +173,14 @@ class Env:
 
     def running(self, name: str = "arc") -> dict[str, Any]:
         """Wait until the ARS says Running (scale set, runner set and listener made)."""
-        return eventually(
-            lambda: (
-                (self.ars(name) or {}).get("status", {}).get("phase") == "Running"
-                and self.ars(name)
-            ),
-            what=f"ARS {name} running",
-            timeout=10,
-        )
+
+        def running() -> dict[str, Any] | None:
+            ars = self.ars(name)
+            return ars if (ars or {}).get("status", {}).get("phase") == "Running" else None
+
+        found = eventually(running, what=f"ARS {name} running", timeout=10)
+        assert found is not None
+        return found
 
 
 @pytest.fixture

@@ -132,7 +132,7 @@ def test_a_template_change_advances_the_sets_actionable_revision(env: Env) -> No
     def advanced() -> bool:
         ers = env.runner_set("arc")
         image = ers["spec"]["ephemeralRunnerSpec"]["spec"]["containers"][0]["image"]
-        return ers["spec"].get("actionableRevision") == 1 and image == "example/runner:2"
+        return bool(ers["spec"].get("actionableRevision") == 1 and image == "example/runner:2")
 
     eventually(advanced, what="revision 1 with the new template")
     assert env.runner_set("arc")["metadata"]["name"] == name  # the same set, rebuilt in place
