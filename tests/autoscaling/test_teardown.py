@@ -39,7 +39,7 @@ def _busy_runner(env: Env, ers: dict[str, Any]) -> str:
             "spec": ers["spec"]["ephemeralRunnerSpec"],
         },
     )
-    name = runner["metadata"]["name"]
+    name = str(runner["metadata"]["name"])
     env.kube.patch_object(
         api.ER_PLURAL,
         env.namespace,
