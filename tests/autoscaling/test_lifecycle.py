@@ -187,3 +187,43 @@ def test_the_status_counts_the_sets_runners(env: Env) -> None:
         return status.get("currentRunners") == 2 and status.get("pendingEphemeralRunners") == 2
 
     eventually(counted, what="two pending runners in the ARS status", timeout=10)
+
+
+def test_a_scale_set_of_that_name_in_its_group_is_used_not_registered_again(env: Env) -> None:
+    existing = env.sim.create_scale_set("arc", labels=["arc"], disable_update=True)
+    env.create_secret()
+    env.create_ars("arc")
+    env.start()
+    env.running("arc")
+    assert env.annotation(api.RUNNER_SCALE_SET_ID_ANNOTATION) == str(existing["id"])
+    assert len(env.scale_set_calls("scaleset.created")) == 1  # the test's own
+    assert env.events("ScaleSetFound")
+
+
+def test_a_scale_set_deleted_on_github_is_registered_again_before_a_listener_starts(
+    env: Env,
+) -> None:
+    env.create_secret()
+    env.create_ars("arc")
+    env.start()
+    env.running("arc")
+    (gone,) = env.sim.scale_sets
+    env.sim.delete_scale_set(gone)
+    listener = env.listener()
+    env.kube.delete_object(api.AL_PLURAL, env.namespace, listener["metadata"]["name"])
+
+    def registered_again() -> bool:
+        value = env.annotation(api.RUNNER_SCALE_SET_ID_ANNOTATION)
+        return value not in (None, str(gone))
+
+    eventually(registered_again, what="a new scale set id", timeout=10)
+    new_id = int(env.annotation(api.RUNNER_SCALE_SET_ID_ANNOTATION) or 0)
+    eventually(
+        lambda: env.listeners() and env.listener()["spec"]["runnerScaleSetId"] == new_id,
+        what="the listener on the new scale set",
+    )
+    eventually(
+        lambda: env.runner_set()["spec"]["ephemeralRunnerSpec"]["runnerScaleSetId"] == new_id,
+        what="the set's runners on the new scale set",
+    )
+    assert env.events("ScaleSetGone", "Warning")
