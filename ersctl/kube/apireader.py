@@ -26,28 +26,13 @@ class ApiReader:
 
     def get_ers(self, namespace: str, name: str) -> EphemeralRunnerSet | None:
         """The live ERS, or None when it does not exist."""
-        try:
-            with kube_call(f"get {ERS_PLURAL}/{namespace}/{name}", server=self._server):
-                resp = self._custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, ERS_PLURAL, name, _preload_content=False
-                )
-        except NotFoundError:
-            return None
-        return EphemeralRunnerSet(
-            json_body(resp, action=f"get {ERS_PLURAL}/{namespace}/{name}", server=self._server)
-        )
+        raw = self.get_object(ERS_PLURAL, namespace, name)
+        return None if raw is None else EphemeralRunnerSet(raw)
 
     def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
         """The live EphemeralRunner, or None when it does not exist."""
-        action = f"get {ER_PLURAL}/{namespace}/{name}"
-        try:
-            with kube_call(action, server=self._server):
-                resp = self._custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, ER_PLURAL, name, _preload_content=False
-                )
-        except NotFoundError:
-            return None
-        return EphemeralRunner(json_body(resp, action=action, server=self._server))
+        raw = self.get_object(ER_PLURAL, namespace, name)
+        return None if raw is None else EphemeralRunner(raw)
 
     def list_ers(self, namespace: str | None = None) -> list[EphemeralRunnerSet]:
         """Every live ERS (of one namespace, or cluster-wide)."""

@@ -14,13 +14,10 @@ import pytest
 
 from ersctl import api
 from ersctl.autoscaling.reconciler import ListenerSettings
-from ersctl.scaleset.network import DEFAULT_NETWORK, NetworkSettings
 from ersctl.wiring import Controller, ControllerOptions, build_controller
-from ghalistener.actions.auth import AppCredentials, PatCredentials
-from ghalistener.actions.client import ActionsClient
-from ghalistener.actions.retry import RetryPolicy
 from ghalistener.testing import GitHubSimulator, SimulatorServer, serve
-from tests.cluster.conftest import NO_SCHEDULER
+from tests.cluster.conftest import NO_SCHEDULER, actions_client
+from tests.cluster.conftest import sim as sim  # the GitHub simulator fixture
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
 from tests.polling import eventually
@@ -28,21 +25,6 @@ from tests.polling import eventually
 CREDENTIALS = "github-credentials"
 TOKEN = "ghp_autoscalingSECRETtoken0123456789"
 RUNNER_IMAGE = "ghcr.io/actions/actions-runner:latest"
-
-
-def no_sleep_client(
-    config_url: str,
-    credentials: PatCredentials | AppCredentials,
-    network: NetworkSettings = DEFAULT_NETWORK,
-) -> ActionsClient:
-    """The production client with one retry that never sleeps (faults are injected)."""
-    return ActionsClient(
-        config_url=config_url,
-        credentials=credentials,
-        proxy=network.proxy,
-        root_ca=network.root_ca,
-        retry=RetryPolicy(max_retries=1, sleep=lambda _: None),
-    )
 
 
 def runner_template(image: str = RUNNER_IMAGE) -> dict[str, Any]:
@@ -83,7 +65,7 @@ class Env:
             **options,
         }
         self.controller = build_controller(
-            api_client, ControllerOptions(**settings), client_factory=no_sleep_client
+            api_client, ControllerOptions(**settings), client_factory=actions_client
         )
         self._thread = threading.Thread(
             target=self.controller.manager.run, args=(self._stop,), daemon=True
@@ -171,6 +153,14 @@ class Env:
     def scale_set_calls(self, *kinds: str) -> list[dict[str, Any]]:
         return [e for e in self.sim.events if e["kind"] in kinds]
 
+    def launch(self, name: str = "arc", **spec: Any) -> dict[str, Any]:
+        """The credentials Secret, an ARS of ``spec``, the controllers started: the ARS
+        once it runs."""
+        self.create_secret()
+        self.create_ars(name, **spec)
+        self.start()
+        return self.running(name)
+
     def running(self, name: str = "arc") -> dict[str, Any]:
         """Wait until the ARS says Running (scale set, runner set and listener made)."""
 
@@ -181,15 +171,6 @@ class Env:
         found = eventually(running, what=f"ARS {name} running", timeout=10)
         assert found is not None
         return found
-
-
-@pytest.fixture
-def sim() -> Iterator[GitHubSimulator]:
-    simulator = GitHubSimulator(hold_seconds=0.1)
-    try:
-        yield simulator
-    finally:
-        simulator.close()
 
 
 @pytest.fixture

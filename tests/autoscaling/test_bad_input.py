@@ -87,10 +87,7 @@ def test_an_unknown_runner_group_is_refused(env: Env) -> None:
 def test_a_running_set_keeps_its_runner_set_and_listener_when_its_template_breaks(
     env: Env,
 ) -> None:
-    env.create_secret()
-    env.create_ars("arc")
-    env.start()
-    env.running("arc")
+    env.launch("arc")
     ers, listener = env.runner_set(), env.listener()
     env.patch_ars("arc", {"spec": {"template": {"spec": {"containers": []}}}})
     _refused(env, "InvalidSpec", "spec.template.spec.containers")

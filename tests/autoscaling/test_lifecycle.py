@@ -11,10 +11,7 @@ from tests.polling import eventually
 
 
 def test_an_ars_registers_its_scale_set_and_makes_its_runner_set_and_listener(env: Env) -> None:
-    env.create_secret()
-    env.create_ars("arc", minRunners=1, maxRunners=5, runnerScaleSetLabels=["linux", "arc"])
-    env.start()
-    ars = env.running("arc")
+    ars = env.launch("arc", minRunners=1, maxRunners=5, runnerScaleSetLabels=["linux", "arc"])
 
     (scale_set,) = env.sim.scale_sets.values()
     assert (scale_set.name, scale_set.runner_group_id, scale_set.labels) == (
@@ -61,20 +58,14 @@ def test_an_ars_registers_its_scale_set_and_makes_its_runner_set_and_listener(en
 
 
 def test_the_credentials_secret_is_protected_while_the_ars_uses_it(env: Env) -> None:
-    env.create_secret()
-    env.create_ars("arc")
-    env.start()
-    env.running("arc")
+    env.launch("arc")
     secret = env.kube.get_object("secrets", env.namespace, CREDENTIALS) or {}
     assert api.CLEANUP_PROTECTION_FINALIZER in secret["metadata"]["finalizers"]
     assert env.annotation(api.CLEANUP_SECRET_ANNOTATION) == CREDENTIALS
 
 
 def test_a_restarted_controller_registers_and_creates_nothing_again(env: Env) -> None:
-    env.create_secret()
-    env.create_ars("arc")
-    env.start()
-    env.running("arc")
+    env.launch("arc")
     listener_uid = env.listener()["metadata"]["uid"]
     env.stop()
     env._stop.clear()
@@ -87,10 +78,7 @@ def test_a_restarted_controller_registers_and_creates_nothing_again(env: Env) ->
 
 
 def test_min_and_max_reach_the_listener_in_place(env: Env) -> None:
-    env.create_secret()
-    env.create_ars("arc", minRunners=1)
-    env.start()
-    env.running("arc")
+    env.launch("arc", minRunners=1)
     uid = env.listener()["metadata"]["uid"]
     env.patch_ars("arc", {"spec": {"minRunners": 2, "maxRunners": 7}})
     eventually(
@@ -117,10 +105,7 @@ def test_min_and_max_reach_the_listener_in_place(env: Env) -> None:
 
 
 def test_a_template_change_advances_the_sets_actionable_revision(env: Env) -> None:
-    env.create_secret()
-    env.create_ars("arc")
-    env.start()
-    env.running("arc")
+    env.launch("arc")
     name = env.runner_set("arc")["metadata"]["name"]
     assert env.runner_set("arc")["spec"].get("actionableRevision", 0) == 0
     env.patch_ars("arc", {"spec": {"minRunners": 3}})  # not the runner template
@@ -141,10 +126,7 @@ def test_a_template_change_advances_the_sets_actionable_revision(env: Env) -> No
 
 def test_a_name_group_or_labels_change_updates_the_scale_set(env: Env) -> None:
     env.sim.runner_groups[2] = "gpu"
-    env.create_secret()
-    env.create_ars("arc")
-    env.start()
-    env.running("arc")
+    env.launch("arc")
     (scale_set,) = env.sim.scale_sets.values()
 
     env.patch_ars("arc", {"spec": {"runnerScaleSetName": "arc-renamed"}})
@@ -169,10 +151,7 @@ def test_a_name_group_or_labels_change_updates_the_scale_set(env: Env) -> None:
 
 
 def test_the_status_counts_the_sets_runners(env: Env) -> None:
-    env.create_secret()
-    env.create_ars("arc")
-    env.start()
-    env.running("arc")
+    env.launch("arc")
     ers = env.runner_set("arc")
     # The listener's write: two runners wanted (no runner controller: they stay pending).
     env.kube.patch_object(
@@ -191,10 +170,7 @@ def test_the_status_counts_the_sets_runners(env: Env) -> None:
 
 def test_a_scale_set_of_that_name_in_its_group_is_used_not_registered_again(env: Env) -> None:
     existing = env.sim.create_scale_set("arc", labels=["arc"], disable_update=True)
-    env.create_secret()
-    env.create_ars("arc")
-    env.start()
-    env.running("arc")
+    env.launch("arc")
     assert env.annotation(api.RUNNER_SCALE_SET_ID_ANNOTATION) == str(existing["id"])
     assert len(env.scale_set_calls("scaleset.created")) == 1  # the test's own
     assert env.events("ScaleSetFound")
@@ -203,10 +179,7 @@ def test_a_scale_set_of_that_name_in_its_group_is_used_not_registered_again(env:
 def test_a_scale_set_deleted_on_github_is_registered_again_before_a_listener_starts(
     env: Env,
 ) -> None:
-    env.create_secret()
-    env.create_ars("arc")
-    env.start()
-    env.running("arc")
+    env.launch("arc")
     (gone,) = env.sim.scale_sets
     env.sim.delete_scale_set(gone)
     listener = env.listener()

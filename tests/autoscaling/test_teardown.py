@@ -53,10 +53,7 @@ def _busy_runner(env: Env, ers: dict[str, Any]) -> str:
 def test_teardown_stops_the_listener_then_drains_the_set_then_deletes_the_scale_set(
     env: Env,
 ) -> None:
-    env.create_secret()
-    env.create_ars("arc")
-    env.start()
-    env.running("arc")
+    env.launch("arc")
     ers = env.runner_set()
     runner = _busy_runner(env, ers)
     listener = env.listener()
@@ -97,10 +94,7 @@ def test_teardown_stops_the_listener_then_drains_the_set_then_deletes_the_scale_
 
 
 def test_a_github_outage_keeps_the_finalizer_with_a_warning_and_retries(env: Env) -> None:
-    env.create_secret()
-    env.create_ars("arc")
-    env.start()
-    env.running("arc")
+    env.launch("arc")
     env.sim.inject_fault(endpoint="delete_scale_set", status=503, times=4)
     env.kube.delete_object(api.ARS_PLURAL, env.namespace, "arc")
 
@@ -114,10 +108,7 @@ def test_a_github_outage_keeps_the_finalizer_with_a_warning_and_retries(env: Env
 
 
 def test_an_ars_whose_scale_set_is_gone_on_github_is_still_deleted(env: Env) -> None:
-    env.create_secret()
-    env.create_ars("arc")
-    env.start()
-    env.running("arc")
+    env.launch("arc")
     (scale_set_id,) = env.sim.scale_sets
     env.sim.delete_scale_set(scale_set_id)
     env.kube.delete_object(api.ARS_PLURAL, env.namespace, "arc")
