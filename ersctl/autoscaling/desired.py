@@ -151,6 +151,16 @@ def owner_reference(ars: AutoscalingRunnerSet) -> JsonObject:
     }
 
 
+def _extra_metadata(ars: AutoscalingRunnerSet, key: str, section: str) -> dict[str, str]:
+    """The ``labels`` or ``annotations`` (``section``) of the ARS's ResourceMeta field
+    ``key`` (``ephemeralRunnerSetMetadata``, ``autoscalingListener``): strings only."""
+    meta = ars.optional_section(key) or {}
+    values = meta.get(section)
+    if not isinstance(values, dict):
+        return {}
+    return {str(k): str(v) for k, v in values.items() if isinstance(v, str)}
+
+
 def _common_labels(ars: AutoscalingRunnerSet, component: str) -> dict[str, str]:
     labels = dict(ars.raw.get("metadata", {}).get("labels") or {})
     labels.update(
@@ -214,8 +224,15 @@ def new_runner_set(ars: AutoscalingRunnerSet, scale_set_id: int) -> JsonObject:
         "metadata": {
             "generateName": f"{ars.name}-",
             "namespace": ars.namespace,
-            "labels": _common_labels(ars, RUNNER_SET_COMPONENT),
-            "annotations": runner_set_annotations(ars, spec),
+            # The ARS's ephemeralRunnerSetMetadata first: ARC's own keys win.
+            "labels": {
+                **_extra_metadata(ars, "ephemeralRunnerSetMetadata", "labels"),
+                **_common_labels(ars, RUNNER_SET_COMPONENT),
+            },
+            "annotations": {
+                **_extra_metadata(ars, "ephemeralRunnerSetMetadata", "annotations"),
+                **runner_set_annotations(ars, spec),
+            },
             "ownerReferences": [owner_reference(ars)],
         },
         "spec": {"replicas": 0, "patchID": 0, "ephemeralRunnerSpec": spec},
@@ -340,8 +357,12 @@ def new_listener(
     metadata: JsonObject = {
         "name": listener_name(ars.namespace, ars.name),
         "namespace": namespace,
-        "labels": _common_labels(ars, LISTENER_COMPONENT),
+        "labels": {
+            **_extra_metadata(ars, "autoscalingListener", "labels"),
+            **_common_labels(ars, LISTENER_COMPONENT),
+        },
         "annotations": {
+            **_extra_metadata(ars, "autoscalingListener", "annotations"),
             RUNNER_SPEC_HASH_ANNOTATION: content_hash(ars.raw.get("spec") or {}),
             VALUES_HASH_ANNOTATION: str(annotations.get(VALUES_HASH_ANNOTATION, "")),
         },
