@@ -38,7 +38,6 @@ from ersctl.api import (
     VERSION,
     FieldError,
 )
-from ersctl.autoscaling.reconciler import ListenerSettings
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.connect import api_client, check_api_group, pod_namespace
 from ersctl.kube.crdcheck import check_served_crds
@@ -136,18 +135,6 @@ def main() -> None:
     help="Namespace of the AutoscalingListeners (ARC: the controller's; default: each ARS's own).",
 )
 @click.option(
-    "--listener-image",
-    default="",
-    help="The listener image written to each AutoscalingListener (default: none, the "
-    "listener controller's own choice).",
-)
-@click.option(
-    "--listener-image-pull-secret",
-    "listener_image_pull_secrets",
-    multiple=True,
-    help="An imagePullSecret of the listener Pods (repeatable).",
-)
-@click.option(
     "--runner-max-failures",
     type=click.IntRange(min=1),
     default=5,
@@ -190,8 +177,6 @@ def reconcile(
     runner_controller: bool,
     autoscaling_runner_set_controller: bool,
     listener_namespace: str | None,
-    listener_image: str,
-    listener_image_pull_secrets: tuple[str, ...],
     runner_max_failures: int,
     metrics_addr: str,
     once: Request | None,
@@ -233,11 +218,7 @@ def reconcile(
             runner_controller=runner_controller,
             runner_max_failures=runner_max_failures,
             autoscaling_runner_set_controller=autoscaling_runner_set_controller,
-            listener=ListenerSettings(
-                namespace=listener_namespace or None,
-                image=listener_image,
-                image_pull_secrets=listener_image_pull_secrets,
-            ),
+            listener_namespace=listener_namespace or None,
         )
         _run_until_stopped(api, options, address, factory, stop)
 

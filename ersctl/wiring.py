@@ -12,14 +12,14 @@ another GitHub client (tests: one that does not sleep between retries).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 from kubernetes import client
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL
-from ersctl.autoscaling.controller import add_autoscaling_runner_set_controller
-from ersctl.autoscaling.reconciler import AutoscalingRunnerSetReconciler, ListenerSettings
+from ersctl.autoscaling.runnerset_controller import add_autoscaling_runner_set_controller
+from ersctl.autoscaling.runnerset_reconciler import AutoscalingRunnerSetReconciler
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
@@ -61,8 +61,8 @@ class ControllerOptions:
     autoscaling_runner_set_controller: bool = False
     """Also run the AutoscalingRunnerSet controller (scale sets, their runner sets and
     listener objects). ``ersctl reconcile`` turns it on by default."""
-    listener: ListenerSettings = field(default_factory=ListenerSettings)
-    """Where and from what the ARS controller makes AutoscalingListeners."""
+    listener_namespace: str | None = None
+    """Where the ARS controller makes AutoscalingListeners (None: each ARS's namespace)."""
     teardown_poll: float = 5.0
 
 
@@ -133,7 +133,7 @@ def build_controller(
         autoscaling = add_autoscaling_runner_set_controller(
             manager,
             services=services,
-            listener=options.listener,
+            listener_namespace=options.listener_namespace,
             teardown_poll=options.teardown_poll,
         )
     return Controller(

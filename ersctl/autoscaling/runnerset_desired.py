@@ -323,12 +323,12 @@ def new_listener(
     scale_set_id: int,
     runner_set_name: str,
     namespace: str,
-    image: str = "",
-    image_pull_secrets: tuple[str, ...] = (),
 ) -> JsonObject:
     """The AL of ``ars`` (``AL_CONTRACT.md``): ARC's name, labels and spec fields, in
     ``namespace`` (the controller's listener namespace; owned by the ARS only when that
-    is the ARS's own: a cross-namespace ownerReference would get it garbage-collected)."""
+    is the ARS's own: a cross-namespace ownerReference would get it garbage-collected).
+    No ``image``: the listener controller uses its own ``--listener-image`` for an AL
+    that names none."""
     high = ars.max_runners
     spec: JsonObject = {
         "githubConfigUrl": ars.github_config_url,
@@ -340,10 +340,6 @@ def new_listener(
         "minRunners": ars.min_runners,
         "maxRunners": NO_MAX_RUNNERS if high is None else high,
     }
-    if image:
-        spec["image"] = image
-    if image_pull_secrets:
-        spec["imagePullSecrets"] = [{"name": name} for name in image_pull_secrets]
     for ars_key, al_key in (
         ("proxy", "proxy"),
         ("githubServerTLS", "githubServerTLS"),

@@ -1,4 +1,4 @@
-"""The pure rules of ``ersctl.autoscaling.desired``: what an ARS asks for."""
+"""The pure rules of ``ersctl.autoscaling.runnerset_desired``: what an ARS asks for."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from ersctl import api
-from ersctl.autoscaling import desired
+from ersctl.autoscaling import runnerset_desired as desired
 from ersctl.naming import listener_name
 
 URL = "https://github.com/octo-org"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ersctl import api
-from tests.autoscaling.conftest import CREDENTIALS, Env
+from tests.ars.conftest import CREDENTIALS, Env
 from tests.polling import eventually
 
 HELD = "tests.example/held"  # a finalizer of the AL controller's kind, held by the test

@@ -8,7 +8,7 @@ from typing import Any
 
 from ersctl import api
 from ersctl.naming import listener_name
-from tests.autoscaling.conftest import CREDENTIALS, Env, runner_template
+from tests.ars.conftest import CREDENTIALS, Env, runner_template
 from tests.polling import eventually
 
 ARC_VERSION = "0.14.2"

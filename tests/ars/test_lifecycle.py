@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ersctl import api
 from ersctl.naming import fnv_hash
-from tests.autoscaling.conftest import CREDENTIALS, Env, runner_template
+from tests.ars.conftest import CREDENTIALS, Env, runner_template
 from tests.polling import eventually
 
 

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from ersctl import api
-from ersctl.autoscaling.reconciler import ListenerSettings
 from ersctl.wiring import Controller, ControllerOptions, build_controller
 from ghalistener.testing import GitHubSimulator, SimulatorServer, serve
 from tests.cluster.conftest import NO_SCHEDULER, actions_client
@@ -61,7 +60,6 @@ class Env:
             "namespace": self.namespace,
             "autoscaling_runner_set_controller": True,
             "teardown_poll": 0.2,
-            "listener": ListenerSettings(),
             **options,
         }
         self.controller = build_controller(

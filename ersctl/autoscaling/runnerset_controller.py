@@ -20,8 +20,8 @@ from ersctl.api import (
     AutoscalingRunnerSet,
     EphemeralRunnerSet,
 )
-from ersctl.autoscaling.ports import ScaleSetServices
-from ersctl.autoscaling.reconciler import AutoscalingRunnerSetReconciler, ListenerSettings
+from ersctl.autoscaling.runnerset_ports import ScaleSetServices
+from ersctl.autoscaling.runnerset_reconciler import AutoscalingRunnerSetReconciler
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.copies import json_copy
 from ersctl.kube.manager import Manager
@@ -50,7 +50,7 @@ def listener_owner(obj: Any) -> Iterable[Request]:
 
 
 class KubeObjects:
-    """Implements ``ersctl.autoscaling.ports.Objects``: reads from the manager's caches
+    """Implements ``ersctl.autoscaling.runnerset_ports.Objects``: reads from the manager's caches
     (or, ``live``, the API reader), writes through the fenced writer."""
 
     def __init__(
@@ -130,7 +130,7 @@ def add_autoscaling_runner_set_controller(
     manager: Manager,
     *,
     services: ScaleSetServices,
-    listener: ListenerSettings | None = None,
+    listener_namespace: str | None = None,
     teardown_poll: float = 5.0,
 ) -> AutoscalingRunnerSetReconciler:
     """Build the ARS reconciler and register it (and the ARS and AL informers) on
@@ -146,7 +146,7 @@ def add_autoscaling_runner_set_controller(
         objects=objects,
         services=services,
         events=manager.events,
-        listener=listener,
+        listener_namespace=listener_namespace,
         teardown_poll=teardown_poll,
     )
     manager.add_controller(

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ersctl import api
-from tests.autoscaling.conftest import Env
+from tests.ars.conftest import Env
 from tests.polling import eventually
 
 

@@ -1,5 +1,5 @@
 """What the AutoscalingRunnerSet reconciler needs from the world (consumer-defined
-ports). Kubernetes-backed implementations: ``ersctl.autoscaling.controller`` (cache,
+ports). Kubernetes-backed implementations: ``ersctl.autoscaling.runnerset_controller`` (cache,
 API reader, writer) and ``ersctl.scaleset.scalesets`` (GitHub). Pure.
 
 Errors: Kubernetes calls raise ``ersctl.kube.errors.KubeError`` subclasses; GitHub

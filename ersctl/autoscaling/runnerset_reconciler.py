@@ -29,7 +29,6 @@ runner spec compared by content, so no runner is rebuilt for a hash ARC computed
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
@@ -46,8 +45,8 @@ from ersctl.api import (
     JsonObject,
     KubeObject,
 )
-from ersctl.autoscaling import desired
-from ersctl.autoscaling.ports import (
+from ersctl.autoscaling import runnerset_desired as desired
+from ersctl.autoscaling.runnerset_ports import (
     EventRecorder,
     Objects,
     RunnerGroupNotFoundError,
@@ -99,25 +98,12 @@ class Reason(StrEnum):
     DRAINING_RUNNERS = "DrainingRunners"
 
 
-@dataclass(frozen=True, kw_only=True)
-class ListenerSettings:
-    """Where and from what the ARS's AutoscalingListener is made.
-
-    ``namespace``: ARC puts listeners in the controller's namespace; None puts each in
-    its ARS's namespace. ``image`` ("" lets the listener controller choose) and
-    ``image_pull_secrets`` go to the AL's spec as they are.
-    """
-
-    namespace: str | None = None
-    image: str = ""
-    image_pull_secrets: tuple[str, ...] = ()
-
-
 class AutoscalingRunnerSetReconciler:
     """Implements ``ersctl.kube.reconcile.Reconciler`` for AutoscalingRunnerSets.
     Holds no per-reconcile state (thread-safe across keys).
 
-    ``retry_after``: the requeue delay when the credentials Secret is unusable (Secrets
+    ``listener_namespace``: where AutoscalingListeners are made (ARC: the controller's
+    namespace); None puts each in its ARS's namespace. ``retry_after``: the requeue delay when the credentials Secret is unusable (Secrets
     are not watched, so a fix enqueues nothing). ``teardown_poll``: the requeue delay
     while waiting for the listener or the runner sets to go (their delete events
     normally come first).
@@ -129,14 +115,14 @@ class AutoscalingRunnerSetReconciler:
         objects: Objects,
         services: ScaleSetServices,
         events: EventRecorder,
-        listener: ListenerSettings | None = None,
+        listener_namespace: str | None = None,
         retry_after: float = 30.0,
         teardown_poll: float = 5.0,
     ) -> None:
         self._objects = objects
         self._services = services
         self._events = events
-        self._listener = listener or ListenerSettings()
+        self._listener_namespace = listener_namespace
         self._retry_after = retry_after
         self._teardown_poll = teardown_poll
 
@@ -356,7 +342,7 @@ class AutoscalingRunnerSetReconciler:
     # -- the AutoscalingListener ---------------------------------------------------------
 
     def _listener_key(self, ars: AutoscalingRunnerSet) -> tuple[str, str]:
-        namespace = self._listener.namespace or ars.namespace
+        namespace = self._listener_namespace or ars.namespace
         return namespace, listener_name(ars.namespace, ars.name)
 
     def _ensure_listener(
@@ -368,8 +354,6 @@ class AutoscalingRunnerSetReconciler:
             scale_set_id=ars.scale_set_id,
             runner_set_name=ers.name,
             namespace=namespace,
-            image=self._listener.image,
-            image_pull_secrets=self._listener.image_pull_secrets,
         )
         live = self._objects.get_listener(namespace, name)
         if live is None:
