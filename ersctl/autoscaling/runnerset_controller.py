@@ -17,6 +17,7 @@ from ersctl.api import (
     AL_PLURAL,
     ARS_PLURAL,
     ERS_PLURAL,
+    AutoscalingListener,
     AutoscalingRunnerSet,
     EphemeralRunnerSet,
 )
@@ -83,11 +84,15 @@ class KubeObjects:
         found.sort(key=lambda ers: (ers.creation_timestamp, ers.name))
         return found
 
-    def get_listener(self, namespace: str, name: str, *, live: bool = False) -> JsonObject | None:
+    def get_listener(
+        self, namespace: str, name: str, *, live: bool = False
+    ) -> AutoscalingListener | None:
         if live:
-            return self._api.get_object(AL_PLURAL, namespace, name)
-        raw = self._listeners.get(namespace, name)
-        return None if raw is None else json_copy(raw)
+            raw = self._api.get_object(AL_PLURAL, namespace, name)
+        else:
+            cached = self._listeners.get(namespace, name)
+            raw = None if cached is None else json_copy(cached)
+        return None if raw is None else AutoscalingListener(raw)
 
     def patch_ars(self, ars: AutoscalingRunnerSet, patch: JsonObject) -> AutoscalingRunnerSet:
         return AutoscalingRunnerSet(
@@ -110,14 +115,18 @@ class KubeObjects:
     def delete_runner_set(self, ers: EphemeralRunnerSet) -> None:
         self._writer.delete_object(ERS_PLURAL, ers.namespace, ers.name)
 
-    def create_listener(self, body: JsonObject) -> JsonObject:
-        return self._writer.create_object(AL_PLURAL, body)
+    def create_listener(self, body: JsonObject) -> AutoscalingListener:
+        return AutoscalingListener(self._writer.create_object(AL_PLURAL, body))
 
-    def patch_listener(self, namespace: str, name: str, patch: JsonObject) -> JsonObject:
-        return self._writer.patch_object(AL_PLURAL, namespace, name, patch)
+    def patch_listener(
+        self, listener: AutoscalingListener, patch: JsonObject
+    ) -> AutoscalingListener:
+        return AutoscalingListener(
+            self._writer.patch_object(AL_PLURAL, listener.namespace, listener.name, patch)
+        )
 
-    def delete_listener(self, namespace: str, name: str) -> None:
-        self._writer.delete_object(AL_PLURAL, namespace, name)
+    def delete_listener(self, listener: AutoscalingListener) -> None:
+        self._writer.delete_object(AL_PLURAL, listener.namespace, listener.name)
 
     def get_secret(self, namespace: str, name: str) -> JsonObject | None:
         return self._api.get_secret(namespace, name)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from ersctl.api import AutoscalingRunnerSet, EphemeralRunnerSet
+from ersctl.api import AutoscalingListener, AutoscalingRunnerSet, EphemeralRunnerSet
 from ersctl.kube.reconcile import EventRecorder as EventRecorder
 from ersctl.scaleset.ports import RunnerGroupNotFoundError as RunnerGroupNotFoundError
 from ersctl.scaleset.ports import ScaleSet as ScaleSet
@@ -46,7 +46,7 @@ class Objects(Protocol):
 
     def get_listener(
         self, namespace: str, name: str, *, live: bool = False
-    ) -> JsonObject | None: ...
+    ) -> AutoscalingListener | None: ...
 
     def patch_ars(self, ars: AutoscalingRunnerSet, patch: JsonObject) -> AutoscalingRunnerSet: ...
 
@@ -62,11 +62,13 @@ class Objects(Protocol):
 
     def delete_runner_set(self, ers: EphemeralRunnerSet) -> None: ...
 
-    def create_listener(self, body: JsonObject) -> JsonObject: ...
+    def create_listener(self, body: JsonObject) -> AutoscalingListener: ...
 
-    def patch_listener(self, namespace: str, name: str, patch: JsonObject) -> JsonObject: ...
+    def patch_listener(
+        self, listener: AutoscalingListener, patch: JsonObject
+    ) -> AutoscalingListener: ...
 
-    def delete_listener(self, namespace: str, name: str) -> None: ...
+    def delete_listener(self, listener: AutoscalingListener) -> None: ...
 
     def get_secret(self, namespace: str, name: str) -> JsonObject | None:
         """Live (Secrets are not watched)."""

@@ -39,6 +39,7 @@ from ersctl.api import (
     RUNNER_GROUP_NAME_ANNOTATION,
     RUNNER_SCALE_SET_ID_ANNOTATION,
     RUNNER_SCALE_SET_NAME_ANNOTATION,
+    AutoscalingListener,
     AutoscalingRunnerSet,
     EphemeralRunnerSet,
     FieldError,
@@ -347,7 +348,7 @@ class AutoscalingRunnerSetReconciler:
 
     def _ensure_listener(
         self, ars: AutoscalingRunnerSet, ers: EphemeralRunnerSet
-    ) -> JsonObject | None:
+    ) -> AutoscalingListener | None:
         namespace, name = self._listener_key(ars)
         want = desired.new_listener(
             ars,
@@ -372,11 +373,11 @@ class AutoscalingRunnerSetReconciler:
             created = self._objects.create_listener(want)
             self._event(ars, NORMAL, Reason.LISTENER_CREATED, f"created {namespace}/{name}")
             return created
-        if (live.get("metadata") or {}).get("deletionTimestamp"):
+        if live.is_deleting:
             return None
-        patch = desired.listener_update(live, want)
+        patch = desired.listener_update(live.raw, want)
         if patch is not None:
-            live = self._objects.patch_listener(namespace, name, patch)
+            live = self._objects.patch_listener(live, patch)
             self._event(ars, NORMAL, Reason.LISTENER_UPDATED, f"updated {namespace}/{name}")
         return live
 
@@ -386,8 +387,8 @@ class AutoscalingRunnerSetReconciler:
         namespace, name = self._listener_key(ars)
         listener = self._objects.get_listener(namespace, name, live=True)
         if listener is not None:
-            if not (listener.get("metadata") or {}).get("deletionTimestamp"):
-                self._objects.delete_listener(namespace, name)
+            if not listener.is_deleting:
+                self._objects.delete_listener(listener)
             self._set_state(ars, Phase.DELETING, Reason.STOPPING_LISTENER, "")
             return Result(requeue_after=self._teardown_poll)
         sets = self._objects.owned_runner_sets(ars, live=True)
