@@ -190,6 +190,14 @@ def reconcile(
     with run_command(PROGRAM):
         configure_logging(fmt=log_format, level=log_level)
         address = parse_address(METRICS_OPTION, metrics_addr)
+        if namespace and listener_namespace and listener_namespace != namespace:
+            # The listener informer watches --namespace only: a listener elsewhere would
+            # never be seen, and created again on every reconcile.
+            raise ConfigError(
+                "--listener-namespace",
+                f"{listener_namespace!r} is outside --namespace {namespace!r}, which the "
+                "controller is confined to",
+            )
         api = api_client(kubeconfig, context=kube_context)
         factory = reconciler_factory or EphemeralRunnerSetReconciler
         if once is not None:

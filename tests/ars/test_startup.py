@@ -85,3 +85,14 @@ def test_without_the_ars_crd_the_other_controllers_start_when_it_is_off(
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
+
+
+def test_a_listener_namespace_outside_the_watched_namespace_is_refused() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ersctl", "reconcile", "--namespace", "runners",
+         "--listener-namespace", "elsewhere", "--metrics-addr", "0"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("ersctl: invalid configuration: --listener-namespace: 'elsewhere'")
