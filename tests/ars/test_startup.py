@@ -58,14 +58,12 @@ def test_without_the_ars_crd_the_ars_controller_refuses_to_start(
     assert api.INSTALL_CRDS_COMMAND in line
 
 
-@OWN_SERVER
-def test_without_the_ars_crd_the_other_controllers_start_when_it_is_off(
-    without_ars_crd: ApiServer, tmp_path: Path
-) -> None:
+def _controllers_of_a_running_reconcile(command: list[str]) -> set[str]:
+    """Start ``command`` (an ``ersctl reconcile``), wait until ready, and return the
+    controllers its /metrics shows a work queue for; stop it (exit 0)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
-    command = _command(without_ars_crd, tmp_path, "--no-autoscaling-runner-set-controller")
     process = subprocess.Popen(
         [*command, "--metrics-addr", f"127.0.0.1:{port}"],
         stdout=subprocess.PIPE,
@@ -82,9 +80,39 @@ def test_without_the_ars_crd_the_other_controllers_start_when_it_is_off(
                 return False
 
         eventually(ready, timeout=30, what="the controller ready")
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
+    prefix = 'ersctl_workqueue_depth{controller="'
+    return {
+        line[len(prefix) :].split('"', 1)[0]
+        for line in text.splitlines()
+        if line.startswith(prefix)
+    }
+
+
+@OWN_SERVER
+def test_without_the_ars_crd_the_other_controllers_start_when_it_is_off(
+    without_ars_crd: ApiServer, tmp_path: Path
+) -> None:
+    command = _command(without_ars_crd, tmp_path, "--no-autoscaling-runner-set-controller")
+    assert _controllers_of_a_running_reconcile(command) == {"ephemeralrunnerset"}
+
+
+@pytest.mark.embedded_only("a server of its own")
+def test_every_controller_runs_by_default(tmp_path: Path) -> None:
+    with ApiServer() as server:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        command = [
+            sys.executable, "-m", "ersctl", "reconcile", "--kubeconfig", str(kubeconfig),
+            "--no-leader-elect",
+        ]  # fmt: skip
+        assert _controllers_of_a_running_reconcile(command) >= {
+            "ephemeralrunnerset",
+            "ephemeralrunner",
+            "autoscalingrunnerset",
+        }
 
 
 def test_a_listener_namespace_outside_the_watched_namespace_is_refused() -> None:
