@@ -1,8 +1,8 @@
 """The resource model shared by ghalistener and ersctl.
 
-ARC's ``actions.github.com/v1alpha1`` EphemeralRunnerSet (ERS) and EphemeralRunner
-(ER), as thin typed views over the JSON documents the API server returns. A view
-wraps the document itself rather than copying fields into a dataclass, so every field
+ARC's ``actions.github.com/v1alpha1`` EphemeralRunnerSet (ERS), EphemeralRunner (ER),
+AutoscalingRunnerSet (ARS) and AutoscalingListener (AL), as thin typed views over the
+JSON documents the API server returns. A view wraps the document itself rather than copying fields into a dataclass, so every field
 this project does not model (pod templates, ARC additions, fields from newer
 versions) survives a read-modify-write unchanged.
 
@@ -27,12 +27,18 @@ ERS_KIND: Final = "EphemeralRunnerSet"
 ERS_PLURAL: Final = "ephemeralrunnersets"
 ER_KIND: Final = "EphemeralRunner"
 ER_PLURAL: Final = "ephemeralrunners"
+AL_KIND: Final = "AutoscalingListener"
+AL_PLURAL: Final = "autoscalinglisteners"
+
+ARS_KIND: Final = "AutoscalingRunnerSet"
+ARS_PLURAL: Final = "autoscalingrunnersets"
 
 ERS_FINALIZER: Final = "ephemeralrunnerset.actions.github.com/finalizer"
 ER_FINALIZER: Final = "ephemeralrunner.actions.github.com/finalizer"
 ER_REGISTRATION_FINALIZER: Final = (
     "ephemeralrunner.actions.github.com/runner-registration-finalizer"
 )
+AL_FINALIZER: Final = "autoscalinglistener.actions.github.com/finalizer"
 
 PATCH_ID_ANNOTATION: Final = "actions.github.com/patch-id"
 ACTIONABLE_REVISION_ANNOTATION: Final = "actions.github.com/actionable-revision"
@@ -47,6 +53,8 @@ MAX_PATCH_ID: Final = 2**31 - 1
 
 ERS_CRD: Final = f"{ERS_PLURAL}.{GROUP}"
 ER_CRD: Final = f"{ER_PLURAL}.{GROUP}"
+ARS_CRD: Final = f"{ARS_PLURAL}.{GROUP}"
+AL_CRD: Final = f"{AL_PLURAL}.{GROUP}"
 
 GUARD_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     # What the guard and the revision rollout write on a set. ARC 0.14's CRD has none
@@ -62,6 +70,10 @@ GUARD_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     ER_CRD: ("status.phase", "status.jobId", "status.runnerId"),
 }
 """CRD name -> the field paths the served schema must keep for the guard to work."""
+
+ARS_REQUIRED_FIELDS: Final = ("spec.template", "spec.githubConfigUrl", "status.state")
+"""What the AutoscalingRunnerSet controller reads and writes on an ARS that ARC's CRD
+has too: a served ARS CRD must keep them (start-up check, ``ersctl reconcile``)."""
 
 INSTALL_CRDS_COMMAND: Final = "kubectl apply --server-side --force-conflicts -k ersctl/crds"
 """How users install this project's CRDs over ARC's (README: "Run on Kubernetes")."""
@@ -471,3 +483,148 @@ def parse_time(value: object) -> datetime | None:
 def format_time(moment: datetime) -> str:
     """RFC 3339 in UTC with a ``Z``, as Kubernetes writes ``metav1.Time``."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class AutoscalingRunnerSet(KubeObject):
+    """An AutoscalingRunnerSet: one scale set, written by its user (``spec``); the
+    controller writes its annotations (ARC's ``runner-scale-set-id`` and names), its
+    finalizer and ``status``."""
+
+    @property
+    def github_config_url(self) -> str:
+        return _str_field(self.raw, "spec.githubConfigUrl")
+
+    @property
+    def github_config_secret(self) -> str:
+        return _str_field(self.raw, "spec.githubConfigSecret")
+
+    @property
+    def runner_group(self) -> str:
+        return _str_field(self.raw, "spec.runnerGroup")
+
+    @property
+    def runner_scale_set_name(self) -> str:
+        """``spec.runnerScaleSetName``, or the object's name when unset (ARC's rule)."""
+        return _str_field(self.raw, "spec.runnerScaleSetName") or self.name
+
+    @property
+    def runner_scale_set_labels(self) -> list[str]:
+        value = _walk(self.raw, "spec.runnerScaleSetLabels")
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise FieldError("spec.runnerScaleSetLabels", "must be a list of strings")
+        return list(value)
+
+    @property
+    def min_runners(self) -> int:
+        return _int_field(self.raw, "spec.minRunners", minimum=0)
+
+    @property
+    def max_runners(self) -> int | None:
+        """``spec.maxRunners``; None when unset (no limit)."""
+        if _walk(self.raw, "spec.maxRunners") is None:
+            return None
+        return _int_field(self.raw, "spec.maxRunners", minimum=0)
+
+    @property
+    def template(self) -> JsonObject:
+        """The runner Pod template. Raises FieldError when absent or without containers."""
+        value = _walk(self.raw, "spec.template")
+        containers = _walk(self.raw, "spec.template.spec.containers")
+        if not isinstance(value, dict) or not isinstance(containers, list) or not containers:
+            raise FieldError("spec.template.spec.containers", "must list the runner container")
+        return value
+
+    def optional_section(self, key: str) -> JsonObject | None:
+        """``spec[key]`` when it is an object (proxy, githubServerTLS, ...), else None."""
+        value = self.raw.get("spec", {}).get(key)
+        return value if isinstance(value, dict) else None
+
+    @property
+    def scale_set_id(self) -> int:
+        """ARC's ``runner-scale-set-id`` annotation; 0 when absent or not a positive int."""
+        value = _annotation_int(self.annotations, RUNNER_SCALE_SET_ID_ANNOTATION)
+        return value if value > 0 else 0
+
+    @property
+    def state(self) -> str:
+        return _str_field(self.raw, "status.state")
+
+    @property
+    def phase(self) -> str:
+        return _str_field(self.raw, "status.phase")
+
+
+ARS_FINALIZER: Final = "autoscalingrunnerset.actions.github.com/finalizer"
+CLEANUP_PROTECTION_FINALIZER: Final = "actions.github.com/cleanup-protection"
+"""ARC's finalizer on what an ARS uses (its credentials Secret) while the ARS lives."""
+RUNNER_SCALE_SET_ID_ANNOTATION: Final = "runner-scale-set-id"
+RUNNER_GROUP_NAME_ANNOTATION: Final = "actions.github.com/runner-group-name"
+RUNNER_SCALE_SET_NAME_ANNOTATION: Final = "actions.github.com/runner-scale-set-name"
+RUNNER_SPEC_HASH_ANNOTATION: Final = "actions.github.com/runner-spec-hash"
+VALUES_HASH_ANNOTATION: Final = "actions.github.com/values-hash"
+CLEANUP_SECRET_ANNOTATION: Final = "actions.github.com/cleanup-github-secret-name"  # noqa: S105
+
+
+class AutoscalingListener(KubeObject):
+    """An AutoscalingListener: one scale set's listener, written by the ARS controller
+    (ARC's spec) and acted on by the listener controller (its Pod, config Secret and
+    RBAC). Its restart backoff lives in ``status`` (ours)."""
+
+    @property
+    def github_config_url(self) -> str:
+        return _str_field(self.raw, "spec.githubConfigUrl")
+
+    @property
+    def github_config_secret(self) -> str:
+        return _str_field(self.raw, "spec.githubConfigSecret")
+
+    @property
+    def runner_scale_set_id(self) -> int:
+        return _int_field(self.raw, "spec.runnerScaleSetId", minimum=0)
+
+    @property
+    def scale_set_namespace(self) -> str:
+        """``spec.autoscalingRunnerSetNamespace``: where the set, its runners and the
+        credentials Secret live (the listener itself may live elsewhere, as ARC puts it
+        in the controller's namespace)."""
+        return _str_field(self.raw, "spec.autoscalingRunnerSetNamespace")
+
+    @property
+    def scale_set_name(self) -> str:
+        return _str_field(self.raw, "spec.autoscalingRunnerSetName")
+
+    @property
+    def runner_set_name(self) -> str:
+        return _str_field(self.raw, "spec.ephemeralRunnerSetName")
+
+    @property
+    def min_runners(self) -> int:
+        return _int_field(self.raw, "spec.minRunners", minimum=0)
+
+    @property
+    def max_runners(self) -> int:
+        return _int_field(self.raw, "spec.maxRunners", minimum=0)
+
+    @property
+    def image(self) -> str:
+        return _str_field(self.raw, "spec.image")
+
+    def section(self, key: str) -> JsonObject | None:
+        """``spec.<key>`` when it is an object, None when absent; FieldError otherwise."""
+        value = self.raw.get("spec", {}).get(key)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise FieldError(f"spec.{key}", f"must be an object, got {value!r}")
+        return value
+
+    @property
+    def listener_restarts(self) -> int:
+        """Listener Pods that exited in a row (ours, in ``status``)."""
+        return _int_field(self.raw, "status.listenerRestarts", minimum=0)
+
+    @property
+    def last_listener_exit_time(self) -> str:
+        return _str_field(self.raw, "status.lastListenerExitTime")

@@ -1,7 +1,8 @@
 """Command line of the controller.
 
-- ``ersctl reconcile``: run the EphemeralRunnerSet controller until SIGTERM (or one
-  pass over one set with ``--once``).
+- ``ersctl reconcile``: run the controllers until SIGTERM (or one pass over one set
+  with ``--once``): EphemeralRunnerSet, EphemeralRunner and AutoscalingRunnerSet, each
+  but the first switched off by its ``--no-...`` flag.
 - ``ersctl status [NAMESPACE/NAME]``: a table of sets and their runners, read live.
 - ``ersctl rollout NAMESPACE/NAME``: bump ``spec.actionableRevision`` so the
   controller rebuilds idle runners from a changed runner template.
@@ -27,7 +28,16 @@ import click
 from kubernetes import client
 
 from ersctl import __version__
-from ersctl.api import ERS_CRD, GROUP, GUARD_FIELDS, INSTALL_CRDS_COMMAND, VERSION, FieldError
+from ersctl.api import (
+    ARS_CRD,
+    ARS_REQUIRED_FIELDS,
+    ERS_CRD,
+    GROUP,
+    GUARD_FIELDS,
+    INSTALL_CRDS_COMMAND,
+    VERSION,
+    FieldError,
+)
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.connect import api_client, check_api_group, pod_namespace
 from ersctl.kube.crdcheck import check_served_crds
@@ -107,11 +117,23 @@ def main() -> None:
 @click.option("--resync-period", type=click.FloatRange(min=1.0), default=600.0, show_default=True)
 @click.option(
     "--runner-controller/--no-runner-controller",
-    default=False,
+    default=True,
     show_default=True,
-    help="Also run the EphemeralRunner controller: register each runner (JIT config in "
-    "a Secret) and run its Pod. Needed on a real cluster; off where something else "
-    "plays that part (ARC's controller, the simulation's runner agent).",
+    help="Run the EphemeralRunner controller: register each runner (JIT config in "
+    "a Secret) and run its Pod. Off where something else plays that part (ARC's "
+    "controller, the simulation's runner agent).",
+)
+@click.option(
+    "--autoscaling-runner-set-controller/--no-autoscaling-runner-set-controller",
+    default=True,
+    show_default=True,
+    help="Run the AutoscalingRunnerSet controller: each ARS's scale set on GitHub, its "
+    "EphemeralRunnerSet and its AutoscalingListener. Needs the ARS CRD installed.",
+)
+@click.option(
+    "--listener-namespace",
+    default=None,
+    help="Namespace of the AutoscalingListeners (ARC: the controller's; default: each ARS's own).",
 )
 @click.option(
     "--runner-max-failures",
@@ -163,6 +185,8 @@ def reconcile(
     retry_period: float,
     resync_period: float,
     runner_controller: bool,
+    autoscaling_runner_set_controller: bool,
+    listener_namespace: str | None,
     runner_max_failures: int,
     failed_runner_ttl: float,
     metrics_addr: str,
@@ -177,6 +201,14 @@ def reconcile(
     with run_command(PROGRAM):
         configure_logging(fmt=log_format, level=log_level)
         address = parse_address(METRICS_OPTION, metrics_addr)
+        if namespace and listener_namespace and listener_namespace != namespace:
+            # The listener informer watches --namespace only: a listener elsewhere would
+            # never be seen, and created again on every reconcile.
+            raise ConfigError(
+                "--listener-namespace",
+                f"{listener_namespace!r} is outside --namespace {namespace!r}, which the "
+                "controller is confined to",
+            )
         api = api_client(kubeconfig, context=kube_context)
         factory = reconciler_factory or EphemeralRunnerSetReconciler
         if once is not None:
@@ -204,6 +236,8 @@ def reconcile(
             runner_controller=runner_controller,
             runner_max_failures=runner_max_failures,
             failed_runner_ttl=failed_runner_ttl,
+            autoscaling_runner_set_controller=autoscaling_runner_set_controller,
+            listener_namespace=listener_namespace or None,
         )
         _run_until_stopped(api, options, address, factory, stop)
 
@@ -217,10 +251,13 @@ def _stop_on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, on_signal)
 
 
-def _check_api(api: client.ApiClient) -> None:
+def _check_api(api: client.ApiClient, *, autoscaling: bool) -> None:
     """Before anything starts: the server answers, serves ARC's API, and its CRDs keep
     the fields the guard writes (``PrunedFieldsError``, exit 2, with ARC's own CRDs:
-    under them the guard would be off without a word)."""
+    under them the guard would be off without a word). With the AutoscalingRunnerSet
+    controller on (``autoscaling``), its CRD must be served too (ARC's will do): without
+    it the ARS informer would never sync and nothing would say why. Off, a cluster
+    without that CRD starts as before."""
     try:
         check_api_group(api, group=GROUP, version=VERSION)
     except NotFoundError:
@@ -229,6 +266,16 @@ def _check_api(api: client.ApiClient) -> None:
             f"({INSTALL_CRDS_COMMAND})"
         ) from None
     check_served_crds(api, GUARD_FIELDS)
+    if autoscaling:
+        try:
+            check_served_crds(api, {ARS_CRD: ARS_REQUIRED_FIELDS})
+        except PrunedFieldsError as exc:
+            lacking = ", ".join(exc.fields[ARS_CRD])
+            raise ConfigError(
+                "--autoscaling-runner-set-controller",
+                f"{ARS_CRD} is not installed or lacks {lacking}: install the CRDs "
+                f"({INSTALL_CRDS_COMMAND}) or pass --no-autoscaling-runner-set-controller",
+            ) from None
 
 
 def _run_until_stopped(
@@ -261,7 +308,10 @@ def _run_until_stopped(
             server.start()
         # A server that does not answer holds the check until its timeout; a stop does
         # not wait for it (and a failure it then reports was asked for, not met).
-        check = Background(lambda: _check_api(api), name="check-api")
+        check = Background(
+            lambda: _check_api(api, autoscaling=options.autoscaling_runner_set_controller),
+            name="check-api",
+        )
         if not check.wait(stop.is_set):
             return
         check.result()
@@ -280,7 +330,7 @@ def _reconcile_once(
 ) -> None:
     """One pass; a stop before the pass begins (during the API check or the cache sync)
     ends it at once, having reconciled nothing (exit 0, as any asked-for stop)."""
-    check = Background(lambda: _check_api(api), name="check-api")
+    check = Background(lambda: _check_api(api, autoscaling=False), name="check-api")
     if not check.wait(stop.is_set):
         return
     check.result()

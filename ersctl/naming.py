@@ -8,6 +8,7 @@ values. Equal inputs give equal hashes in every process. Pure.
 
 from __future__ import annotations
 
+import json
 from typing import Final
 
 _SAFE_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
@@ -26,3 +27,17 @@ def proxy_secret_name(namespace: str, set_name: str) -> str:
     """ARC's name of an EphemeralRunnerSet's proxy Secret:
     ``<set>-<first 8 of the namespace's hash>-runner-proxy``."""
     return f"{set_name}-{fnv_hash(namespace.encode())[:8]}-runner-proxy"
+
+
+def listener_name(namespace: str, scale_set_name: str) -> str:
+    """ARC's name of an AutoscalingRunnerSet's AutoscalingListener:
+    ``<set>-<first 8 of the namespace's hash>-listener``."""
+    return f"{scale_set_name}-{fnv_hash(namespace.encode())[:8]}-listener"
+
+
+def content_hash(value: object) -> str:
+    """:func:`fnv_hash` of ``value``'s canonical JSON (sorted keys, no spaces): equal
+    JSON gives equal hashes whatever the key order. ARC hashes Go's rendering of its
+    structs instead, so the two never match: a hash is only compared with one this
+    project wrote."""
+    return fnv_hash(json.dumps(value, sort_keys=True, separators=(",", ":")).encode())

@@ -2,9 +2,9 @@
 
 :func:`build_controller` puts together what ``ersctl reconcile`` runs: the runtime's
 manager (informers, cache, API reader, fenced writer, events, leader election), one
-scale-set service per credentials Secret shared by both controllers, the
+scale-set service per credentials Secret shared by the controllers, the
 EphemeralRunnerSet controller from ``reconciler_factory`` and, when asked, the
-EphemeralRunner controller. The factory is the seam for another reconciler on the
+EphemeralRunner and AutoscalingRunnerSet controllers. The factory is the seam for another reconciler on the
 same runtime (the guard benchmark's pre-#4642 baseline); ``client_factory`` for
 another GitHub client (tests: one that does not sleep between retries).
 """
@@ -18,6 +18,8 @@ from typing import Final
 from kubernetes import client
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL
+from ersctl.autoscaling.runnerset_controller import add_autoscaling_runner_set_controller
+from ersctl.autoscaling.runnerset_reconciler import AutoscalingRunnerSetReconciler
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
@@ -33,7 +35,8 @@ from ersctl.runnerset.metrics import (
     RunnerSetMetrics,
 )
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
-from ersctl.scaleset.clients import ClientFactory, SecretRunnerServices
+from ersctl.scaleset.clients import ClientFactory
+from ersctl.scaleset.scalesets import SecretScaleSetServices
 
 CONTROLLER_NAME: Final = "ephemeralrunnerset"
 LISTENER_PODS: Final = "listener-pods"
@@ -58,6 +61,12 @@ class ControllerOptions:
     runner_max_failures: int = 5
     failed_runner_ttl: float = failures.DEFAULT_TTL
     """Seconds a Failed runner is kept before it is removed and its slot refilled."""
+    autoscaling_runner_set_controller: bool = False
+    """Also run the AutoscalingRunnerSet controller (scale sets, their runner sets and
+    listener objects). ``ersctl reconcile`` turns it on by default."""
+    listener_namespace: str | None = None
+    """Where the ARS controller makes AutoscalingListeners (None: each ARS's namespace)."""
+    teardown_poll: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -66,8 +75,9 @@ class Controller:
 
     manager: Manager
     reconciler: EphemeralRunnerSetReconciler
-    services: SecretRunnerServices
+    services: SecretScaleSetServices
     runner: RunnerReconciler | None = None
+    autoscaling: AutoscalingRunnerSetReconciler | None = None
 
     def close(self) -> None:
         """Close the scale-set service clients (after the manager has stopped)."""
@@ -92,7 +102,7 @@ def build_controller(
         metrics=metrics,
     )
     # Fenced like the writer: no GitHub side effect once the lease is lost.
-    services = SecretRunnerServices(
+    services = SecretScaleSetServices(
         get_secret=manager.api_reader.get_secret,
         get_configmap=manager.api_reader.get_configmap,
         client_factory=client_factory,
@@ -122,4 +132,18 @@ def build_controller(
     if options.runner_controller:
         policy = FailurePolicy(max_failures=options.runner_max_failures)
         runner = add_runner_controller(manager, api, services=services, policy=policy)
-    return Controller(manager=manager, reconciler=reconciler, services=services, runner=runner)
+    autoscaling = None
+    if options.autoscaling_runner_set_controller:
+        autoscaling = add_autoscaling_runner_set_controller(
+            manager,
+            services=services,
+            listener_namespace=options.listener_namespace,
+            teardown_poll=options.teardown_poll,
+        )
+    return Controller(
+        manager=manager,
+        reconciler=reconciler,
+        services=services,
+        runner=runner,
+        autoscaling=autoscaling,
+    )

@@ -155,7 +155,9 @@ def measure(shape: str, sets: int, per_set: int, window: float) -> Sample:
         proc = subprocess.Popen(
             [sys.executable, "-m", "ersctl", "reconcile", "--kubeconfig", str(kubeconfig),
              "--namespace", NAMESPACE, "--no-leader-elect", "--resync-period", "1",
-             "--metrics-addr", f"127.0.0.1:{port}", "--log-level", "warning"],
+             "--metrics-addr", f"127.0.0.1:{port}", "--log-level", "warning",
+             # The ERS controller alone, as measured before the others were default.
+             "--no-runner-controller", "--no-autoscaling-runner-set-controller"],
         )  # fmt: skip
         try:
             wait_until(lambda: proc.poll() is not None or ready(port), timeout=300)

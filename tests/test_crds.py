@@ -21,13 +21,19 @@ def _schema(kind: str) -> dict[str, Any]:
     return schema
 
 
-def test_both_crds_exist_as_files_and_parse() -> None:
+def test_every_crd_exists_as_a_file_and_parses() -> None:
     assert all(path.is_file() for path in crd_paths())
-    assert set(_by_kind()) == {api.ERS_KIND, api.ER_KIND}
+    assert set(_by_kind()) == {api.ERS_KIND, api.ER_KIND, api.ARS_KIND, api.AL_KIND}
 
 
 @pytest.mark.parametrize(
-    ("kind", "plural"), [(api.ERS_KIND, api.ERS_PLURAL), (api.ER_KIND, api.ER_PLURAL)]
+    ("kind", "plural"),
+    [
+        (api.ERS_KIND, api.ERS_PLURAL),
+        (api.ER_KIND, api.ER_PLURAL),
+        (api.ARS_KIND, api.ARS_PLURAL),
+        (api.AL_KIND, api.AL_PLURAL),
+    ],
 )
 def test_each_crd_is_namespaced_served_with_a_status_subresource(kind: str, plural: str) -> None:
     crd = _by_kind()[kind]
@@ -89,7 +95,7 @@ def _list_map_keys_without_value(schema: dict[str, Any], path: str = "") -> list
     return found
 
 
-@pytest.mark.parametrize("kind", [api.ERS_KIND, api.ER_KIND])
+@pytest.mark.parametrize("kind", [api.ERS_KIND, api.ER_KIND, api.ARS_KIND])
 def test_every_list_map_key_is_required_or_defaulted(kind: str) -> None:
     # kube-apiserver refuses a CRD whose x-kubernetes-list-map-keys name a property that
     # is neither: the container ports (keyed by containerPort and protocol) need
@@ -135,6 +141,21 @@ def test_the_er_schema_holds_the_job_fields() -> None:
             ],
         ),
         (
+            api.ARS_KIND,
+            [
+                "Minimum Runners",
+                "Maximum Runners",
+                "Current Runners",
+                "State",
+                "Pending Runners",
+                "Running Runners",
+                "Finished Runners",
+                "Deleting Runners",
+                "Phase",
+                "Age",
+            ],
+        ),
+        (
             api.ER_KIND,
             [
                 "GitHub Config URL",
@@ -163,3 +184,15 @@ def test_examples_link_to_the_packaged_crds() -> None:
         p.name for p in (Path(__file__).parent.parent / "examples" / "crds").glob("*.yaml")
     )
     assert linked == sorted(p.name for p in crd_paths())
+
+
+def test_the_listener_schema_types_arcs_spec_and_our_restart_status() -> None:
+    schema = _schema(api.AL_KIND)["properties"]
+    spec = schema["spec"]["properties"]
+    assert spec["minRunners"] == {"type": "integer", "minimum": 0}
+    assert spec["template"]["properties"]["spec"]["required"] == ["containers"]
+    histogram = spec["metrics"]["properties"]["histograms"]["additionalProperties"]
+    assert histogram["properties"]["buckets"]["items"] == {"type": "number"}
+    status = schema["status"]["properties"]
+    assert status["listenerRestarts"]["type"] == "integer"
+    assert status["lastListenerExitTime"]["format"] == "date-time"

@@ -1,5 +1,6 @@
-"""The two CustomResourceDefinitions, as data: ARC 0.14's ``actions.github.com/v1alpha1``
-EphemeralRunnerSet and EphemeralRunner schemas, typed as ARC types them, plus ours.
+"""The CustomResourceDefinitions, as data: ARC 0.14's ``actions.github.com/v1alpha1``
+EphemeralRunnerSet, EphemeralRunner, AutoscalingRunnerSet and AutoscalingListener
+schemas, typed as ARC types them, plus ours.
 
 Ours on top of ARC's: ``spec.actionableRevision``, ``status.appliedActionableRevision``,
 ``status.finishedRunnerCleanupPatchID`` and ``status.phase`` on the set (the guard of
@@ -138,13 +139,11 @@ def _vault_config() -> JsonObject:
     }
 
 
-def runner_spec(pod_spec: JsonObject) -> JsonObject:
-    """ARC's EphemeralRunnerSpec: an ERS's ``spec.ephemeralRunnerSpec`` and an ER's ``spec``."""
-    pod = copy.deepcopy(pod_spec)
-    pod["description"] = "The runner Pod's spec (Kubernetes core/v1 PodSpec)."
-    metadata = {
+def _template_metadata(description: str) -> JsonObject:
+    """A PodTemplateSpec's ``metadata`` as controller-gen renders it."""
+    return {
         "type": "object",
-        "description": "Labels and annotations of the runner Pod.",
+        "description": description,
         "properties": {
             "annotations": _string_map(),
             "finalizers": {"type": "array", "items": _string()},
@@ -153,6 +152,13 @@ def runner_spec(pod_spec: JsonObject) -> JsonObject:
             "namespace": _string(),
         },
     }
+
+
+def runner_spec(pod_spec: JsonObject) -> JsonObject:
+    """ARC's EphemeralRunnerSpec: an ERS's ``spec.ephemeralRunnerSpec`` and an ER's ``spec``."""
+    pod = copy.deepcopy(pod_spec)
+    pod["description"] = "The runner Pod's spec (Kubernetes core/v1 PodSpec)."
+    metadata = _template_metadata("Labels and annotations of the runner Pod.")
     return {
         "type": "object",
         "description": "What a runner is made of: its GitHub registration and its Pod.",
@@ -298,6 +304,108 @@ ER_COLUMNS: Final = (
 )
 
 
+def _ars_pod_template(pod_spec: JsonObject, description: str) -> JsonObject:
+    """A Kubernetes PodTemplateSpec (``metadata`` and ``spec``) around ``pod_spec``."""
+    pod = copy.deepcopy(pod_spec)
+    pod["description"] = "The Pod's spec (Kubernetes core/v1 PodSpec)."
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {
+            "metadata": _template_metadata("Labels and annotations of the Pod."),
+            "spec": pod,
+        },
+    }
+
+
+def _runner_count(description: str) -> JsonObject:
+    return {"type": "integer", "minimum": 0, "description": description}
+
+
+def ars_schema(pod_spec: JsonObject) -> JsonObject:
+    """The AutoscalingRunnerSet's ``openAPIV3Schema``: ARC's, plus ``status.phase`` and
+    ``status.message`` (ours: where the controller is, and why when it is stuck)."""
+    resource_meta = _labels_and_annotations
+    spec = {
+        "type": "object",
+        "description": "One runner scale set: its GitHub registration, runners and listener.",
+        "properties": {
+            "autoscalingListener": resource_meta("Metadata of the AutoscalingListener."),
+            "ephemeralRunnerConfigSecretMetadata": resource_meta(
+                "Labels and annotations of each runner's JIT configuration Secret."
+            ),
+            "ephemeralRunnerMetadata": resource_meta("Metadata of each EphemeralRunner."),
+            "ephemeralRunnerSetMetadata": resource_meta("Metadata of the EphemeralRunnerSet."),
+            "githubConfigSecret": {"type": "string", "description": "Required"},
+            "githubConfigUrl": {"type": "string", "description": "Required"},
+            "githubServerTLS": _github_server_tls(),
+            "listenerConfigSecretMetadata": resource_meta("Metadata of the listener's config."),
+            "listenerMetrics": _metrics_config(),
+            "listenerRoleBindingMetadata": resource_meta("Metadata of the listener RoleBinding."),
+            "listenerRoleMetadata": resource_meta("Metadata of the listener's Role."),
+            "listenerServiceAccountMetadata": resource_meta(
+                "Metadata of the listener's ServiceAccount."
+            ),
+            "listenerTemplate": _ars_pod_template(pod_spec, "Merged into the listener Pod."),
+            "maxRunners": _runner_count("At most this many runners (unset: no limit)."),
+            "minRunners": _runner_count("At least this many runners, idle or busy."),
+            "proxy": _proxy(),
+            "runnerGroup": {"type": "string", "description": "Runner group name (Default)."},
+            "runnerScaleSetLabels": {"type": "array", "items": _string()},
+            "runnerScaleSetName": {"type": "string", "description": "Default: the name."},
+            "template": _ars_pod_template(pod_spec, "The runner Pod template. Required."),
+            "vaultConfig": _vault_config(),
+        },
+    }
+    status = {
+        "type": "object",
+        "description": "What the controller observed and did.",
+        "properties": {
+            "currentRunners": _integer("EphemeralRunners of the set that are not finished."),
+            "failedEphemeralRunners": _integer(),
+            "message": {"type": "string", "description": "Why the state is what it is."},
+            "pendingEphemeralRunners": _integer(),
+            "phase": {"type": "string", "description": "Pending, Running, Failed or Deleting."},
+            "runningEphemeralRunners": _integer(),
+            "state": {
+                "type": "string",
+                "description": "What the controller is doing or "
+                "waiting for (Running, or the reason it is not).",
+            },
+        },
+    }
+    return _object("One runner scale set, as ARC's Helm chart makes it.", spec, status)
+
+
+ARS_COLUMNS: Final = (
+    # ARC's, in ARC's order (the finished and deleting counts are in neither schema).
+    _column("Minimum Runners", ".spec.minRunners", "integer"),
+    _column("Maximum Runners", ".spec.maxRunners", "integer"),
+    _column("Current Runners", ".status.currentRunners", "integer"),
+    _column("State", ".status.state", "string"),
+    _column("Pending Runners", ".status.pendingEphemeralRunners", "integer"),
+    _column("Running Runners", ".status.runningEphemeralRunners", "integer"),
+    _column("Finished Runners", ".status.finishedEphemeralRunners", "integer"),
+    _column("Deleting Runners", ".status.deletingEphemeralRunners", "integer"),
+    # Ours.
+    _column("Phase", ".status.phase", "string"),
+    _column("Age", ".metadata.creationTimestamp", "date"),
+)
+
+
+def ars_crds(pod_spec: JsonObject) -> dict[str, JsonObject]:
+    """File name -> CRD document of the AutoscalingRunnerSet."""
+    return {
+        "actions.github.com_autoscalingrunnersets.yaml": _crd(
+            "AutoscalingRunnerSet",
+            "autoscalingrunnersets",
+            "ars",
+            ARS_COLUMNS,
+            ars_schema(pod_spec),
+        ),
+    }
+
+
 def _crd(
     kind: str, plural: str, short_name: str, columns: tuple[JsonObject, ...], schema: JsonObject
 ) -> JsonObject:
@@ -330,12 +438,148 @@ def _crd(
 
 
 def crds(pod_spec: JsonObject) -> dict[str, JsonObject]:
-    """File name -> CRD document, for both resources, around ``pod_spec``."""
+    """File name -> CRD document, for every resource, around ``pod_spec``."""
     return {
         "actions.github.com_ephemeralrunnersets.yaml": _crd(
             "EphemeralRunnerSet", "ephemeralrunnersets", "ers", ERS_COLUMNS, ers_schema(pod_spec)
         ),
         "actions.github.com_ephemeralrunners.yaml": _crd(
             "EphemeralRunner", "ephemeralrunners", "er", ER_COLUMNS, er_schema(pod_spec)
+        ),
+        **ars_crds(pod_spec),
+        **listener_crds(pod_spec),
+    }
+
+
+# -- AutoscalingListener ---------------------------------------------------------------
+
+
+def _metrics_config() -> JsonObject:
+    """ARC's MetricsConfig: which of the listener's series, with which labels (and
+    buckets), by metric name; the listener config's ``metrics`` block."""
+
+    def metric(description: str, *, buckets: bool = False) -> JsonObject:
+        properties: JsonObject = {"labels": {"type": "array", "items": _string()}}
+        if buckets:
+            properties["buckets"] = {"type": "array", "items": {"type": "number"}}
+        return {
+            "type": "object",
+            "description": description,
+            "properties": properties,
+            "required": ["labels"],
+        }
+
+    def by_name(description: str, *, buckets: bool = False) -> JsonObject:
+        return {"type": "object", "additionalProperties": metric(description, buckets=buckets)}
+
+    return {
+        "type": "object",
+        "description": "The listener's metrics to publish, by name, with their labels.",
+        "properties": {
+            "counters": by_name("One counter and the labels it carries."),
+            "gauges": by_name("One gauge and the labels it carries."),
+            "histograms": by_name("One histogram, its labels and buckets.", buckets=True),
+        },
+    }
+
+
+def _pod_template(pod_spec: JsonObject) -> JsonObject:
+    pod = copy.deepcopy(pod_spec)
+    pod["description"] = "The listener Pod's spec (Kubernetes core/v1 PodSpec)."
+    return {
+        "type": "object",
+        "description": "Merged into the listener Pod, as ARC merges an ARS's listenerTemplate.",
+        "properties": {
+            "metadata": {
+                "type": "object",
+                "properties": {
+                    "annotations": _string_map(),
+                    "finalizers": {"type": "array", "items": _string()},
+                    "labels": _string_map(),
+                    "name": _string(),
+                    "namespace": _string(),
+                },
+            },
+            "spec": pod,
+        },
+    }
+
+
+def al_schema(pod_spec: JsonObject) -> JsonObject:
+    """The AutoscalingListener's ``openAPIV3Schema``: ARC 0.14's spec, whole, and a
+    status holding the listener Pod's restart backoff (ours; ARC's status is empty)."""
+    local_object_reference = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "default": ""}},
+        "x-kubernetes-map-type": "atomic",
+    }
+    minimum_zero = {"type": "integer", "minimum": 0}
+    spec = {
+        "type": "object",
+        "description": "One scale set's listener: where it connects and what it scales.",
+        "properties": {
+            "autoscalingRunnerSetName": _string(),
+            "autoscalingRunnerSetNamespace": _string(),
+            "configSecretMetadata": _labels_and_annotations(
+                "Labels and annotations of the listener's config Secret."
+            ),
+            "ephemeralRunnerSetName": _string(),
+            "githubConfigSecret": _string(),
+            "githubConfigUrl": _string(),
+            "githubServerTLS": _github_server_tls(),
+            "image": _string(),
+            "imagePullSecrets": {"type": "array", "items": local_object_reference},
+            "maxRunners": dict(minimum_zero),
+            "metrics": _metrics_config(),
+            "minRunners": dict(minimum_zero),
+            "proxy": _proxy(),
+            "roleBindingMetadata": _labels_and_annotations(
+                "Labels and annotations of the listener's RoleBinding."
+            ),
+            "roleMetadata": _labels_and_annotations(
+                "Labels and annotations of the listener's Role."
+            ),
+            "runnerScaleSetId": _integer(),
+            "serviceAccountMetadata": _labels_and_annotations(
+                "Labels and annotations of the listener's ServiceAccount."
+            ),
+            "template": _pod_template(pod_spec),
+            "vaultConfig": _vault_config(),
+        },
+    }
+    status = {
+        "type": "object",
+        "description": "The listener Pod's restarts (ours: ARC's status is empty).",
+        "properties": {
+            "lastListenerExitTime": {
+                "type": "string",
+                "format": "date-time",
+                "description": "When the listener Pod last exited.",
+            },
+            "listenerRestarts": _integer(
+                "Listener Pods that exited in a row; the next waits 5 s doubled per restart, "
+                "up to 5 minutes. Reset by a Pod that ran for 5 minutes."
+            ),
+        },
+    }
+    return _object("A scale set's listener: its Pod, config Secret and RBAC.", spec, status)
+
+
+AL_COLUMNS: Final = (
+    # ARC's, in ARC's order.
+    _column("GitHub Configure URL", ".spec.githubConfigUrl", "string"),
+    _column("AutoscalingRunnerSet Namespace", ".spec.autoscalingRunnerSetNamespace", "string"),
+    _column("AutoscalingRunnerSet Name", ".spec.autoscalingRunnerSetName", "string"),
+    # Ours.
+    _column("Restarts", ".status.listenerRestarts", "integer"),
+    _column("Age", ".metadata.creationTimestamp", "date"),
+)
+
+
+def listener_crds(pod_spec: JsonObject) -> dict[str, JsonObject]:
+    """File name -> the AutoscalingListener CRD (short name ``al``)."""
+    return {
+        "actions.github.com_autoscalinglisteners.yaml": _crd(
+            "AutoscalingListener", "autoscalinglisteners", "al", AL_COLUMNS, al_schema(pod_spec)
         ),
     }

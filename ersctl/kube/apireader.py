@@ -26,28 +26,13 @@ class ApiReader:
 
     def get_ers(self, namespace: str, name: str) -> EphemeralRunnerSet | None:
         """The live ERS, or None when it does not exist."""
-        try:
-            with kube_call(f"get {ERS_PLURAL}/{namespace}/{name}", server=self._server):
-                resp = self._custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, ERS_PLURAL, name, _preload_content=False
-                )
-        except NotFoundError:
-            return None
-        return EphemeralRunnerSet(
-            json_body(resp, action=f"get {ERS_PLURAL}/{namespace}/{name}", server=self._server)
-        )
+        raw = self.get_object(ERS_PLURAL, namespace, name)
+        return None if raw is None else EphemeralRunnerSet(raw)
 
     def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
         """The live EphemeralRunner, or None when it does not exist."""
-        action = f"get {ER_PLURAL}/{namespace}/{name}"
-        try:
-            with kube_call(action, server=self._server):
-                resp = self._custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, ER_PLURAL, name, _preload_content=False
-                )
-        except NotFoundError:
-            return None
-        return EphemeralRunner(json_body(resp, action=action, server=self._server))
+        raw = self.get_object(ER_PLURAL, namespace, name)
+        return None if raw is None else EphemeralRunner(raw)
 
     def list_ers(self, namespace: str | None = None) -> list[EphemeralRunnerSet]:
         """Every live ERS (of one namespace, or cluster-wide)."""
@@ -65,6 +50,22 @@ class ApiReader:
     def list_runners(self, namespace: str | None = None) -> list[EphemeralRunner]:
         """Every live EphemeralRunner (of one namespace, or cluster-wide)."""
         return [EphemeralRunner(item) for item in self._list(ER_PLURAL, namespace)]
+
+    def get_object(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """One of ARC's live custom objects (``plural``), or None when it does not exist."""
+        action = f"get {plural}/{namespace}/{name}"
+        try:
+            with kube_call(action, server=self._server):
+                resp = self._custom.get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, plural, name, _preload_content=False
+                )
+        except NotFoundError:
+            return None
+        return json_body(resp, action=action, server=self._server)
+
+    def list_objects(self, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """ARC's live custom objects of ``plural`` (of one namespace, or cluster-wide)."""
+        return self._list(plural, namespace)
 
     def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The live Secret as JSON (``data`` values base64-encoded), or None when absent."""

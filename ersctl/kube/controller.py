@@ -29,6 +29,8 @@ from ersctl.kube.store import metadata, object_key
 log = logging.getLogger(__name__)
 
 Json = Mapping[str, Any]
+Mapper = Callable[[Json], Iterable[Request]]
+"""The Requests an object of a watched resource stands for (``EnqueueMapped``)."""
 
 
 class Controller:
@@ -186,3 +188,18 @@ class EnqueueOwner(_EnqueueHandler):
                 and ref.get("name")
             ):
                 yield Request(str(meta.get("namespace") or ""), str(ref["name"]))
+
+
+class EnqueueMapped(_EnqueueHandler):
+    """Event handler for a resource related by a field rather than an ownerReference
+    (an AutoscalingListener names its AutoscalingRunnerSet in its spec, possibly from
+    another namespace): the Requests ``mapper`` returns for the object."""
+
+    def __init__(
+        self, controller: Controller, mapper: Mapper, predicate: Predicate | None = None
+    ) -> None:
+        super().__init__(controller, predicate)
+        self._mapper = mapper
+
+    def _requests(self, obj: Json) -> Iterable[Request]:
+        return self._mapper(obj)

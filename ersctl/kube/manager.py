@@ -28,10 +28,21 @@ from typing import Final
 
 from kubernetes import client
 
-from ersctl.api import ER_KIND, ER_PLURAL, ERS_KIND, ERS_PLURAL, GROUP, VERSION
+from ersctl.api import (
+    AL_KIND,
+    AL_PLURAL,
+    ARS_KIND,
+    ARS_PLURAL,
+    ER_KIND,
+    ER_PLURAL,
+    ERS_KIND,
+    ERS_PLURAL,
+    GROUP,
+    VERSION,
+)
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.cache import CachedReader
-from ersctl.kube.controller import Controller, EnqueueOwner, EnqueueSelf
+from ersctl.kube.controller import Controller, EnqueueMapped, EnqueueOwner, EnqueueSelf, Mapper
 from ersctl.kube.events import EventRecorder
 from ersctl.kube.informer import Informer, Resource
 from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
@@ -45,7 +56,12 @@ from ersctl.platform.errors import Failure
 
 log = logging.getLogger(__name__)
 
-KINDS: Final = {ERS_PLURAL: ERS_KIND, ER_PLURAL: ER_KIND}
+KINDS: Final = {
+    ERS_PLURAL: ERS_KIND,
+    ER_PLURAL: ER_KIND,
+    ARS_PLURAL: ARS_KIND,
+    AL_PLURAL: AL_KIND,
+}
 """The resources the manager can watch: plural -> kind."""
 
 ERS_CONTROLLER_PREDICATES: Final[Mapping[str, Predicate]] = {
@@ -133,10 +149,13 @@ class Manager:
         owns: Sequence[str] = (),
         predicates: Mapping[str, Predicate] | None = None,
         workers: int | None = None,
+        maps: Mapping[str, Mapper] | None = None,
     ) -> Controller:
         """Register a controller for ``primary``, enqueued also by events on ``owns``
-        (mapped to their controller owner of ``primary``'s kind). ``predicates`` maps a
-        resource plural to its event filter (default: every event passes)."""
+        (mapped to their controller owner of ``primary``'s kind) and on each plural of
+        ``maps`` (mapped by its function: the Requests an object stands for).
+        ``predicates`` maps a resource plural to its event filter (default: every event
+        passes)."""
         predicates = predicates or {}
         controller = Controller(
             name,
@@ -150,6 +169,10 @@ class Manager:
         for plural in owns:
             self._informer(plural).add_handler(
                 EnqueueOwner(controller, KINDS[primary], predicates.get(plural))
+            )
+        for plural, mapper in (maps or {}).items():
+            self._informer(plural).add_handler(
+                EnqueueMapped(controller, mapper, predicates.get(plural))
             )
         self._controllers.append((controller, primary))
         return controller
@@ -216,6 +239,10 @@ class Manager:
         if plural in self._informers:
             raise ValueError(f"the manager watches {plural!r} already")
         self._informers[plural] = informer
+
+    def store(self, plural: str) -> Store:
+        """The cache of ``plural`` (an informer the manager runs, created if needed)."""
+        return self._informer(plural).store
 
     def _informer(self, plural: str) -> Informer:
         informer = self._informers.get(plural)

@@ -91,7 +91,15 @@ def runner_update_matters(old: Json, new: Json) -> bool:
     )
 
 
+def spec_or_metadata_changed(old: Json, new: Json) -> bool:
+    """An update matters when the object's spec or watched metadata changed, not its
+    status alone: an AutoscalingRunnerSet's own status writes, or the listener
+    controller's restart bookkeeping on an AutoscalingListener, enqueue nothing."""
+    return _metadata_changed(old, new, _WATCHED_METADATA) or _get(old, "spec") != _get(new, "spec")
+
+
 ERS_PREDICATE: Final = UpdateFilter(ers_update_matters)
+SPEC_OR_METADATA_PREDICATE: Final = UpdateFilter(spec_or_metadata_changed)
 RUNNER_PREDICATE: Final = UpdateFilter(runner_update_matters)
 
 

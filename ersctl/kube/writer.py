@@ -1,6 +1,7 @@
 """The writer: creates, deletes and merge patches, straight to the API server.
 
-EphemeralRunnerSets and EphemeralRunners, and the Secrets the controllers own (a
+EphemeralRunnerSets and EphemeralRunners, ARC's other custom objects by plural
+(AutoscalingRunnerSets, AutoscalingListeners), and the Secrets the controllers own (a
 runner's JIT config, a set's proxy variables).
 
 Every patch is a JSON merge patch with its content type named explicitly; status
@@ -95,6 +96,39 @@ class Writer:
         return EphemeralRunner(
             self._patch(ER_PLURAL, runner.namespace, runner.name, patch, status=True)
         )
+
+    def create_object(self, plural: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Create one of ARC's custom objects (``plural``) from ``body``, in
+        ``body.metadata.namespace`` (``generateName`` allowed)."""
+        namespace = str((body.get("metadata") or {}).get("namespace") or "")
+        if not namespace:
+            raise ValueError(f"create {plural}: body.metadata.namespace is required")
+        action = f"create {plural} in {namespace}"
+        check_fence(self._fence, action)
+        with kube_call(action, server=self._server):
+            resp = self._custom.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, body, _preload_content=False
+            )
+        return json_body(resp, action=action, server=self._server)
+
+    def patch_object(
+        self, plural: str, namespace: str, name: str, patch: dict[str, Any], *, status: bool = False
+    ) -> dict[str, Any]:
+        """JSON merge patch on one of ARC's custom objects (``status``: its ``/status``)."""
+        return self._patch(plural, namespace, name, patch, status=status)
+
+    def delete_object(self, plural: str, namespace: str, name: str) -> None:
+        """Delete one of ARC's custom objects (its finalizers hold it until removed).
+        NotFound is success."""
+        action = f"delete {plural}/{namespace}/{name}"
+        check_fence(self._fence, action)
+        try:
+            with kube_call(action, server=self._server):
+                self._custom.delete_namespaced_custom_object(
+                    GROUP, VERSION, namespace, plural, name, _preload_content=False
+                )
+        except NotFoundError:
+            return
 
     def create_secret(self, body: dict[str, Any]) -> dict[str, Any]:
         """Create the Secret ``body`` describes (``ConflictError`` when the name is taken)."""

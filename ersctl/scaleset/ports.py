@@ -1,9 +1,11 @@
-"""The one port through which both controllers call GitHub's scale-set service.
+"""The one port through which the controllers call GitHub's scale-set service.
 
 The EphemeralRunnerSet controller removes runners (scale-down, cleanup); the
 EphemeralRunner controller registers them (JIT configs), looks them up and removes
 them. Both hold a :class:`RunnerService` for one object's credentials, from
-:meth:`RunnerServices.service_for`. Pure: protocols and the errors of the contract.
+:meth:`RunnerServices.service_for`. The AutoscalingRunnerSet controller registers,
+updates and deletes scale sets through a :class:`ScaleSetService`. Pure: protocols,
+values and the errors of the contract.
 
 Errors every method may raise: :class:`ServiceError` (the service refused or failed
 the call; the message names it and never holds a secret) and
@@ -15,6 +17,7 @@ when the object's credentials Secret or configuration URL is absent or unusable.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Protocol
 
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet, FieldError
@@ -75,4 +78,60 @@ class RunnerServices(Protocol):
         caller that enters before its first write changes nothing on bad credentials.
         The service is valid only inside the block. Usable from several threads.
         """
+        ...
+
+
+class ScaleSetNameTakenError(ServiceError):
+    """The scale set name is registered already, in another runner group."""
+
+
+class RunnerGroupNotFoundError(ServiceError):
+    """No runner group has the name the ARS gives."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScaleSet:
+    """A scale set as the reconciler needs it."""
+
+    id: int
+    name: str
+    runner_group_id: int
+    runner_group_name: str
+    labels: tuple[str, ...]
+
+
+class ScaleSetService(Protocol):
+    """The scale-set service with one ARS's credentials."""
+
+    def runner_group_id(self, name: str) -> int:
+        """The id of the runner group ``name`` ("" is the default group, id 1).
+        :class:`RunnerGroupNotFoundError` when there is none."""
+        ...
+
+    def find(self, runner_group_id: int, name: str) -> ScaleSet | None:
+        """The scale set ``name`` in the group, or None."""
+        ...
+
+    def get(self, scale_set_id: int) -> ScaleSet | None:
+        """The scale set with this id, or None when the service does not know it."""
+        ...
+
+    def create(self, *, name: str, runner_group_id: int, labels: list[str]) -> ScaleSet:
+        """Register a scale set (ephemeral runners, runner updates off, as ARC).
+        :class:`ScaleSetNameTakenError` when the name is taken in another group."""
+        ...
+
+    def update(
+        self,
+        scale_set_id: int,
+        *,
+        name: str | None = None,
+        runner_group_id: int | None = None,
+        labels: list[str] | None = None,
+    ) -> ScaleSet:
+        """Change the given settings of a scale set; the others stay as they are."""
+        ...
+
+    def delete(self, scale_set_id: int) -> bool:
+        """Delete a scale set; True when it is gone (deleted now, or unknown already)."""
         ...

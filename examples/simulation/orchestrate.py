@@ -133,7 +133,9 @@ class _Simulation:
                 "--no-leader-elect",
                 "--metrics-addr",
                 "0",
-                *(["--runner-controller"] if config.runner_controller else []),
+                # Explicit both ways: `ersctl reconcile` runs the runner controller by
+                # default, and without it the simulation's agent plays its part.
+                "--runner-controller" if config.runner_controller else "--no-runner-controller",
             ],
             env=config.controller_env,
         )

@@ -180,11 +180,18 @@ class SimulatorCore:
     # -- scale sets and runner groups -------------------------------------------------
 
     def create_scale_set(
-        self, name: str, *, runner_group_id: int = 1, labels: Iterable[str] = ()
+        self,
+        name: str,
+        *,
+        runner_group_id: int = 1,
+        labels: Iterable[str] = (),
+        disable_update: bool = False,
     ) -> dict[str, Any]:
-        """Create a scale set (409 if the name is taken in the group); returns its wire form."""
+        """Create a scale set; returns its wire form. 409 when the name is taken, in
+        any runner group: a scale set's name is its ``runs-on`` label, unique in the
+        organization (ARC's ARS then fails with the name taken in another group)."""
         with self._cond:
-            if self._find_scale_sets(runner_group_id, name):
+            if any(s.name.lower() == name.lower() for s in self.scale_sets.values()):
                 raise SimError(409, f"scale set {name!r} exists", "RunnerScaleSetExistsException")
             if runner_group_id not in self.runner_groups:
                 raise SimError(404, f"runner group {runner_group_id} not found")
@@ -192,7 +199,9 @@ class SimulatorCore:
                 id=self._next("scale_set"),
                 name=name,
                 runner_group_id=runner_group_id,
+                runner_group_name=self.runner_groups[runner_group_id],
                 labels=list(labels) or [name],
+                disable_update=disable_update,
                 created_on=_iso(self._clock()),
             )
             self.scale_sets[scale_set.id] = scale_set
@@ -224,10 +233,16 @@ class SimulatorCore:
             return [s.wire(self._stats(s.id)) for s in self._find_scale_sets(runner_group_id, name)]
 
     def update_scale_set(self, scale_set_id: int, changes: dict[str, Any]) -> dict[str, Any]:
-        """Apply name / labels / runnerSetting changes."""
+        """Apply name / runner group / labels / runnerSetting changes."""
         with self._cond:
             scale_set = self.scale_set(scale_set_id)
             scale_set.name = str(changes.get("name") or scale_set.name)
+            group = changes.get("runnerGroupId")
+            if isinstance(group, int) and group and group != scale_set.runner_group_id:
+                if group not in self.runner_groups:
+                    raise SimError(404, f"runner group {group} not found")
+                scale_set.runner_group_id = group
+                scale_set.runner_group_name = self.runner_groups[group]
             if isinstance(changes.get("labels"), list):
                 scale_set.labels = [str(label.get("name")) for label in changes["labels"]]
             setting = changes.get("runnerSetting") or {}

@@ -202,8 +202,13 @@ def _create_scale_set(sim: GitHubSimulator, req: SimRequest, _: dict[str, str]) 
     labels = [
         str(label.get("name")) for label in body.get("labels") or [] if isinstance(label, dict)
     ]
+    setting = body.get("runnerSetting")
+    setting = setting if isinstance(setting, dict) else {}
     created = sim.create_scale_set(
-        body["name"], runner_group_id=int(body.get("runnerGroupId") or 1), labels=labels
+        body["name"],
+        runner_group_id=int(body.get("runnerGroupId") or 1),
+        labels=labels,
+        disable_update=bool(setting.get("disableUpdate", False)),
     )
     return SimResponse.of(200, created)
 

@@ -116,6 +116,7 @@ class ScaleSet:
     name: str
     runner_group_id: int
     labels: list[str]
+    runner_group_name: str = "Default"
     disable_update: bool = False
     created_on: str = ""
     pending: list[dict[str, Any]] = field(default_factory=list)  # job messages not yet sent
@@ -129,7 +130,7 @@ class ScaleSet:
             "id": self.id,
             "name": self.name,
             "runnerGroupId": self.runner_group_id,
-            "runnerGroupName": "Default" if self.runner_group_id == 1 else "",
+            "runnerGroupName": self.runner_group_name,
             "labels": [{"name": label, "type": "System"} for label in self.labels],
             "runnerSetting": {"ephemeral": True, "disableUpdate": self.disable_update},
             "enabled": True,

@@ -182,7 +182,14 @@ def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str,
     expected = {
         *(
             ("actions.github.com", "ephemeralrunnersets", v)
-            for v in ("get", "list", "watch", "patch")
+            for v in ("get", "list", "watch", "create", "delete", "patch")
+        ),
+        *(("actions.github.com", "autoscalingrunnersets", v) for v in ("list", "watch", "patch")),
+        ("actions.github.com", "autoscalingrunnersets/status", "patch"),
+        ("actions.github.com", "autoscalingrunnersets/finalizers", "update"),
+        *(
+            ("actions.github.com", "autoscalinglisteners", v)
+            for v in ("get", "list", "watch", "create", "patch", "delete")
         ),
         ("actions.github.com", "ephemeralrunnersets/status", "patch"),
         *(
@@ -199,9 +206,13 @@ def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str,
         ("apiextensions.k8s.io", "customresourcedefinitions", "get"),
     }
     assert core == expected
-    # The start-up check reads the two CRDs by name, no other.
+    # The start-up check reads the CRDs by name, no other.
     assert {n for g, r, v, n in granted if r == "customresourcedefinitions"} == {
-        ("ephemeralrunnersets.actions.github.com", "ephemeralrunners.actions.github.com")
+        (
+            "ephemeralrunnersets.actions.github.com",
+            "ephemeralrunners.actions.github.com",
+            "autoscalingrunnersets.actions.github.com",
+        )
     }
     # Secrets are never watched (cached); listed only by label, for container mode.
     assert "watch" not in {v for g, r, v in core if r == "secrets"}

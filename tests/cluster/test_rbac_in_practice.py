@@ -4,7 +4,9 @@
 embedded API server and the GitHub simulator (GitHub Enterprise Server over TLS with a
 private CA, behind a proxy that wants credentials, as the set's ``githubServerTLS`` and
 ``proxy`` say) while the test takes a scale set through a whole runner life: scale up,
-Pod running, proxy password rotated, runner done, cleanup, set deleted. Every
+Pod running, proxy password rotated, runner done, cleanup, set deleted; then an
+AutoscalingRunnerSet through its life (registered, its set and listener made, min
+changed, deleted top-down). Every
 request the controller sent (the server's request log; the test itself writes through
 the server's direct API, which is not logged) must be allowed by the rules in
 examples/deploy (sufficient), and every rule must have been needed (least privilege).
@@ -47,6 +49,7 @@ NOT_EXERCISED_BY_ONE_LIFE = {
     ("", "events", "patch", ""),
     ("actions.github.com", "ephemeralrunnersets/finalizers", "update", ""),
     ("actions.github.com", "ephemeralrunners/finalizers", "update", ""),
+    ("actions.github.com", "autoscalingrunnersets/finalizers", "update", ""),
 }
 WAIT = 60.0  # generous: subprocesses on a shared 2-core machine
 PROXY_USER, PROXY_PASSWORD, ROTATED = "rbac", "pr0xy-passw0rd-rbac", "r0tated-passw0rd-rbac"
@@ -204,6 +207,7 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
         try:
             with proxy:
                 jit = one_runner_life(apiserver, rotate_proxy_password)
+                one_scale_set_life(apiserver, f"{github.url}/my-org", ers, sim)
         finally:
             controller.send_signal(signal.SIGTERM)
             controller.wait(timeout=WAIT)
@@ -289,6 +293,39 @@ def one_runner_life(server: ApiServer, rotate_proxy_password: Callable[[], None]
         lambda: server.get_object("ephemeralrunnersets", NS, "arc-runners") is None, timeout=WAIT
     )
     return jit
+
+
+def one_scale_set_life(
+    server: ApiServer, config_url: str, ers: dict[str, Any], sim: GitHubSimulator
+) -> None:
+    """Drive an AutoscalingRunnerSet from creation to deletion: registration, its set
+    and listener, a min change (the listener patched), teardown."""
+    runner_spec = ers["spec"]["ephemeralRunnerSpec"]
+    ars = {
+        "apiVersion": "actions.github.com/v1alpha1",
+        "kind": "AutoscalingRunnerSet",
+        "metadata": {"name": "arc-scale", "namespace": NS},
+        "spec": {
+            "githubConfigUrl": config_url,
+            "githubConfigSecret": "github-credentials",
+            "proxy": runner_spec["proxy"],
+            "githubServerTLS": runner_spec["githubServerTLS"],
+            "template": {"spec": runner_spec["spec"]},
+        },
+    }
+    server.create_object("autoscalingrunnersets", ars)
+
+    def listeners() -> list[dict[str, Any]]:
+        return server.list_objects("autoscalinglisteners", NS)
+
+    eventually(lambda: len(listeners()) == 1, timeout=WAIT)
+    server.patch_object("autoscalingrunnersets", NS, "arc-scale", {"spec": {"minRunners": 1}})
+    eventually(lambda: listeners()[0]["spec"]["minRunners"] == 1, timeout=WAIT)
+    server.delete_object("autoscalingrunnersets", NS, "arc-scale")
+    eventually(
+        lambda: server.get_object("autoscalingrunnersets", NS, "arc-scale") is None, timeout=WAIT
+    )
+    assert not listeners() and [s.name for s in sim.scale_sets.values()] == ["arc-runners"]
 
 
 def listener_grants() -> set[tuple[str, str, str, str]]:

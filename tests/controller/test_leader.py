@@ -58,6 +58,9 @@ def controllers(server: ApiServer, tmp_path: Path) -> Iterator[Callable[[], Cont
         command += ["--namespace", NAMESPACE, "--metrics-addr", f"127.0.0.1:{port}"]
         command += ["--lease-duration", "2"]
         command += ["--renew-deadline", "1.5", "--retry-period", "1"]
+        # The set controller's election alone: no runner registrations (nothing answers
+        # for GitHub here) and no ARS controller.
+        command += ["--no-runner-controller", "--no-autoscaling-runner-set-controller"]
         log = open(tmp_path / f"controller-{len(processes)}.log", "wb")  # noqa: SIM115
         logs.append(log)
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=os.environ)

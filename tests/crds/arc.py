@@ -58,7 +58,8 @@ def kubernetes_version() -> str:
 
 def crd_entry(kind: str) -> JsonObject:
     """ARC's names, columns and subresources of ``kind`` (a copy)."""
-    (entry,) = (c for c in _data()["crds"] if c["kind"] == kind)
+    entries = [*_data()["crds"], *_data()["autoscalingCrds"]]
+    (entry,) = (c for c in entries if c["kind"] == kind)
     return copy.deepcopy(entry)
 
 
@@ -77,6 +78,10 @@ def _expand(node: Any, pod_spec: JsonObject) -> Any:
         return _expand(_data()["runnerSpec"], pod_spec)
     if node.get("x-arc-proxy"):
         return _expand(_data()["proxy"], pod_spec)
+    if node.get("x-arc-pod-template"):
+        return _expand(_data()["podTemplate"], pod_spec)
+    if node.get("x-arc-resource-meta"):
+        return _expand(_data()["resourceMeta"], pod_spec)
     if node.get(_POD_SPEC_MARK):
         return copy.deepcopy(pod_spec)
     return {key: _expand(value, pod_spec) for key, value in node.items()}
@@ -88,7 +93,8 @@ def arc_schema_with_marks(kind: str) -> JsonObject:
 
 
 def arc_crds() -> list[JsonObject]:
-    """ARC's two CRDs, whole (the pod templates rendered as our generator renders them)."""
+    """ARC's CRDs of ``crds`` (not ``autoscalingCrds``), whole (the pod templates
+    rendered as our generator renders them)."""
     pod_spec = pod_spec_schema(kubernetes_definitions(kubernetes_version()))
     documents = []
     for entry in _data()["crds"]:

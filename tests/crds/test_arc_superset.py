@@ -10,7 +10,13 @@ from ersctl import api
 from ersctl.crds import load_crds
 from tests.crds import arc
 
-KINDS = [api.ERS_KIND, api.ER_KIND]
+KINDS = [api.ERS_KIND, api.ER_KIND, api.AL_KIND, api.ARS_KIND]
+POD_TEMPLATES = {
+    api.ERS_KIND: "spec.ephemeralRunnerSpec.spec",
+    api.ER_KIND: "spec.spec",
+    api.AL_KIND: "spec.template.spec",
+    api.ARS_KIND: "spec.template.spec",
+}
 
 
 def _ours(kind: str) -> dict[str, Any]:
@@ -29,6 +35,13 @@ def test_the_reference_holds_kubernetes_whole_pod_spec_twice() -> None:
     pod_fields = [path for path in ers if path.startswith("spec.ephemeralRunnerSpec.spec.")]
     assert len(pod_fields) > 1000
     assert "spec.ephemeralRunnerSpec.spec.containers[].resources.limits{}" in ers
+
+
+def test_the_ars_reference_holds_both_pod_templates() -> None:
+    ars = arc.flatten(arc.arc_schema_with_marks(api.ARS_KIND))
+    for template in ("spec.template", "spec.listenerTemplate"):
+        assert len([p for p in ars if p.startswith(f"{template}.spec.")]) > 1000
+        assert f"{template}.metadata.labels{{}}" in ars
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -66,7 +79,7 @@ def test_names_scope_and_subresources_match_arcs(kind: str) -> None:
 @pytest.mark.parametrize("where", ["reference", "ours"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_pod_template_facts_read_in_arcs_crd_hold(kind: str, where: str) -> None:
-    prefix = "spec.ephemeralRunnerSpec.spec" if kind == api.ERS_KIND else "spec.spec"
+    prefix = POD_TEMPLATES[kind]
     schema = arc.arc_schema_with_marks(kind) if where == "reference" else _our_schema(kind)
     fields = arc.flatten(schema)
     samples = {arc._join(prefix, path): facts for path, facts in arc.pod_spec_samples().items()}
