@@ -1,7 +1,7 @@
 """The resource model shared by ghalistener and ersctl.
 
-ARC's ``actions.github.com/v1alpha1`` EphemeralRunnerSet (ERS) and EphemeralRunner
-(ER), as thin typed views over the JSON documents the API server returns. A view
+ARC's ``actions.github.com/v1alpha1`` EphemeralRunnerSet (ERS), EphemeralRunner (ER)
+and AutoscalingListener (AL), as thin typed views over the JSON documents the API server returns. A view
 wraps the document itself rather than copying fields into a dataclass, so every field
 this project does not model (pod templates, ARC additions, fields from newer
 versions) survives a read-modify-write unchanged.
@@ -26,12 +26,15 @@ ERS_KIND: Final = "EphemeralRunnerSet"
 ERS_PLURAL: Final = "ephemeralrunnersets"
 ER_KIND: Final = "EphemeralRunner"
 ER_PLURAL: Final = "ephemeralrunners"
+AL_KIND: Final = "AutoscalingListener"
+AL_PLURAL: Final = "autoscalinglisteners"
 
 ERS_FINALIZER: Final = "ephemeralrunnerset.actions.github.com/finalizer"
 ER_FINALIZER: Final = "ephemeralrunner.actions.github.com/finalizer"
 ER_REGISTRATION_FINALIZER: Final = (
     "ephemeralrunner.actions.github.com/runner-registration-finalizer"
 )
+AL_FINALIZER: Final = "autoscalinglistener.actions.github.com/finalizer"
 
 PATCH_ID_ANNOTATION: Final = "actions.github.com/patch-id"
 ACTIONABLE_REVISION_ANNOTATION: Final = "actions.github.com/actionable-revision"
@@ -46,6 +49,7 @@ MAX_PATCH_ID: Final = 2**31 - 1
 
 ERS_CRD: Final = f"{ERS_PLURAL}.{GROUP}"
 ER_CRD: Final = f"{ER_PLURAL}.{GROUP}"
+AL_CRD: Final = f"{AL_PLURAL}.{GROUP}"
 
 GUARD_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     # What the guard and the revision rollout write on a set. ARC 0.14's CRD has none
@@ -453,3 +457,66 @@ def job_status_fields(
         "workflowRunId": workflow_run_id,
         "jobDisplayName": display_name,
     }
+
+
+class AutoscalingListener(KubeObject):
+    """An AutoscalingListener: one scale set's listener, written by the ARS controller
+    (ARC's spec) and acted on by the listener controller (its Pod, config Secret and
+    RBAC). Its restart backoff lives in ``status`` (ours)."""
+
+    @property
+    def github_config_url(self) -> str:
+        return _str_field(self.raw, "spec.githubConfigUrl")
+
+    @property
+    def github_config_secret(self) -> str:
+        return _str_field(self.raw, "spec.githubConfigSecret")
+
+    @property
+    def runner_scale_set_id(self) -> int:
+        return _int_field(self.raw, "spec.runnerScaleSetId", minimum=0)
+
+    @property
+    def scale_set_namespace(self) -> str:
+        """``spec.autoscalingRunnerSetNamespace``: where the set, its runners and the
+        credentials Secret live (the listener itself may live elsewhere, as ARC puts it
+        in the controller's namespace)."""
+        return _str_field(self.raw, "spec.autoscalingRunnerSetNamespace")
+
+    @property
+    def scale_set_name(self) -> str:
+        return _str_field(self.raw, "spec.autoscalingRunnerSetName")
+
+    @property
+    def runner_set_name(self) -> str:
+        return _str_field(self.raw, "spec.ephemeralRunnerSetName")
+
+    @property
+    def min_runners(self) -> int:
+        return _int_field(self.raw, "spec.minRunners", minimum=0)
+
+    @property
+    def max_runners(self) -> int:
+        return _int_field(self.raw, "spec.maxRunners", minimum=0)
+
+    @property
+    def image(self) -> str:
+        return _str_field(self.raw, "spec.image")
+
+    def section(self, key: str) -> JsonObject | None:
+        """``spec.<key>`` when it is an object, None when absent; FieldError otherwise."""
+        value = self.raw.get("spec", {}).get(key)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise FieldError(f"spec.{key}", f"must be an object, got {value!r}")
+        return value
+
+    @property
+    def listener_restarts(self) -> int:
+        """Listener Pods that exited in a row (ours, in ``status``)."""
+        return _int_field(self.raw, "status.listenerRestarts", minimum=0)
+
+    @property
+    def last_listener_exit_time(self) -> str:
+        return _str_field(self.raw, "status.lastListenerExitTime")

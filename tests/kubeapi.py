@@ -49,6 +49,7 @@ FIELD_MANAGER = "gha-scaleset-tests"
 # created in its namespaces is deleted at the end against a cluster, the custom objects
 # first (their finalizers stripped), then the rest, namespaced ones in this order.
 RESOURCES: dict[str, tuple[str, str, bool]] = {
+    api.AL_PLURAL: (api.GROUP, api.VERSION, True),
     api.ER_PLURAL: (api.GROUP, api.VERSION, True),
     api.ERS_PLURAL: (api.GROUP, api.VERSION, True),
     "pods": ("", "v1", True),

@@ -21,13 +21,18 @@ def _schema(kind: str) -> dict[str, Any]:
     return schema
 
 
-def test_both_crds_exist_as_files_and_parse() -> None:
+def test_every_crd_exists_as_a_file_and_parses() -> None:
     assert all(path.is_file() for path in crd_paths())
-    assert set(_by_kind()) == {api.ERS_KIND, api.ER_KIND}
+    assert {api.ERS_KIND, api.ER_KIND, api.AL_KIND} <= set(_by_kind())
 
 
 @pytest.mark.parametrize(
-    ("kind", "plural"), [(api.ERS_KIND, api.ERS_PLURAL), (api.ER_KIND, api.ER_PLURAL)]
+    ("kind", "plural"),
+    [
+        (api.ERS_KIND, api.ERS_PLURAL),
+        (api.ER_KIND, api.ER_PLURAL),
+        (api.AL_KIND, api.AL_PLURAL),
+    ],
 )
 def test_each_crd_is_namespaced_served_with_a_status_subresource(kind: str, plural: str) -> None:
     crd = _by_kind()[kind]
@@ -163,3 +168,15 @@ def test_examples_link_to_the_packaged_crds() -> None:
         p.name for p in (Path(__file__).parent.parent / "examples" / "crds").glob("*.yaml")
     )
     assert linked == sorted(p.name for p in crd_paths())
+
+
+def test_the_listener_schema_types_arcs_spec_and_our_restart_status() -> None:
+    schema = _schema(api.AL_KIND)["properties"]
+    spec = schema["spec"]["properties"]
+    assert spec["minRunners"] == {"type": "integer", "minimum": 0}
+    assert spec["template"]["properties"]["spec"]["required"] == ["containers"]
+    histogram = spec["metrics"]["properties"]["histograms"]["additionalProperties"]
+    assert histogram["properties"]["buckets"]["items"] == {"type": "number"}
+    status = schema["status"]["properties"]
+    assert status["listenerRestarts"]["type"] == "integer"
+    assert status["lastListenerExitTime"]["format"] == "date-time"

@@ -19,6 +19,7 @@ import yaml
 CRD_FILES: Final = (
     "actions.github.com_ephemeralrunnersets.yaml",
     "actions.github.com_ephemeralrunners.yaml",
+    "actions.github.com_autoscalinglisteners.yaml",
 )
 
 # libyaml's parser when PyYAML has it (about ten times faster on these files).

@@ -1,5 +1,6 @@
-"""The two CustomResourceDefinitions, as data: ARC 0.14's ``actions.github.com/v1alpha1``
-EphemeralRunnerSet and EphemeralRunner schemas, typed as ARC types them, plus ours.
+"""The CustomResourceDefinitions, as data: ARC 0.14's ``actions.github.com/v1alpha1``
+EphemeralRunnerSet, EphemeralRunner and AutoscalingListener schemas, typed as ARC types
+them, plus ours.
 
 Ours on top of ARC's: ``spec.actionableRevision``, ``status.appliedActionableRevision``,
 ``status.finishedRunnerCleanupPatchID`` and ``status.phase`` on the set (the guard of
@@ -305,12 +306,147 @@ def _crd(
 
 
 def crds(pod_spec: JsonObject) -> dict[str, JsonObject]:
-    """File name -> CRD document, for both resources, around ``pod_spec``."""
+    """File name -> CRD document, for every resource, around ``pod_spec``."""
     return {
         "actions.github.com_ephemeralrunnersets.yaml": _crd(
             "EphemeralRunnerSet", "ephemeralrunnersets", "ers", ERS_COLUMNS, ers_schema(pod_spec)
         ),
         "actions.github.com_ephemeralrunners.yaml": _crd(
             "EphemeralRunner", "ephemeralrunners", "er", ER_COLUMNS, er_schema(pod_spec)
+        ),
+        **listener_crds(pod_spec),
+    }
+
+
+# -- AutoscalingListener ---------------------------------------------------------------
+
+
+def _metrics_config() -> JsonObject:
+    """ARC's MetricsConfig: which of the listener's series, with which labels (and
+    buckets), by metric name; the listener config's ``metrics`` block."""
+
+    def metric(description: str, *, buckets: bool = False) -> JsonObject:
+        properties: JsonObject = {"labels": {"type": "array", "items": _string()}}
+        if buckets:
+            properties["buckets"] = {"type": "array", "items": {"type": "number"}}
+        return {
+            "type": "object",
+            "description": description,
+            "properties": properties,
+            "required": ["labels"],
+        }
+
+    def by_name(description: str, *, buckets: bool = False) -> JsonObject:
+        return {"type": "object", "additionalProperties": metric(description, buckets=buckets)}
+
+    return {
+        "type": "object",
+        "description": "The listener's metrics to publish, by name, with their labels.",
+        "properties": {
+            "counters": by_name("One counter and the labels it carries."),
+            "gauges": by_name("One gauge and the labels it carries."),
+            "histograms": by_name("One histogram, its labels and buckets.", buckets=True),
+        },
+    }
+
+
+def _pod_template(pod_spec: JsonObject) -> JsonObject:
+    pod = copy.deepcopy(pod_spec)
+    pod["description"] = "The listener Pod's spec (Kubernetes core/v1 PodSpec)."
+    return {
+        "type": "object",
+        "description": "Merged into the listener Pod, as ARC merges an ARS's listenerTemplate.",
+        "properties": {
+            "metadata": {
+                "type": "object",
+                "properties": {
+                    "annotations": _string_map(),
+                    "finalizers": {"type": "array", "items": _string()},
+                    "labels": _string_map(),
+                    "name": _string(),
+                    "namespace": _string(),
+                },
+            },
+            "spec": pod,
+        },
+    }
+
+
+def al_schema(pod_spec: JsonObject) -> JsonObject:
+    """The AutoscalingListener's ``openAPIV3Schema``: ARC 0.14's spec, whole, and a
+    status holding the listener Pod's restart backoff (ours; ARC's status is empty)."""
+    local_object_reference = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "default": ""}},
+        "x-kubernetes-map-type": "atomic",
+    }
+    minimum_zero = {"type": "integer", "minimum": 0}
+    spec = {
+        "type": "object",
+        "description": "One scale set's listener: where it connects and what it scales.",
+        "properties": {
+            "autoscalingRunnerSetName": _string(),
+            "autoscalingRunnerSetNamespace": _string(),
+            "configSecretMetadata": _labels_and_annotations(
+                "Labels and annotations of the listener's config Secret."
+            ),
+            "ephemeralRunnerSetName": _string(),
+            "githubConfigSecret": _string(),
+            "githubConfigUrl": _string(),
+            "githubServerTLS": _github_server_tls(),
+            "image": _string(),
+            "imagePullSecrets": {"type": "array", "items": local_object_reference},
+            "maxRunners": dict(minimum_zero),
+            "metrics": _metrics_config(),
+            "minRunners": dict(minimum_zero),
+            "proxy": _proxy(),
+            "roleBindingMetadata": _labels_and_annotations(
+                "Labels and annotations of the listener's RoleBinding."
+            ),
+            "roleMetadata": _labels_and_annotations(
+                "Labels and annotations of the listener's Role."
+            ),
+            "runnerScaleSetId": _integer(),
+            "serviceAccountMetadata": _labels_and_annotations(
+                "Labels and annotations of the listener's ServiceAccount."
+            ),
+            "template": _pod_template(pod_spec),
+            "vaultConfig": _vault_config(),
+        },
+    }
+    status = {
+        "type": "object",
+        "description": "The listener Pod's restarts (ours: ARC's status is empty).",
+        "properties": {
+            "lastListenerExitTime": {
+                "type": "string",
+                "format": "date-time",
+                "description": "When the listener Pod last exited.",
+            },
+            "listenerRestarts": _integer(
+                "Listener Pods that exited in a row; the next waits 5 s doubled per restart, "
+                "up to 5 minutes. Reset by a Pod that ran for 5 minutes."
+            ),
+        },
+    }
+    return _object("A scale set's listener: its Pod, config Secret and RBAC.", spec, status)
+
+
+AL_COLUMNS: Final = (
+    # ARC's, in ARC's order.
+    _column("GitHub Configure URL", ".spec.githubConfigUrl", "string"),
+    _column("AutoscalingRunnerSet Namespace", ".spec.autoscalingRunnerSetNamespace", "string"),
+    _column("AutoscalingRunnerSet Name", ".spec.autoscalingRunnerSetName", "string"),
+    # Ours.
+    _column("Restarts", ".status.listenerRestarts", "integer"),
+    _column("Age", ".metadata.creationTimestamp", "date"),
+)
+
+
+def listener_crds(pod_spec: JsonObject) -> dict[str, JsonObject]:
+    """File name -> the AutoscalingListener CRD (short name ``al``)."""
+    return {
+        "actions.github.com_autoscalinglisteners.yaml": _crd(
+            "AutoscalingListener", "autoscalinglisteners", "al", AL_COLUMNS, al_schema(pod_spec)
         ),
     }

@@ -147,7 +147,7 @@ def test_under_arcs_crds_a_pruned_marker_stops_the_set_with_a_warning_naming_the
 def test_a_revision_write_the_crd_drops_stops_the_set(github: FakeGitHub) -> None:
     # Our CRD without status.appliedActionableRevision: the rollout's spec field is
     # kept, its applied mark is not, so the rebuild would repeat on every reconcile.
-    ers_crd, er_crd = load_crds()
+    ers_crd, er_crd, *_ = load_crds()
     status = ers_crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
     del status["properties"]["appliedActionableRevision"]
     with ApiServer(crds=False) as server:

@@ -77,6 +77,8 @@ def _expand(node: Any, pod_spec: JsonObject) -> Any:
         return _expand(_data()["runnerSpec"], pod_spec)
     if node.get("x-arc-proxy"):
         return _expand(_data()["proxy"], pod_spec)
+    if node.get("x-arc-resource-meta"):
+        return _expand(_data()["resourceMeta"], pod_spec)
     if node.get(_POD_SPEC_MARK):
         return copy.deepcopy(pod_spec)
     return {key: _expand(value, pod_spec) for key, value in node.items()}
@@ -88,7 +90,7 @@ def arc_schema_with_marks(kind: str) -> JsonObject:
 
 
 def arc_crds() -> list[JsonObject]:
-    """ARC's two CRDs, whole (the pod templates rendered as our generator renders them)."""
+    """ARC's CRDs, whole (the pod templates rendered as our generator renders them)."""
     pod_spec = pod_spec_schema(kubernetes_definitions(kubernetes_version()))
     documents = []
     for entry in _data()["crds"]:

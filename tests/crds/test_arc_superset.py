@@ -10,7 +10,12 @@ from ersctl import api
 from ersctl.crds import load_crds
 from tests.crds import arc
 
-KINDS = [api.ERS_KIND, api.ER_KIND]
+KINDS = [api.ERS_KIND, api.ER_KIND, api.AL_KIND]
+POD_TEMPLATES = {
+    api.ERS_KIND: "spec.ephemeralRunnerSpec.spec",
+    api.ER_KIND: "spec.spec",
+    api.AL_KIND: "spec.template.spec",
+}
 
 
 def _ours(kind: str) -> dict[str, Any]:
@@ -66,7 +71,7 @@ def test_names_scope_and_subresources_match_arcs(kind: str) -> None:
 @pytest.mark.parametrize("where", ["reference", "ours"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_pod_template_facts_read_in_arcs_crd_hold(kind: str, where: str) -> None:
-    prefix = "spec.ephemeralRunnerSpec.spec" if kind == api.ERS_KIND else "spec.spec"
+    prefix = POD_TEMPLATES[kind]
     schema = arc.arc_schema_with_marks(kind) if where == "reference" else _our_schema(kind)
     fields = arc.flatten(schema)
     samples = {arc._join(prefix, path): facts for path, facts in arc.pod_spec_samples().items()}
