@@ -1,7 +1,8 @@
 """Command line of the controller.
 
-- ``ersctl reconcile``: run the EphemeralRunnerSet controller until SIGTERM (or one
-  pass over one set with ``--once``).
+- ``ersctl reconcile``: run the EphemeralRunnerSet controller (and the EphemeralRunner
+  and AutoscalingListener controllers, each switched off by a flag) until SIGTERM (or
+  one pass over one set with ``--once``).
 - ``ersctl status [NAMESPACE/NAME]``: a table of sets and their runners, read live.
 - ``ersctl rollout NAMESPACE/NAME``: bump ``spec.actionableRevision`` so the
   controller rebuilds idle runners from a changed runner template.
@@ -28,8 +29,9 @@ from kubernetes import client
 
 from ersctl import __version__
 from ersctl.api import ERS_CRD, GROUP, GUARD_FIELDS, INSTALL_CRDS_COMMAND, VERSION, FieldError
+from ersctl.autoscaling.listener_objects import ListenerSettings
 from ersctl.kube.apireader import ApiReader
-from ersctl.kube.connect import api_client, check_api_group, pod_namespace
+from ersctl.kube.connect import api_client, check_api_group, own_image, pod_namespace
 from ersctl.kube.crdcheck import check_served_crds
 from ersctl.kube.errors import ConflictError, NotFoundError, PrunedFieldsError
 from ersctl.kube.leader import LeaderElectionConfig
@@ -120,6 +122,26 @@ def main() -> None:
     help="Failed runner Pods before an EphemeralRunner turns Failed.",
 )
 @click.option(
+    "--listener-controller/--no-listener-controller",
+    default=True,
+    show_default=True,
+    help="Also run the AutoscalingListener controller: one listener Pod per scale set, "
+    "with its config Secret, ServiceAccount, Role and RoleBinding.",
+)
+@click.option(
+    "--listener-image",
+    default="",
+    help="Image of the listener Pods of AutoscalingListeners that name none "
+    "(default: this controller's own image, read from its Pod: $POD_NAME).",
+)
+@click.option(
+    "--listener-metrics-addr",
+    default=":8080",
+    show_default=True,
+    help="HOST:PORT of each listener's metrics server (its config's metrics_addr); 0 disables.",
+)
+@click.option("--listener-metrics-endpoint", default="/metrics", show_default=True)
+@click.option(
     "--metrics-addr",
     default=":8080",
     show_default=True,
@@ -154,6 +176,10 @@ def reconcile(
     resync_period: float,
     runner_controller: bool,
     runner_max_failures: int,
+    listener_controller: bool,
+    listener_image: str,
+    listener_metrics_addr: str,
+    listener_metrics_endpoint: str,
     metrics_addr: str,
     once: Request | None,
     log_format: str,
@@ -186,6 +212,20 @@ def reconcile(
                 raise ConfigError(
                     "--lease-duration/--renew-deadline/--retry-period", str(exc)
                 ) from None
+        parse_address("--listener-metrics-addr", listener_metrics_addr)  # exit 2 when bad
+        listener = ListenerSettings(
+            image=listener_image or (own_image(api) if listener_controller else ""),
+            metrics_addr=listener_metrics_addr,
+            metrics_endpoint=listener_metrics_endpoint,
+            # The controller's own, as ARC hands its level and format to its listeners.
+            log_level="warn" if log_level.lower() == "warning" else log_level.lower(),
+            log_format=log_format,
+        )
+        if listener_controller and not listener.image:
+            log.warning(
+                "no --listener-image and no own Pod to read it from: "
+                "AutoscalingListeners must name spec.image"
+            )
         options = ControllerOptions(
             namespace=namespace,
             workers=workers,
@@ -193,6 +233,8 @@ def reconcile(
             resync_period=resync_period,
             runner_controller=runner_controller,
             runner_max_failures=runner_max_failures,
+            listener_controller=listener_controller,
+            listener=listener,
         )
         _run_until_stopped(api, options, address, factory, stop)
 

@@ -4,7 +4,7 @@
 manager (informers, cache, API reader, fenced writer, events, leader election), one
 scale-set service per credentials Secret shared by both controllers, the
 EphemeralRunnerSet controller from ``reconciler_factory`` and, when asked, the
-EphemeralRunner controller. The factory is the seam for another reconciler on the
+EphemeralRunner controller and the AutoscalingListener controller (on by default). The factory is the seam for another reconciler on the
 same runtime (the guard benchmark's pre-#4642 baseline); ``client_factory`` for
 another GitHub client (tests: one that does not sleep between retries).
 """
@@ -12,12 +12,15 @@ another GitHub client (tests: one that does not sleep between retries).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from kubernetes import client
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL
+from ersctl.autoscaling.listener_controller import add_listener_controller
+from ersctl.autoscaling.listener_objects import ListenerSettings
+from ersctl.autoscaling.listener_reconciler import ListenerReconciler
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
@@ -55,6 +58,9 @@ class ControllerOptions:
     runner_controller: bool = False
     """Also run the EphemeralRunner controller (JIT registration and runner Pods)."""
     runner_max_failures: int = 5
+    listener_controller: bool = True
+    """Also run the AutoscalingListener controller (listener Pods, their config and RBAC)."""
+    listener: ListenerSettings = field(default_factory=ListenerSettings)
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,7 @@ class Controller:
     reconciler: EphemeralRunnerSetReconciler
     services: SecretRunnerServices
     runner: RunnerReconciler | None = None
+    listener: ListenerReconciler | None = None
 
     def close(self) -> None:
         """Close the scale-set service clients (after the manager has stopped)."""
@@ -118,4 +125,11 @@ def build_controller(
     if options.runner_controller:
         policy = FailurePolicy(max_failures=options.runner_max_failures)
         runner = add_runner_controller(manager, api, services=services, policy=policy)
-    return Controller(manager=manager, reconciler=reconciler, services=services, runner=runner)
+    listener = None
+    if options.listener_controller:
+        listener = add_listener_controller(
+            manager, api, pods=listeners, pods_name=LISTENER_PODS, settings=options.listener
+        )
+    return Controller(
+        manager=manager, reconciler=reconciler, services=services, runner=runner, listener=listener
+    )

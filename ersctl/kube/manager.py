@@ -27,7 +27,7 @@ from typing import Final
 
 from kubernetes import client
 
-from ersctl.api import ER_KIND, ER_PLURAL, ERS_KIND, ERS_PLURAL, GROUP, VERSION
+from ersctl.api import AL_KIND, AL_PLURAL, ER_KIND, ER_PLURAL, ERS_KIND, ERS_PLURAL, GROUP, VERSION
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.cache import CachedReader
 from ersctl.kube.controller import Controller, EnqueueOwner, EnqueueSelf
@@ -44,7 +44,7 @@ from ersctl.platform.errors import Failure
 
 log = logging.getLogger(__name__)
 
-KINDS: Final = {ERS_PLURAL: ERS_KIND, ER_PLURAL: ER_KIND}
+KINDS: Final = {ERS_PLURAL: ERS_KIND, ER_PLURAL: ER_KIND, AL_PLURAL: AL_KIND}
 """The resources the manager can watch: plural -> kind."""
 
 ERS_CONTROLLER_PREDICATES: Final[Mapping[str, Predicate]] = {

@@ -75,7 +75,7 @@ def seconds_until_next_pod(
     """
     if not failures:
         return 0.0
-    times = [t for t in (_parse_time(v) for v in failures.values()) if t is not None]
+    times = [t for t in (parse_time(v) for v in failures.values()) if t is not None]
     if not times:
         return 0.0
     due = max(times).timestamp() + policy.delay(len(failures))
@@ -202,7 +202,9 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _parse_time(value: object) -> datetime | None:
+def parse_time(value: object) -> datetime | None:
+    """An RFC 3339 time as Kubernetes writes it (UTC when it names no zone); None when
+    ``value`` is no such text."""
     if not isinstance(value, str):
         return None
     try:

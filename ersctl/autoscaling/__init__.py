@@ -1,0 +1,1 @@
+"""The autoscaling controllers on ARC's AutoscalingRunnerSet and AutoscalingListener."""
