@@ -33,7 +33,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ersctl.api import AL_KIND, API_VERSION, AutoscalingListener, FieldError, JsonObject
+from ersctl.api import (
+    AL_KIND,
+    API_VERSION,
+    COMPONENT_LABEL,
+    AutoscalingListener,
+    FieldError,
+    JsonObject,
+)
 from ersctl.naming import fnv_hash
 from ersctl.runner.pods import template_hash
 
@@ -54,6 +61,7 @@ SCALE_SET_NAMESPACE_LABEL: Final = "actions.github.com/scale-set-namespace"
 LISTENER_NAME_LABEL: Final = "auto-scaling-listener-name"
 LISTENER_NAMESPACE_LABEL: Final = "auto-scaling-listener-namespace"
 PROXY_VARIABLES: Final = ("http_proxy", "https_proxy", "no_proxy")
+LISTENER_COMPONENT: Final = "runner-scale-set-listener"
 
 # ARC's mergeListenerPodWithTemplate: the pod-level fields a template replaces, present
 # or not (an absent one clears ours, terminationGracePeriodSeconds included, as ARC).
@@ -300,7 +308,7 @@ def listener_pod(
     pod: JsonObject = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _metadata(al, al.name, labels=dict(al.labels)),
+        "metadata": _metadata(al, al.name, labels=pod_labels(al)),
         "spec": spec,
     }
     template = al.section("template")
@@ -310,6 +318,19 @@ def listener_pod(
     if not container.get("image"):
         raise FieldError("spec.image", "is empty, and so is the controller's --listener-image")
     return pod
+
+
+def pod_labels(al: AutoscalingListener) -> dict[str, str]:
+    """The AL's labels (ARC's ARS controller gives it the scale set's) and, whatever it
+    has, ARC's listener component label and the scale set's name and namespace: the
+    listener Pod informer selects on the first (a Pod without it would be invisible
+    to this controller, which would then create it again and again), ARC's
+    running-listeners gauge reads the others."""
+    return {
+        **al.labels,
+        COMPONENT_LABEL: LISTENER_COMPONENT,
+        **_scale_set_labels(al),
+    }
 
 
 def merge_template(pod: JsonObject, template: Mapping[str, Any]) -> None:
@@ -334,6 +355,9 @@ def merge_template(pod: JsonObject, template: Mapping[str, Any]) -> None:
             raise FieldError(path, "must be a container with a name")
         if container["name"] == CONTAINER:
             _merge_container(pod["spec"]["containers"][0], container, path)
+        elif not container.get("image"):
+            # The API server would refuse the Pod; say which field of the AL it is.
+            raise FieldError(f"{path}.image", "is required for a container besides the listener")
         else:
             pod["spec"]["containers"].append(copy.deepcopy(container))
     spec = pod["spec"]
@@ -343,6 +367,12 @@ def merge_template(pod: JsonObject, template: Mapping[str, Any]) -> None:
     volumes = tmpl_spec.get("volumes") or []
     if not isinstance(volumes, list):
         raise FieldError("spec.template.spec.volumes", "must be a list")
+    for index, volume in enumerate(volumes):
+        if isinstance(volume, dict) and volume.get("name") == CONFIG_VOLUME:
+            raise FieldError(
+                f"spec.template.spec.volumes[{index}].name",
+                f"{CONFIG_VOLUME!r} is the name of the listener's config volume",
+            )
     spec["volumes"] += copy.deepcopy(volumes)
     for key in _REPLACED_POD_FIELDS:
         if key in tmpl_spec and tmpl_spec[key] is not None:

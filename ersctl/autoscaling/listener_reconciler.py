@@ -5,13 +5,13 @@
 1. Gone -> done. Being deleted -> teardown in ARC's order: the Pod first (no new
    patches once it is gone; waited for, 1 s apart), then the config Secret, the proxy
    Secret, the RoleBinding, the Role and the ServiceAccount; then the finalizer goes.
-2. The finalizer ``autoscalinglistener.actions.github.com/finalizer`` (ARC's).
-3. Everything the listener is made of is computed before anything is written: the
+2. Everything the listener is made of is computed before anything is written: the
    credentials from the scale set's ``githubConfigSecret`` (in
    ``spec.autoscalingRunnerSetNamespace``), the CA of ``githubServerTLS``, the proxy
    credentials, the config, the Pod with ``spec.template`` merged in. Bad input is a
    ``FieldError`` naming the AL's field: a Warning Event (``InvalidListener``), a retry
    with backoff, and nothing else changes.
+3. The finalizer ``autoscalinglistener.actions.github.com/finalizer`` (ARC's).
 4. The ServiceAccount, Role (its rules brought back when they differ, by ARC's
    ``role-policy-rules-hash`` label) and RoleBinding; the proxy Secret; the config
    Secret, rewritten when its content differs (rotated credentials, min/max, the
@@ -100,11 +100,12 @@ class ListenerReconciler:
     def _reconcile(self, listener: AutoscalingListener) -> Result:
         if listener.is_deleting:
             return self._teardown(listener)
-        listener = self._ensure_finalizer(listener)
+        # Everything is computed (and bad input found) before anything is written.
         access = self._inputs.github_access(listener)
         config = objects.listener_config_json(listener, access, self._settings)
         pod = objects.listener_pod(listener, config_json=config, settings=self._settings)
         variables = self._inputs.proxy_variables(listener)
+        listener = self._ensure_finalizer(listener)
         proxy = None if variables is None else objects.proxy_secret(listener, variables)
         self._ensure_rbac(listener)
         if proxy is not None:
