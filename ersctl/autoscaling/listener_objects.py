@@ -51,10 +51,15 @@ CONFIG_VOLUME: Final = "listener-config"
 CONFIG_PATH_ENV: Final = "LISTENER_CONFIG_PATH"
 ENTRYPOINT: Final = "/ghalistener"
 TERMINATION_GRACE_SECONDS: Final = 60
-CONFIG_HASH_ANNOTATION: Final = "actions.github.com/listener-config-hash"
-"""Ours, on the Pod: the hash of the config it started with. A Pod whose hash differs
-from the config's is rolled, even when the Secret was updated by an earlier reconcile
-that died before deleting the Pod (the listener reads its config once, at start)."""
+LISTENER_HASH_ANNOTATION: Final = "actions.github.com/listener-hash"
+"""Ours, on the Pod: a hash of what it started from: its config, the Pod itself (image,
+template, labels) and the AL's :data:`RUNNER_SPEC_HASH_ANNOTATION`. A Pod whose hash
+differs from the wanted one is rolled: the listener reads its config once, at start,
+and a reconcile that rewrote the Secret may have died before deleting the Pod."""
+RUNNER_SPEC_HASH_ANNOTATION: Final = "actions.github.com/runner-spec-hash"
+"""ARC's hash of the AutoscalingRunnerSet's spec on its AL: it moves with the runner
+template too, and a template change must restart the listener (its patch IDs start
+over, which the set controller's cleanup marker relies on)."""
 RULES_HASH_LABEL: Final = "role-policy-rules-hash"
 SCALE_SET_NAME_LABEL: Final = "actions.github.com/scale-set-name"
 SCALE_SET_NAMESPACE_LABEL: Final = "actions.github.com/scale-set-namespace"
@@ -271,10 +276,6 @@ def config_secret(al: AutoscalingListener, config_json: str) -> JsonObject:
     }
 
 
-def config_hash(config_json: str) -> str:
-    return template_hash(config_json)
-
-
 # -- the Pod -----------------------------------------------------------------------------
 
 
@@ -314,7 +315,8 @@ def listener_pod(
     template = al.section("template")
     if template is not None:
         merge_template(pod, template)
-    pod["metadata"].setdefault("annotations", {})[CONFIG_HASH_ANNOTATION] = config_hash(config_json)
+    wanted = template_hash(config_json, pod, al.annotations.get(RUNNER_SPEC_HASH_ANNOTATION, ""))
+    pod["metadata"].setdefault("annotations", {})[LISTENER_HASH_ANNOTATION] = wanted
     if not container.get("image"):
         raise FieldError("spec.image", "is empty, and so is the controller's --listener-image")
     return pod

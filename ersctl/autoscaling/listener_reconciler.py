@@ -19,8 +19,9 @@
 5. The Pod: created when absent, unless an exited one is still backing off
    (``ersctl.autoscaling.listener_restarts``); an exited Pod is deleted, its exit
    counted in the AL's status, a Warning Event (``ListenerExited``) says when the next
-   one starts; a Pod started from another config is rolled (Normal Event
-   ``ListenerRolled``): the listener reads its config once.
+   one starts; a Pod started from another config, template or scale-set spec (ARC's
+   ``runner-spec-hash`` annotation) is rolled (Normal Event ``ListenerRolled``): the
+   listener reads its config once.
 6. Steady: look again after :data:`RECHECK_SECONDS`, as the credentials Secret is not
    watched (a rotated token must reach the listener without a watch on every Secret).
 
@@ -176,12 +177,12 @@ class ListenerReconciler:
         exited = exit_of(pod)
         if exited is not None:
             return self._record_exit(listener, exited)
-        started_with = (meta.get("annotations") or {}).get(objects.CONFIG_HASH_ANNOTATION)
-        wanted_hash = wanted["metadata"]["annotations"][objects.CONFIG_HASH_ANNOTATION]
+        started_with = (meta.get("annotations") or {}).get(objects.LISTENER_HASH_ANNOTATION)
+        wanted_hash = wanted["metadata"]["annotations"][objects.LISTENER_HASH_ANNOTATION]
         if (started_with is not None and started_with != wanted_hash) or (
             started_with is None and config_changed
         ):
-            message = "the listener config changed (credentials, runner bounds or metrics)"
+            message = "the listener changed (its credentials, runner bounds, metrics, template or scale set)"
             self._events.event(listener, type="Normal", reason=REASON_ROLLED, message=message)
             log.info("listener %s: %s; restarting its pod", listener.key, message)
             self._objects.delete(

@@ -159,11 +159,12 @@ class ListenerHarness:
         ]
 
     def write_credentials(self, data: dict[str, str]) -> None:
+        encoded: dict[str, str | None] = {key: b64(value) for key, value in data.items()}
         body = {
             "apiVersion": "v1",
             "kind": "Secret",
             "metadata": {"name": CREDENTIALS, "namespace": self.scale_set_namespace},
-            "data": {key: b64(value) for key, value in data.items()},
+            "data": encoded,
         }
         existing = self.kube.get_object("secrets", self.scale_set_namespace, CREDENTIALS)
         if existing is None:
@@ -174,7 +175,7 @@ class ListenerHarness:
                 "secrets",
                 self.scale_set_namespace,
                 CREDENTIALS,
-                {"data": {**dropped, **body["data"]}},
+                {"data": {**dropped, **encoded}},
             )
 
     def config_json(self) -> str:

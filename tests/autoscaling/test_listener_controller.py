@@ -301,13 +301,50 @@ def test_changed_runner_bounds_roll_the_listener_pod(
     assert after is not None and after["metadata"]["uid"] != before["metadata"]["uid"]
 
 
+@pytest.mark.parametrize(
+    "patch",
+    [
+        pytest.param(
+            {"metadata": {"annotations": {"actions.github.com/runner-spec-hash": "v2"}}},
+            id="runner-template",
+        ),
+        pytest.param(
+            {
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "schedulerName": "gha-scaleset-tests-no-scheduler",
+                            "containers": [{"name": "listener", "args": ["--debug"]}],
+                        }
+                    }
+                }
+            },
+            id="listener-template",
+        ),
+        pytest.param({"spec": {"image": "registry.example.com/other:1"}}, id="image"),
+    ],
+)
+def test_a_changed_template_image_or_scale_set_spec_rolls_the_listener_pod(
+    harness: ListenerHarness, patch: dict[str, Any]
+) -> None:
+    harness.create_listener()
+    harness.settle()
+    before = harness.pod()
+    assert before is not None
+    harness.kube.patch_object("autoscalinglisteners", harness.namespace, harness.name, patch)
+    harness.settle()
+    after = harness.pod()
+    assert after is not None and after["metadata"]["uid"] != before["metadata"]["uid"]
+    assert len(harness.events("ListenerRolled")) == 1
+
+
 def test_a_pod_started_from_an_older_config_is_rolled_even_when_the_secret_is_current(
     harness: ListenerHarness,
 ) -> None:
     # A reconcile that rewrote the Secret and died before deleting the Pod.
     harness.create_listener()
     harness.settle()
-    annotation = {"actions.github.com/listener-config-hash": "stale"}
+    annotation = {"actions.github.com/listener-hash": "stale"}
     harness.kube.patch_object(
         "pods", harness.namespace, harness.name, {"metadata": {"annotations": annotation}}
     )
