@@ -47,7 +47,9 @@ NOT_EXERCISED_BY_ONE_LIFE = {
     ("", "events", "patch", ""),
     ("actions.github.com", "ephemeralrunnersets/finalizers", "update", ""),
     ("actions.github.com", "ephemeralrunners/finalizers", "update", ""),
+    ("actions.github.com", "autoscalinglisteners/finalizers", "update", ""),
 }
+CONTROLLER_IMAGE = "registry.example.com/gha-scaleset:rbac"
 WAIT = 60.0  # generous: subprocesses on a shared 2-core machine
 PROXY_USER, PROXY_PASSWORD, ROTATED = "rbac", "pr0xy-passw0rd-rbac", "r0tated-passw0rd-rbac"
 
@@ -176,6 +178,14 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
             "secrets", NS, "proxy-credentials", {"data": proxy_credentials(ROTATED)}
         )
 
+    # The controller's own Pod, whose image its listeners run (POD_NAME below).
+    apiserver.create_object(
+        "pods",
+        {
+            "metadata": {"name": "ersctl-0", "namespace": CONTROLLER_NS},
+            "spec": {"containers": [{"name": "ersctl", "image": CONTROLLER_IMAGE}]},
+        },
+    )
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
     apiserver.request_log.clear()
     log = tmp_path / "controller.log"
@@ -197,11 +207,12 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
                 "--log-level",
                 "debug",
             ],
-            env={**os.environ, "POD_NAMESPACE": CONTROLLER_NS},
+            env={**os.environ, "POD_NAMESPACE": CONTROLLER_NS, "POD_NAME": "ersctl-0"},
             stdout=out,
             stderr=subprocess.STDOUT,
         )
         try:
+            one_listener_life(apiserver, f"{github.url}/my-org", scale_set)
             with proxy:
                 jit = one_runner_life(apiserver, rotate_proxy_password)
         finally:
@@ -232,6 +243,58 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
         used.add(grant)
     unused = (cluster_wide | in_controller_ns) - used - NOT_EXERCISED_BY_ONE_LIFE
     assert not unused, f"granted but never needed: {sorted(unused)}"
+
+
+def one_listener_life(server: ApiServer, config_url: str, scale_set: int) -> None:
+    """Drive one AutoscalingListener (in the controller's namespace, as ARC puts it)
+    from creation through a drifted Role and a listener exit to its deletion."""
+    name = "arc-runners-listener"
+
+    def pod() -> dict[str, Any] | None:
+        return server.get_object("pods", CONTROLLER_NS, name)
+
+    server.create_object(
+        "autoscalinglisteners",
+        {
+            "apiVersion": "actions.github.com/v1alpha1",
+            "kind": "AutoscalingListener",
+            "metadata": {"name": name, "namespace": CONTROLLER_NS},
+            "spec": {
+                "githubConfigUrl": config_url,
+                "githubConfigSecret": "github-credentials",
+                "runnerScaleSetId": scale_set,
+                "autoscalingRunnerSetNamespace": NS,
+                "autoscalingRunnerSetName": "arc-runners",
+                "ephemeralRunnerSetName": "arc-runners",
+                "maxRunners": 10,
+            },
+        },
+    )
+    first = eventually(pod, timeout=WAIT, what="the listener pod")
+    assert first is not None
+    uid = first["metadata"]["uid"]
+    (container,) = first["spec"]["containers"]
+    assert container["image"] == CONTROLLER_IMAGE, "the controller's own image by default"
+    (role,) = server.list_objects("roles", NS)
+    drifted = {"metadata": {"labels": {"role-policy-rules-hash": "from-an-older-version"}}}
+    server.patch_object("roles", NS, role["metadata"]["name"], drifted)
+    status = {
+        "phase": "Failed",
+        "containerStatuses": [
+            {"name": "listener", "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}
+        ],
+    }
+    server.patch_object("pods", CONTROLLER_NS, name, {"status": status}, subresource="status")
+    # exited, counted, and back after its backoff (5 s)
+    eventually(lambda: (pod() or first)["metadata"]["uid"] != uid, timeout=WAIT)
+    (role,) = server.list_objects("roles", NS)
+    assert role["metadata"]["labels"]["role-policy-rules-hash"] != "from-an-older-version"
+    server.delete_object("autoscalinglisteners", CONTROLLER_NS, name)
+    eventually(
+        lambda: server.get_object("autoscalinglisteners", CONTROLLER_NS, name) is None, timeout=WAIT
+    )
+    assert server.list_objects("roles", NS) == []
+    assert server.list_objects("rolebindings", NS) == []
 
 
 def one_runner_life(server: ApiServer, rotate_proxy_password: Callable[[], None]) -> str:
