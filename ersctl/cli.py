@@ -221,11 +221,6 @@ def reconcile(
             log_level="warn" if log_level.lower() == "warning" else log_level.lower(),
             log_format=log_format,
         )
-        if listener_controller and not listener.image:
-            log.warning(
-                "no --listener-image and no own Pod to read it from: "
-                "AutoscalingListeners must name spec.image"
-            )
         options = ControllerOptions(
             namespace=namespace,
             workers=workers,
