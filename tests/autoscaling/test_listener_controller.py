@@ -205,6 +205,30 @@ def test_the_running_listener_counts_in_arcs_running_listeners_gauge(
     assert gauge() == 1.0
 
 
+def test_a_listener_without_arcs_labels_still_gets_a_pod_the_controller_and_gauge_see(
+    harness: ListenerHarness,
+) -> None:
+    # An AL written by hand, without the labels ARC's ARS controller gives it: its Pod
+    # must still carry the one the Pod informer selects on, or the controller never
+    # sees it and creates it again and again.
+    body = harness.create_listener().raw
+    harness.kube.patch_object(
+        "autoscalinglisteners", harness.namespace, harness.name, {"metadata": {"labels": None}}
+    )
+    assert body["metadata"]["labels"]
+    harness.settle()
+    assert harness.cached_pod_version() != ""
+    harness.set_pod_status(running())
+    labels = {
+        "name": SCALE_SET,
+        "namespace": harness.scale_set_namespace,
+        "repository": "",
+        "organization": "",
+        "enterprise": "",
+    }
+    assert harness.registry.get_sample_value("gha_controller_running_listeners", labels) == 1.0
+
+
 def test_an_exited_listener_comes_back_after_an_exponential_backoff_with_an_event(
     harness: ListenerHarness,
 ) -> None:
