@@ -280,10 +280,16 @@ def config_secret(al: AutoscalingListener, config_json: str) -> JsonObject:
 
 
 def listener_pod(
-    al: AutoscalingListener, *, config_json: str, settings: ListenerSettings
+    al: AutoscalingListener,
+    *,
+    config_json: str,
+    settings: ListenerSettings,
+    proxy: Mapping[str, str] | None = None,
 ) -> JsonObject:
-    """The listener Pod of ``al`` (see the module docstring). FieldError naming the field
-    when the AL has no image to run or its ``spec.template`` is malformed."""
+    """The listener Pod of ``al`` (see the module docstring), started from
+    ``config_json`` and the ``proxy`` variables its environment takes from the proxy
+    Secret (both in its hash: the listener reads them once, at start). FieldError
+    naming the field when the AL has no image to run or its template is malformed."""
     env: list[JsonObject] = [{"name": CONFIG_PATH_ENV, "value": f"{CONFIG_DIR}/{CONFIG_KEY}"}]
     env += proxy_env(al)
     container: JsonObject = {
@@ -315,7 +321,9 @@ def listener_pod(
     template = al.section("template")
     if template is not None:
         merge_template(pod, template)
-    wanted = template_hash(config_json, pod, al.annotations.get(RUNNER_SPEC_HASH_ANNOTATION, ""))
+    wanted = template_hash(
+        config_json, dict(proxy or {}), pod, al.annotations.get(RUNNER_SPEC_HASH_ANNOTATION, "")
+    )
     pod["metadata"].setdefault("annotations", {})[LISTENER_HASH_ANNOTATION] = wanted
     if not container.get("image"):
         raise FieldError("spec.image", "is empty, and so is the controller's --listener-image")

@@ -104,8 +104,10 @@ class ListenerReconciler:
         # Everything is computed (and bad input found) before anything is written.
         access = self._inputs.github_access(listener)
         config = objects.listener_config_json(listener, access, self._settings)
-        pod = objects.listener_pod(listener, config_json=config, settings=self._settings)
         variables = self._inputs.proxy_variables(listener)
+        pod = objects.listener_pod(
+            listener, config_json=config, settings=self._settings, proxy=variables
+        )
         listener = self._ensure_finalizer(listener)
         proxy = None if variables is None else objects.proxy_secret(listener, variables)
         self._ensure_rbac(listener)

@@ -20,6 +20,7 @@ from tests.autoscaling.conftest import (
     RUNNER_SET,
     SCALE_SET,
     ListenerHarness,
+    b64,
     exited,
     listener_settings,
     running,
@@ -498,3 +499,114 @@ def test_the_config_secret_never_reaches_an_event_or_the_listener(harness: Liste
     )
     token = json.loads(harness.config_json())["github_token"]
     assert token not in text and base64.b64encode(token.encode()).decode() not in text
+
+
+# -- proxy and GitHub Enterprise Server CA -----------------------------------------------
+
+PROXY = {
+    "https": {"url": "http://proxy.corp:3128", "credentialSecretRef": "proxy-credentials"},
+    "noProxy": ["internal.corp", "10.0.0.0/8"],
+}
+TLS = {"certificateFrom": {"configMapKeyRef": {"name": "ghes-ca", "key": "ca.crt"}}}
+
+
+def write_proxy_credentials(harness: ListenerHarness, password: str) -> None:
+    data = {"username": b64("listener"), "password": b64(password)}
+    existing = harness.kube.get_object("secrets", harness.scale_set_namespace, "proxy-credentials")
+    if existing is None:
+        harness.kube.create_object(
+            "secrets",
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "proxy-credentials", "namespace": harness.scale_set_namespace},
+                "data": data,
+            },
+        )
+    else:
+        harness.kube.patch_object(
+            "secrets", harness.scale_set_namespace, "proxy-credentials", {"data": data}
+        )
+
+
+def proxy_values(harness: ListenerHarness) -> dict[str, str]:
+    name = f"{sa_name(harness)}-proxy"
+    secret = harness.kube.get_object("secrets", harness.namespace, name)
+    assert secret is not None, "no proxy Secret"
+    return {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+
+
+def test_a_proxy_reaches_the_listener_through_arcs_proxy_secret_and_a_rotation_rolls_it(
+    harness: ListenerHarness,
+) -> None:
+    write_proxy_credentials(harness, "s3cret")
+    harness.create_listener(proxy=PROXY)
+    harness.settle()
+    assert proxy_values(harness) == {
+        "http_proxy": "",
+        "https_proxy": "http://listener:s3cret@proxy.corp:3128",
+        "no_proxy": "internal.corp,10.0.0.0/8",
+    }
+    pod = harness.pod()
+    assert pod is not None
+    (container,) = pod["spec"]["containers"]
+    secret = f"{sa_name(harness)}-proxy"
+    assert container["env"][1:] == [
+        {"name": var, "valueFrom": {"secretKeyRef": {"name": secret, "key": var}}}
+        for var in ("https_proxy", "no_proxy")
+    ]
+    write_proxy_credentials(harness, "r0tated")
+    harness.settle()
+    assert proxy_values(harness)["https_proxy"] == "http://listener:r0tated@proxy.corp:3128"
+    after = harness.pod()
+    assert after is not None and after["metadata"]["uid"] != pod["metadata"]["uid"]
+    events = json.dumps(harness.kube.list_objects("events", harness.namespace))
+    assert "s3cret" not in events and "r0tated" not in events
+    harness.kube.delete_object("autoscalinglisteners", harness.namespace, harness.name)
+    harness.reconcile()
+    harness.wait_for_cache()
+    harness.reconcile()
+    assert harness.kube.get_object("secrets", harness.namespace, secret) is None
+
+
+def test_the_ghes_ca_reaches_the_config_as_arcs_server_root_ca(harness: ListenerHarness) -> None:
+    pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    harness.kube.create_object(
+        "configmaps",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "ghes-ca", "namespace": harness.scale_set_namespace},
+            "data": {"ca.crt": pem},
+        },
+    )
+    harness.create_listener(githubServerTLS=TLS)
+    harness.settle()
+    assert json.loads(harness.config_json())["server_root_ca"] == pem
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param(
+            {"githubServerTLS": TLS},
+            "spec.githubServerTLS.certificateFrom.configMapKeyRef: ConfigMap {ns}/ghes-ca "
+            "not found",
+            id="ca-configmap",
+        ),
+        pytest.param(
+            {"proxy": PROXY},
+            "spec.proxy.https.credentialSecretRef: Secret {ns}/proxy-credentials not found",
+            id="proxy-secret",
+        ),
+    ],
+)
+def test_a_missing_ca_or_proxy_secret_is_a_warning_naming_the_field(
+    harness: ListenerHarness, spec: dict[str, Any], message: str
+) -> None:
+    harness.create_listener(**spec)
+    with pytest.raises(ApiFieldError):
+        harness.reconcile()
+    (event,) = harness.events("InvalidListener")
+    assert event["message"] == message.format(ns=harness.scale_set_namespace)
+    _nothing_made(harness)
