@@ -563,10 +563,13 @@ def test_a_proxy_reaches_the_listener_through_arcs_proxy_secret_and_a_rotation_r
     events = json.dumps(harness.kube.list_objects("events", harness.namespace))
     assert "s3cret" not in events and "r0tated" not in events
     harness.kube.delete_object("autoscalinglisteners", harness.namespace, harness.name)
+    harness.sent.clear()
     harness.reconcile()
     harness.wait_for_cache()
     harness.reconcile()
-    assert harness.kube.get_object("secrets", harness.namespace, secret) is None
+    # deleted by the teardown, after the config Secret (ARC's order), not left to the GC
+    deleted = [s.name for s in harness.sent.records() if s.method == "DELETE"]
+    assert deleted[1:3] == [f"{harness.name}-config", secret]
 
 
 def test_the_ghes_ca_reaches_the_config_as_arcs_server_root_ca(harness: ListenerHarness) -> None:
