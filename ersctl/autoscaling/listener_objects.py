@@ -26,7 +26,6 @@ naming the AL's field. Nothing here does I/O.
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
 from collections.abc import Mapping
@@ -42,7 +41,7 @@ from ersctl.api import (
     JsonObject,
 )
 from ersctl.naming import fnv_hash
-from ersctl.runner.pods import template_hash
+from ersctl.runner.pods import b64, string_map, template_hash
 
 CONTAINER: Final = "listener"
 CONFIG_KEY: Final = "config.json"
@@ -272,7 +271,7 @@ def config_secret(al: AutoscalingListener, config_json: str) -> JsonObject:
         "kind": "Secret",
         "type": "Opaque",
         "metadata": metadata,
-        "data": {CONFIG_KEY: _b64(config_json)},
+        "data": {CONFIG_KEY: b64(config_json)},
     }
 
 
@@ -350,12 +349,12 @@ def merge_template(pod: JsonObject, template: Mapping[str, Any]) -> None:
     containers and volumes appended; ``restartPolicy`` and ``imagePullSecrets`` when
     set; the other pod fields ARC lists taken from the template, present or not.
     FieldError naming the field when the template is malformed."""
-    meta = _mapping(template, "metadata", "spec.template")
+    meta = _object_at(template, "metadata", "spec.template")
     for key in ("labels", "annotations"):
         ours = pod["metadata"].setdefault(key, {})
-        for name, value in _string_map(meta, key, "spec.template.metadata").items():
+        for name, value in string_map(meta, key, "spec.template.metadata").items():
             ours.setdefault(name, value)
-    tmpl_spec = _mapping(template, "spec", "spec.template")
+    tmpl_spec = _object_at(template, "spec", "spec.template")
     containers = tmpl_spec.get("containers") or []
     if not isinstance(containers, list):
         raise FieldError("spec.template.spec.containers", "must be a list")
@@ -439,7 +438,7 @@ def proxy_secret(al: AutoscalingListener, variables: Mapping[str, str]) -> JsonO
         "kind": "Secret",
         "type": "Opaque",
         "metadata": _metadata(al, proxy_secret_name(al), labels=labels),
-        "data": {key: _b64(value) for key, value in variables.items()},
+        "data": {key: b64(value) for key, value in variables.items()},
     }
 
 
@@ -563,30 +562,15 @@ def _metadata(al: AutoscalingListener, name: str, *, labels: dict[str, str]) -> 
 def _resource_meta(al: AutoscalingListener, field: str) -> tuple[dict[str, str], dict[str, str]]:
     meta = al.section(field) or {}
     return (
-        _string_map(meta, "labels", f"spec.{field}"),
-        _string_map(meta, "annotations", f"spec.{field}"),
+        string_map(meta, "labels", f"spec.{field}"),
+        string_map(meta, "annotations", f"spec.{field}"),
     )
 
 
-def _mapping(doc: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+def _object_at(doc: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
     value = doc.get(key)
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise FieldError(f"{where}.{key}", "must be an object")
     return value
-
-
-def _string_map(doc: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
-    value = doc.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise FieldError(f"{where}.{key}", "must map strings to strings")
-    return dict(value)
-
-
-def _b64(text: str) -> str:
-    return base64.b64encode(text.encode("utf-8")).decode("ascii")

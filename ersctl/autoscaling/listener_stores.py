@@ -15,11 +15,13 @@ from typing import Any, Final
 
 from kubernetes import client
 
-from ersctl.api import AL_PLURAL, GROUP, VERSION, AutoscalingListener
+from ersctl.api import AutoscalingListener
+from ersctl.kube.apireader import ApiReader
 from ersctl.kube.calls import MERGE_PATCH, json_body, kube_call, server_of
 from ersctl.kube.copies import json_copy
 from ersctl.kube.errors import ConflictError, NotFoundError, check_fence
 from ersctl.kube.store import Store
+from ersctl.kube.writer import Writer
 
 Json = dict[str, Any]
 
@@ -48,7 +50,8 @@ class KubeListenerResources:
         pods: Store,
         fence: Callable[[], bool] | None = None,
     ) -> None:
-        self._custom = client.CustomObjectsApi(api_client)
+        self._reader = ApiReader(api_client)
+        self._writer = Writer(api_client, fence=fence)
         self._core = client.CoreV1Api(api_client)
         self._rbac = client.RbacAuthorizationV1Api(api_client)
         self._server = server_of(api_client)
@@ -58,46 +61,15 @@ class KubeListenerResources:
     # -- AutoscalingListeners ---------------------------------------------------------
 
     def get_listener(self, namespace: str, name: str) -> AutoscalingListener | None:
-        action = f"get {AL_PLURAL}/{namespace}/{name}"
-        try:
-            with kube_call(action, server=self._server):
-                resp = self._custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, AL_PLURAL, name, _preload_content=False
-                )
-        except NotFoundError:
-            return None
-        return AutoscalingListener(json_body(resp, action=action, server=self._server))
+        return self._reader.get_listener(namespace, name)
 
     def patch_listener(self, listener: AutoscalingListener, patch: Json) -> AutoscalingListener:
-        return self._patch_listener(listener, patch, status=False)
+        return self._writer.patch_listener(listener, patch)
 
     def patch_listener_status(
         self, listener: AutoscalingListener, patch: Json
     ) -> AutoscalingListener:
-        return self._patch_listener(listener, patch, status=True)
-
-    def _patch_listener(
-        self, listener: AutoscalingListener, patch: Json, *, status: bool
-    ) -> AutoscalingListener:
-        action = f"patch {AL_PLURAL}/{listener.key}{'/status' if status else ''}"
-        check_fence(self._fence, action)
-        call = (
-            self._custom.patch_namespaced_custom_object_status
-            if status
-            else self._custom.patch_namespaced_custom_object
-        )
-        with kube_call(action, server=self._server):
-            resp = call(
-                GROUP,
-                VERSION,
-                listener.namespace,
-                AL_PLURAL,
-                listener.name,
-                patch,
-                _content_type=MERGE_PATCH,
-                _preload_content=False,
-            )
-        return AutoscalingListener(json_body(resp, action=action, server=self._server))
+        return self._writer.patch_listener_status(listener, patch)
 
     # -- core and RBAC objects ------------------------------------------------------------
 

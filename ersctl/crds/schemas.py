@@ -115,13 +115,11 @@ def _vault_config() -> JsonObject:
     }
 
 
-def runner_spec(pod_spec: JsonObject) -> JsonObject:
-    """ARC's EphemeralRunnerSpec: an ERS's ``spec.ephemeralRunnerSpec`` and an ER's ``spec``."""
-    pod = copy.deepcopy(pod_spec)
-    pod["description"] = "The runner Pod's spec (Kubernetes core/v1 PodSpec)."
-    metadata = {
+def pod_template_metadata(description: str) -> JsonObject:
+    """A PodTemplateSpec's ``metadata``, as controller-gen renders its ObjectMeta."""
+    return {
         "type": "object",
-        "description": "Labels and annotations of the runner Pod.",
+        "description": description,
         "properties": {
             "annotations": _string_map(),
             "finalizers": {"type": "array", "items": _string()},
@@ -130,6 +128,13 @@ def runner_spec(pod_spec: JsonObject) -> JsonObject:
             "namespace": _string(),
         },
     }
+
+
+def runner_spec(pod_spec: JsonObject) -> JsonObject:
+    """ARC's EphemeralRunnerSpec: an ERS's ``spec.ephemeralRunnerSpec`` and an ER's ``spec``."""
+    pod = copy.deepcopy(pod_spec)
+    pod["description"] = "The runner Pod's spec (Kubernetes core/v1 PodSpec)."
+    metadata = pod_template_metadata("Labels and annotations of the runner Pod.")
     return {
         "type": "object",
         "description": "What a runner is made of: its GitHub registration and its Pod.",
@@ -357,16 +362,7 @@ def _pod_template(pod_spec: JsonObject) -> JsonObject:
         "type": "object",
         "description": "Merged into the listener Pod, as ARC merges an ARS's listenerTemplate.",
         "properties": {
-            "metadata": {
-                "type": "object",
-                "properties": {
-                    "annotations": _string_map(),
-                    "finalizers": {"type": "array", "items": _string()},
-                    "labels": _string_map(),
-                    "name": _string(),
-                    "namespace": _string(),
-                },
-            },
+            "metadata": pod_template_metadata("Labels and annotations of the listener Pod."),
             "spec": pod,
         },
     }

@@ -11,7 +11,16 @@ from typing import Any
 
 from kubernetes import client
 
-from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, EphemeralRunner, EphemeralRunnerSet
+from ersctl.api import (
+    AL_PLURAL,
+    ER_PLURAL,
+    ERS_PLURAL,
+    GROUP,
+    VERSION,
+    AutoscalingListener,
+    EphemeralRunner,
+    EphemeralRunnerSet,
+)
 from ersctl.kube.calls import json_body, kube_call, server_of
 from ersctl.kube.errors import NotFoundError
 
@@ -39,15 +48,24 @@ class ApiReader:
 
     def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
         """The live EphemeralRunner, or None when it does not exist."""
-        action = f"get {ER_PLURAL}/{namespace}/{name}"
+        doc = self._get(ER_PLURAL, namespace, name)
+        return None if doc is None else EphemeralRunner(doc)
+
+    def get_listener(self, namespace: str, name: str) -> AutoscalingListener | None:
+        """The live AutoscalingListener, or None when it does not exist."""
+        doc = self._get(AL_PLURAL, namespace, name)
+        return None if doc is None else AutoscalingListener(doc)
+
+    def _get(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        action = f"get {plural}/{namespace}/{name}"
         try:
             with kube_call(action, server=self._server):
                 resp = self._custom.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, ER_PLURAL, name, _preload_content=False
+                    GROUP, VERSION, namespace, plural, name, _preload_content=False
                 )
         except NotFoundError:
             return None
-        return EphemeralRunner(json_body(resp, action=action, server=self._server))
+        return json_body(resp, action=action, server=self._server)
 
     def list_ers(self, namespace: str | None = None) -> list[EphemeralRunnerSet]:
         """Every live ERS (of one namespace, or cluster-wide)."""

@@ -1,7 +1,7 @@
 """The writer: creates, deletes and merge patches, straight to the API server.
 
-EphemeralRunnerSets and EphemeralRunners, and the Secrets the controllers own (a
-runner's JIT config, a set's proxy variables).
+EphemeralRunnerSets, EphemeralRunners and AutoscalingListeners, and the Secrets the
+controllers own (a runner's JIT config, a set's proxy variables).
 
 Every patch is a JSON merge patch with its content type named explicitly; status
 writes go to the ``/status`` subresource. A ``metadata.resourceVersion`` inside a
@@ -21,10 +21,12 @@ from typing import Any
 from kubernetes import client
 
 from ersctl.api import (
+    AL_PLURAL,
     ER_PLURAL,
     ERS_PLURAL,
     GROUP,
     VERSION,
+    AutoscalingListener,
     EphemeralRunner,
     EphemeralRunnerSet,
     complete_status_patch,
@@ -94,6 +96,20 @@ class Writer:
         """JSON merge patch on an EphemeralRunner's ``/status`` subresource."""
         return EphemeralRunner(
             self._patch(ER_PLURAL, runner.namespace, runner.name, patch, status=True)
+        )
+
+    def patch_listener(
+        self, listener: AutoscalingListener, patch: dict[str, Any]
+    ) -> AutoscalingListener:
+        """JSON merge patch on an AutoscalingListener's main resource (its finalizer)."""
+        return AutoscalingListener(self._patch(AL_PLURAL, listener.namespace, listener.name, patch))
+
+    def patch_listener_status(
+        self, listener: AutoscalingListener, patch: dict[str, Any]
+    ) -> AutoscalingListener:
+        """JSON merge patch on an AutoscalingListener's ``/status`` (its restarts)."""
+        return AutoscalingListener(
+            self._patch(AL_PLURAL, listener.namespace, listener.name, patch, status=True)
         )
 
     def create_secret(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -12,10 +12,6 @@ tests/cluster/test_rbac_in_practice.py for the deployment's RBAC.
 from __future__ import annotations
 
 import base64
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +28,12 @@ from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 from tests.autoscaling.conftest import RUNNER_SET, b64, listener_body, listener_settings
-from tests.cluster.test_rbac_in_practice import grants, request_of
+from tests.cluster.test_rbac_in_practice import (
+    assert_requests_need_exactly,
+    grants,
+    listener_through_one_job,
+)
 from tests.listener.arc_configs import PAT
-from tests.polling import eventually
 
 WAIT = 60.0
 NS = "arc-runners"
@@ -114,53 +113,19 @@ def test_the_listener_started_from_the_generated_config_needs_exactly_the_genera
 
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
     apiserver.request_log.clear()
-    log = tmp_path / "listener.log"
-    with log.open("wb") as out:
-        listener = subprocess.Popen(
-            [sys.executable, "-m", "ghalistener", "run", "--kubeconfig", str(kubeconfig)],
-            env={**os.environ, "LISTENER_CONFIG_PATH": str(config)},
-            stdout=out,
-            stderr=subprocess.STDOUT,
+    try:
+        output = listener_through_one_job(
+            apiserver,
+            sim,
+            scale_set=scale_set,
+            runner=runner,
+            namespace=NS,
+            set_name=RUNNER_SET,
+            config=config,
+            kubeconfig=kubeconfig,
+            log=tmp_path / "listener.log",
         )
-        try:
-            runner_id = int(sim.generate_jit_config(scale_set, runner)["runner"]["id"])
-            request = sim.enqueue_job(scale_set)
-            eventually(
-                lambda: any(j["state"] == "assigned" for j in sim.state()["jobs"]), timeout=WAIT
-            )
-            sim.start_job(runner_id, request)
-            eventually(
-                lambda: (
-                    (apiserver.get_object("ephemeralrunners", NS, runner) or {})
-                    .get("status", {})
-                    .get("jobId")
-                ),
-                timeout=WAIT,
-            )
-            sim.complete_job(request)
-
-            def published() -> bool:
-                spec = (apiserver.get_object("ephemeralrunnersets", NS, RUNNER_SET) or {}).get(
-                    "spec", {}
-                )
-                return spec.get("replicas") == 0 and int(spec.get("patchID", 0)) > 0
-
-            eventually(published, timeout=WAIT, what="a fresh patch after the job completed")
-        finally:
-            listener.send_signal(signal.SIGTERM)
-            listener.wait(timeout=WAIT)
-            github.stop()
-    output = log.read_text(errors="replace")
-    assert listener.returncode == 0, output[-3000:]
+    finally:
+        github.stop()
     assert PAT not in output
-
-    used = set()
-    records = [r for r in apiserver.request_log.records() if r.verb]
-    assert records, "the listener sent nothing"
-    for record in records:
-        group, resource, verb = request_of(record)
-        assert record.namespace == NS, record.path
-        match = {(group, resource, verb, record.name or ""), (group, resource, verb, "")}
-        assert match & granted, f"not allowed by the generated Role: {record.method} {record.path}"
-        used |= match & granted
-    assert used == granted
+    assert_requests_need_exactly(apiserver, granted, namespace=NS)

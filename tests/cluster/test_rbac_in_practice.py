@@ -372,12 +372,6 @@ def listener_grants() -> set[tuple[str, str, str, str]]:
     }
 
 
-def spec_of_set(server: ApiServer) -> tuple[int, bool]:
-    """(spec.replicas, spec.patchID > 0) of the sample set."""
-    spec = (server.get_object("ephemeralrunnersets", NS, "arc-runners") or {}).get("spec", {})
-    return int(spec.get("replicas", -1)), int(spec.get("patchID", 0)) > 0
-
-
 @pytest.mark.embedded_only("the request log")
 def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Path) -> None:
     sim = GitHubSimulator(hold_seconds=0.5)
@@ -415,11 +409,47 @@ def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Pat
     (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
     apiserver.request_log.clear()
-    log = tmp_path / "listener.log"
+    try:
+        listener_through_one_job(
+            apiserver,
+            sim,
+            scale_set=scale_set,
+            runner=runner,
+            namespace=NS,
+            set_name="arc-runners",
+            config=tmp_path / "config.json",
+            kubeconfig=kubeconfig,
+            log=tmp_path / "listener.log",
+        )
+    finally:
+        github.stop()
+    assert_requests_need_exactly(apiserver, listener_grants(), namespace=NS)
+
+
+def listener_through_one_job(
+    server: ApiServer,
+    sim: GitHubSimulator,
+    *,
+    scale_set: int,
+    runner: str,
+    namespace: str,
+    set_name: str,
+    config: Path,
+    kubeconfig: Path,
+    log: Path,
+) -> str:
+    """Run ``ghalistener run`` from ``config`` (``LISTENER_CONFIG_PATH``, as in its Pod)
+    while a job is assigned, started on ``runner`` and completed, until it publishes a
+    fresh patch for set ``set_name``; stop it; return its output (exit 0 asserted)."""
+
+    def published() -> bool:
+        spec = (server.get_object("ephemeralrunnersets", namespace, set_name) or {}).get("spec", {})
+        return spec.get("replicas") == 0 and int(spec.get("patchID", 0)) > 0
+
     with log.open("wb") as out:
         listener = subprocess.Popen(
             [sys.executable, "-m", "ghalistener", "run", "--kubeconfig", str(kubeconfig)],
-            env={**os.environ, "LISTENER_CONFIG_PATH": str(tmp_path / "config.json")},
+            env={**os.environ, "LISTENER_CONFIG_PATH": str(config)},
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -432,7 +462,7 @@ def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Pat
             sim.start_job(runner_id, request)
             eventually(
                 lambda: (
-                    (apiserver.get_object("ephemeralrunners", NS, runner) or {})
+                    (server.get_object("ephemeralrunners", namespace, runner) or {})
                     .get("status", {})
                     .get("jobId")
                 ),
@@ -440,21 +470,25 @@ def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Pat
             )
             sim.complete_job(request)
             # the completed job makes it publish a fresh, non-zero patch ID with 0 replicas
-            eventually(lambda: spec_of_set(apiserver) == (0, True), timeout=WAIT)
+            eventually(published, timeout=WAIT, what="a fresh patch after the job")
         finally:
             listener.send_signal(signal.SIGTERM)
             listener.wait(timeout=WAIT)
-            github.stop()
-    assert listener.returncode == 0, log.read_text(errors="replace")[-3000:]
+    output = log.read_text(errors="replace")
+    assert listener.returncode == 0, output[-3000:]
+    return output
 
-    granted = listener_grants()
+
+def assert_requests_need_exactly(server: ApiServer, granted: set[Grant], *, namespace: str) -> None:
+    """Every request in the server's log is allowed by ``granted``, all in
+    ``namespace``, and every grant was used."""
     used = set()
-    for record in apiserver.request_log.records():
+    for record in server.request_log.records():
         if not record.verb:
             continue
         group, resource, verb = request_of(record)
-        assert record.namespace == NS, record.path
+        assert record.namespace == namespace, record.path
         match = {(group, resource, verb, record.name or ""), (group, resource, verb, "")}
-        assert match & granted, f"not allowed by the listener Role: {record.method} {record.path}"
+        assert match & granted, f"not allowed by the Role: {record.method} {record.path}"
         used |= match & granted
     assert used == granted
