@@ -12,7 +12,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ersctl.api import AL_FINALIZER, ERS_FINALIZER
+import pytest
+
+from ersctl.api import AL_CRD, AL_FINALIZER, ERS_FINALIZER, INSTALL_CRDS_COMMAND
+from ersctl.crds import load_crds
+from ersctl.testing.apiserver import ApiServer
 from tests.autoscaling.conftest import CREDENTIALS, RUNNER_SET, b64, listener_body
 from tests.kubeapi import KubeApi
 from tests.listener.arc_configs import PAT
@@ -53,7 +57,7 @@ def reconcile(kube: KubeApi, tmp_path: Path, *options: str) -> Iterator[None]:
     assert process.returncode == 0, log.read_text(errors="replace")[-3000:]
 
 
-def scale_set(kube: KubeApi) -> dict[str, Any]:
+def scale_set(kube: KubeApi, *, listener: bool = True) -> dict[str, Any]:
     """The credentials, a set (whose finalizer shows the controller is working) and a
     listener for it, all in the test's namespace."""
     ns = kube.namespace
@@ -84,6 +88,8 @@ def scale_set(kube: KubeApi) -> dict[str, Any]:
             },
         },
     )
+    if not listener:
+        return {}
     return kube.create_object("autoscalinglisteners", listener_body(ns, ns))
 
 
@@ -118,3 +124,39 @@ def test_no_listener_controller_leaves_listeners_alone(kube: KubeApi, tmp_path: 
         )
     assert finalizers(kube, "autoscalinglisteners", name) == []
     assert kube.get_object("pods", kube.namespace, name) is None
+
+
+@pytest.mark.embedded_only("a server of its own, without the AutoscalingListener CRD")
+def test_without_the_listener_crd_it_refuses_to_start_naming_it_unless_switched_off(
+    tmp_path: Path,
+) -> None:
+    with ApiServer(crds=False) as server:
+        for crd in load_crds():
+            if crd["metadata"]["name"] != AL_CRD:
+                server.create_object("customresourcedefinitions", crd)
+        kube = KubeApi.for_embedded(server)
+        try:
+            command = [
+                sys.executable,
+                "-m",
+                "ersctl",
+                "reconcile",
+                "--kubeconfig",
+                str(kube.write_kubeconfig(tmp_path / "kubeconfig")),
+                "--no-leader-elect",
+                "--metrics-addr",
+                "0",
+            ]
+            done = subprocess.run(command, capture_output=True, text=True, timeout=WAIT)
+            assert done.returncode == 2, done.stderr
+            (line,) = done.stderr.strip().splitlines()
+            assert f"{AL_CRD} lacks status.listenerRestarts, status.lastListenerExitTime" in line
+            assert INSTALL_CRDS_COMMAND in line
+            scale_set(kube, listener=False)
+            with reconcile(kube, tmp_path, "--no-listener-controller"):
+                eventually(
+                    lambda: finalizers(kube, "ephemeralrunnersets", RUNNER_SET) == [ERS_FINALIZER],
+                    timeout=WAIT,
+                )
+        finally:
+            kube.close(clean_up=False)

@@ -208,9 +208,13 @@ def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str,
         ("apiextensions.k8s.io", "customresourcedefinitions", "get"),
     }
     assert core == expected
-    # The start-up check reads the two CRDs by name, no other.
+    # The start-up check reads its CRDs by name, no other.
     assert {n for g, r, v, n in granted if r == "customresourcedefinitions"} == {
-        ("ephemeralrunnersets.actions.github.com", "ephemeralrunners.actions.github.com")
+        (
+            "ephemeralrunnersets.actions.github.com",
+            "ephemeralrunners.actions.github.com",
+            "autoscalinglisteners.actions.github.com",
+        )
     }
     # Secrets are never watched (cached); listed only by label, for container mode.
     assert "watch" not in {v for g, r, v in core if r == "secrets"}
