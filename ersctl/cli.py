@@ -28,7 +28,15 @@ import click
 from kubernetes import client
 
 from ersctl import __version__
-from ersctl.api import ERS_CRD, GROUP, GUARD_FIELDS, INSTALL_CRDS_COMMAND, VERSION, FieldError
+from ersctl.api import (
+    ERS_CRD,
+    GROUP,
+    GUARD_FIELDS,
+    INSTALL_CRDS_COMMAND,
+    LISTENER_FIELDS,
+    VERSION,
+    FieldError,
+)
 from ersctl.autoscaling.listener_objects import ListenerSettings
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.connect import api_client, check_api_group, own_image, pod_namespace
@@ -195,7 +203,7 @@ def reconcile(
         api = api_client(kubeconfig, context=kube_context)
         factory = reconciler_factory or EphemeralRunnerSetReconciler
         if once is not None:
-            _check_api(api)
+            _check_api(api, listener_controller=False)
             _reconcile_once(api, once, factory)
             return
         election = None
@@ -243,10 +251,12 @@ def _stop_on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, on_signal)
 
 
-def _check_api(api: client.ApiClient) -> None:
+def _check_api(api: client.ApiClient, *, listener_controller: bool) -> None:
     """Before anything starts: the server answers, serves ARC's API, and its CRDs keep
-    the fields the guard writes (``PrunedFieldsError``, exit 2, with ARC's own CRDs:
-    under them the guard would be off without a word)."""
+    the fields the guard writes and, with the listener controller, the listener's
+    restart backoff (``PrunedFieldsError``, exit 2, with ARC's own CRDs: under them the
+    guard would be off without a word; without an AutoscalingListener CRD the
+    listener controller's informer would never sync)."""
     try:
         check_api_group(api, group=GROUP, version=VERSION)
     except NotFoundError:
@@ -254,7 +264,8 @@ def _check_api(api: client.ApiClient) -> None:
             f"the API server does not serve {GROUP}/{VERSION}: install the CRDs first "
             f"({INSTALL_CRDS_COMMAND})"
         ) from None
-    check_served_crds(api, GUARD_FIELDS)
+    listener_fields = LISTENER_FIELDS if listener_controller else {}
+    check_served_crds(api, {**GUARD_FIELDS, **listener_fields})
 
 
 def _run_until_stopped(
@@ -287,7 +298,10 @@ def _run_until_stopped(
             server.start()
         # A server that does not answer holds the check until its timeout; a stop does
         # not wait for it (and a failure it then reports was asked for, not met).
-        check = Background(lambda: _check_api(api), name="check-api")
+        check = Background(
+            lambda: _check_api(api, listener_controller=options.listener_controller),
+            name="check-api",
+        )
         if not check.wait(stop.is_set):
             return
         check.result()
@@ -302,9 +316,9 @@ def _run_until_stopped(
 
 
 def _reconcile_once(api: client.ApiClient, request: Request, factory: ReconcilerFactory) -> None:
-    controller = build_controller(
-        api, ControllerOptions(namespace=request.namespace), reconciler_factory=factory
-    )
+    # One set, one pass: no listener controller (nor its informer) is needed for it.
+    options = ControllerOptions(namespace=request.namespace, listener_controller=False)
+    controller = build_controller(api, options, reconciler_factory=factory)
     try:
         with controller.manager.caches():
             if controller.manager.reader.get_ers(request.namespace, request.name) is None:
