@@ -420,6 +420,20 @@ def test_deleting_the_listener_tears_down_in_arcs_order(harness: ListenerHarness
         assert harness.name not in left and name not in left, (plural, left)
 
 
+def test_a_listener_whose_credentials_are_gone_is_still_torn_down(
+    harness: ListenerHarness,
+) -> None:
+    harness.create_listener()
+    harness.settle()
+    harness.kube.delete_object("secrets", harness.scale_set_namespace, "github-credentials")
+    harness.kube.delete_object("autoscalinglisteners", harness.namespace, harness.name)
+    harness.reconcile()
+    harness.wait_for_cache()
+    harness.reconcile()
+    assert harness.listener() is None
+    assert harness.events("InvalidListener") == []
+
+
 # -- bad input -------------------------------------------------------------------------
 
 
