@@ -367,6 +367,8 @@ def merge_template(pod: JsonObject, template: Mapping[str, Any]) -> None:
         elif not container.get("image"):
             # The API server would refuse the Pod; say which field of the AL it is.
             raise FieldError(f"{path}.image", "is required for a container besides the listener")
+        elif any(c["name"] == container["name"] for c in pod["spec"]["containers"]):
+            raise FieldError(f"{path}.name", f"{container['name']!r} is taken by another container")
         else:
             pod["spec"]["containers"].append(copy.deepcopy(container))
     spec = pod["spec"]
@@ -376,12 +378,16 @@ def merge_template(pod: JsonObject, template: Mapping[str, Any]) -> None:
     volumes = tmpl_spec.get("volumes") or []
     if not isinstance(volumes, list):
         raise FieldError("spec.template.spec.volumes", "must be a list")
+    taken = {CONFIG_VOLUME}
     for index, volume in enumerate(volumes):
-        if isinstance(volume, dict) and volume.get("name") == CONFIG_VOLUME:
+        name = volume.get("name") if isinstance(volume, dict) else None
+        if name in taken:
+            # The API server would refuse the Pod (volume names are its list's keys).
             raise FieldError(
                 f"spec.template.spec.volumes[{index}].name",
-                f"{CONFIG_VOLUME!r} is the name of the listener's config volume",
+                f"{name!r} is taken (by the listener's config volume or another volume)",
             )
+        taken.add(str(name))
     spec["volumes"] += copy.deepcopy(volumes)
     for key in _REPLACED_POD_FIELDS:
         if key in tmpl_spec and tmpl_spec[key] is not None:

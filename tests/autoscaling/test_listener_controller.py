@@ -480,6 +480,28 @@ def test_a_missing_credentials_secret_is_a_warning_naming_the_field_and_nothing_
             "spec.template.spec.containers[1].image",
             id="sidecar-without-image",
         ),
+        pytest.param(
+            {
+                "spec": {
+                    "containers": [
+                        {"name": "sidecar", "image": "busybox"},
+                        {"name": "sidecar", "image": "busybox"},
+                    ]
+                }
+            },
+            "spec.template.spec.containers[1].name",
+            id="container-name-twice",
+        ),
+        pytest.param(
+            {
+                "spec": {
+                    "containers": [{"name": "listener"}],
+                    "volumes": [{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}],
+                }
+            },
+            "spec.template.spec.volumes[1].name",
+            id="volume-name-twice",
+        ),
     ],
 )
 def test_an_invalid_listener_template_is_a_warning_naming_the_field_and_nothing_changes(
