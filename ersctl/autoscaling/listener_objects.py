@@ -380,14 +380,14 @@ def merge_template(pod: JsonObject, template: Mapping[str, Any]) -> None:
         raise FieldError("spec.template.spec.volumes", "must be a list")
     taken = {CONFIG_VOLUME}
     for index, volume in enumerate(volumes):
-        name = volume.get("name") if isinstance(volume, dict) else None
-        if name in taken:
+        volume_name = str(volume.get("name")) if isinstance(volume, dict) else ""
+        if volume_name in taken:
             # The API server would refuse the Pod (volume names are its list's keys).
             raise FieldError(
                 f"spec.template.spec.volumes[{index}].name",
-                f"{name!r} is taken (by the listener's config volume or another volume)",
+                f"{volume_name!r} is taken (by the listener's config volume or another volume)",
             )
-        taken.add(str(name))
+        taken.add(volume_name)
     spec["volumes"] += copy.deepcopy(volumes)
     for key in _REPLACED_POD_FIELDS:
         if key in tmpl_spec and tmpl_spec[key] is not None:
