@@ -74,6 +74,13 @@ GUARD_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
 ARS_REQUIRED_FIELDS: Final = ("spec.template", "spec.githubConfigUrl", "status.state")
 """What the AutoscalingRunnerSet controller reads and writes on an ARS that ARC's CRD
 has too: a served ARS CRD must keep them (start-up check, ``ersctl reconcile``)."""
+LISTENER_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
+    # The listener controller's restart backoff: under ARC's AutoscalingListener CRD
+    # (an empty status) the count would be dropped and every exit would wait the first
+    # step only; without the CRD at all its informer would never sync.
+    AL_CRD: ("status.listenerRestarts", "status.lastListenerExitTime"),
+}
+"""CRD name -> the field paths the served schema must keep for the listener controller."""
 
 INSTALL_CRDS_COMMAND: Final = "kubectl apply --server-side --force-conflicts -k ersctl/crds"
 """How users install this project's CRDs over ARC's (README: "Run on Kubernetes")."""

@@ -1,8 +1,8 @@
 """Command line of the controller.
 
 - ``ersctl reconcile``: run the controllers until SIGTERM (or one pass over one set
-  with ``--once``): EphemeralRunnerSet, EphemeralRunner and AutoscalingRunnerSet, each
-  but the first switched off by its ``--no-...`` flag.
+  with ``--once``): EphemeralRunnerSet, EphemeralRunner, AutoscalingRunnerSet and
+  AutoscalingListener, each but the first switched off by its ``--no-...`` flag.
 - ``ersctl status [NAMESPACE/NAME]``: a table of sets and their runners, read live.
 - ``ersctl rollout NAMESPACE/NAME``: bump ``spec.actionableRevision`` so the
   controller rebuilds idle runners from a changed runner template.
@@ -35,11 +35,13 @@ from ersctl.api import (
     GROUP,
     GUARD_FIELDS,
     INSTALL_CRDS_COMMAND,
+    LISTENER_FIELDS,
     VERSION,
     FieldError,
 )
+from ersctl.autoscaling.listener_objects import ListenerSettings
 from ersctl.kube.apireader import ApiReader
-from ersctl.kube.connect import api_client, check_api_group, pod_namespace
+from ersctl.kube.connect import api_client, check_api_group, own_image, pod_namespace
 from ersctl.kube.crdcheck import check_served_crds
 from ersctl.kube.errors import ConflictError, NotFoundError, PrunedFieldsError
 from ersctl.kube.leader import LeaderElectionConfig
@@ -152,6 +154,26 @@ def main() -> None:
     "set names it and its last reason.",
 )
 @click.option(
+    "--listener-controller/--no-listener-controller",
+    default=True,
+    show_default=True,
+    help="Also run the AutoscalingListener controller: one listener Pod per scale set, "
+    "with its config Secret, ServiceAccount, Role and RoleBinding.",
+)
+@click.option(
+    "--listener-image",
+    default="",
+    help="Image of the listener Pods of AutoscalingListeners that name none "
+    "(default: this controller's own image, read from its Pod: $POD_NAME).",
+)
+@click.option(
+    "--listener-metrics-addr",
+    default=":8080",
+    show_default=True,
+    help="HOST:PORT of each listener's metrics server (its config's metrics_addr); 0 disables.",
+)
+@click.option("--listener-metrics-endpoint", default="/metrics", show_default=True)
+@click.option(
     "--metrics-addr",
     default=":8080",
     show_default=True,
@@ -189,6 +211,10 @@ def reconcile(
     listener_namespace: str | None,
     runner_max_failures: int,
     failed_runner_ttl: float,
+    listener_controller: bool,
+    listener_image: str,
+    listener_metrics_addr: str,
+    listener_metrics_endpoint: str,
     metrics_addr: str,
     once: Request | None,
     log_format: str,
@@ -228,6 +254,15 @@ def reconcile(
                 raise ConfigError(
                     "--lease-duration/--renew-deadline/--retry-period", str(exc)
                 ) from None
+        parse_address("--listener-metrics-addr", listener_metrics_addr)  # exit 2 when bad
+        listener = ListenerSettings(
+            image=listener_image or (own_image(api) if listener_controller else ""),
+            metrics_addr=listener_metrics_addr,
+            metrics_endpoint=listener_metrics_endpoint,
+            # The controller's own, as ARC hands its level and format to its listeners.
+            log_level="warn" if log_level.lower() == "warning" else log_level.lower(),
+            log_format=log_format,
+        )
         options = ControllerOptions(
             namespace=namespace,
             workers=workers,
@@ -238,6 +273,8 @@ def reconcile(
             failed_runner_ttl=failed_runner_ttl,
             autoscaling_runner_set_controller=autoscaling_runner_set_controller,
             listener_namespace=listener_namespace or None,
+            listener_controller=listener_controller,
+            listener=listener,
         )
         _run_until_stopped(api, options, address, factory, stop)
 
@@ -251,13 +288,15 @@ def _stop_on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, on_signal)
 
 
-def _check_api(api: client.ApiClient, *, autoscaling: bool) -> None:
+def _check_api(api: client.ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
     """Before anything starts: the server answers, serves ARC's API, and its CRDs keep
-    the fields the guard writes (``PrunedFieldsError``, exit 2, with ARC's own CRDs:
-    under them the guard would be off without a word). With the AutoscalingRunnerSet
-    controller on (``autoscaling``), its CRD must be served too (ARC's will do): without
-    it the ARS informer would never sync and nothing would say why. Off, a cluster
-    without that CRD starts as before."""
+    the fields the guard writes and, with the listener controller, the listener's
+    restart backoff (``PrunedFieldsError``, exit 2, with ARC's own CRDs: under them the
+    guard would be off without a word; without an AutoscalingListener CRD the listener
+    controller's informer would never sync). With the AutoscalingRunnerSet controller on
+    (``autoscaling``), its CRD must be served too (ARC's will do): without it the ARS
+    informer would never sync and nothing would say why. Off, a cluster without those
+    CRDs starts as before."""
     try:
         check_api_group(api, group=GROUP, version=VERSION)
     except NotFoundError:
@@ -265,7 +304,8 @@ def _check_api(api: client.ApiClient, *, autoscaling: bool) -> None:
             f"the API server does not serve {GROUP}/{VERSION}: install the CRDs first "
             f"({INSTALL_CRDS_COMMAND})"
         ) from None
-    check_served_crds(api, GUARD_FIELDS)
+    listener_fields = LISTENER_FIELDS if listener_controller else {}
+    check_served_crds(api, {**GUARD_FIELDS, **listener_fields})
     if autoscaling:
         try:
             check_served_crds(api, {ARS_CRD: ARS_REQUIRED_FIELDS})
@@ -309,7 +349,11 @@ def _run_until_stopped(
         # A server that does not answer holds the check until its timeout; a stop does
         # not wait for it (and a failure it then reports was asked for, not met).
         check = Background(
-            lambda: _check_api(api, autoscaling=options.autoscaling_runner_set_controller),
+            lambda: _check_api(
+                api,
+                autoscaling=options.autoscaling_runner_set_controller,
+                listener_controller=options.listener_controller,
+            ),
             name="check-api",
         )
         if not check.wait(stop.is_set):
@@ -329,14 +373,16 @@ def _reconcile_once(
     api: client.ApiClient, request: Request, factory: ReconcilerFactory, stop: threading.Event
 ) -> None:
     """One pass; a stop before the pass begins (during the API check or the cache sync)
-    ends it at once, having reconciled nothing (exit 0, as any asked-for stop)."""
-    check = Background(lambda: _check_api(api, autoscaling=False), name="check-api")
+    ends it at once, having reconciled nothing (exit 0, as any asked-for stop). One set,
+    one pass: neither the ARS nor the listener controller (nor their informers) runs."""
+    check = Background(
+        lambda: _check_api(api, autoscaling=False, listener_controller=False), name="check-api"
+    )
     if not check.wait(stop.is_set):
         return
     check.result()
-    controller = build_controller(
-        api, ControllerOptions(namespace=request.namespace), reconciler_factory=factory
-    )
+    options = ControllerOptions(namespace=request.namespace, listener_controller=False)
+    controller = build_controller(api, options, reconciler_factory=factory)
     try:
         with controller.manager.caches(stop=stop):
             if controller.manager.reader.get_ers(request.namespace, request.name) is None:

@@ -4,20 +4,23 @@
 manager (informers, cache, API reader, fenced writer, events, leader election), one
 scale-set service per credentials Secret shared by the controllers, the
 EphemeralRunnerSet controller from ``reconciler_factory`` and, when asked, the
-EphemeralRunner and AutoscalingRunnerSet controllers. The factory is the seam for another reconciler on the
-same runtime (the guard benchmark's pre-#4642 baseline); ``client_factory`` for
+EphemeralRunner, AutoscalingRunnerSet and AutoscalingListener controllers. The factory
+is the seam for another reconciler on the same runtime (the guard benchmark's pre-#4642 baseline); ``client_factory`` for
 another GitHub client (tests: one that does not sleep between retries).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from kubernetes import client
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL
+from ersctl.autoscaling.listener_controller import add_listener_controller
+from ersctl.autoscaling.listener_objects import ListenerSettings
+from ersctl.autoscaling.listener_reconciler import ListenerReconciler
 from ersctl.autoscaling.runnerset_controller import add_autoscaling_runner_set_controller
 from ersctl.autoscaling.runnerset_reconciler import AutoscalingRunnerSetReconciler
 from ersctl.kube.informer import PodInformer
@@ -67,6 +70,9 @@ class ControllerOptions:
     listener_namespace: str | None = None
     """Where the ARS controller makes AutoscalingListeners (None: each ARS's namespace)."""
     teardown_poll: float = 5.0
+    listener_controller: bool = True
+    """Also run the AutoscalingListener controller (listener Pods, their config and RBAC)."""
+    listener: ListenerSettings = field(default_factory=ListenerSettings)
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,7 @@ class Controller:
     services: SecretScaleSetServices
     runner: RunnerReconciler | None = None
     autoscaling: AutoscalingRunnerSetReconciler | None = None
+    listener: ListenerReconciler | None = None
 
     def close(self) -> None:
         """Close the scale-set service clients (after the manager has stopped)."""
@@ -140,10 +147,16 @@ def build_controller(
             listener_namespace=options.listener_namespace,
             teardown_poll=options.teardown_poll,
         )
+    listener = None
+    if options.listener_controller:
+        listener = add_listener_controller(
+            manager, api, pods=listeners, pods_name=LISTENER_PODS, settings=options.listener
+        )
     return Controller(
         manager=manager,
         reconciler=reconciler,
         services=services,
         runner=runner,
         autoscaling=autoscaling,
+        listener=listener,
     )

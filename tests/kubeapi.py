@@ -187,7 +187,7 @@ class KubeApi:
             self._client.close()  # type: ignore[no-untyped-call]
 
     def _empty(self, namespace: str) -> None:
-        for plural in (api.ER_PLURAL, api.ERS_PLURAL):
+        for plural in (api.AL_PLURAL, api.ER_PLURAL, api.ERS_PLURAL):
             for item in self.list_objects(plural, namespace):
                 name = item["metadata"]["name"]
                 with contextlib.suppress(ApiException):

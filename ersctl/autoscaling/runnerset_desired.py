@@ -324,7 +324,7 @@ def new_listener(
     runner_set_name: str,
     namespace: str,
 ) -> JsonObject:
-    """The AL of ``ars`` (``AL_CONTRACT.md``): ARC's name, labels and spec fields, in
+    """The AL of ``ars`` (the contract in ``ersctl.autoscaling``): ARC's name, labels and spec fields, in
     ``namespace`` (the controller's listener namespace; owned by the ARS only when that
     is the ARS's own: a cross-namespace ownerReference would get it garbage-collected).
     No ``image``: the listener controller uses its own ``--listener-image`` for an AL

@@ -139,8 +139,8 @@ def _vault_config() -> JsonObject:
     }
 
 
-def _template_metadata(description: str) -> JsonObject:
-    """A PodTemplateSpec's ``metadata`` as controller-gen renders it."""
+def pod_template_metadata(description: str) -> JsonObject:
+    """A PodTemplateSpec's ``metadata``, as controller-gen renders its ObjectMeta."""
     return {
         "type": "object",
         "description": description,
@@ -158,7 +158,7 @@ def runner_spec(pod_spec: JsonObject) -> JsonObject:
     """ARC's EphemeralRunnerSpec: an ERS's ``spec.ephemeralRunnerSpec`` and an ER's ``spec``."""
     pod = copy.deepcopy(pod_spec)
     pod["description"] = "The runner Pod's spec (Kubernetes core/v1 PodSpec)."
-    metadata = _template_metadata("Labels and annotations of the runner Pod.")
+    metadata = pod_template_metadata("Labels and annotations of the runner Pod.")
     return {
         "type": "object",
         "description": "What a runner is made of: its GitHub registration and its Pod.",
@@ -312,7 +312,7 @@ def _ars_pod_template(pod_spec: JsonObject, description: str) -> JsonObject:
         "type": "object",
         "description": description,
         "properties": {
-            "metadata": _template_metadata("Labels and annotations of the Pod."),
+            "metadata": pod_template_metadata("Labels and annotations of the Pod."),
             "spec": pod,
         },
     }
@@ -490,16 +490,7 @@ def _pod_template(pod_spec: JsonObject) -> JsonObject:
         "type": "object",
         "description": "Merged into the listener Pod, as ARC merges an ARS's listenerTemplate.",
         "properties": {
-            "metadata": {
-                "type": "object",
-                "properties": {
-                    "annotations": _string_map(),
-                    "finalizers": {"type": "array", "items": _string()},
-                    "labels": _string_map(),
-                    "name": _string(),
-                    "namespace": _string(),
-                },
-            },
+            "metadata": pod_template_metadata("Labels and annotations of the listener Pod."),
             "spec": pod,
         },
     }

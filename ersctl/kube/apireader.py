@@ -11,7 +11,16 @@ from typing import Any
 
 from kubernetes import client
 
-from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, EphemeralRunner, EphemeralRunnerSet
+from ersctl.api import (
+    AL_PLURAL,
+    ER_PLURAL,
+    ERS_PLURAL,
+    GROUP,
+    VERSION,
+    AutoscalingListener,
+    EphemeralRunner,
+    EphemeralRunnerSet,
+)
 from ersctl.kube.calls import json_body, kube_call, server_of
 from ersctl.kube.errors import NotFoundError
 
@@ -33,6 +42,11 @@ class ApiReader:
         """The live EphemeralRunner, or None when it does not exist."""
         raw = self.get_object(ER_PLURAL, namespace, name)
         return None if raw is None else EphemeralRunner(raw)
+
+    def get_listener(self, namespace: str, name: str) -> AutoscalingListener | None:
+        """The live AutoscalingListener, or None when it does not exist."""
+        raw = self.get_object(AL_PLURAL, namespace, name)
+        return None if raw is None else AutoscalingListener(raw)
 
     def list_ers(self, namespace: str | None = None) -> list[EphemeralRunnerSet]:
         """Every live ERS (of one namespace, or cluster-wide)."""

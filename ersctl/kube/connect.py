@@ -17,7 +17,8 @@ from typing import Final
 import yaml
 from kubernetes import client, config
 
-from ersctl.kube.calls import kube_call, server_of
+from ersctl.kube.calls import json_body, kube_call, server_of
+from ersctl.kube.errors import KubeError
 from ersctl.platform.errors import ConfigError
 
 SERVICE_ACCOUNT_DIR: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -88,6 +89,28 @@ def pod_namespace(default: str = "default") -> str:
         return (SERVICE_ACCOUNT_DIR / "namespace").read_text(encoding="utf-8").strip() or default
     except OSError:
         return default
+
+
+def own_image(api: client.ApiClient) -> str:
+    """The image this process runs from: its own Pod's (``$POD_NAME`` in
+    :func:`pod_namespace`) container named ``$CONTAINER_NAME``, else its first one; ""
+    outside a Pod or when the Pod cannot be read (the caller says what that means)."""
+    name = os.environ.get("POD_NAME", "")
+    if not name:
+        return ""
+    namespace = pod_namespace()
+    try:
+        with kube_call(f"get pods/{namespace}/{name}", server=server_of(api)):
+            resp = client.CoreV1Api(api).read_namespaced_pod(
+                name, namespace, _preload_content=False, _request_timeout=CHECK_TIMEOUT
+            )
+        pod = json_body(resp, action=f"get pods/{namespace}/{name}", server=server_of(api))
+    except KubeError:
+        return ""
+    containers = [c for c in (pod.get("spec") or {}).get("containers") or () if isinstance(c, dict)]
+    wanted = os.environ.get("CONTAINER_NAME", "")
+    chosen = [c for c in containers if c.get("name") == wanted] or containers[:1]
+    return str(chosen[0].get("image") or "") if chosen else ""
 
 
 def _one_line(exc: BaseException) -> str:

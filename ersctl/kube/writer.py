@@ -22,10 +22,12 @@ from typing import Any
 from kubernetes import client
 
 from ersctl.api import (
+    AL_PLURAL,
     ER_PLURAL,
     ERS_PLURAL,
     GROUP,
     VERSION,
+    AutoscalingListener,
     EphemeralRunner,
     EphemeralRunnerSet,
     complete_status_patch,
@@ -129,6 +131,20 @@ class Writer:
                 )
         except NotFoundError:
             return
+
+    def patch_listener(
+        self, listener: AutoscalingListener, patch: dict[str, Any]
+    ) -> AutoscalingListener:
+        """JSON merge patch on an AutoscalingListener's main resource (its finalizer)."""
+        return AutoscalingListener(self._patch(AL_PLURAL, listener.namespace, listener.name, patch))
+
+    def patch_listener_status(
+        self, listener: AutoscalingListener, patch: dict[str, Any]
+    ) -> AutoscalingListener:
+        """JSON merge patch on an AutoscalingListener's ``/status`` (its restarts)."""
+        return AutoscalingListener(
+            self._patch(AL_PLURAL, listener.namespace, listener.name, patch, status=True)
+        )
 
     def create_secret(self, body: dict[str, Any]) -> dict[str, Any]:
         """Create the Secret ``body`` describes (``ConflictError`` when the name is taken)."""

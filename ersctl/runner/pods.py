@@ -74,14 +74,14 @@ def build_jit_secret(
     encoded_jit_config: str,
 ) -> JsonObject:
     """The Secret holding ``runner``'s JIT config, owned by ``runner``."""
-    template = _mapping_at(runner.spec, "ephemeralRunnerConfigSecretMetadata")
+    template = mapping_at(runner.spec, "ephemeralRunnerConfigSecretMetadata")
     metadata: JsonObject = {
         "name": runner.name,
         "namespace": runner.namespace,
         "ownerReferences": [controller_reference(runner)],
     }
-    labels = _string_map(template, "labels", "spec.ephemeralRunnerConfigSecretMetadata")
-    annotations = _string_map(template, "annotations", "spec.ephemeralRunnerConfigSecretMetadata")
+    labels = string_map(template, "labels", "spec.ephemeralRunnerConfigSecretMetadata")
+    annotations = string_map(template, "annotations", "spec.ephemeralRunnerConfigSecretMetadata")
     if labels:
         metadata["labels"] = labels
     if annotations:
@@ -97,7 +97,7 @@ def build_jit_secret(
         "kind": "Secret",
         "type": "Opaque",
         "metadata": metadata,
-        "data": {key: _b64(value) for key, value in data.items()},
+        "data": {key: b64(value) for key, value in data.items()},
     }
 
 
@@ -137,15 +137,15 @@ def build_runner_pod(runner: EphemeralRunner, *, secret: Mapping[str, Any]) -> J
     secret_name = str((secret.get("metadata") or {}).get("name") or "")
     ours = [*_runner_env(secret_name), *proxy_env(runner)]
     main[0]["env"] = [*_env_list(main[0], {e["name"] for e in ours}), *ours]
-    template_meta = _mapping_at(runner.spec, "metadata")
+    template_meta = mapping_at(runner.spec, "metadata")
     labels = {
-        **_string_map(runner.metadata, "labels", "metadata"),
-        **_string_map(template_meta, "labels", "spec.metadata"),
+        **string_map(runner.metadata, "labels", "metadata"),
+        **string_map(template_meta, "labels", "spec.metadata"),
         RUNNER_POD_LABEL: "True",
     }
     annotations = {
-        **_string_map(runner.metadata, "annotations", "metadata"),
-        **_string_map(template_meta, "annotations", "spec.metadata"),
+        **string_map(runner.metadata, "annotations", "metadata"),
+        **string_map(template_meta, "annotations", "spec.metadata"),
     }
     hashed_labels = {k: v for k, v in labels.items() if k != RUNNER_TEMPLATE_HASH_LABEL}
     labels[POD_TEMPLATE_HASH_LABEL] = template_hash(
@@ -168,7 +168,7 @@ def build_runner_pod(runner: EphemeralRunner, *, secret: Mapping[str, Any]) -> J
 def uses_container_hooks(runner: EphemeralRunner) -> bool:
     """True when the runner container sets ``ACTIONS_RUNNER_CONTAINER_HOOKS``, as ARC
     decides it: Kubernetes container mode, whose hooks create Pods of their own."""
-    template = _mapping_at(runner.spec, "spec")
+    template = mapping_at(runner.spec, "spec")
     for container in template.get("containers") or ():
         if isinstance(container, Mapping) and container.get("name") == RUNNER_CONTAINER:
             env = container.get("env") or ()
@@ -227,12 +227,15 @@ def _env_list(container: JsonObject, ours: set[str]) -> list[Any]:
     return [e for e in env if not (isinstance(e, dict) and e.get("name") in ours)]
 
 
-def _mapping_at(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def mapping_at(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``doc[key]`` when it is an object, else an empty mapping."""
     value = doc.get(key)
     return value if isinstance(value, Mapping) else {}
 
 
-def _string_map(doc: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
+def string_map(doc: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
+    """``doc[key]`` as labels or annotations ({} when absent); FieldError naming
+    ``where.key`` when it does not map strings to strings."""
     value = doc.get(key)
     if value is None:
         return {}
@@ -243,7 +246,8 @@ def _string_map(doc: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
     return dict(value)
 
 
-def _b64(text: str) -> str:
+def b64(text: str) -> str:
+    """``text`` as a Secret's ``data`` holds it."""
     return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 

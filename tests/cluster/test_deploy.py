@@ -199,7 +199,16 @@ def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str,
         ("actions.github.com", "ephemeralrunners/status", "patch"),
         ("actions.github.com", "ephemeralrunnersets/finalizers", "update"),
         ("actions.github.com", "ephemeralrunners/finalizers", "update"),
-        *(("", "pods", v) for v in ("list", "watch", "create", "delete")),
+        *(("", "pods", v) for v in ("get", "list", "watch", "create", "delete")),
+        *(
+            ("actions.github.com", "autoscalinglisteners", v)
+            for v in ("get", "list", "watch", "patch")
+        ),
+        ("actions.github.com", "autoscalinglisteners/status", "patch"),
+        ("actions.github.com", "autoscalinglisteners/finalizers", "update"),
+        *(("", "serviceaccounts", v) for v in ("get", "create", "delete")),
+        *(("rbac.authorization.k8s.io", "roles", v) for v in ("get", "create", "patch", "delete")),
+        *(("rbac.authorization.k8s.io", "rolebindings", v) for v in ("get", "create", "delete")),
         *(("", "secrets", v) for v in ("get", "list", "create", "patch", "delete")),
         ("", "configmaps", "get"),
         *(("", "events", v) for v in ("create", "patch")),
@@ -212,6 +221,7 @@ def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str,
             "ephemeralrunnersets.actions.github.com",
             "ephemeralrunners.actions.github.com",
             "autoscalingrunnersets.actions.github.com",
+            "autoscalinglisteners.actions.github.com",
         )
     }
     # Secrets are never watched (cached); listed only by label, for container mode.

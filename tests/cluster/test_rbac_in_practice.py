@@ -50,7 +50,9 @@ NOT_EXERCISED_BY_ONE_LIFE = {
     ("actions.github.com", "ephemeralrunnersets/finalizers", "update", ""),
     ("actions.github.com", "ephemeralrunners/finalizers", "update", ""),
     ("actions.github.com", "autoscalingrunnersets/finalizers", "update", ""),
+    ("actions.github.com", "autoscalinglisteners/finalizers", "update", ""),
 }
+CONTROLLER_IMAGE = "registry.example.com/gha-scaleset:rbac"
 WAIT = 60.0  # generous: subprocesses on a shared 2-core machine
 PROXY_USER, PROXY_PASSWORD, ROTATED = "rbac", "pr0xy-passw0rd-rbac", "r0tated-passw0rd-rbac"
 
@@ -179,6 +181,14 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
             "secrets", NS, "proxy-credentials", {"data": proxy_credentials(ROTATED)}
         )
 
+    # The controller's own Pod, whose image its listeners run (POD_NAME below).
+    apiserver.create_object(
+        "pods",
+        {
+            "metadata": {"name": "ersctl-0", "namespace": CONTROLLER_NS},
+            "spec": {"containers": [{"name": "ersctl", "image": CONTROLLER_IMAGE}]},
+        },
+    )
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
     apiserver.request_log.clear()
     log = tmp_path / "controller.log"
@@ -200,11 +210,12 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
                 "--log-level",
                 "debug",
             ],
-            env={**os.environ, "POD_NAMESPACE": CONTROLLER_NS},
+            env={**os.environ, "POD_NAMESPACE": CONTROLLER_NS, "POD_NAME": "ersctl-0"},
             stdout=out,
             stderr=subprocess.STDOUT,
         )
         try:
+            one_listener_life(apiserver, f"{github.url}/my-org", scale_set)
             with proxy:
                 jit = one_runner_life(apiserver, rotate_proxy_password)
                 one_scale_set_life(apiserver, f"{github.url}/my-org", ers, sim)
@@ -236,6 +247,58 @@ def test_the_controller_needs_every_permission_the_deployment_grants_and_no_othe
         used.add(grant)
     unused = (cluster_wide | in_controller_ns) - used - NOT_EXERCISED_BY_ONE_LIFE
     assert not unused, f"granted but never needed: {sorted(unused)}"
+
+
+def one_listener_life(server: ApiServer, config_url: str, scale_set: int) -> None:
+    """Drive one AutoscalingListener (in the controller's namespace, as ARC puts it)
+    from creation through a drifted Role and a listener exit to its deletion."""
+    name = "arc-runners-listener"
+
+    def pod() -> dict[str, Any] | None:
+        return server.get_object("pods", CONTROLLER_NS, name)
+
+    server.create_object(
+        "autoscalinglisteners",
+        {
+            "apiVersion": "actions.github.com/v1alpha1",
+            "kind": "AutoscalingListener",
+            "metadata": {"name": name, "namespace": CONTROLLER_NS},
+            "spec": {
+                "githubConfigUrl": config_url,
+                "githubConfigSecret": "github-credentials",
+                "runnerScaleSetId": scale_set,
+                "autoscalingRunnerSetNamespace": NS,
+                "autoscalingRunnerSetName": "arc-runners",
+                "ephemeralRunnerSetName": "arc-runners",
+                "maxRunners": 10,
+            },
+        },
+    )
+    first = eventually(pod, timeout=WAIT, what="the listener pod")
+    assert first is not None
+    uid = first["metadata"]["uid"]
+    (container,) = first["spec"]["containers"]
+    assert container["image"] == CONTROLLER_IMAGE, "the controller's own image by default"
+    (role,) = server.list_objects("roles", NS)
+    drifted = {"metadata": {"labels": {"role-policy-rules-hash": "from-an-older-version"}}}
+    server.patch_object("roles", NS, role["metadata"]["name"], drifted)
+    status = {
+        "phase": "Failed",
+        "containerStatuses": [
+            {"name": "listener", "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}
+        ],
+    }
+    server.patch_object("pods", CONTROLLER_NS, name, {"status": status}, subresource="status")
+    # exited, counted, and back after its backoff (5 s)
+    eventually(lambda: (pod() or first)["metadata"]["uid"] != uid, timeout=WAIT)
+    (role,) = server.list_objects("roles", NS)
+    assert role["metadata"]["labels"]["role-policy-rules-hash"] != "from-an-older-version"
+    server.delete_object("autoscalinglisteners", CONTROLLER_NS, name)
+    eventually(
+        lambda: server.get_object("autoscalinglisteners", CONTROLLER_NS, name) is None, timeout=WAIT
+    )
+    assert server.list_objects("roles", NS) == []
+    assert server.list_objects("rolebindings", NS) == []
 
 
 def one_runner_life(server: ApiServer, rotate_proxy_password: Callable[[], None]) -> str:
@@ -346,12 +409,6 @@ def listener_grants() -> set[tuple[str, str, str, str]]:
     }
 
 
-def spec_of_set(server: ApiServer) -> tuple[int, bool]:
-    """(spec.replicas, spec.patchID > 0) of the sample set."""
-    spec = (server.get_object("ephemeralrunnersets", NS, "arc-runners") or {}).get("spec", {})
-    return int(spec.get("replicas", -1)), int(spec.get("patchID", 0)) > 0
-
-
 @pytest.mark.embedded_only("the request log")
 def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Path) -> None:
     sim = GitHubSimulator(hold_seconds=0.5)
@@ -389,11 +446,47 @@ def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Pat
     (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
     apiserver.request_log.clear()
-    log = tmp_path / "listener.log"
+    try:
+        listener_through_one_job(
+            apiserver,
+            sim,
+            scale_set=scale_set,
+            runner=runner,
+            namespace=NS,
+            set_name="arc-runners",
+            config=tmp_path / "config.json",
+            kubeconfig=kubeconfig,
+            log=tmp_path / "listener.log",
+        )
+    finally:
+        github.stop()
+    assert_requests_need_exactly(apiserver, listener_grants(), namespace=NS)
+
+
+def listener_through_one_job(
+    server: ApiServer,
+    sim: GitHubSimulator,
+    *,
+    scale_set: int,
+    runner: str,
+    namespace: str,
+    set_name: str,
+    config: Path,
+    kubeconfig: Path,
+    log: Path,
+) -> str:
+    """Run ``ghalistener run`` from ``config`` (``LISTENER_CONFIG_PATH``, as in its Pod)
+    while a job is assigned, started on ``runner`` and completed, until it publishes a
+    fresh patch for set ``set_name``; stop it; return its output (exit 0 asserted)."""
+
+    def published() -> bool:
+        spec = (server.get_object("ephemeralrunnersets", namespace, set_name) or {}).get("spec", {})
+        return spec.get("replicas") == 0 and int(spec.get("patchID", 0)) > 0
+
     with log.open("wb") as out:
         listener = subprocess.Popen(
             [sys.executable, "-m", "ghalistener", "run", "--kubeconfig", str(kubeconfig)],
-            env={**os.environ, "LISTENER_CONFIG_PATH": str(tmp_path / "config.json")},
+            env={**os.environ, "LISTENER_CONFIG_PATH": str(config)},
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -406,7 +499,7 @@ def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Pat
             sim.start_job(runner_id, request)
             eventually(
                 lambda: (
-                    (apiserver.get_object("ephemeralrunners", NS, runner) or {})
+                    (server.get_object("ephemeralrunners", namespace, runner) or {})
                     .get("status", {})
                     .get("jobId")
                 ),
@@ -414,21 +507,25 @@ def test_the_listener_needs_exactly_its_role(apiserver: ApiServer, tmp_path: Pat
             )
             sim.complete_job(request)
             # the completed job makes it publish a fresh, non-zero patch ID with 0 replicas
-            eventually(lambda: spec_of_set(apiserver) == (0, True), timeout=WAIT)
+            eventually(published, timeout=WAIT, what="a fresh patch after the job")
         finally:
             listener.send_signal(signal.SIGTERM)
             listener.wait(timeout=WAIT)
-            github.stop()
-    assert listener.returncode == 0, log.read_text(errors="replace")[-3000:]
+    output = log.read_text(errors="replace")
+    assert listener.returncode == 0, output[-3000:]
+    return output
 
-    granted = listener_grants()
+
+def assert_requests_need_exactly(server: ApiServer, granted: set[Grant], *, namespace: str) -> None:
+    """Every request in the server's log is allowed by ``granted``, all in
+    ``namespace``, and every grant was used."""
     used = set()
-    for record in apiserver.request_log.records():
+    for record in server.request_log.records():
         if not record.verb:
             continue
         group, resource, verb = request_of(record)
-        assert record.namespace == NS, record.path
+        assert record.namespace == namespace, record.path
         match = {(group, resource, verb, record.name or ""), (group, resource, verb, "")}
-        assert match & granted, f"not allowed by the listener Role: {record.method} {record.path}"
+        assert match & granted, f"not allowed by the Role: {record.method} {record.path}"
         used |= match & granted
     assert used == granted

@@ -1,0 +1,67 @@
+"""Registers the AutoscalingListener controller on the runtime's manager.
+
+Its primary resource is ``autoscalinglisteners`` (every event passes: the finalizer,
+the deletion and the spec all matter, and its own status writes are rare: one per
+listener exit). It owns the listener Pods, which the manager already watches through
+the label-selected informer of ARC's running-listeners gauge (``app.kubernetes.io/
+component=runner-scale-set-listener``, a label every listener Pod carries): a Pod
+event maps to the AutoscalingListener named by its controller ownerReference. The
+Secrets, ServiceAccounts, Roles and RoleBindings are not watched (see
+``ersctl.autoscaling.listener_stores``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Final
+
+from kubernetes import client
+
+from ersctl.api import AL_PLURAL
+from ersctl.autoscaling.listener_inputs import ScaleSetInputs
+from ersctl.autoscaling.listener_objects import ListenerSettings
+from ersctl.autoscaling.listener_reconciler import ListenerReconciler
+from ersctl.autoscaling.listener_restarts import RestartPolicy
+from ersctl.autoscaling.listener_stores import KubeListenerResources
+from ersctl.kube.informer import PodInformer
+from ersctl.kube.manager import Manager
+from ersctl.kube.predicates import AlwaysPass
+
+CONTROLLER_NAME: Final = "autoscalinglistener"
+
+
+def add_listener_controller(
+    manager: Manager,
+    api_client: client.ApiClient,
+    *,
+    pods: PodInformer,
+    pods_name: str,
+    settings: ListenerSettings,
+    policy: RestartPolicy | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> ListenerReconciler:
+    """Build the listener reconciler and register it on ``manager``, owning the Pods of
+    ``pods`` (the listener Pod informer, registered as ``pods_name``). Writes are
+    fenced by the manager's leadership."""
+    resources = KubeListenerResources(api_client, pods=pods.store, fence=manager.is_leading)
+    reconciler = ListenerReconciler(
+        listeners=resources,
+        objects=resources,
+        inputs=ScaleSetInputs(
+            get_secret=manager.api_reader.get_secret,
+            get_configmap=manager.api_reader.get_configmap,
+        ),
+        events=manager.events,
+        settings=settings,
+        policy=policy,
+        clock=clock,
+    )
+    manager.add_controller(
+        CONTROLLER_NAME,
+        reconciler,
+        primary=AL_PLURAL,
+        owns=[pods_name],
+        predicates={AL_PLURAL: AlwaysPass(), pods_name: AlwaysPass()},
+    )
+    return reconciler
