@@ -34,8 +34,8 @@ recorded from several threads of one scale-up at once.
 
 The reconciler feeds them through :class:`ExpectingWriter`, a Writer that records every
 runner create and delete the API server accepted (a failed delete must not be taken for
-one in flight), so no path that creates or deletes runners has to remember to; and it
-reads every runner listing through :func:`owned_runners`, which applies them. The set a
+one in flight), and every set write's answer (``ersctl.runnerset.ownwrites``), so no
+path that writes has to remember to; and it reads every runner listing through :func:`owned_runners`, which applies them. The set a
 runner belongs to is its controller ownerReference (``namespace/name`` and uid), which
 every runner this controller creates carries.
 """
@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ersctl.api import ERS_KIND, EphemeralRunner, EphemeralRunnerSet
+from ersctl.runnerset.ownwrites import OwnSetWrites
 from ersctl.runnerset.ports import ApiReader, CachedReader, Writer
 
 log = logging.getLogger(__name__)
@@ -214,9 +215,12 @@ class Expectations:
 class ExpectingWriter:
     """Implements ``ersctl.runnerset.ports.Writer`` over ``inner``; see the module docstring."""
 
-    def __init__(self, inner: Writer, expectations: Expectations) -> None:
+    def __init__(
+        self, inner: Writer, expectations: Expectations, set_writes: OwnSetWrites | None = None
+    ) -> None:
         self._inner = inner
         self._expectations = expectations
+        self._set_writes = set_writes or OwnSetWrites()
 
     def create_runner(self, body: dict[str, Any]) -> EphemeralRunner:
         runner = self._inner.create_runner(body)
@@ -232,12 +236,16 @@ class ExpectingWriter:
             self._expectations.expect_deleted(owner[0], owner[1], runner.name)
 
     def patch_ers(self, ers: EphemeralRunnerSet, patch: dict[str, Any]) -> EphemeralRunnerSet:
-        return self._inner.patch_ers(ers, patch)
+        answer = self._inner.patch_ers(ers, patch)
+        self._set_writes.written(ers, answer)
+        return answer
 
     def patch_ers_status(
         self, ers: EphemeralRunnerSet, patch: dict[str, Any]
     ) -> EphemeralRunnerSet:
-        return self._inner.patch_ers_status(ers, patch)
+        answer = self._inner.patch_ers_status(ers, patch)
+        self._set_writes.written(ers, answer)
+        return answer
 
     def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
         return self._inner.patch_runner(runner, patch)

@@ -75,7 +75,7 @@ class Cluster:
             cache=self.cache,
             api=self.api_reader,
             writer=self.writer,
-            events=EventRecorder(self.api_client),
+            events=EventRecorder(self.api_client, heartbeat=0.0),
             services=self.services,
             metrics=self.metrics,
         )
@@ -115,7 +115,7 @@ class Cluster:
             cache=self.cache,
             api=self.api_reader,
             writer=self.writer,
-            events=EventRecorder(self.api_client),
+            events=EventRecorder(self.api_client, heartbeat=0.0),
             services=services or self.services,
             expectations=expectations,
         )

@@ -1,0 +1,71 @@
+"""The newest EphemeralRunnerSet this controller wrote, while its cache still shows an older one.
+
+Pure bookkeeping (no I/O), the set-side sibling of ``ersctl.runnerset.expectations``.
+Every status write answers with the set as the server then holds it, but the informer
+shows that version only when its watch event arrives; a reconcile triggered meanwhile
+(by a runner event, often the very one the write caused) would start from the older
+cached copy and send the status it just sent again: a write that changes nothing.
+
+So per set the answer to this process's latest write is kept with the resource
+versions known to be *older* than it (the versions its writes were computed from). A
+reconcile whose cached set has one of those versions starts from the answer instead;
+any other cached version (the write's own, or anything the server produced since,
+or one in between) drops the record and the cache is believed again. Resource
+versions are compared only for equality, never ordered: the server makes them opaque.
+
+Keyed by set key and tied to the uid, like the expectations. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Final
+
+from ersctl.api import EphemeralRunnerSet
+
+_OLDER_LIMIT: Final = 64  # a cache that never moves: stop trusting the record
+
+
+@dataclass
+class _Written:
+    answer: EphemeralRunnerSet
+    older: set[str] = field(default_factory=set)
+
+
+class OwnSetWrites:
+    """See the module docstring."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._written: dict[str, _Written] = {}
+
+    def written(self, sent_on: EphemeralRunnerSet, answer: EphemeralRunnerSet) -> None:
+        """Record that a write computed on ``sent_on`` was answered with ``answer``."""
+        with self._lock:
+            record = self._written.get(answer.key)
+            older = set() if record is None or record.answer.uid != answer.uid else record.older
+            if record is not None and record.answer.uid == answer.uid:
+                older.add(record.answer.resource_version)
+            older.add(sent_on.resource_version)
+            older.discard(answer.resource_version)
+            if len(older) > _OLDER_LIMIT:
+                self._written.pop(answer.key, None)
+                return
+            self._written[answer.key] = _Written(answer=answer, older=older)
+
+    def newest(self, cached: EphemeralRunnerSet) -> EphemeralRunnerSet:
+        """``cached``, or the answer to this process's write when ``cached`` predates it."""
+        with self._lock:
+            record = self._written.get(cached.key)
+            if record is None:
+                return cached
+            if record.answer.uid == cached.uid and cached.resource_version in record.older:
+                return record.answer
+            del self._written[cached.key]  # the cache moved on: believe it again
+            return cached
+
+    def forget(self, key: str) -> None:
+        """Drop the record of set ``key`` (the set is gone)."""
+        with self._lock:
+            self._written.pop(key, None)
