@@ -34,7 +34,7 @@ recorded from several threads of one scale-up at once.
 
 The reconciler feeds them through :class:`ExpectingWriter`, a Writer that records every
 runner create and delete the API server accepted (a failed delete must not be taken for
-one in flight), and every set write's answer (``ersctl.runnerset.ownwrites``), so no
+one in flight), and every set write's answer (``ersctl.kube.ownwrites``), so no
 path that writes has to remember to; and it reads every runner listing through :func:`owned_runners`, which applies them. The set a
 runner belongs to is its controller ownerReference (``namespace/name`` and uid), which
 every runner this controller creates carries.
@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ersctl.api import ERS_KIND, EphemeralRunner, EphemeralRunnerSet
-from ersctl.runnerset.ownwrites import OwnSetWrites
+from ersctl.kube.ownwrites import OwnWrites
 from ersctl.runnerset.ports import ApiReader, CachedReader, Writer
 
 log = logging.getLogger(__name__)
@@ -216,11 +216,14 @@ class ExpectingWriter:
     """Implements ``ersctl.runnerset.ports.Writer`` over ``inner``; see the module docstring."""
 
     def __init__(
-        self, inner: Writer, expectations: Expectations, set_writes: OwnSetWrites | None = None
+        self,
+        inner: Writer,
+        expectations: Expectations,
+        set_writes: OwnWrites[EphemeralRunnerSet] | None = None,
     ) -> None:
         self._inner = inner
         self._expectations = expectations
-        self._set_writes = set_writes or OwnSetWrites()
+        self._set_writes = set_writes or OwnWrites[EphemeralRunnerSet]()
 
     def create_runner(self, body: dict[str, Any]) -> EphemeralRunner:
         runner = self._inner.create_runner(body)

@@ -45,6 +45,7 @@ from ersctl.api import (
     PatchID,
 )
 from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError, PrunedFieldsError
+from ersctl.kube.ownwrites import OwnWrites
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.platform.errors import Failure
 from ersctl.runnerset import status
@@ -58,7 +59,6 @@ from ersctl.runnerset.markers import (
     record_cleanup_patch_id,
     repair_status,
 )
-from ersctl.runnerset.ownwrites import OwnSetWrites
 from ersctl.runnerset.ports import (
     ApiReader,
     CachedReader,
@@ -143,7 +143,7 @@ class EphemeralRunnerSetReconciler:
         self._api = api
         self._expectations = expectations or Expectations()
         self._expectation_requeue = expectation_requeue
-        self._set_writes = OwnSetWrites()
+        self._set_writes = OwnWrites[EphemeralRunnerSet]()
         self._writer = ExpectingWriter(writer, self._expectations, self._set_writes)
         # Per set key: the patch ID whose suppression was last reported, so a patch ID
         # reconciled again and again while suppressed records one Event, not one each.

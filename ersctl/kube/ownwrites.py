@@ -1,46 +1,50 @@
-"""The newest EphemeralRunnerSet this controller wrote, while its cache still shows an older one.
+"""Read your own writes: the newest version of an object this process wrote, while the
+informer cache still shows an older one.
 
-Pure bookkeeping (no I/O), the set-side sibling of ``ersctl.runnerset.expectations``.
-Every status write answers with the set as the server then holds it, but the informer
-shows that version only when its watch event arrives; a reconcile triggered meanwhile
-(by a runner event, often the very one the write caused) would start from the older
-cached copy and send the status it just sent again: a write that changes nothing.
+Pure bookkeeping (no I/O). Every write answers with the object as the server then
+holds it, but the informer shows that version only when its watch event arrives; a
+reconcile triggered meanwhile (by another event, often one the write itself caused)
+would start from the older cached copy and either send again what it just sent (a
+write that changes nothing) or, with a resourceVersion lock, lose a 409 and retry.
 
-So per set the answer to this process's latest write is kept with the resource
+So per object the answer to this process's latest write is kept with the resource
 versions known to be *older* than it (the versions its writes were computed from). A
-reconcile whose cached set has one of those versions starts from the answer instead;
-any other cached version (the write's own, or anything the server produced since,
-or one in between) drops the record and the cache is believed again. Resource
+reconcile whose cached object has one of those versions starts from the answer
+instead; any other cached version (the write's own, anything the server produced
+since, or one in between) drops the record and the cache is believed again. Resource
 versions are compared only for equality, never ordered: the server makes them opaque.
 
-Keyed by set key and tied to the uid, like the expectations. Thread-safe.
+Keyed by ``namespace/name`` and tied to the uid, so an object deleted and recreated
+under the same name never inherits its predecessor's record. Thread-safe.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Generic, TypeVar
 
-from ersctl.api import EphemeralRunnerSet
+from ersctl.api import KubeObject
 
 _OLDER_LIMIT: Final = 64  # a cache that never moves: stop trusting the record
 
+T = TypeVar("T", bound=KubeObject)
+
 
 @dataclass
-class _Written:
-    answer: EphemeralRunnerSet
+class _Written(Generic[T]):
+    answer: T
     older: set[str] = field(default_factory=set)
 
 
-class OwnSetWrites:
+class OwnWrites(Generic[T]):
     """See the module docstring."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._written: dict[str, _Written] = {}
+        self._written: dict[str, _Written[T]] = {}
 
-    def written(self, sent_on: EphemeralRunnerSet, answer: EphemeralRunnerSet) -> None:
+    def written(self, sent_on: T, answer: T) -> None:
         """Record that a write computed on ``sent_on`` was answered with ``answer``."""
         with self._lock:
             record = self._written.get(answer.key)
@@ -52,9 +56,9 @@ class OwnSetWrites:
             if len(older) > _OLDER_LIMIT:
                 self._written.pop(answer.key, None)
                 return
-            self._written[answer.key] = _Written(answer=answer, older=older)
+            self._written[answer.key] = _Written(answer, older)
 
-    def newest(self, cached: EphemeralRunnerSet) -> EphemeralRunnerSet:
+    def newest(self, cached: T) -> T:
         """``cached``, or the answer to this process's write when ``cached`` predates it."""
         with self._lock:
             record = self._written.get(cached.key)
@@ -66,6 +70,6 @@ class OwnSetWrites:
             return cached
 
     def forget(self, key: str) -> None:
-        """Drop the record of set ``key`` (the set is gone)."""
+        """Drop the record of ``key`` (the object is gone)."""
         with self._lock:
             self._written.pop(key, None)
