@@ -6,8 +6,9 @@ so do the listener's job fields, which alone turn a Pending runner Running; the 
 controller's ``RUNNER_PREDICATE`` drops job-field-only updates and must not be used
 here);
 it owns the runner Pods, watched through a label-selected :class:`PodInformer` and mapped to the
-EphemeralRunner named by their controller ownerReference. JIT Secrets are not
-watched: the controller creates and deletes them itself, and a cluster-wide Secret
+EphemeralRunner named by their controller ownerReference. Runners and Pods are read
+from the informer caches (:class:`CachedRunners`, :class:`CachedPods`), so a resync of
+steady runners sends no request. JIT Secrets are not watched: the controller creates and deletes them itself, and a cluster-wide Secret
 watch would need ``list``/``watch`` on every Secret (see examples/deploy RBAC).
 """
 
@@ -19,10 +20,12 @@ from typing import Any, Final
 
 from kubernetes import client
 
-from ersctl.api import ER_PLURAL
+from ersctl.api import ER_PLURAL, EphemeralRunner
+from ersctl.kube.cache import CachedReader
 from ersctl.kube.copies import json_copy
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.manager import Manager
+from ersctl.kube.ownwrites import OwnWrites
 from ersctl.kube.predicates import AlwaysPass
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.runner.metrics import RunnerMetrics
@@ -73,6 +76,44 @@ class CachedPods:
         self._writer.delete_pod(namespace, name, uid=uid)
 
 
+class CachedRunners:
+    """``RunnerStore`` reading EphemeralRunners from the manager's informer cache (no
+    request), with this process's own writes the cache has not shown yet
+    (``ersctl.kube.ownwrites``), and writing through to the API server.
+
+    A read that lags someone else's write is safe: every phase and finalizer write
+    carries the runner's resourceVersion, so the API server refuses it (409) and the
+    reconcile is retried; the watch event of that write enqueues the runner anyway.
+    """
+
+    def __init__(self, reader: CachedReader, writer: KubeRunnerResources) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._own = OwnWrites[EphemeralRunner]()
+
+    def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
+        cached = self._reader.get_runner(namespace, name)
+        if cached is None:
+            self._own.forget(f"{namespace}/{name}")
+            return None
+        return self._own.newest(cached)
+
+    def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
+        answer = self._writer.patch_runner(runner, patch)
+        self._own.written(runner, answer)
+        return answer
+
+    def patch_runner_status(
+        self, runner: EphemeralRunner, patch: dict[str, Any]
+    ) -> EphemeralRunner:
+        answer = self._writer.patch_runner_status(runner, patch)
+        self._own.written(runner, answer)
+        return answer
+
+    def delete_runner(self, runner: EphemeralRunner) -> None:
+        self._writer.delete_runner(runner)
+
+
 def add_runner_controller(
     manager: Manager,
     api_client: client.ApiClient,
@@ -90,7 +131,7 @@ def add_runner_controller(
     resources = KubeRunnerResources(api_client, fence=manager.is_leading)
     informer = runner_pod_informer(api_client, namespace=manager.namespace)
     reconciler = RunnerReconciler(
-        runners=resources,
+        runners=CachedRunners(manager.reader, resources),
         pods=CachedPods(informer, resources),
         secrets=resources,
         hooks=resources,

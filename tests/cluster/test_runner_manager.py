@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -23,6 +23,7 @@ from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.podsim import RunnerPods
 from tests.cluster.conftest import Harness, actions_client
 from tests.cluster.test_runner_controller import RUNNING
+from tests.kubeclient import SentRequests
 from tests.polling import eventually
 
 RUNNER = "arc-runner-abcde"
@@ -39,8 +40,15 @@ def idle_and_online(h: Harness) -> bool:
 
 
 @pytest.fixture
-def manager(h: Harness) -> Iterator[Manager]:
+def manager_sent() -> SentRequests:
+    """What the manager's client sends (its informers' watches included)."""
+    return SentRequests()
+
+
+@pytest.fixture
+def manager(h: Harness, manager_sent: SentRequests) -> Iterator[Manager]:
     api_client = h.kube.api_client()
+    manager_sent.attach(api_client)
     manager = Manager(api_client, namespace=h.namespace, workers=2)
     services = SecretRunnerServices(
         get_secret=manager.api_reader.get_secret,
@@ -95,6 +103,54 @@ def test_the_manager_takes_a_runner_through_a_real_job_on_watch_events(
         "ersctl_reconcile_total", {"controller": CONTROLLER_NAME, "result": "success"}
     )
     assert reconciles >= 4
+
+
+def no_new_requests(sent: SentRequests, *, polls: int = 5) -> Callable[[], bool]:
+    """A check that holds once ``polls`` polls in a row saw no new request (watches
+    aside): the reconciles the last writes' events brought have run."""
+    counts: list[int] = []
+
+    def check() -> bool:
+        counts.append(sum(1 for r in sent.records() if r.verb != "watch"))
+        return len(counts) >= polls and counts[-polls] == counts[-1]
+
+    return check
+
+
+def successful_reconciles(manager: Manager) -> float:
+    labels = {"controller": CONTROLLER_NAME, "result": "success"}
+    return manager.metrics.value("ersctl_reconcile_total", labels)
+
+
+def test_a_resync_of_steady_runners_sends_no_request(
+    h: Harness, manager: Manager, manager_sent: SentRequests
+) -> None:
+    # One idle runner online with its Pod, one whose job is done (Pod and Secret deleted,
+    # waiting for its set to delete it): the two states a runner rests in.
+    pods = RunnerPods(h.kube, namespace=h.namespace, connect=h.sim.connect_runner)
+    h.create_runner()
+    h.create_runner("arc-runner-done")
+    eventually(lambda: h.pod() is not None and h.pod("arc-runner-done") is not None, timeout=10)
+    pods.start(RUNNER)
+    pods.start("arc-runner-done")
+    eventually(lambda: idle_and_online(h), timeout=10)
+    pods.exit("arc-runner-done", 0)
+
+    def done_and_cleaned() -> bool:
+        done = h.runner("arc-runner-done")
+        gone = h.pod("arc-runner-done") is None and h.secret("arc-runner-done") is None
+        return done is not None and done.phase == "Succeeded" and gone
+
+    eventually(done_and_cleaned, timeout=10)
+    eventually(no_new_requests(manager_sent), timeout=10, interval=0.1, what="the manager idle")
+    settled = successful_reconciles(manager)
+    manager_sent.clear()
+
+    manager.resync()
+
+    eventually(lambda: successful_reconciles(manager) >= settled + 2, timeout=10)
+    sent = [(r.verb, r.resource, r.name) for r in manager_sent.records() if r.verb != "watch"]
+    assert sent == [], "a steady runner is judged from the caches alone"
 
 
 def free_port() -> int:
