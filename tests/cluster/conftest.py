@@ -80,8 +80,10 @@ class Harness:
     def metric(self, name: str, **labels: str) -> float:
         return self.registry.get_sample_value(name, {"namespace": self.namespace, **labels}) or 0.0
 
-    def create_runner(self, name: str = "arc-runner-abcde", **spec: Any) -> EphemeralRunner:
-        body = {
+    def create_runner(
+        self, name: str = "arc-runner-abcde", *, finalizers: list[str] | None = None, **spec: Any
+    ) -> EphemeralRunner:
+        body: dict[str, Any] = {
             "apiVersion": "actions.github.com/v1alpha1",
             "kind": "EphemeralRunner",
             "metadata": {
@@ -104,6 +106,8 @@ class Harness:
                 **spec,
             },
         }
+        if finalizers:
+            body["metadata"]["finalizers"] = finalizers
         return EphemeralRunner(self.kube.create_object("ephemeralrunners", body))
 
     def runner(self, name: str = "arc-runner-abcde") -> EphemeralRunner | None:

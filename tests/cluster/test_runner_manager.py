@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
 from ersctl.kube.manager import Manager
 from ersctl.runner.controller import CONTROLLER_NAME, add_runner_controller
 from ersctl.runner.phases import FailurePolicy
@@ -151,6 +152,33 @@ def test_a_resync_of_steady_runners_sends_no_request(
     eventually(lambda: successful_reconciles(manager) >= settled + 2, timeout=10)
     sent = [(r.verb, r.resource, r.name) for r in manager_sent.records() if r.verb != "watch"]
     assert sent == [], "a steady runner is judged from the caches alone"
+
+
+@pytest.mark.embedded_only("the watch delay keeps the Pod out of the cache for a while")
+def test_a_runner_reaches_its_pod_in_five_requests_while_the_pod_cache_lags(
+    h: Harness, manager: Manager, manager_sent: SentRequests
+) -> None:
+    # The runner's status write is seen long before its Pod: the reconcile that write's
+    # event brings must not read the Secret and create the Pod a second time.
+    h.server.set_watch_delay("pods", 2.0)
+    manager_sent.clear()
+    # As the set controller creates runners: with both finalizers.
+    h.create_runner(finalizers=[ER_FINALIZER, ER_REGISTRATION_FINALIZER])
+    eventually(lambda: h.pod() is not None, timeout=10)
+    eventually(no_new_requests(manager_sent, polls=30), timeout=15, interval=0.1)
+
+    sent = sorted(
+        (r.verb, r.resource, r.subresource, r.status)
+        for r in manager_sent.records()
+        if r.verb not in ("watch", "list")
+    )
+    assert sent == [
+        ("create", "pods", None, 201),
+        ("create", "secrets", None, 201),
+        ("get", "secrets", None, 200),  # the credentials (Secrets are not watched)
+        ("get", "secrets", None, 404),  # the JIT Secret: never register a runner twice
+        ("patch", "ephemeralrunners", "status", 200),  # runnerId, runnerName, Pending
+    ]
 
 
 def free_port() -> int:
