@@ -80,10 +80,14 @@ class Harness:
     def metric(self, name: str, **labels: str) -> float:
         return self.registry.get_sample_value(name, {"namespace": self.namespace, **labels}) or 0.0
 
-    def create_runner(
-        self, name: str = "arc-runner-abcde", *, finalizers: list[str] | None = None, **spec: Any
-    ) -> EphemeralRunner:
-        body: dict[str, Any] = {
+    def create_runner(self, name: str = "arc-runner-abcde", **spec: Any) -> EphemeralRunner:
+        return EphemeralRunner(
+            self.kube.create_object("ephemeralrunners", self.runner_body(name, **spec))
+        )
+
+    def runner_body(self, name: str = "arc-runner-abcde", **spec: Any) -> dict[str, Any]:
+        """The EphemeralRunner :meth:`create_runner` creates."""
+        return {
             "apiVersion": "actions.github.com/v1alpha1",
             "kind": "EphemeralRunner",
             "metadata": {
@@ -106,9 +110,6 @@ class Harness:
                 **spec,
             },
         }
-        if finalizers:
-            body["metadata"]["finalizers"] = finalizers
-        return EphemeralRunner(self.kube.create_object("ephemeralrunners", body))
 
     def runner(self, name: str = "arc-runner-abcde") -> EphemeralRunner | None:
         doc = self.kube.get_object("ephemeralrunners", self.namespace, name)

@@ -162,8 +162,10 @@ def test_a_runner_reaches_its_pod_in_five_requests_while_the_pod_cache_lags(
     # event brings must not read the Secret and create the Pod a second time.
     h.server.set_watch_delay("pods", 2.0)
     manager_sent.clear()
+    body = h.runner_body()
     # As the set controller creates runners: with both finalizers.
-    h.create_runner(finalizers=[ER_FINALIZER, ER_REGISTRATION_FINALIZER])
+    body["metadata"]["finalizers"] = [ER_FINALIZER, ER_REGISTRATION_FINALIZER]
+    h.kube.create_object("ephemeralrunners", body)
     eventually(lambda: h.pod() is not None, timeout=10)
     eventually(no_new_requests(manager_sent, polls=30), timeout=15, interval=0.1)
 
