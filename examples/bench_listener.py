@@ -18,8 +18,8 @@ Per message the listener acquires the jobs, merge-patches the ERS and acks.
   p50 and p99 over every message with jobs.
 - Memory = the listener's resident set size (VmRSS) after the round, and its peak (VmHWM).
 
-``--profile PATH`` runs the listener of round 1 under a sampling profiler (one sample of
-the main thread's stack per millisecond of CPU) and writes the functions holding the
+``--profile PATH`` runs the listener of round 1 under a sampling profiler (per millisecond of
+CPU, one sample of each thread's stack that is not blocked) and writes the functions holding the
 most samples, inclusive and own, from the moment it is listening, to PATH; that round's
 timings are not comparable. Prints one line per round and the medians::
 
@@ -81,26 +81,33 @@ def memory_kib(pid: int) -> dict[str, int]:
 
 
 # The listener under a sampling profiler: every millisecond of process CPU (SIGPROF) the
-# main thread's stack is counted. cProfile was tried first and misled: its cost per call
+# stack of every thread not blocked in a wait or a socket read is counted. cProfile was tried first and misled: its cost per call
 # inflated code made of many tiny calls (URL parsing) several times over.
 _PROFILED = """
 import collections, os, runpy, signal, sys
 inclusive, own = collections.Counter(), collections.Counter()
+# Top frames of a thread blocked in a call that does not use the CPU (a lock, a socket).
+WAITING = {{"wait", "_wait_for_tstate_lock", "readinto", "recv_into", "recv", "select",
+           "poll", "accept", "sleep", "read", "_read_status", "readline", "is_socket_readable"}}
 def sample(signum, frame):
-    seen = set()
-    if frame is not None:
-        own[(frame.f_code.co_filename, frame.f_code.co_name)] += 1
-    while frame is not None:
-        key = (frame.f_code.co_filename, frame.f_code.co_name)
-        if key not in seen:
-            seen.add(key)
-            inclusive[key] += 1
-        frame = frame.f_back
+    for ident, top in sys._current_frames().items():
+        if top.f_code is sample.__code__:  # the main thread: the frame the signal interrupted
+            top = frame
+        if top is None or top.f_code.co_name in WAITING:
+            continue
+        own[(top.f_code.co_filename, top.f_code.co_name)] += 1
+        seen = set()
+        while top is not None:
+            key = (top.f_code.co_filename, top.f_code.co_name)
+            if key not in seen:
+                seen.add(key)
+                inclusive[key] += 1
+            top = top.f_back
 def dump(*_):
     signal.setitimer(signal.ITIMER_PROF, 0)
     total = max(1, sum(own.values()))
     with open({path!r}, "w") as out:
-        out.write(f"{{total}} samples of 1 ms CPU (main thread)\\n")
+        out.write(f"{{total}} samples of 1 ms CPU (threads not blocked)\\n")
         for title, counts in (("inclusive", inclusive), ("own", own)):
             out.write(f"-- {{title}}\\n")
             for (file, name), n in counts.most_common(60):
