@@ -44,8 +44,9 @@ class OwnWrites(Generic[T]):
         self._lock = threading.Lock()
         self._written: dict[str, _Written[T]] = {}
 
-    def written(self, sent_on: T, answer: T) -> None:
-        """Record that a write computed on ``sent_on`` was answered with ``answer``."""
+    def written(self, sent_on: T, answer: T) -> T:
+        """Record that a write computed on ``sent_on`` was answered with ``answer``;
+        return ``answer`` (a write-through is then one line)."""
         with self._lock:
             record = self._written.get(answer.key)
             older = set() if record is None or record.answer.uid != answer.uid else record.older
@@ -55,8 +56,9 @@ class OwnWrites(Generic[T]):
             older.discard(answer.resource_version)
             if len(older) > _OLDER_LIMIT:
                 self._written.pop(answer.key, None)
-                return
-            self._written[answer.key] = _Written(answer, older)
+            else:
+                self._written[answer.key] = _Written(answer, older)
+        return answer
 
     def newest(self, cached: T) -> T:
         """``cached``, or the answer to this process's write when ``cached`` predates it."""

@@ -130,16 +130,12 @@ class CachedRunners:
         return self._own.newest(cached)
 
     def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
-        answer = self._writer.patch_runner(runner, patch)
-        self._own.written(runner, answer)
-        return answer
+        return self._own.written(runner, self._writer.patch_runner(runner, patch))
 
     def patch_runner_status(
         self, runner: EphemeralRunner, patch: dict[str, Any]
     ) -> EphemeralRunner:
-        answer = self._writer.patch_runner_status(runner, patch)
-        self._own.written(runner, answer)
-        return answer
+        return self._own.written(runner, self._writer.patch_runner_status(runner, patch))
 
     def delete_runner(self, runner: EphemeralRunner) -> None:
         self._writer.delete_runner(runner)

@@ -239,16 +239,12 @@ class ExpectingWriter:
             self._expectations.expect_deleted(owner[0], owner[1], runner.name)
 
     def patch_ers(self, ers: EphemeralRunnerSet, patch: dict[str, Any]) -> EphemeralRunnerSet:
-        answer = self._inner.patch_ers(ers, patch)
-        self._set_writes.written(ers, answer)
-        return answer
+        return self._set_writes.written(ers, self._inner.patch_ers(ers, patch))
 
     def patch_ers_status(
         self, ers: EphemeralRunnerSet, patch: dict[str, Any]
     ) -> EphemeralRunnerSet:
-        answer = self._inner.patch_ers_status(ers, patch)
-        self._set_writes.written(ers, answer)
-        return answer
+        return self._set_writes.written(ers, self._inner.patch_ers_status(ers, patch))
 
     def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
         return self._inner.patch_runner(runner, patch)

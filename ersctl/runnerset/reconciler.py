@@ -119,9 +119,11 @@ class EphemeralRunnerSetReconciler:
 
     Holds no per-reconcile state, so the runtime may reconcile different keys on
     different threads at once (never the same key twice at once). Across reconciles it
-    keeps only ``expectations``: this process's runner writes its cache has not shown
-    yet (give one instance per reconciler; the default is fine). ``expectation_requeue``
-    is the delay of the backstop requeue while any of them is pending.
+    keeps, per set, this process's writes its cache has not shown yet: runner creates and
+    deletes in ``expectations`` (give one instance per reconciler; the default is fine),
+    the answer to its latest set write (``ersctl.kube.ownwrites``); and the patch ID whose
+    suppression it last reported. ``expectation_requeue`` is the delay of the backstop
+    requeue while any runner expectation is pending.
     """
 
     def __init__(
