@@ -18,7 +18,9 @@ runner turns Succeeded before the listener has published a count without its job
 
 It prints each run's report (and leaves its SVG timeline next to its logs), then both rows side by side (medians over the repeats)
 with the baseline/ours ratio of wasted runners, job wait p95 and API writes per job,
-the seed and the command.
+then the writes per job broken down by what they were for (runner creates and deletes,
+set status, the guard's marker, Events, the listener's patches, finalizers, the runner
+controller's writes), the seed and the command.
 """
 
 from __future__ import annotations
@@ -36,7 +38,14 @@ from simulation.agent import AgentTiming
 from simulation.live import LiveLine
 from simulation.orchestrate import SimulationConfig, run_simulation
 from simulation.plot import render_svg
-from simulation.report import Report, build_report, format_comparison, format_report, write_json
+from simulation.report import (
+    Report,
+    build_report,
+    format_comparison,
+    format_report,
+    format_write_kinds,
+    write_json,
+)
 from simulation.workload import Burst, Durations, WorkloadSpec
 
 EXAMPLES = Path(__file__).resolve().parent
@@ -109,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat > 1:
         print(f"medians over {args.repeat} runs per row")
     print(format_comparison(ours, base))
+    print(format_write_kinds(ours, base))
     print(f"seed {args.seed}; {ours[0].jobs_queued} jobs; logs: {workdir}")
     print("command: python " + shlex.join(["examples/bench_guard.py", *sys.argv[1:]]))
     if args.json:

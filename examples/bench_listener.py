@@ -1,14 +1,27 @@
 """Benchmark (not a test): how fast ``ghalistener run`` handles 50-job messages, and its memory.
 
 Starts the GitHub simulator and the embedded Kubernetes API server in this process,
-then the real listener as a subprocess. Each round queues ``--messages`` x 50 jobs
-before the listener starts, so the simulator packs them into messages of 50
+then the real listener as a subprocess. Once the listener is listening (its first
+desired-count patch, which precedes any message, has landed), each round queues
+``--messages`` x 50 jobs at once, so the simulator packs them into messages of 50
 JobAvailable each (and, as they are acquired and assigned, messages of 50 JobAssigned).
 Per message the listener acquires the jobs, merge-patches the ERS and acks.
 
-Throughput = handled messages / (last ack - first delivery), from the simulator's
-event log. Memory = the listener's resident set size (VmRSS) after the round, and its
-peak (VmHWM). Prints one line per round and the medians::
+- Throughput = handled messages / (last ack - first delivery), from the simulator's
+  event log.
+- Steady-state CPU per message = the listener's CPU time (utime + stime) from the
+  moment it was listening to the moment the queue drained, over the messages handled:
+  start-up (imports, configuration, session) excluded. The figure with start-up
+  included is printed too.
+- Message-to-patch latency = from a message's first delivery (simulator event time)
+  to the first ERS spec patch the API server answered after it (request log time);
+  p50 and p99 over every message with jobs.
+- Memory = the listener's resident set size (VmRSS) after the round, and its peak (VmHWM).
+
+``--profile PATH`` runs the listener of round 1 under a sampling profiler (per millisecond of
+CPU, one sample of each thread's stack that is not blocked) and writes the functions holding the
+most samples, inclusive and own, from the moment it is listening, to PATH; that round's
+timings are not comparable. Prints one line per round and the medians::
 
     python examples/bench_listener.py --messages 40 --rounds 3
 """
@@ -16,18 +29,21 @@ peak (VmHWM). Prints one line per round and the medians::
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
+import shlex
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ersctl.testing.apiserver import ApiServer
+from ersctl.testing.apiserver import ApiServer, RequestRecord
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 
@@ -64,11 +80,67 @@ def memory_kib(pid: int) -> dict[str, int]:
     return found
 
 
-def one_round(messages: int, workdir: Path) -> tuple[float, int, int, dict[str, int]]:
+# The listener under a sampling profiler: every millisecond of process CPU (SIGPROF) the
+# stack of every thread not blocked in a wait or a socket read is counted. cProfile was tried first and misled: its cost per call
+# inflated code made of many tiny calls (URL parsing) several times over.
+_PROFILED = """
+import collections, os, runpy, signal, sys
+inclusive, own = collections.Counter(), collections.Counter()
+# Top frames of a thread blocked in a call that does not use the CPU (a lock, a socket).
+WAITING = {{"wait", "_wait_for_tstate_lock", "readinto", "recv_into", "recv", "select",
+           "poll", "accept", "sleep", "read", "_read_status", "readline", "is_socket_readable"}}
+def sample(signum, frame):
+    for ident, top in sys._current_frames().items():
+        if top.f_code is sample.__code__:  # the main thread: the frame the signal interrupted
+            top = frame
+        if top is None or top.f_code.co_name in WAITING:
+            continue
+        own[(top.f_code.co_filename, top.f_code.co_name)] += 1
+        seen = set()
+        while top is not None:
+            key = (top.f_code.co_filename, top.f_code.co_name)
+            if key not in seen:
+                seen.add(key)
+                inclusive[key] += 1
+            top = top.f_back
+def dump(*_):
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    total = max(1, sum(own.values()))
+    with open({path!r}, "w") as out:
+        out.write(f"{{total}} samples of 1 ms CPU (threads not blocked)\\n")
+        for title, counts in (("inclusive", inclusive), ("own", own)):
+            out.write(f"-- {{title}}\\n")
+            for (file, name), n in counts.most_common(60):
+                short = file.split("site-packages/")[-1].split("/wt-14/")[-1]
+                out.write(f"{{100 * n / total:6.1f}}%  {{short}}:{{name}}\\n")
+def restart(*_):  # SIGUSR1 from the benchmark: the listener is listening; start-up ends
+    inclusive.clear()
+    own.clear()
+signal.signal(signal.SIGUSR1, restart)
+signal.signal(signal.SIGPROF, sample)
+signal.setitimer(signal.ITIMER_PROF, 0.001, 0.001)
+sys.argv[0] = "ghalistener"
+try:
+    runpy.run_module("ghalistener", run_name="__main__")
+finally:
+    dump()
+"""
+
+
+@dataclass(frozen=True)
+class Round:
+    rate: float  # messages/s
+    handled: int
+    full: int  # messages carrying 50 jobs
+    steady_cpu_ms: float  # per message, start-up excluded
+    total_cpu_ms: float  # per message, start-up included
+    latencies: list[float]  # seconds, message delivery -> ERS patch
+    memory: dict[str, int]
+
+
+def one_round(messages: int, workdir: Path, profile: Path | None) -> Round:
     sim = GitHubSimulator(hold_seconds=1.0)
     scale_set = sim.create_scale_set("runners")
-    for _ in range(messages * JOBS_PER_MESSAGE):
-        sim.enqueue_job(scale_set["id"], repository="octo/app")
     server = serve(sim)
     with ApiServer() as api:
         kubeconfig = api.write_kubeconfig(workdir / "kubeconfig")
@@ -90,11 +162,11 @@ def one_round(messages: int, workdir: Path) -> tuple[float, int, int, dict[str, 
                 }
             )
         )
+        start = ["-c", _PROFILED.format(path=str(profile))] if profile else ["-m", "ghalistener"]
         listener = subprocess.Popen(
             [
                 sys.executable,
-                "-m",
-                "ghalistener",
+                *start,
                 "run",
                 "--config",
                 str(config),
@@ -104,13 +176,65 @@ def one_round(messages: int, workdir: Path) -> tuple[float, int, int, dict[str, 
             env={k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"},
         )
         try:
+            wait_until_listening(api)
+            if profile:
+                listener.send_signal(signal.SIGUSR1)  # profile the steady state only
+            listening_cpu = memory_kib(listener.pid)["cpu_ms"]
+            sim.enqueue_jobs(scale_set["id"], messages * JOBS_PER_MESSAGE, repository="octo/app")
             handled, full, elapsed = wait_for_quiet(sim, expected_jobs=messages * JOBS_PER_MESSAGE)
             memory = memory_kib(listener.pid)
+            latencies = message_to_patch(sim.events_since(0), api.request_log.records())
         finally:
             listener.send_signal(signal.SIGTERM)
-            listener.wait(timeout=10)
+            listener.wait(timeout=30)
     server.stop()
-    return handled / elapsed, handled, full, memory
+    return Round(
+        rate=handled / elapsed,
+        handled=handled,
+        full=full,
+        steady_cpu_ms=(memory["cpu_ms"] - listening_cpu) / handled,
+        total_cpu_ms=memory["cpu_ms"] / handled,
+        latencies=latencies,
+        memory=memory,
+    )
+
+
+def _is_set_patch(record: RequestRecord) -> bool:
+    return (
+        record.verb == "patch"
+        and record.resource == "ephemeralrunnersets"
+        and record.subresource is None
+        and record.status < 300
+    )
+
+
+def wait_until_listening(api: ApiServer) -> None:
+    """Until the listener's first desired-count patch landed (it follows the session)."""
+    deadline = time.monotonic() + 120
+    while not any(_is_set_patch(r) for r in api.request_log.records()):
+        if time.monotonic() > deadline:
+            raise SystemExit("the listener did not start listening within 120 s")
+        time.sleep(0.02)
+
+
+def message_to_patch(events: list[dict[str, Any]], records: list[RequestRecord]) -> list[float]:
+    """Seconds from each message's first delivery to the first set patch after it."""
+    patches = sorted(r.at for r in records if _is_set_patch(r))
+    latencies = []
+    for event in events:
+        if event["kind"] != "message.delivered" or not event.get("jobs"):
+            continue
+        if event.get("delivery", 1) != 1:
+            continue
+        index = bisect.bisect_left(patches, event["time"])
+        if index < len(patches):
+            latencies.append(patches[index] - event["time"])
+    return latencies
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 def wait_for_quiet(sim: GitHubSimulator, *, expected_jobs: int) -> tuple[int, int, float]:
@@ -142,27 +266,40 @@ def main() -> None:
     )
     parser.add_argument("--messages", type=int, default=40, help="JobAvailable messages per round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--profile", type=Path, help="profile the listener of round 1 to PATH")
     args = parser.parse_args()
-    rates, rss, peak, cpu = [], [], [], []
+    rounds: list[Round] = []
     with tempfile.TemporaryDirectory() as tmp:
         for number in range(1, args.rounds + 1):
-            rate, handled, full, memory = one_round(args.messages, Path(tmp))
-            rates.append(rate)
-            cpu.append(memory["cpu_ms"] / handled)
-            rss.append(memory["VmRSS"])
-            peak.append(memory["VmHWM"])
+            profile = args.profile if number == 1 else None
+            one = one_round(args.messages, Path(tmp), profile)
+            rounds.append(one)
             print(
-                f"round {number}: {handled} messages ({full} with {JOBS_PER_MESSAGE} jobs), "
-                f"{rate:.1f} messages/s, listener CPU {memory['cpu_ms'] / handled:.1f} ms/message "
-                f"(incl. start-up), RSS {memory['VmRSS'] / 1024:.1f} MiB "
-                f"(peak {memory['VmHWM'] / 1024:.1f} MiB)"
+                f"round {number}: {one.handled} messages ({one.full} with {JOBS_PER_MESSAGE} "
+                f"jobs), {one.rate:.1f} messages/s, listener CPU {one.steady_cpu_ms:.2f} "
+                f"ms/message steady ({one.total_cpu_ms:.1f} incl. start-up), message-to-patch "
+                f"p50 {percentile(one.latencies, 50) * 1000:.1f} ms p99 "
+                f"{percentile(one.latencies, 99) * 1000:.1f} ms, RSS "
+                f"{one.memory['VmRSS'] / 1024:.1f} MiB (peak {one.memory['VmHWM'] / 1024:.1f} MiB)"
+                + (" [profiled]" if profile else "")
             )
+    measured = rounds[1:] if args.profile and len(rounds) > 1 else rounds
+
+    def median(values: list[float]) -> float:
+        return statistics.median(values)
+
+    rate = median([r.rate for r in measured])
     print(
-        f"median: {statistics.median(rates):.1f} messages/s "
-        f"({statistics.median(rates) * JOBS_PER_MESSAGE:.0f} job messages/s), "
-        f"listener CPU {statistics.median(cpu):.1f} ms/message, "
-        f"RSS {statistics.median(rss) / 1024:.1f} MiB, peak {statistics.median(peak) / 1024:.1f} MiB"
+        f"median over {len(measured)} rounds: {rate:.1f} messages/s "
+        f"({rate * JOBS_PER_MESSAGE:.0f} job messages/s), "
+        f"listener CPU {median([r.steady_cpu_ms for r in measured]):.2f} ms/message steady "
+        f"({median([r.total_cpu_ms for r in measured]):.1f} incl. start-up), "
+        f"message-to-patch p50 {median([percentile(r.latencies, 50) for r in measured]) * 1000:.1f}"
+        f" ms p99 {median([percentile(r.latencies, 99) for r in measured]) * 1000:.1f} ms, "
+        f"RSS {median([r.memory['VmRSS'] for r in measured]) / 1024:.1f} MiB, "
+        f"peak {median([r.memory['VmHWM'] for r in measured]) / 1024:.1f} MiB"
     )
+    print("command: python " + shlex.join(["examples/bench_listener.py", *sys.argv[1:]]))
 
 
 if __name__ == "__main__":

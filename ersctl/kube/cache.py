@@ -46,6 +46,11 @@ class CachedReader:
         owned.sort(key=_age_key)
         return [CachedRunner(raw) for raw in owned]
 
+    def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
+        """A copy-on-write view of the cached runner, or None when the cache does not hold it."""
+        raw = self._runners.get(namespace, name)
+        return None if raw is None else CachedRunner(raw)
+
     def list_ers(self, namespace: str | None = None) -> list[EphemeralRunnerSet]:
         """Copies of every cached ERS (optionally of one namespace)."""
         return [EphemeralRunnerSet(json_copy(raw)) for raw in self._sets.values(namespace)]

@@ -1,12 +1,23 @@
 """The event recorder: core v1 Events about our objects, aggregated like client-go's.
 
-An Event repeated for the same object (same uid, type, reason and message) within
-``window`` seconds bumps ``count`` and ``lastTimestamp`` on the existing Event with
-one merge patch, instead of creating another object: a set that stays suppressed
-for an hour leaves one Event with a count, not hundreds.
+Three rules keep Events from costing the API server more writes than the work they
+describe (a set that churns through hundreds of runners an hour would otherwise leave
+hundreds of Events, each one a write):
+
+- *One Event per object and reason* (client-go's correlator): a repeat of the same
+  type and reason on the same object within ``window`` seconds counts into the existing
+  Event (its ``count``, ``lastTimestamp`` and latest message), instead of creating
+  another object.
+- *Counts are written on a heartbeat* (as events.k8s.io series are): a repeat is
+  counted in memory and sent with one merge patch at most every ``heartbeat`` seconds
+  per Event, by a timer, so a burst of repeats costs one write, not one each.
+- *A per-object rate limit* on new Events (client-go's spam filter, same defaults:
+  ``burst`` at once, then one per ``refill_every`` seconds): an object that keeps
+  producing new reasons cannot flood the namespace. Dropped ones are logged.
 
 Best effort: recording never raises. A failure is logged (with the reason, never the
-object's content) and the reconcile goes on.
+object's content) and the reconcile goes on. :meth:`EventRecorder.flush` writes
+every pending count at once (on shutdown, and in tests).
 """
 
 from __future__ import annotations
@@ -31,24 +42,39 @@ from ersctl.platform.errors import Failure
 log = logging.getLogger(__name__)
 
 _MESSAGE_LIMIT: Final = 1024
-_REMEMBERED: Final = 4096  # aggregation keys kept (least recently used dropped)
+_REMEMBERED: Final = 4096  # aggregation keys and rate buckets kept (least recently used dropped)
 
-_Key = tuple[str, str, str, str]  # (uid or namespace/name, type, reason, message)
+_Key = tuple[str, str, str]  # (uid or namespace/name, type, reason)
 
 
 @dataclass
 class _Seen:
+    """One Event this recorder created, and what the server has not been told yet."""
+
     name: str
     namespace: str
     count: int
+    message: str
     last_seen: float  # monotonic
+    written_count: int  # the count the server holds
+    written_at: float  # monotonic time of the last write
+    timer: threading.Timer | None = None
+
+
+@dataclass
+class _Bucket:
+    """client-go's spam filter: a token bucket per object."""
+
+    tokens: float
+    updated: float  # monotonic
 
 
 class EventRecorder:
     """Implements ``ersctl.runnerset.ports.EventRecorder``. Thread-safe.
 
     ``fence`` (optional) is asked before each write; when it answers False the event is
-    dropped (a process that lost its lease stays silent).
+    dropped (a process that lost its lease stays silent). ``heartbeat`` 0 writes every
+    repeat at once.
     """
 
     def __init__(
@@ -58,6 +84,9 @@ class EventRecorder:
         component: str = "ersctl",
         instance: str = "",
         window: float = 600.0,
+        heartbeat: float = 30.0,
+        burst: int = 25,
+        refill_every: float = 300.0,
         fence: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -67,11 +96,15 @@ class EventRecorder:
         self._component = component
         self._instance = instance
         self._window = window
+        self._heartbeat = heartbeat
+        self._burst = burst
+        self._refill_every = refill_every
         self._fence = fence
         self._clock = clock
         self._now = now
         self._lock = threading.Lock()
         self._seen: OrderedDict[_Key, _Seen] = OrderedDict()
+        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
 
     def event(self, obj: KubeObject, *, type: str, reason: str, message: str) -> None:
         """Record an Event about ``obj`` (``type`` "Normal" or "Warning"). Never raises."""
@@ -80,37 +113,91 @@ class EventRecorder:
         message = (
             message if len(message) <= _MESSAGE_LIMIT else message[: _MESSAGE_LIMIT - 3] + "..."
         )
-        key: _Key = (obj.uid or obj.key, type, reason, message)
+        key: _Key = (obj.uid or obj.key, type, reason)
         try:
-            if not self._bump(key):
-                self._create(obj, key)
+            if self._count_repeat(key, message):
+                return
+            if not self._take_token(key[0]):
+                log.debug("event %s on %s dropped by the per-object rate limit", reason, obj.key)
+                return
+            self._create(obj, key, message)
         except (Failure, ValueError) as exc:
             log.warning("could not record event %s on %s: %s", reason, obj.key, exc)
 
-    def _bump(self, key: _Key) -> bool:
-        """Aggregate into a recent Event with the same key; False when there is none."""
+    def flush(self) -> None:
+        """Write every count not yet sent now. Never raises."""
+        with self._lock:
+            keys = [key for key, seen in self._seen.items() if seen.count > seen.written_count]
+        for key in keys:
+            self._write_count(key)
+
+    def _count_repeat(self, key: _Key, message: str) -> bool:
+        """Count into a recent Event with the same key; False when there is none."""
         with self._lock:
             seen = self._seen.get(key)
-            if seen is None or self._clock() - seen.last_seen > self._window:
+            now = self._clock()
+            if seen is None or now - seen.last_seen > self._window:
                 return False
             seen.count += 1
-            seen.last_seen = self._clock()
+            seen.message = message
+            seen.last_seen = now
             self._seen.move_to_end(key)
-            name, namespace, count = seen.name, seen.namespace, seen.count
-        patch = {"count": count, "lastTimestamp": self._timestamp()}
+            due = seen.written_at + self._heartbeat - now
+            if due > 0:
+                if seen.timer is None:
+                    seen.timer = threading.Timer(due, self._write_count, args=(key,))
+                    seen.timer.daemon = True
+                    seen.timer.start()
+                return True
+        self._write_count(key)
+        return True
+
+    def _write_count(self, key: _Key) -> None:
+        """Send the key's pending count and latest message (one merge patch). Never raises."""
+        with self._lock:
+            seen = self._seen.get(key)
+            if seen is None:
+                return
+            if seen.timer is not None:
+                seen.timer.cancel()
+                seen.timer = None
+            if seen.count <= seen.written_count:
+                return
+            name, namespace, count, message = seen.name, seen.namespace, seen.count, seen.message
+            seen.written_count, seen.written_at = count, self._clock()
+        if self._fence is not None and not self._fence():
+            return
+        patch = {"count": count, "message": message, "lastTimestamp": self._timestamp()}
         try:
             with kube_call(f"patch events/{namespace}/{name}", server=self._server):
                 self._core.patch_namespaced_event(
                     name, namespace, patch, _content_type=MERGE_PATCH, _preload_content=False
                 )
-        except NotFoundError:  # expired or deleted meanwhile: start a new one
+        except NotFoundError:  # expired or deleted meanwhile: the next repeat starts anew
             with self._lock:
                 self._seen.pop(key, None)
-            return False
-        return True
+        except Failure as exc:
+            log.warning("could not update event %s/%s: %s", namespace, name, exc)
 
-    def _create(self, obj: KubeObject, key: _Key) -> None:
-        _, type_, reason, message = key
+    def _take_token(self, subject: str) -> bool:
+        with self._lock:
+            now = self._clock()
+            bucket = self._buckets.get(subject)
+            if bucket is None:
+                bucket = self._buckets[subject] = _Bucket(tokens=float(self._burst), updated=now)
+                while len(self._buckets) > _REMEMBERED:
+                    self._buckets.popitem(last=False)
+            refill = (now - bucket.updated) / self._refill_every if self._refill_every else 1e9
+            bucket.tokens = min(float(self._burst), bucket.tokens + refill)
+            bucket.updated = now
+            self._buckets.move_to_end(subject)
+            if bucket.tokens < 1.0:
+                return False
+            bucket.tokens -= 1.0
+            return True
+
+    def _create(self, obj: KubeObject, key: _Key, message: str) -> None:
+        _, type_, reason = key
         stamp = self._timestamp()
         name = f"{obj.name}.{uuid.uuid4().hex[:16]}"
         body = self._body(obj, name=name, type_=type_, reason=reason, message=message, stamp=stamp)
@@ -119,10 +206,13 @@ class EventRecorder:
                 obj.namespace, _event_model(body), _preload_content=False
             )
         with self._lock:
-            self._seen[key] = _Seen(name, obj.namespace, 1, self._clock())
+            now = self._clock()
+            self._seen[key] = _Seen(name, obj.namespace, 1, message, now, 1, now)
             self._seen.move_to_end(key)
             while len(self._seen) > _REMEMBERED:
-                self._seen.popitem(last=False)
+                _, dropped = self._seen.popitem(last=False)
+                if dropped.timer is not None:
+                    dropped.timer.cancel()
 
     def _body(
         self, obj: KubeObject, *, name: str, type_: str, reason: str, message: str, stamp: str

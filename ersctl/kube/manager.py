@@ -193,6 +193,7 @@ class Manager:
             self._halt.set()
             for controller, _ in self._controllers:
                 controller.shutdown()
+            self.events.flush()  # counts still waiting for their heartbeat
             self._stop_informers(threads)
         if self._lost.is_set():
             raise LeadershipLost("lost the leader lease; stopped reconciling")

@@ -6,23 +6,28 @@ so do the listener's job fields, which alone turn a Pending runner Running; the 
 controller's ``RUNNER_PREDICATE`` drops job-field-only updates and must not be used
 here);
 it owns the runner Pods, watched through a label-selected :class:`PodInformer` and mapped to the
-EphemeralRunner named by their controller ownerReference. JIT Secrets are not
-watched: the controller creates and deletes them itself, and a cluster-wide Secret
+EphemeralRunner named by their controller ownerReference. Runners and Pods are read
+from the informer caches (:class:`CachedRunners`, :class:`CachedPods`), so a resync of
+steady runners sends no request. JIT Secrets are not watched: the controller creates and deletes them itself, and a cluster-wide Secret
 watch would need ``list``/``watch`` on every Secret (see examples/deploy RBAC).
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from kubernetes import client
 
-from ersctl.api import ER_PLURAL
+from ersctl.api import ER_PLURAL, EphemeralRunner
+from ersctl.kube.cache import CachedReader
 from ersctl.kube.copies import json_copy
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.manager import Manager
+from ersctl.kube.ownwrites import OwnWrites
 from ersctl.kube.predicates import AlwaysPass
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.runner.metrics import RunnerMetrics
@@ -35,6 +40,9 @@ from ersctl.runner.stores import KubeRunnerResources
 CONTROLLER_NAME: Final = "ephemeralrunner"
 PODS: Final = "pods"
 RUNNER_POD_SELECTOR: Final = f"{RUNNER_POD_LABEL}=True"
+CREATED_POD_TTL: Final = 30.0
+"""Seconds a created Pod the cache has not shown is believed to exist (watch latency is
+far less; a Pod deleted before the cache ever saw it is then looked for again)."""
 
 
 def runner_pod_informer(
@@ -53,24 +61,84 @@ class CachedPods:
     """``PodStore`` reading runner Pods from the informer's cache (no request; may lag
     by the watch latency) and writing through to the API server.
 
-    A lagging read is safe: a Pod created but not yet seen is created again and the
-    409 retries the reconcile; a failed Pod seen twice is deleted with a uid
+    A Pod this process created is answered from the create's answer until the cache
+    shows it (at most ``CREATED_POD_TTL`` seconds): the runner's own status write lands
+    first, and its watch event often brings a reconcile before the Pod's does, which
+    would otherwise read the Secret again, create the Pod again and lose a 409.
+    Another lagging read is safe: a failed Pod seen twice is deleted with a uid
     precondition and recorded under its uid, so it counts once.
     """
 
-    def __init__(self, informer: PodInformer, writer: KubeRunnerResources) -> None:
+    def __init__(
+        self,
+        informer: PodInformer,
+        writer: KubeRunnerResources,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._store = informer.store
         self._writer = writer
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._created: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         raw = self._store.get(namespace, name)
-        return None if raw is None else json_copy(raw)
+        with self._lock:
+            created = self._created.pop((namespace, name), None)
+            fresh = created is not None and self._clock() - created[0] < CREATED_POD_TTL
+            if raw is None and created is not None and fresh:
+                self._created[(namespace, name)] = created  # not shown yet: keep it
+                raw = created[1]
+        copied: dict[str, Any] | None = None if raw is None else json_copy(raw)
+        return copied
 
     def create_pod(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self._writer.create_pod(body)
+        answer = self._writer.create_pod(body)
+        metadata = answer.get("metadata") or {}
+        key = (str(metadata.get("namespace")), str(metadata.get("name")))
+        with self._lock:
+            self._created[key] = (self._clock(), answer)
+        return answer
 
     def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
+        with self._lock:
+            self._created.pop((namespace, name), None)
         self._writer.delete_pod(namespace, name, uid=uid)
+
+
+class CachedRunners:
+    """``RunnerStore`` reading EphemeralRunners from the manager's informer cache (no
+    request), with this process's own writes the cache has not shown yet
+    (``ersctl.kube.ownwrites``), and writing through to the API server.
+
+    A read that lags someone else's write is safe: every phase and finalizer write
+    carries the runner's resourceVersion, so the API server refuses it (409) and the
+    reconcile is retried; the watch event of that write enqueues the runner anyway.
+    """
+
+    def __init__(self, reader: CachedReader, writer: KubeRunnerResources) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._own = OwnWrites[EphemeralRunner]()
+
+    def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
+        cached = self._reader.get_runner(namespace, name)
+        if cached is None:
+            self._own.forget(f"{namespace}/{name}")
+            return None
+        return self._own.newest(cached)
+
+    def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
+        return self._own.written(runner, self._writer.patch_runner(runner, patch))
+
+    def patch_runner_status(
+        self, runner: EphemeralRunner, patch: dict[str, Any]
+    ) -> EphemeralRunner:
+        return self._own.written(runner, self._writer.patch_runner_status(runner, patch))
+
+    def delete_runner(self, runner: EphemeralRunner) -> None:
+        self._writer.delete_runner(runner)
 
 
 def add_runner_controller(
@@ -90,7 +158,7 @@ def add_runner_controller(
     resources = KubeRunnerResources(api_client, fence=manager.is_leading)
     informer = runner_pod_informer(api_client, namespace=manager.namespace)
     reconciler = RunnerReconciler(
-        runners=resources,
+        runners=CachedRunners(manager.reader, resources),
         pods=CachedPods(informer, resources),
         secrets=resources,
         hooks=resources,

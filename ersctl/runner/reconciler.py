@@ -107,6 +107,9 @@ class RunnerReconciler:
         self._policy = policy or FailurePolicy()
         self._clock = clock
         self._metrics = metrics or NoRunnerMetrics()
+        # Runner key -> uid of a runner whose JIT Secret this controller deleted or
+        # found absent after it was done (see _delete_resources).
+        self._secret_gone: dict[str, str] = {}
         self._registrations = Registrations(
             services=services, get_secret=secrets.get_secret, events=events
         )
@@ -115,6 +118,7 @@ class RunnerReconciler:
         """See the module docstring. Raises to be retried with backoff."""
         runner = self._runners.get_runner(request.namespace, request.name)
         if runner is None:
+            self._secret_gone.pop(str(request), None)
             return Result()
         try:
             return self._reconcile(runner)
@@ -178,8 +182,14 @@ class RunnerReconciler:
         pod = self._pods.get_pod(runner.namespace, runner.name)
         if pod is not None and not (pod.get("metadata") or {}).get("deletionTimestamp"):
             self._pods.delete_pod(runner.namespace, runner.name)
+        # Secrets are not watched, so whether one exists is a GET; a done runner waits
+        # for its set to delete it, and without this record every resync would GET
+        # its Secret again. Only this controller creates it, and never for a done runner.
+        if self._secret_gone.get(runner.key) == runner.uid:
+            return
         if self._secrets.get_secret(runner.namespace, runner.name) is not None:
             self._secrets.delete_secret(runner.namespace, runner.name)
+        self._secret_gone[runner.key] = runner.uid
 
     # -- registration -----------------------------------------------------------------
 

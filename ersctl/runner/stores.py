@@ -2,7 +2,8 @@
 
 EphemeralRunner writes go through the runtime's :class:`~ersctl.kube.writer.Writer`
 (merge patches, the leader fence); reads of the runner, its Pod and its Secret are
-uncached GETs, so each decision sees the live object. Every call runs inside
+uncached GETs. On the manager, runners and Pods are read from the informer caches
+instead (``ersctl.runner.controller``); the Secret stays a GET (Secrets are not watched). Every call runs inside
 ``ersctl.kube.errors.kube_call``: ``kubernetes.client.ApiException`` never leaves here.
 Secret documents are returned to the caller, never logged.
 """

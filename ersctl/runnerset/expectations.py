@@ -40,8 +40,8 @@ rules above apply to them as to this process's own writes.
 
 The reconciler feeds them through :class:`ExpectingWriter`, a Writer that records every
 runner create and delete the API server accepted (a failed delete must not be taken for
-one in flight), so no path that creates or deletes runners has to remember to; and it
-reads every runner listing through :func:`owned_runners`, which applies them. The set a
+one in flight), and every set write's answer (``ersctl.kube.ownwrites``), so no
+path that writes has to remember to; and it reads every runner listing through :func:`owned_runners`, which applies them. The set a
 runner belongs to is its controller ownerReference (``namespace/name`` and uid), which
 every runner this controller creates carries.
 """
@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ersctl.api import ERS_KIND, EphemeralRunner, EphemeralRunnerSet
+from ersctl.kube.ownwrites import OwnWrites
 from ersctl.runnerset.ports import ApiReader, CachedReader, Writer
 
 log = logging.getLogger(__name__)
@@ -220,9 +221,15 @@ class Expectations:
 class ExpectingWriter:
     """Implements ``ersctl.runnerset.ports.Writer`` over ``inner``; see the module docstring."""
 
-    def __init__(self, inner: Writer, expectations: Expectations) -> None:
+    def __init__(
+        self,
+        inner: Writer,
+        expectations: Expectations,
+        set_writes: OwnWrites[EphemeralRunnerSet] | None = None,
+    ) -> None:
         self._inner = inner
         self._expectations = expectations
+        self._set_writes = set_writes or OwnWrites[EphemeralRunnerSet]()
 
     def create_runner(self, body: dict[str, Any]) -> EphemeralRunner:
         runner = self._inner.create_runner(body)
@@ -238,12 +245,12 @@ class ExpectingWriter:
             self._expectations.expect_deleted(owner[0], owner[1], runner.name)
 
     def patch_ers(self, ers: EphemeralRunnerSet, patch: dict[str, Any]) -> EphemeralRunnerSet:
-        return self._inner.patch_ers(ers, patch)
+        return self._set_writes.written(ers, self._inner.patch_ers(ers, patch))
 
     def patch_ers_status(
         self, ers: EphemeralRunnerSet, patch: dict[str, Any]
     ) -> EphemeralRunnerSet:
-        return self._inner.patch_ers_status(ers, patch)
+        return self._set_writes.written(ers, self._inner.patch_ers_status(ers, patch))
 
     def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
         return self._inner.patch_runner(runner, patch)

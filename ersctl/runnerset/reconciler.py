@@ -58,8 +58,10 @@ from ersctl.api import (
     EphemeralRunnerSet,
     ERSPhase,
     FieldError,
+    PatchID,
 )
 from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError, PrunedFieldsError
+from ersctl.kube.ownwrites import OwnWrites
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.platform.errors import Failure
 from ersctl.runnerset import status
@@ -119,7 +121,6 @@ class Reason(StrEnum):
 
     SCALED_UP = "ScaledUp"
     SCALED_DOWN = "ScaledDown"
-    FINISHED_RUNNERS_DELETED = "FinishedRunnersDeleted"
     SCALE_UP_SUPPRESSED = "ScaleUpSuppressed"
     STALE_OUTDATED_DELETED = "StaleOutdatedRunnersDeleted"
     REVISION_APPLIED = "RevisionApplied"
@@ -148,11 +149,14 @@ class EphemeralRunnerSetReconciler:
 
     Holds no per-reconcile state, so the runtime may reconcile different keys on
     different threads at once (never the same key twice at once). Across reconciles it
-    keeps only ``expectations``: this process's runner writes its cache has not shown
-    yet (give one instance per reconciler; the default is fine), and each set's recent
-    runner outcomes (``failed_runners`` says how Failed runners are kept and backed off).
-    ``expectation_requeue`` is the delay of the backstop requeue while any of them is
-    pending. ``clock`` is wall-clock seconds: it is compared with the runners' timestamps.
+    keeps, per set, this process's writes its cache has not shown yet: runner creates and
+    deletes in ``expectations`` (give one instance per reconciler; the default is fine),
+    the answer to its latest set write (``ersctl.kube.ownwrites``); the patch ID whose
+    suppression it last reported; and each set's recent runner outcomes
+    (``failed_runners`` says how Failed runners are kept and backed off).
+    ``expectation_requeue`` is the delay of the backstop requeue while any runner
+    expectation is pending. ``clock`` is wall-clock seconds: it is compared with the
+    runners' timestamps.
     """
 
     def __init__(
@@ -176,7 +180,11 @@ class EphemeralRunnerSetReconciler:
         self._api = api
         self._expectations = expectations or Expectations()
         self._expectation_requeue = expectation_requeue
-        self._writer = ExpectingWriter(writer, self._expectations)
+        self._set_writes = OwnWrites[EphemeralRunnerSet]()
+        self._writer = ExpectingWriter(writer, self._expectations, self._set_writes)
+        # Per set key: the patch ID whose suppression was last reported, so a patch ID
+        # reconciled again and again while suppressed records one Event, not one each.
+        self._suppression_reported: dict[str, PatchID] = {}
         self._proxy_secrets = ProxySecrets(api=api, writer=writer)
         self._events = events
         self._services = services
@@ -201,13 +209,18 @@ class EphemeralRunnerSetReconciler:
 
     def reconcile_with_outcome(self, request: Request) -> Outcome:
         """Like :meth:`reconcile`, returning what was done (``ersctl reconcile --once``)."""
-        ers = self._cache.get_ers(request.namespace, request.name)
-        if ers is None:
+        cached = self._cache.get_ers(request.namespace, request.name)
+        if cached is None:
             self._expectations.forget(str(request))
             self._failed.forget(str(request))
             self._confirmed.forget(str(request))
+            self._set_writes.forget(str(request))
+            self._suppression_reported.pop(str(request), None)
             self._proxy_secrets.forget(request.namespace, request.name)
             return Outcome(action="none", detail="not found")
+        # Our own last write when the cache does not show it yet: the status diff of
+        # step 9 then starts from what the server holds, not from what we replaced.
+        ers = self._set_writes.newest(cached)
         try:
             outcome = self._reconcile(ers)
         except FieldError as exc:
@@ -377,6 +390,8 @@ class EphemeralRunnerSetReconciler:
         # The marker first: a crash between the two steps then leaves a recorded
         # marker and finished runners (redone next time), never deleted runners and
         # no marker (which would let the next reconcile refill the gap).
+        # The counts ride along with the marker: the batch then costs one status write,
+        # the same as the cleanup's count update cost before the guard existed.
         live = record_cleanup_patch_id(
             api=self._api,
             writer=self._writer,
@@ -384,19 +399,18 @@ class EphemeralRunnerSetReconciler:
             name=ers.name,
             patch_id=decision.patch_id,
             retry=self._retry,
+            counts=status.counts(states),
         )
         if live is None:
             return Outcome(action="none", detail="gone")
-        # The server holds the marker now; mirror it so step 9 neither repeats nor reverts it.
+        # The server holds the marker (and the counts) now; mirror them so step 9
+        # neither repeats nor reverts them.
         ers.finished_runner_cleanup_patch_id = decision.patch_id
-        before = replace(before, cleanup_patch_id=decision.patch_id)
+        before = status.with_counts_of(live, replace(before, cleanup_patch_id=decision.patch_id))
         deleted = delete_runners(self._writer, decision.runners)
-        self._deleted(
-            ers,
-            deleted,
-            Reason.FINISHED_RUNNERS_DELETED,
-            f"finished (patch {decision.patch_id}; scaling waits for the next patch)",
-        )
+        # No Event per batch: the guard's cost is its marker write (the count of
+        # deleted runners is in the metrics and the log line of this reconcile).
+        self._metrics.runners_deleted(ers, deleted)
         status.update_status(self._writer, ers, before=before, states=states)
         return Outcome(action="cleanup-finished", detail=f"{deleted} runners")
 
@@ -449,7 +463,11 @@ class EphemeralRunnerSetReconciler:
             "serviced by a finished-runner cleanup; waiting for the next patch"
         )
         self._metrics.scale_up_suppressed(ers)
-        self._event(ers, NORMAL, Reason.SCALE_UP_SUPPRESSED, message)
+        # Once per patch ID: every runner event re-reconciles a suppressed set, and
+        # each would otherwise be an Event write about the same decision.
+        if self._suppression_reported.get(ers.key) != decision.patch_id:
+            self._suppression_reported[ers.key] = decision.patch_id
+            self._event(ers, NORMAL, Reason.SCALE_UP_SUPPRESSED, message)
         status.update_status(self._writer, ers, before=before, states=states)
         return Outcome(action="suppressed", detail=message)
 

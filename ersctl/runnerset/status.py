@@ -14,7 +14,7 @@ no authority to change.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Final
 
 from ersctl.api import EphemeralRunnerSet, ERSPhase, FieldError
@@ -117,6 +117,30 @@ def desired(ers: EphemeralRunnerSet, states: RunnerStates) -> StatusView:
         failed=len(states.failed),
         applied_revision=ers.applied_actionable_revision,
         cleanup_patch_id=ers.finished_runner_cleanup_patch_id,
+    )
+
+
+def counts(states: RunnerStates) -> dict[str, int]:
+    """The runner counts of ``states`` as status fields (JSON names), for a write that
+    carries them along with another (the marker)."""
+    return {
+        "currentReplicas": states.total,
+        "pendingEphemeralRunners": len(states.pending),
+        "runningEphemeralRunners": len(states.running),
+        "failedEphemeralRunners": len(states.failed),
+    }
+
+
+def with_counts_of(live: EphemeralRunnerSet, before: StatusView) -> StatusView:
+    """``before`` with the counts ``live`` holds: the base of the step-9 diff after a
+    write that set them. Phase, marker and applied revision stay as ``before`` has them
+    (copying those from another object could revert a value in step 9)."""
+    return replace(
+        before,
+        current=live.current_replicas,
+        pending=live.pending_runners,
+        running=live.running_runners,
+        failed=live.failed_runners,
     )
 
 

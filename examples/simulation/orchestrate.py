@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ersctl.api import ER_PLURAL, ERS_FINALIZER, ERS_PLURAL, EphemeralRunner, EphemeralRunnerSet
-from ersctl.testing.apiserver import ApiServer
+from ersctl.testing.apiserver import ApiServer, RequestRecord
 from ersctl.testing.podsim import RunnerPods
 from simulation.agent import AgentTiming, RunnerAgent
 from simulation.cluster import ERS_NAME, NAMESPACE, DirectCluster, bucket, create_objects
@@ -32,7 +32,7 @@ from simulation.github_side import GitHubSide
 from simulation.live import LiveLine, Progress
 from simulation.pods import PodAgent
 from simulation.processes import CtrlC, Program, ProgramExited
-from simulation.trace import Mark, RunnerTrace, Sample, Trace, count_traffic
+from simulation.trace import Mark, RunnerTrace, Sample, Trace, count_traffic, write_kind
 from simulation.workload import JobArrival, WorkloadSpec, generate, last_finish
 
 
@@ -337,9 +337,19 @@ class _Simulation:
             jobs=self.github.job_traces(origin=self.origin),
             runners=self.agent.traces(origin=self.origin),
             samples=tuple(self.samples),
-            api=count_traffic(requests),
+            api=count_traffic(requests, write_kinds=(_write_kind(r) for r in records)),
             marks=tuple(self.marks),
             final_replicas=final.replicas if final else 0,
             final_runners=final.live_runners if final else 0,
             deleted_in_log=deleted,
         )
+
+
+def _write_kind(record: RequestRecord) -> str | None:
+    try:
+        body = json.loads(record.body) if record.body else {}
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    return write_kind(record.verb, record.resource, record.subresource, body)

@@ -27,7 +27,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from simulation.trace import Trace, busy_deletions, unseen_deletions, wasted_runners
+from simulation.trace import (
+    WRITE_KINDS,
+    Trace,
+    busy_deletions,
+    unseen_deletions,
+    wasted_runners,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +68,8 @@ class Report:
     final_runners: int
     back_at_min: bool
     writes_by_resource: tuple[tuple[str, int], ...] = ()
+    writes_by_kind: tuple[tuple[str, int], ...] = ()
+    """Writes per ``simulation.trace.WRITE_KINDS`` entry (what each write was for)."""
     marks: tuple[str, ...] = ()
     """Faults and restarts, as ``label@seconds``."""
 
@@ -76,6 +84,7 @@ class Report:
         data["wasted_runner_names"] = list(self.wasted_runner_names)
         data["marks"] = list(self.marks)
         data["writes_by_resource"] = dict(self.writes_by_resource)
+        data["writes_by_kind"] = dict(self.writes_by_kind)
         data["ok"] = self.ok
         return data
 
@@ -128,6 +137,7 @@ def build_report(trace: Trace) -> Report:
         final_runners=trace.final_runners,
         back_at_min=trace.final_replicas == trace.min_runners == trace.final_runners,
         writes_by_resource=trace.api.writes_by_resource,
+        writes_by_kind=trace.api.writes_by_kind,
         marks=tuple(f"{mark.label}@{mark.at:.1f}s" for mark in trace.marks),
     )
 
@@ -161,6 +171,8 @@ def format_report(report: Report) -> str:
         f"per job: {report.requests_per_job} requests, {report.writes_per_job} writes",
         "writes          "
         + (", ".join(f"{name} {count}" for name, count in report.writes_by_resource) or "-"),
+        "writes for      "
+        + (", ".join(f"{name} {count}" for name, count in report.writes_by_kind) or "-"),
         f"end state       replicas {report.final_replicas}, runners {report.final_runners}, "
         f"min_runners {report.min_runners}: "
         + ("back at min" if report.back_at_min else "NOT back at min"),
@@ -198,6 +210,31 @@ def format_comparison(ours: Sequence[Report], baseline: Sequence[Report]) -> str
         a, b = _median(ours, attr), _median(baseline, attr)
         lines.append(f"{title:22}{_cell(a):>16}{_cell(b):>16}{_ratio(b, a):>16}")
     return "\n".join(lines)
+
+
+def format_write_kinds(ours: Sequence[Report], baseline: Sequence[Report]) -> str:
+    """API writes per completed job broken down by what they were for, both rows side by
+    side (medians over each row's runs), with the baseline/ours ratio."""
+    kinds = [
+        kind for kind in WRITE_KINDS if any(_kind_per_job(r, kind) for r in (*ours, *baseline))
+    ]
+    lines = [
+        f"{'writes per job':22}{ours[0].label:>16}{baseline[0].label:>16}{'baseline/ours':>16}"
+    ]
+    for kind in kinds:
+        a = _median_of([_kind_per_job(r, kind) for r in ours])
+        b = _median_of([_kind_per_job(r, kind) for r in baseline])
+        lines.append(f"  {kind:20}{_cell(a):>16}{_cell(b):>16}{_ratio(b, a):>16}")
+    return "\n".join(lines)
+
+
+def _kind_per_job(report: Report, kind: str) -> float:
+    count = dict(report.writes_by_kind).get(kind, 0)
+    return round(count / report.jobs_completed, 2) if report.jobs_completed else 0.0
+
+
+def _median_of(values: list[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
 
 
 def _median(reports: Sequence[Report], attr: str) -> float | None:

@@ -12,9 +12,9 @@ Times are seconds since the start of the run.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,24 +102,75 @@ class ApiTraffic:
     by_verb: tuple[tuple[str, int], ...] = ()
     writes_by_resource: tuple[tuple[str, int], ...] = ()
     """Writes per ``resource[/subresource]``, most first (e.g. events, runner creates)."""
+    writes_by_kind: tuple[tuple[str, int], ...] = ()
+    """Writes per :data:`WRITE_KINDS` entry (what the write was for), in that order."""
 
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
+WRITE_KINDS = (
+    "runner create",
+    "runner delete",
+    "set status",
+    "marker",
+    "events",
+    "listener patches",
+    "finalizers",
+    "runner controller",
+    "other",
+)
+"""What a write was for, as :func:`write_kind` tells it from the request."""
 
-def count_traffic(requests: Iterable[tuple[str, str]]) -> ApiTraffic:
-    """Count ``(verb, resource)`` requests; writes are creates, updates, patches, deletes."""
+_JOB_FIELDS = frozenset({"jobRequestId", "jobId", "jobRepositoryName", "workflowRunId"})
+
+
+def write_kind(
+    verb: str, resource: str | None, subresource: str | None, body: Mapping[str, Any]
+) -> str | None:
+    """The :data:`WRITE_KINDS` entry of one request (None: not a write).
+
+    Told apart by resource and body: a set status patch holding the marker is the
+    guard's marker write (the counts may ride along); a set patch holding ``spec`` and a
+    runner status patch holding job fields are the listener's; Secrets, Pods and other
+    runner writes are the runner controller's."""
+    if verb not in WRITE_VERBS:
+        return None
+    raw_status = body.get("status")
+    status: Mapping[str, Any] = raw_status if isinstance(raw_status, dict) else {}
+    match resource, subresource:
+        case "events", _:
+            return "events"
+        case "ephemeralrunners", None if verb in ("create", "delete"):
+            return "runner create" if verb == "create" else "runner delete"
+        case "ephemeralrunnersets", "status":
+            return "marker" if "finishedRunnerCleanupPatchID" in status else "set status"
+        case "ephemeralrunnersets", None:
+            return "listener patches" if "spec" in body else "finalizers"
+        case "ephemeralrunners", "status" if _JOB_FIELDS & set(status):
+            return "listener patches"
+        case (("ephemeralrunners" | "secrets" | "pods"), _):
+            return "runner controller"
+    return "other"
+
+
+def count_traffic(
+    requests: Iterable[tuple[str, str]], *, write_kinds: Iterable[str | None] = ()
+) -> ApiTraffic:
+    """Count ``(verb, resource)`` requests; writes are creates, updates, patches, deletes.
+    ``write_kinds`` (from :func:`write_kind`, one per request) breaks the writes down."""
     verbs: Counter[str] = Counter()
     written: Counter[str] = Counter()
     for verb, resource in requests:
         verbs[verb] += 1
         if verb in WRITE_VERBS:
             written[resource] += 1
+    kinds = Counter(kind for kind in write_kinds if kind is not None)
     return ApiTraffic(
         requests=verbs.total(),
         writes=written.total(),
         by_verb=tuple(sorted(verbs.items())),
         writes_by_resource=tuple(written.most_common()),
+        writes_by_kind=tuple((kind, kinds[kind]) for kind in WRITE_KINDS if kinds[kind]),
     )
 
 

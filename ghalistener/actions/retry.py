@@ -73,14 +73,15 @@ class RetryPolicy:
         attempt: Callable[[], httpx.Response],
         *,
         also_retry: Collection[int] = (),
-        request: str = "",
+        request: object = "",
     ) -> httpx.Response:
         """Call ``attempt`` until it returns a non-retryable response or the bound is hit.
 
         ``also_retry`` adds statuses worth retrying for this call only (the admin
         connection retries 401/403 while a fresh registration token becomes valid).
-        ``request`` (method and redacted URL) names the call in the one WARNING line
-        logged per failed attempt that is retried.
+        ``request`` (method and redacted URL; anything whose ``str()`` is that, so it
+        can be built only when shown) names the call in the one WARNING line logged per
+        failed attempt that is retried.
         Returns the last response (possibly a retryable status once retries are spent);
         re-raises the last ``httpx.TransportError`` when the final try had no response.
         """
@@ -103,7 +104,7 @@ class RetryPolicy:
         return result
 
 
-def _log_retry(request: str, state: tenacity.RetryCallState) -> None:
+def _log_retry(request: object, state: tenacity.RetryCallState) -> None:
     outcome = state.outcome
     if outcome is None:
         return
@@ -114,7 +115,7 @@ def _log_retry(request: str, state: tenacity.RetryCallState) -> None:
         "retrying a failed GitHub request",
         extra={
             "fields": {
-                "request": request,
+                "request": str(request),
                 "outcome": what,
                 "attempt": state.attempt_number,
                 "wait": round(wait, 2),

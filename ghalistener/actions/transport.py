@@ -15,7 +15,7 @@ import json
 import logging
 import re
 import ssl
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import httpx
@@ -142,6 +142,19 @@ def error_from_exception(
     what = "no response" if isinstance(error, httpx.TransportError) else "request failed"
     reason = f"{what}: {type(error).__name__}" + (f": {detail}" if detail else "")
     return RequestError(reason, method=method, url=url, status=None)
+
+
+class _LazyText:
+    """Text computed the first time it is shown (``str()``, a log line's ``%s``), then kept."""
+
+    def __init__(self, compute: Callable[[], str]) -> None:
+        self._compute = compute
+        self._text: str | None = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = self._compute()
+        return self._text
 
 
 def _shown_url(url: httpx.URL | str, redactor: Redactor) -> str:
@@ -296,14 +309,16 @@ class HttpSender:
         httpx failed otherwise (an invalid URL, a body that does not decode): no httpx
         exception escapes.
         """
-        shown = _shown_url(url, self._redactor)
         try:
             request = self._client.build_request(
                 method, url, headers=dict(headers), json=json_body, params=params, timeout=timeout
             )
         except httpx.InvalidURL as exc:
-            raise error_from_exception(method, shown, exc, redactor=self._redactor) from exc
-        shown = redact_url(request.url, self._redactor)
+            unparsed = _shown_url(url, self._redactor)
+            raise error_from_exception(method, unparsed, exc, redactor=self._redactor) from exc
+        # Redacted only when a log line or an error shows it: parsing and redacting a
+        # URL cost more CPU than the rest of a request (the listener's profile).
+        shown = _LazyText(lambda: redact_url(request.url, self._redactor))
 
         def attempt() -> httpx.Response:
             response = self._client.send(request)
@@ -311,10 +326,11 @@ class HttpSender:
             log.debug("%s %s -> %s", method, shown, response.status_code)
             return response
 
+        named = _LazyText(lambda: f"{method} {shown}")
         try:
-            return self._retry.run(attempt, also_retry=also_retry, request=f"{method} {shown}")
+            return self._retry.run(attempt, also_retry=also_retry, request=named)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:  # the one boundary: none escape
-            raise error_from_exception(method, shown, exc, redactor=self._redactor) from exc
+            raise error_from_exception(method, str(shown), exc, redactor=self._redactor) from exc
 
     def close(self) -> None:
         """Close the connection pool."""

@@ -278,6 +278,12 @@ class GitHubSimulator(SimulatorCore):
             self._emit(job, "JobAvailable")
             return request_id
 
+    def enqueue_jobs(self, scale_set_id: int, count: int, **job: Any) -> list[int]:
+        """Queue ``count`` jobs (``enqueue_job``'s keywords) at once: no long poll sees
+        some of them without the others, so they fill messages of 50."""
+        with self._cond:
+            return [self.enqueue_job(scale_set_id, **job) for _ in range(count)]
+
     def start_job(self, runner_id: int, request_id: int | None = None) -> int:
         """Start an assigned job (the given one, else the oldest) on an idle registered runner."""
         with self._cond:

@@ -81,7 +81,13 @@ class Harness:
         return self.registry.get_sample_value(name, {"namespace": self.namespace, **labels}) or 0.0
 
     def create_runner(self, name: str = "arc-runner-abcde", **spec: Any) -> EphemeralRunner:
-        body = {
+        return EphemeralRunner(
+            self.kube.create_object("ephemeralrunners", self.runner_body(name, **spec))
+        )
+
+    def runner_body(self, name: str = "arc-runner-abcde", **spec: Any) -> dict[str, Any]:
+        """The EphemeralRunner :meth:`create_runner` creates."""
+        return {
             "apiVersion": "actions.github.com/v1alpha1",
             "kind": "EphemeralRunner",
             "metadata": {
@@ -104,7 +110,6 @@ class Harness:
                 **spec,
             },
         }
-        return EphemeralRunner(self.kube.create_object("ephemeralrunners", body))
 
     def runner(self, name: str = "arc-runner-abcde") -> EphemeralRunner | None:
         doc = self.kube.get_object("ephemeralrunners", self.namespace, name)

@@ -148,7 +148,9 @@ def test_the_cli_built_runner_controller_makes_no_github_call_without_the_lease(
         try:
             assert not controller.manager.is_leading(), "never campaigned: not the leader"
             assert controller.runner is not None
-            with pytest.raises(NotLeaderError) as refused:
+            # The runner controller reads runners from the informer cache: fill it (the
+            # informers only, no campaign, no workers).
+            with controller.manager.caches(), pytest.raises(NotLeaderError) as refused:
                 controller.runner.reconcile(Request(h.namespace, RUNNER))
         finally:
             controller.close()

@@ -9,12 +9,13 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
 from ersctl.kube.manager import Manager
 from ersctl.runner.controller import CONTROLLER_NAME, add_runner_controller
 from ersctl.runner.phases import FailurePolicy
@@ -23,6 +24,7 @@ from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.podsim import RunnerPods
 from tests.cluster.conftest import Harness, actions_client
 from tests.cluster.test_runner_controller import RUNNING
+from tests.kubeclient import SentRequests
 from tests.polling import eventually
 
 RUNNER = "arc-runner-abcde"
@@ -39,8 +41,15 @@ def idle_and_online(h: Harness) -> bool:
 
 
 @pytest.fixture
-def manager(h: Harness) -> Iterator[Manager]:
+def manager_sent() -> SentRequests:
+    """What the manager's client sends (its informers' watches included)."""
+    return SentRequests()
+
+
+@pytest.fixture
+def manager(h: Harness, manager_sent: SentRequests) -> Iterator[Manager]:
     api_client = h.kube.api_client()
+    manager_sent.attach(api_client)
     manager = Manager(api_client, namespace=h.namespace, workers=2)
     services = SecretRunnerServices(
         get_secret=manager.api_reader.get_secret,
@@ -95,6 +104,83 @@ def test_the_manager_takes_a_runner_through_a_real_job_on_watch_events(
         "ersctl_reconcile_total", {"controller": CONTROLLER_NAME, "result": "success"}
     )
     assert reconciles >= 4
+
+
+def no_new_requests(sent: SentRequests, *, polls: int = 5) -> Callable[[], bool]:
+    """A check that holds once ``polls`` polls in a row saw no new request (watches
+    aside): the reconciles the last writes' events brought have run."""
+    counts: list[int] = []
+
+    def check() -> bool:
+        counts.append(sum(1 for r in sent.records() if r.verb != "watch"))
+        return len(counts) >= polls and counts[-polls] == counts[-1]
+
+    return check
+
+
+def successful_reconciles(manager: Manager) -> float:
+    labels = {"controller": CONTROLLER_NAME, "result": "success"}
+    return manager.metrics.value("ersctl_reconcile_total", labels)
+
+
+def test_a_resync_of_steady_runners_sends_no_request(
+    h: Harness, manager: Manager, manager_sent: SentRequests
+) -> None:
+    # One idle runner online with its Pod, one whose job is done (Pod and Secret deleted,
+    # waiting for its set to delete it): the two states a runner rests in.
+    pods = RunnerPods(h.kube, namespace=h.namespace, connect=h.sim.connect_runner)
+    h.create_runner()
+    h.create_runner("arc-runner-done")
+    eventually(lambda: h.pod() is not None and h.pod("arc-runner-done") is not None, timeout=10)
+    pods.start(RUNNER)
+    pods.start("arc-runner-done")
+    eventually(lambda: idle_and_online(h), timeout=10)
+    pods.exit("arc-runner-done", 0)
+
+    def done_and_cleaned() -> bool:
+        done = h.runner("arc-runner-done")
+        gone = h.pod("arc-runner-done") is None and h.secret("arc-runner-done") is None
+        return done is not None and done.phase == "Succeeded" and gone
+
+    eventually(done_and_cleaned, timeout=10)
+    eventually(no_new_requests(manager_sent), timeout=10, interval=0.1, what="the manager idle")
+    settled = successful_reconciles(manager)
+    manager_sent.clear()
+
+    manager.resync()
+
+    eventually(lambda: successful_reconciles(manager) >= settled + 2, timeout=10)
+    sent = [(r.verb, r.resource, r.name) for r in manager_sent.records() if r.verb != "watch"]
+    assert sent == [], "a steady runner is judged from the caches alone"
+
+
+@pytest.mark.embedded_only("the watch delay keeps the Pod out of the cache for a while")
+def test_a_runner_reaches_its_pod_in_five_requests_while_the_pod_cache_lags(
+    h: Harness, manager: Manager, manager_sent: SentRequests
+) -> None:
+    # The runner's status write is seen long before its Pod: the reconcile that write's
+    # event brings must not read the Secret and create the Pod a second time.
+    h.server.set_watch_delay("pods", 2.0)
+    manager_sent.clear()
+    body = h.runner_body()
+    # As the set controller creates runners: with both finalizers.
+    body["metadata"]["finalizers"] = [ER_FINALIZER, ER_REGISTRATION_FINALIZER]
+    h.kube.create_object("ephemeralrunners", body)
+    eventually(lambda: h.pod() is not None, timeout=10)
+    eventually(no_new_requests(manager_sent, polls=30), timeout=15, interval=0.1)
+
+    sent = sorted(
+        (r.verb, r.resource, r.subresource, r.status)
+        for r in manager_sent.records()
+        if r.verb not in ("watch", "list")
+    )
+    assert sent == [
+        ("create", "pods", None, 201),
+        ("create", "secrets", None, 201),
+        ("get", "secrets", None, 200),  # the credentials (Secrets are not watched)
+        ("get", "secrets", None, 404),  # the JIT Secret: never register a runner twice
+        ("patch", "ephemeralrunners", "status", 200),  # runnerId, runnerName, Pending
+    ]
 
 
 def free_port() -> int:

@@ -108,7 +108,7 @@ class Cluster:
             cache=self.cache,
             api=self.api_reader,
             writer=self.writer,
-            events=EventRecorder(self.api_client),
+            events=EventRecorder(self.api_client, heartbeat=0.0),
             services=services or self.services,
             expectations=expectations,
         )
@@ -120,7 +120,7 @@ class Cluster:
             cache=self.cache,
             api=self.api_reader,
             writer=self.writer,
-            events=EventRecorder(self.api_client),
+            events=EventRecorder(self.api_client, heartbeat=0.0),
             services=self.services,
             metrics=self.metrics,
             **options,

@@ -17,6 +17,8 @@ from ersctl.kube.errors import ConflictError, GoneError, KubeError, NotFoundErro
 from ersctl.kube.events import EventRecorder
 from ersctl.testing.apiserver import ApiServer
 from tests.kubeapi import KubeApi
+from tests.kubeclient import SentRequests
+from tests.polling import eventually
 from tests.runtime.conftest import ers_body
 
 
@@ -76,21 +78,64 @@ def events(kube: KubeApi) -> list[dict[str, Any]]:
     return kube.list_objects("events", kube.namespace)
 
 
-def test_repeated_events_are_aggregated_into_one_with_a_count(kube: KubeApi) -> None:
+def test_repeats_of_one_reason_on_one_object_update_one_events_count(kube: KubeApi) -> None:
     ers = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("web")))
-    recorder = EventRecorder(kube.api_client())
+    recorder = EventRecorder(kube.api_client(), heartbeat=0.0)
 
-    for _ in range(3):
-        recorder.event(ers, type="Normal", reason="ScaleUpSuppressed", message="patch 4 serviced")
+    for patch_id in (4, 5, 6):
+        recorder.event(ers, type="Normal", reason="ScaleUpSuppressed", message=f"patch {patch_id}")
     recorder.event(ers, type="Warning", reason="InvalidSpec", message="spec.replicas: bad")
 
     by_reason = {e["reason"]: e for e in events(kube)}
     assert sorted(by_reason) == ["InvalidSpec", "ScaleUpSuppressed"]
     suppressed = by_reason["ScaleUpSuppressed"]
     assert suppressed["count"] == 3 and suppressed["type"] == "Normal"
+    assert suppressed["message"] == "patch 6"  # the latest occurrence
     assert suppressed["involvedObject"]["uid"] == ers.uid
     assert suppressed["involvedObject"]["kind"] == "EphemeralRunnerSet"
     assert by_reason["InvalidSpec"]["count"] == 1
+
+
+def test_repeats_within_a_heartbeat_cost_one_write_sent_by_the_heartbeat(kube: KubeApi) -> None:
+    ers = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("web")))
+    api_client = kube.api_client()
+    sent = SentRequests(api_client)
+    recorder = EventRecorder(api_client, heartbeat=0.5)
+
+    for n in range(10):
+        recorder.event(ers, type="Normal", reason="ScaledUp", message=f"created {n}")
+
+    def counted() -> bool:
+        return [e["count"] for e in events(kube)] == [10]
+
+    eventually(counted, timeout=10)
+    writes = [(r.verb, r.resource) for r in sent.records()]
+    assert writes == [("create", "events"), ("patch", "events")]
+
+
+def test_flush_writes_a_pending_count_before_its_heartbeat(kube: KubeApi) -> None:
+    ers = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("web")))
+    recorder = EventRecorder(kube.api_client(), heartbeat=3600.0)
+    recorder.event(ers, type="Normal", reason="ScaledUp", message="created 1")
+    recorder.event(ers, type="Normal", reason="ScaledUp", message="created 2")
+    assert [e["count"] for e in events(kube)] == [1]
+
+    recorder.flush()
+
+    assert [(e["count"], e["message"]) for e in events(kube)] == [(2, "created 2")]
+
+
+def test_new_events_beyond_the_per_object_burst_are_dropped(kube: KubeApi) -> None:
+    web = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("web")))
+    api = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("api")))
+    recorder = EventRecorder(kube.api_client(), burst=2, refill_every=3600.0)
+
+    for reason in ("First", "Second", "Third"):
+        recorder.event(web, type="Normal", reason=reason, message="m")
+    recorder.event(api, type="Normal", reason="First", message="m")
+
+    written = sorted((e["involvedObject"]["name"], e["reason"]) for e in events(kube))
+    assert written == [("api", "First"), ("web", "First"), ("web", "Second")]
 
 
 @pytest.mark.embedded_only("fault injection")

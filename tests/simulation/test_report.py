@@ -15,7 +15,15 @@ from simulation.report import (
     percentile,
     write_json,
 )
-from simulation.trace import ApiTraffic, JobTrace, RunnerTrace, Sample, Trace, count_traffic
+from simulation.trace import (
+    ApiTraffic,
+    JobTrace,
+    RunnerTrace,
+    Sample,
+    Trace,
+    count_traffic,
+    write_kind,
+)
 
 
 def _trace(
@@ -207,3 +215,69 @@ def test_a_deletion_in_the_request_log_that_no_runner_record_shows_fails_the_run
     assert (report.runner_deletions, report.unseen_deletions) == (2, 1)
     assert not report.ok
     assert "1 UNSEEN" in format_report(report)
+
+
+@pytest.mark.parametrize(
+    ("verb", "resource", "subresource", "body", "kind"),
+    [
+        pytest.param("create", "ephemeralrunners", None, {}, "runner create", id="runner-create"),
+        pytest.param("delete", "ephemeralrunners", None, {}, "runner delete", id="runner-delete"),
+        pytest.param(
+            "patch",
+            "ephemeralrunnersets",
+            "status",
+            {"status": {"finishedRunnerCleanupPatchID": 4, "currentReplicas": 1}},
+            "marker",
+            id="marker-with-counts",
+        ),
+        pytest.param(
+            "patch",
+            "ephemeralrunnersets",
+            "status",
+            {"status": {"currentReplicas": 1}},
+            "set status",
+            id="counts",
+        ),
+        pytest.param("patch", "events", None, {"count": 2}, "events", id="event-count"),
+        pytest.param(
+            "patch",
+            "ephemeralrunnersets",
+            None,
+            {"spec": {"replicas": 3, "patchID": 7}},
+            "listener patches",
+            id="listener-spec",
+        ),
+        pytest.param(
+            "patch",
+            "ephemeralrunners",
+            "status",
+            {"status": {"jobRequestId": 3, "jobId": "j"}},
+            "listener patches",
+            id="listener-job-info",
+        ),
+        pytest.param(
+            "patch",
+            "ephemeralrunnersets",
+            None,
+            {"metadata": {"finalizers": ["f"]}},
+            "finalizers",
+            id="finalizer",
+        ),
+        pytest.param("create", "pods", None, {}, "runner controller", id="pod"),
+        pytest.param(
+            "patch",
+            "ephemeralrunners",
+            "status",
+            {"status": {"phase": "Running"}},
+            "runner controller",
+            id="runner-phase",
+        ),
+        pytest.param("get", "ephemeralrunners", None, {}, None, id="a-read-is-no-write"),
+    ],
+)
+def test_each_write_is_counted_for_what_it_was_for(
+    verb: str, resource: str, subresource: str | None, body: dict[str, object], kind: str | None
+) -> None:
+    assert write_kind(verb, resource, subresource, body) == kind
+    traffic = count_traffic([(verb, resource)], write_kinds=[kind])
+    assert traffic.writes_by_kind == (((kind, 1),) if kind else ())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -25,6 +26,8 @@ class RequestRecord:
     namespace: str | None = None
     name: str | None = None
     subresource: str | None = None
+    at: float = field(default_factory=time.time)
+    """When the server answered (``time.time()``): for latencies measured against it."""
 
 
 class RequestLog:
