@@ -72,6 +72,8 @@ GUARD_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
 """CRD name -> the field paths the served schema must keep for the guard to work."""
 
 ARS_REQUIRED_FIELDS: Final = ("spec.template", "spec.githubConfigUrl", "status.state")
+AL_REQUIRED_FIELDS: Final = ("spec.ephemeralRunnerSetName", "spec.runnerScaleSetId")
+"""What the ARS controller writes on the AutoscalingListeners it makes (ARC's CRD has them)."""
 """What the AutoscalingRunnerSet controller reads and writes on an ARS that ARC's CRD
 has too: a served ARS CRD must keep them (start-up check, ``ersctl reconcile``)."""
 LISTENER_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {

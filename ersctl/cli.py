@@ -29,6 +29,8 @@ from kubernetes import client
 
 from ersctl import __version__
 from ersctl.api import (
+    AL_CRD,
+    AL_REQUIRED_FIELDS,
     ARS_CRD,
     ARS_REQUIRED_FIELDS,
     ERS_CRD,
@@ -307,14 +309,19 @@ def _check_api(api: client.ApiClient, *, autoscaling: bool, listener_controller:
     listener_fields = LISTENER_FIELDS if listener_controller else {}
     check_served_crds(api, {**GUARD_FIELDS, **listener_fields})
     if autoscaling:
+        # The ARS controller also follows the AutoscalingListeners it makes: without their
+        # CRD that informer would never sync either.
         try:
-            check_served_crds(api, {ARS_CRD: ARS_REQUIRED_FIELDS})
+            check_served_crds(api, {ARS_CRD: ARS_REQUIRED_FIELDS, AL_CRD: AL_REQUIRED_FIELDS})
         except PrunedFieldsError as exc:
-            lacking = ", ".join(exc.fields[ARS_CRD])
+            lacking = "; ".join(
+                f"{crd} is not installed or lacks {', '.join(fields)}"
+                for crd, fields in exc.fields.items()
+            )
             raise ConfigError(
                 "--autoscaling-runner-set-controller",
-                f"{ARS_CRD} is not installed or lacks {lacking}: install the CRDs "
-                f"({INSTALL_CRDS_COMMAND}) or pass --no-autoscaling-runner-set-controller",
+                f"{lacking}: install the CRDs ({INSTALL_CRDS_COMMAND}) or pass "
+                "--no-autoscaling-runner-set-controller",
             ) from None
 
 

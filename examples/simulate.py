@@ -1,17 +1,21 @@
 """The whole system end to end, with no GitHub account and no cluster.
 
-    python examples/simulate.py [--faults] [--runner-controller] [--json report.json]
+    python examples/simulate.py [--faults] [--runner-controller] [--without-ars]
+                                [--json report.json]
                                 [--plot timeline.svg]
 
 Starts an embedded Kubernetes API server and the GitHub simulator's HTTP server in
-this process, runs the real ``ghalistener run`` and ``ersctl reconcile`` as
-subprocesses, and a runner agent that plays the cluster and the runner binary
-(registration via JIT config, Pending -> Running -> Succeeded, one job per runner).
+this process, runs the real ``ersctl reconcile`` as a subprocess and applies an
+AutoscalingRunnerSet: the controller registers the scale set, makes the
+EphemeralRunnerSet and the listener Pod, whose real ``ghalistener`` the simulation's
+kubelet starts from the Pod's mounted config (``--without-ars``: the set applied and
+``ghalistener run`` started by hand). A runner agent plays the cluster and the runner
+binary (registration via JIT config, Pending -> Running -> Succeeded, one job per runner).
 A seeded workload queues jobs; the terminal shows live progress, then a report:
 jobs completed, runners created, wasted runners, peak runners against peak demand,
 job wait p50/p95/max, API requests and writes per job, and whether the set returned
 to min_runners. ``--faults`` adds GitHub 5xx bursts and token expiry, API server
-409s and latency, and a listener and a controller restart mid-run. With
+409s and latency, and a listener (its Pod deleted) and a controller restart mid-run. With
 ``--runner-controller``, ``ersctl reconcile --runner-controller`` registers the runners
 and runs their Pods itself, and the agent only plays the kubelet and the runner binary.
 

@@ -1,8 +1,9 @@
 """The Kubernetes side of the simulation: the objects it starts from, and the agent's view.
 
-:func:`create_objects` makes what a platform team would apply: a namespace, the GitHub
-credentials Secret (key ``github_token``, as the controller reads it) and the
-EphemeralRunnerSet at zero replicas. :class:`DirectCluster` is the runner agent's
+:func:`create_objects` makes what a platform team would apply by hand: a namespace, the
+GitHub credentials Secret (key ``github_token``, as the controller reads it) and the
+EphemeralRunnerSet at zero replicas; with the AutoscalingRunnerSet path, the namespace,
+the Secret and :func:`ars_document` are all it applies. :class:`DirectCluster` is the runner agent's
 access to the EphemeralRunners: in-process calls on the embedded API server, so the
 agent's writes never appear in the request log that the report counts.
 """
@@ -13,16 +14,39 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from ersctl.api import API_VERSION, ER_PLURAL, ERS_KIND, ERS_PLURAL, EphemeralRunner, ERPhase
+from ersctl.api import (
+    API_VERSION,
+    ARS_KIND,
+    ER_PLURAL,
+    ERS_KIND,
+    ERS_PLURAL,
+    EphemeralRunner,
+    ERPhase,
+)
 from ersctl.testing.apiserver import ApiServer, StatusError
 
 NAMESPACE = "arc-runners"
 ERS_NAME = "arc-runner-set"
 SECRET_NAME = "github-credentials"  # noqa: S105 (a Secret's name, not a secret)
+ARS_NAME = "arc-runner-set"
+
+
+def runner_pod_spec() -> dict[str, Any]:
+    """The runner Pod spec of the set (the simulation's agent plays what runs in it)."""
+    return {
+        "restartPolicy": "Never",
+        "containers": [{"name": "runner", "image": "ghcr.io/actions/actions-runner:latest"}],
+    }
 
 
 def create_objects(api: ApiServer, *, config_url: str, token: str, scale_set_id: int) -> None:
     """The namespace, the credentials Secret and the EphemeralRunnerSet (0 replicas)."""
+    create_credentials(api, token=token)
+    api.create_object(ERS_PLURAL, ers_document(config_url=config_url, scale_set_id=scale_set_id))
+
+
+def create_credentials(api: ApiServer, *, token: str) -> None:
+    """The namespace and the GitHub credentials Secret in it."""
     api.create_object(
         "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
     )
@@ -36,7 +60,26 @@ def create_objects(api: ApiServer, *, config_url: str, token: str, scale_set_id:
             "data": {"github_token": base64.b64encode(token.encode()).decode()},
         },
     )
-    api.create_object(ERS_PLURAL, ers_document(config_url=config_url, scale_set_id=scale_set_id))
+
+
+def ars_document(
+    *, config_url: str, scale_set_name: str, min_runners: int, max_runners: int
+) -> dict[str, Any]:
+    """The AutoscalingRunnerSet a platform team applies for one scale set: the
+    controller registers the scale set and makes its runner set and listener."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": ARS_KIND,
+        "metadata": {"name": ARS_NAME, "namespace": NAMESPACE},
+        "spec": {
+            "githubConfigUrl": config_url,
+            "githubConfigSecret": SECRET_NAME,
+            "runnerScaleSetName": scale_set_name,
+            "minRunners": min_runners,
+            "maxRunners": max_runners,
+            "template": {"spec": runner_pod_spec()},
+        },
+    }
 
 
 def ers_document(*, config_url: str, scale_set_id: int) -> dict[str, Any]:
@@ -56,12 +99,7 @@ def ers_document(*, config_url: str, scale_set_id: int) -> dict[str, Any]:
                 "githubConfigUrl": config_url,
                 "githubConfigSecret": SECRET_NAME,
                 "runnerScaleSetId": scale_set_id,
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "runner", "image": "ghcr.io/actions/actions-runner:latest"}
-                    ],
-                },
+                "spec": runner_pod_spec(),
             },
         },
     }

@@ -41,6 +41,7 @@ def config_from(args: argparse.Namespace) -> SimulationConfig:
         faults=args.faults,
         long_poll=args.long_poll,
         runner_controller=args.runner_controller,
+        autoscaling=not args.without_ars,
         drain_timeout=args.drain_timeout,
     )
 

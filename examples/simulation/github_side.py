@@ -30,11 +30,14 @@ listener's): longer than the listener's retry backoff in a 5xx burst, shorter th
 class GitHubSide:
     """Start with ``with GitHubSide(...) as github:``; ``config_url`` is valid inside."""
 
-    def __init__(self, *, long_poll: float) -> None:
+    def __init__(self, *, long_poll: float, register: bool = True) -> None:
+        """``register``: the scale set exists from the start (a listener configured by
+        hand); without it an AutoscalingRunnerSet's controller registers it, and
+        :meth:`use_scale_set` names it once known."""
         self.sim = GitHubSimulator(
             hold_seconds=long_poll, session_idle_timeout=SESSION_IDLE_TIMEOUT
         )
-        self.scale_set_id = int(self.sim.create_scale_set(SCALE_SET_NAME)["id"])
+        self.scale_set_id = int(self.sim.create_scale_set(SCALE_SET_NAME)["id"]) if register else 0
         self.token = SIM_TOKEN
         self._server: Any = None
         self._durations: dict[str, float] = {}
@@ -54,6 +57,14 @@ class GitHubSide:
         self.sim.close()
         if self._server is not None:
             self._server.stop()
+
+    def use_scale_set(self, scale_set_id: int) -> None:
+        """The scale set the controller registered: jobs go to it from now on."""
+        self.scale_set_id = scale_set_id
+
+    def scale_set_names(self) -> list[str]:
+        """The names of the scale sets registered at the service."""
+        return [str(s["name"]) for s in self.sim.state()["scaleSets"]]
 
     @property
     def config_url(self) -> str:

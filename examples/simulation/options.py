@@ -106,6 +106,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="let ersctl's EphemeralRunner controller register runners and run their Pods; "
         "the agent then only plays the kubelet and the runner binary",
     )
+    system.add_argument(
+        "--without-ars",
+        action="store_true",
+        help="apply an EphemeralRunnerSet and start the listener by hand, as before the "
+        "AutoscalingRunnerSet controller, instead of applying an AutoscalingRunnerSet",
+    )
     output = parser.add_argument_group("output")
     output.add_argument(
         "--json", metavar="PATH", type=_output_file, help="write the report as JSON"

@@ -22,18 +22,39 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ersctl.api import ER_PLURAL, ERS_FINALIZER, ERS_PLURAL, EphemeralRunner, EphemeralRunnerSet
+from ersctl.api import (
+    ARS_PLURAL,
+    ER_PLURAL,
+    ERS_FINALIZER,
+    ERS_PLURAL,
+    AutoscalingRunnerSet,
+    EphemeralRunner,
+    EphemeralRunnerSet,
+)
+from ersctl.runnerset.metrics import LISTENER_SELECTOR
 from ersctl.testing.apiserver import ApiServer, RequestRecord
 from ersctl.testing.podsim import RunnerPods
 from simulation.agent import AgentTiming, RunnerAgent
-from simulation.cluster import ERS_NAME, NAMESPACE, DirectCluster, bucket, create_objects
+from simulation.cluster import (
+    ARS_NAME,
+    ERS_NAME,
+    NAMESPACE,
+    DirectCluster,
+    ars_document,
+    bucket,
+    create_credentials,
+    create_objects,
+)
 from simulation.faults import Fault, FaultKind, fault_plan
-from simulation.github_side import GitHubSide
+from simulation.github_side import SCALE_SET_NAME, GitHubSide
+from simulation.listeners import ListenerKubelet
 from simulation.live import LiveLine, Progress
 from simulation.pods import PodAgent
 from simulation.processes import CtrlC, Program, ProgramExited
 from simulation.trace import Mark, RunnerTrace, Sample, Trace, count_traffic, write_kind
 from simulation.workload import JobArrival, WorkloadSpec, generate, last_finish
+
+_LISTENER_LABEL, _, _LISTENER_VALUE = LISTENER_SELECTOR.partition("=")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +78,10 @@ class SimulationConfig:
     controller_env: Mapping[str, str] = field(default_factory=dict)
     runner_controller: bool = False
     """Run ersctl's EphemeralRunner controller too; the agent then only drives Pods."""
+    autoscaling: bool = False
+    """Apply an AutoscalingRunnerSet instead of a set and a listener: the controller
+    registers the scale set and makes the set and the listener Pod, whose listener the
+    simulation's kubelet runs (:class:`~simulation.listeners.ListenerKubelet`)."""
 
 
 class Agent(Protocol):
@@ -70,7 +95,8 @@ class Agent(Protocol):
 def run_simulation(config: SimulationConfig, *, workdir: Path, live: LiveLine) -> Trace:
     """Run ``config`` end to end and return what happened (see the module docstring)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    with ApiServer() as api, GitHubSide(long_poll=config.long_poll) as github, CtrlC() as ctrl_c:
+    github_side = GitHubSide(long_poll=config.long_poll, register=not config.autoscaling)
+    with ApiServer() as api, github_side as github, CtrlC() as ctrl_c:
         sim = _Simulation(
             config=config, api=api, github=github, workdir=workdir, live=live, ctrl_c=ctrl_c
         )
@@ -107,6 +133,11 @@ class _Simulation:
         self.restarts: list[threading.Thread] = []
         self.agent = self._agent()
         kubeconfig = api.write_kubeconfig(workdir / "kubeconfig")
+        self.ers_name = ERS_NAME
+        self.applied_at: float | None = None
+        self.kubelet = ListenerKubelet(
+            api, kubeconfig=kubeconfig, workdir=workdir / "listener-pods", namespace=NAMESPACE
+        )
         self.listener = Program(
             name="ghalistener",
             log_path=workdir / "ghalistener.log",
@@ -136,9 +167,20 @@ class _Simulation:
                 # Explicit both ways: `ersctl reconcile` runs the runner controller by
                 # default, and without it the simulation's agent plays its part.
                 "--runner-controller" if config.runner_controller else "--no-runner-controller",
+                *self._autoscaling_options(),
             ],
             env=config.controller_env,
         )
+
+    def _autoscaling_options(self) -> list[str]:
+        if not self.config.autoscaling:
+            return [
+                "--no-autoscaling-runner-set-controller",
+                "--no-listener-controller",
+            ]
+        # The listener Pods' image is only a name here (the kubelet runs ghalistener from
+        # this checkout); their metrics servers would all want the same port.
+        return ["--listener-image", "ghalistener:simulated", "--listener-metrics-addr", "0"]
 
     def _agent(self) -> Agent:
         if self.config.runner_controller:
@@ -181,14 +223,27 @@ class _Simulation:
     def start(self) -> None:
         if self.config.message_latency > 0:
             self.github.delay_messages(self.config.message_latency)
-        create_objects(
-            self.api,
-            config_url=self.github.config_url,
-            token=self.github.token,
-            scale_set_id=self.github.scale_set_id,
-        )
         self.controller.start()
-        self.listener.start()
+        if self.config.autoscaling:
+            create_credentials(self.api, token=self.github.token)
+            self.applied_at = time.time()
+            self.api.create_object(
+                ARS_PLURAL,
+                ars_document(
+                    config_url=self.github.config_url,
+                    scale_set_name=SCALE_SET_NAME,
+                    min_runners=self.config.min_runners,
+                    max_runners=self.config.max_runners,
+                ),
+            )
+        else:
+            create_objects(
+                self.api,
+                config_url=self.github.config_url,
+                token=self.github.token,
+                scale_set_id=self.github.scale_set_id,
+            )
+            self.listener.start()
         self._wait_until_ready(timeout=60.0)
         self.origin = time.time()
 
@@ -198,16 +253,35 @@ class _Simulation:
         deadline = time.time() + timeout
         while time.time() < deadline:
             self.ctrl_c.check()
-            ers = EphemeralRunnerSet(self.api.get_object(ERS_PLURAL, NAMESPACE, ERS_NAME) or {})
+            self.kubelet.step()
+            if self.config.autoscaling:
+                self._find_autoscaled_set()
+            ers = EphemeralRunnerSet(
+                self.api.get_object(ERS_PLURAL, NAMESPACE, self.ers_name) or {}
+            )
             if ers.has_finalizer(ERS_FINALIZER) and self.github.has_session():
                 return
             self._check_programs()
             time.sleep(0.05)
         raise ProgramExited(f"the programs were not ready after {timeout:.0f}s; see {self.workdir}")
 
+    def _find_autoscaled_set(self) -> None:
+        """The scale set id and the set's name, once the ARS controller made them."""
+        ars = AutoscalingRunnerSet(self.api.get_object(ARS_PLURAL, NAMESPACE, ARS_NAME) or {})
+        if ars.scale_set_id and not self.github.scale_set_id:
+            self.github.use_scale_set(ars.scale_set_id)
+        owned = [
+            EphemeralRunnerSet(raw)
+            for raw in self.api.list_objects(ERS_PLURAL, NAMESPACE)
+            if any(ref.get("uid") == ars.uid for ref in raw["metadata"].get("ownerReferences", ()))
+        ]
+        if owned:
+            self.ers_name = owned[0].name
+
     def stop(self) -> None:
         for thread in self.restarts:
             thread.join()
+        self.kubelet.close()
         self.listener.stop()
         self.controller.stop()
         self.live.close()
@@ -227,6 +301,7 @@ class _Simulation:
             while faults and faults[0].at <= now:
                 self._fire(faults.pop(0), now)
             self.agent.step()
+            self.kubelet.step()
             if now >= next_sample:
                 next_sample = now + self.config.sample_every
                 sample = self._sample(now)
@@ -250,7 +325,8 @@ class _Simulation:
     def _check_programs(self) -> None:
         if any(t.is_alive() for t in self.restarts):
             return
-        self.listener.check_alive()
+        if not self.config.autoscaling:  # else the listener is its Pod's, recreated
+            self.listener.check_alive()
         self.controller.check_alive()
 
     # -- faults ---------------------------------------------------------------------------
@@ -265,10 +341,20 @@ class _Simulation:
                 verb="patch", resource=ERS_PLURAL, subresource="status", code=409, times=3
             ),
             FaultKind.API_LATENCY: lambda: self.api.inject_fault(latency=0.3, times=25),
-            FaultKind.LISTENER_RESTART: lambda: self._restart(self.listener, graceful=True),
+            FaultKind.LISTENER_RESTART: self._restart_listener,
             FaultKind.CONTROLLER_RESTART: lambda: self._restart(self.controller, graceful=False),
         }
         actions[fault.kind]()
+
+    def _restart_listener(self) -> None:
+        """SIGTERM and start the listener; with an AutoscalingRunnerSet, delete its Pod:
+        the listener controller makes another (after its restart backoff)."""
+        if not self.config.autoscaling:
+            self._restart(self.listener, graceful=True)
+            return
+        for pod in self.api.list_objects("pods", NAMESPACE):
+            if (pod["metadata"].get("labels") or {}).get(_LISTENER_LABEL) == _LISTENER_VALUE:
+                self.api.delete_object("pods", NAMESPACE, pod["metadata"]["name"])
 
     def _restart(self, program: Program, *, graceful: bool) -> None:
         thread = threading.Thread(
@@ -283,7 +369,7 @@ class _Simulation:
     # -- observation ----------------------------------------------------------------------
 
     def _sample(self, now: float) -> Sample:
-        raw = self.api.get_object(ERS_PLURAL, NAMESPACE, ERS_NAME) or {}
+        raw = self.api.get_object(ERS_PLURAL, NAMESPACE, self.ers_name) or {}
         ers = EphemeralRunnerSet(raw)
         phases = {"pending": 0, "running": 0, "finished": 0, "deleting": 0}
         for obj in self.api.list_objects(ER_PLURAL, NAMESPACE):
@@ -339,6 +425,7 @@ class _Simulation:
             samples=tuple(self.samples),
             api=count_traffic(requests, write_kinds=(_write_kind(r) for r in records)),
             marks=tuple(self.marks),
+            setup=None if self.applied_at is None else self.origin - self.applied_at,
             final_replicas=final.replicas if final else 0,
             final_runners=final.live_runners if final else 0,
             deleted_in_log=deleted,

@@ -72,6 +72,9 @@ class Report:
     """Writes per ``simulation.trace.WRITE_KINDS`` entry (what each write was for)."""
     marks: tuple[str, ...] = ()
     """Faults and restarts, as ``label@seconds``."""
+    apply_to_first_job: float | None = None
+    """Seconds from applying the AutoscalingRunnerSet to the first job running (None
+    without one, or when no job ran)."""
 
     @property
     def ok(self) -> bool:
@@ -108,7 +111,12 @@ def build_report(trace: Trace) -> Report:
     waits = [job.wait for job in trace.jobs if job.wait is not None]
     busy = busy_deletions(trace)
     wasted = wasted_runners(trace)
+    starts = [job.started_at for job in trace.jobs if job.started_at is not None]
+    first_job = (
+        round(trace.setup + min(starts), 1) if trace.setup is not None and starts else None
+    )
     return Report(
+        apply_to_first_job=first_job,
         label=trace.label,
         seed=trace.seed,
         elapsed=round(trace.elapsed, 1),
@@ -177,6 +185,11 @@ def format_report(report: Report) -> str:
         f"min_runners {report.min_runners}: "
         + ("back at min" if report.back_at_min else "NOT back at min"),
     ]
+    if report.apply_to_first_job is not None:
+        lines.append(
+            f"from the apply  {report.apply_to_first_job:.1f}s from applying the "
+            "AutoscalingRunnerSet to the first job running"
+        )
     if report.marks:
         lines.append(f"faults          {', '.join(report.marks)}")
     return "\n".join(lines)

@@ -201,6 +201,9 @@ class Trace:
     """Runners left at the end, deleting ones included."""
     deleted_in_log: frozenset[str] = frozenset()
     """Runners the API server's request log shows a successful DELETE for."""
+    setup: float | None = None
+    """Seconds from applying the AutoscalingRunnerSet until the controller, the scale set,
+    the set and the listener were ready (None without one); job times count from then."""
 
 
 def jobs_by_runner(jobs: Iterable[JobTrace]) -> dict[str, list[JobTrace]]:

@@ -97,7 +97,10 @@ def test_without_the_ars_crd_the_other_controllers_start_when_it_is_off(
     without_ars_crd: ApiServer, tmp_path: Path
 ) -> None:
     command = _command(without_ars_crd, tmp_path, "--no-autoscaling-runner-set-controller")
-    assert _controllers_of_a_running_reconcile(command) == {"ephemeralrunnerset"}
+    assert _controllers_of_a_running_reconcile(command) == {
+        "ephemeralrunnerset",
+        "autoscalinglistener",
+    }
 
 
 @pytest.mark.embedded_only("a server of its own")
@@ -112,6 +115,7 @@ def test_every_controller_runs_by_default(tmp_path: Path) -> None:
             "ephemeralrunnerset",
             "ephemeralrunner",
             "autoscalingrunnerset",
+            "autoscalinglistener",
         }
 
 

@@ -153,7 +153,12 @@ def test_without_the_listener_crd_it_refuses_to_start_naming_it_unless_switched_
             assert f"{AL_CRD} lacks status.listenerRestarts, status.lastListenerExitTime" in line
             assert INSTALL_CRDS_COMMAND in line
             scale_set(kube, listener=False)
-            with reconcile(kube, tmp_path, "--no-listener-controller"):
+            with reconcile(
+                kube,
+                tmp_path,
+                "--no-listener-controller",
+                "--no-autoscaling-runner-set-controller",
+            ):
                 eventually(
                     lambda: finalizers(kube, "ephemeralrunnersets", RUNNER_SET) == [ERS_FINALIZER],
                     timeout=WAIT,

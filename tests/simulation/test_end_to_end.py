@@ -50,18 +50,27 @@ def _run(config: SimulationConfig, workdir: Path) -> Report:
 
 
 @pytest.mark.parametrize(
-    "runner_controller",
+    ("autoscaling", "runner_controller"),
     [
-        pytest.param(False, id="the-agent-registers-runners"),
-        pytest.param(True, id="ersctl-runner-controller-registers-runners-and-runs-pods"),
+        pytest.param(True, False, id="an-ars-and-the-agent-registers-runners"),
+        pytest.param(True, True, id="an-ars-and-ersctl-runner-controller-runs-pods"),
+        pytest.param(False, False, id="a-set-and-a-listener-by-hand"),
     ],
 )
 def test_a_short_run_completes_every_job_wastes_no_runner_and_returns_to_min(
-    tmp_path: Path, runner_controller: bool
+    tmp_path: Path, autoscaling: bool, runner_controller: bool
 ) -> None:
-    config = replace(_config(faults=False, window=5.0), runner_controller=runner_controller)
+    config = replace(
+        _config(faults=False, window=5.0),
+        runner_controller=runner_controller,
+        autoscaling=autoscaling,
+    )
 
     report = _run(config, tmp_path)
+
+    if autoscaling:  # the controller registered the scale set and made set and listener
+        assert report.apply_to_first_job is not None and report.apply_to_first_job > 0
+        assert len(list((tmp_path / "listener-pods").glob("*.log"))) == 1
 
     assert report.jobs_queued >= 8
     assert report.jobs_completed == report.jobs_queued, report
@@ -76,8 +85,9 @@ def test_a_short_run_completes_every_job_wastes_no_runner_and_returns_to_min(
 @pytest.mark.parametrize(
     "mode",
     [
-        pytest.param([], id="the-agent-registers-runners"),
-        pytest.param(["--runner-controller"], id="ersctl-runner-controller-runs-pods"),
+        pytest.param([], id="an-ars-and-the-agent-registers-runners"),
+        pytest.param(["--runner-controller"], id="an-ars-and-ersctl-runner-controller-runs-pods"),
+        pytest.param(["--without-ars"], id="a-set-and-a-listener-by-hand"),
     ],
 )
 def test_simulate_faults_loses_no_job_and_deletes_no_busy_runner(
@@ -100,7 +110,13 @@ def test_simulate_faults_loses_no_job_and_deletes_no_busy_runner(
     assert report["busy_runner_deletions"] == 0, report["busy_runner_names"]
     assert report["unseen_deletions"] == 0, report
     assert len(report["marks"]) >= 7  # every fault of the schedule fired
-    # Both programs really restarted: each log shows a second start.
-    for log in ("ghalistener.log", "controller.log"):
-        assert "--- start 2:" in (tmp_path / log).read_text()
+    # Both programs really restarted: the controller's log shows a second start, and so
+    # does the listener's (the program's own, or its Pod's, made again by the listener
+    # controller after the kill).
+    assert "--- start 2:" in (tmp_path / "controller.log").read_text()
+    if "--without-ars" in mode:
+        assert "--- start 2:" in (tmp_path / "ghalistener.log").read_text()
+    else:
+        (pod_log,) = (tmp_path / "listener-pods").glob("*.log")
+        assert pod_log.read_text().count("--- start 1:") == 2
     assert plot_path.read_text().startswith("<svg")
