@@ -112,9 +112,7 @@ def build_report(trace: Trace) -> Report:
     busy = busy_deletions(trace)
     wasted = wasted_runners(trace)
     starts = [job.started_at for job in trace.jobs if job.started_at is not None]
-    first_job = (
-        round(trace.setup + min(starts), 1) if trace.setup is not None and starts else None
-    )
+    first_job = round(trace.setup + min(starts), 1) if trace.setup is not None and starts else None
     return Report(
         apply_to_first_job=first_job,
         label=trace.label,
