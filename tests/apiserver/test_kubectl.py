@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from ersctl import api
+from ersctl.crds import CRD_FILES
 from ersctl.testing.apiserver.semantics import TOTAL_ANNOTATION_SIZE_LIMIT
 from tests.kubeapi import KubeApi, fresh_name
 
@@ -90,7 +91,7 @@ def test_kubectl_applies_the_crds_and_a_set_with_client_side_validation_on(
     created = kubectl("apply", "-f", "-", stdin=sample())
     misspelt = kubectl("apply", "-f", "-", stdin=sample(bogus=2), check=False)
 
-    assert applied.stdout.count("customresourcedefinition.apiextensions.k8s.io/") == 2
+    assert applied.stdout.count("customresourcedefinition.apiextensions.k8s.io/") == len(CRD_FILES)
     assert "ephemeralrunnerset.actions.github.com/arc-runners created" in created.stdout
     assert misspelt.returncode != 0
     assert 'unknown field "spec.bogus"' in misspelt.stderr
@@ -434,11 +435,16 @@ def test_the_standalone_server_serves_kubectl_with_validation_on(tmp_path: Path)
         assert server.stop() == 0
 
     assert server.ready_line.startswith("ready http://127.0.0.1:")
-    assert crds.stdout.count("serverside-applied") == 2 and "created" in created.stdout
-    assert {line.split()[0]: line.split()[1] for line in resources.splitlines()[1:]} == {
-        "ephemeralrunners": "er",
-        "ephemeralrunnersets": "ers",
+    assert crds.stdout.count("serverside-applied") == len(CRD_FILES)
+    assert "created" in created.stdout
+    rows = {line.split()[0]: line.split() for line in resources.splitlines()[1:]}
+    assert set(rows) == {
+        "ephemeralrunners",
+        "ephemeralrunnersets",
+        "autoscalingrunnersets",
+        "autoscalinglisteners",
     }
+    assert (rows["ephemeralrunners"][1], rows["ephemeralrunnersets"][1]) == ("er", "ers")
     names = {r["name"] for r in json.loads(raw)["resources"]}
     assert {"ephemeralrunnersets/status", "ephemeralrunners/status"} <= names
     assert json.loads(version)["serverVersion"]["minor"] == "32"

@@ -253,15 +253,14 @@ def test_an_exited_listener_comes_back_after_an_exponential_backoff_with_an_even
         harness.wait_for_cache()
         second = harness.pod()
         assert second is not None and second["metadata"]["uid"] != first["metadata"]["uid"]
-    events = harness.events("ListenerExited")
-    assert sorted(e["message"] for e in events) == [
-        f"the listener pod exited (Error, exit code 1); restart {n} in a row, "
-        f"the next pod starts in {delay}s"
-        for n, delay in ((1, 5), (2, 10), (3, 20))
-    ]
-    assert {(e["type"], e["involvedObject"]["kind"]) for e in events} == {
-        ("Warning", "AutoscalingListener")
-    }
+    harness.manager.events.flush()  # repeats are counted into one Event (issue 14)
+    (event,) = harness.events("ListenerExited")
+    assert (event["count"], event["message"]) == (
+        3,
+        "the listener pod exited (Error, exit code 1); restart 3 in a row, "
+        "the next pod starts in 20s",
+    )
+    assert (event["type"], event["involvedObject"]["kind"]) == ("Warning", "AutoscalingListener")
 
 
 def test_the_backoff_is_capped_and_a_listener_that_ran_long_starts_over(
