@@ -205,7 +205,9 @@ def test_ctrl_c_is_one_line_exit_130_and_stops_the_programs(
         kill_session(proc)
 
     commands = " | ".join(programs.values())
-    assert "ghalistener run" in commands and "ersctl reconcile" in commands, commands
+    # The listener: the one the simulation's kubelet runs for its Pod (from the config
+    # that LISTENER_CONFIG_PATH names, as ARC's Pod starts it: no command line of its own).
+    assert "-m ghalistener" in commands and "ersctl reconcile" in commands, commands
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert [line for line in err.splitlines() if PROGRESS not in line] == [
