@@ -494,10 +494,9 @@ def format_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class AutoscalingRunnerSet(KubeObject):
-    """An AutoscalingRunnerSet: one scale set, written by its user (``spec``); the
-    controller writes its annotations (ARC's ``runner-scale-set-id`` and names), its
-    finalizer and ``status``."""
+class _ScaleSetObject(KubeObject):
+    """What an AutoscalingRunnerSet and its AutoscalingListener both name: the GitHub
+    configuration URL, its credentials Secret and the minimum of runners."""
 
     @property
     def github_config_url(self) -> str:
@@ -506,6 +505,16 @@ class AutoscalingRunnerSet(KubeObject):
     @property
     def github_config_secret(self) -> str:
         return _str_field(self.raw, "spec.githubConfigSecret")
+
+    @property
+    def min_runners(self) -> int:
+        return _int_field(self.raw, "spec.minRunners", minimum=0)
+
+
+class AutoscalingRunnerSet(_ScaleSetObject):
+    """An AutoscalingRunnerSet: one scale set, written by its user (``spec``); the
+    controller writes its annotations (ARC's ``runner-scale-set-id`` and names), its
+    finalizer and ``status``."""
 
     @property
     def runner_group(self) -> str:
@@ -524,10 +533,6 @@ class AutoscalingRunnerSet(KubeObject):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise FieldError("spec.runnerScaleSetLabels", "must be a list of strings")
         return list(value)
-
-    @property
-    def min_runners(self) -> int:
-        return _int_field(self.raw, "spec.minRunners", minimum=0)
 
     @property
     def max_runners(self) -> int | None:
@@ -576,18 +581,10 @@ VALUES_HASH_ANNOTATION: Final = "actions.github.com/values-hash"
 CLEANUP_SECRET_ANNOTATION: Final = "actions.github.com/cleanup-github-secret-name"  # noqa: S105
 
 
-class AutoscalingListener(KubeObject):
+class AutoscalingListener(_ScaleSetObject):
     """An AutoscalingListener: one scale set's listener, written by the ARS controller
     (ARC's spec) and acted on by the listener controller (its Pod, config Secret and
     RBAC). Its restart backoff lives in ``status`` (ours)."""
-
-    @property
-    def github_config_url(self) -> str:
-        return _str_field(self.raw, "spec.githubConfigUrl")
-
-    @property
-    def github_config_secret(self) -> str:
-        return _str_field(self.raw, "spec.githubConfigSecret")
 
     @property
     def runner_scale_set_id(self) -> int:
@@ -607,10 +604,6 @@ class AutoscalingListener(KubeObject):
     @property
     def runner_set_name(self) -> str:
         return _str_field(self.raw, "spec.ephemeralRunnerSetName")
-
-    @property
-    def min_runners(self) -> int:
-        return _int_field(self.raw, "spec.minRunners", minimum=0)
 
     @property
     def max_runners(self) -> int:
