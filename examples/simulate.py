@@ -15,7 +15,9 @@ A seeded workload queues jobs; the terminal shows live progress, then a report:
 jobs completed, runners created, wasted runners, peak runners against peak demand,
 job wait p50/p95/max, API requests and writes per job, and whether the set returned
 to min_runners. ``--faults`` adds GitHub 5xx bursts and token expiry, API server
-409s and latency, and a listener (its Pod deleted) and a controller restart mid-run. With
+409s and latency, a listener (its Pod deleted) and a controller restart mid-run, and
+with an AutoscalingRunnerSet its template edited mid-run and the ARS deleted at the end
+(nothing may be left in the cluster or at GitHub). With
 ``--runner-controller``, ``ersctl reconcile --runner-controller`` registers the runners
 and runs their Pods itself, and the agent only plays the kubelet and the runner binary.
 

@@ -24,6 +24,9 @@ class FaultKind(StrEnum):
     """SIGTERM the listener and start it again (the patch ID sequence restarts at 0)."""
     CONTROLLER_RESTART = "controller-restart"
     """SIGKILL the controller mid-work and start it again (no graceful shutdown)."""
+    TEMPLATE_EDIT = "template-edit"
+    """The AutoscalingRunnerSet's runner template edited: idle runners are rebuilt, busy
+    ones finish their jobs (only with an AutoscalingRunnerSet)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +53,8 @@ _SHAPE: tuple[tuple[float, FaultKind], ...] = (
 )
 
 
-def fault_plan(window: float) -> tuple[Fault, ...]:
-    """Every kind of fault at least once, in time order, inside ``[0, window]``."""
-    return tuple(Fault(at=round(frac * window, 2), kind=kind) for frac, kind in _SHAPE)
+def fault_plan(window: float, *, autoscaling: bool = False) -> tuple[Fault, ...]:
+    """Every kind of fault at least once, in time order, inside ``[0, window]``; the
+    template edit only with an AutoscalingRunnerSet (``autoscaling``)."""
+    shape = sorted((*_SHAPE, (0.40, FaultKind.TEMPLATE_EDIT))) if autoscaling else _SHAPE
+    return tuple(Fault(at=round(frac * window, 2), kind=kind) for frac, kind in shape)

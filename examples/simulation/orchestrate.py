@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ersctl.api import (
+    AL_PLURAL,
     ARS_PLURAL,
     ER_PLURAL,
     ERS_FINALIZER,
@@ -44,6 +45,7 @@ from simulation.cluster import (
     bucket,
     create_credentials,
     create_objects,
+    runner_pod_spec,
 )
 from simulation.faults import Fault, FaultKind, fault_plan
 from simulation.github_side import SCALE_SET_NAME, GitHubSide
@@ -103,6 +105,8 @@ def run_simulation(config: SimulationConfig, *, workdir: Path, live: LiveLine) -
         try:
             sim.start()
             sim.loop()
+            if config.autoscaling and config.faults:
+                sim.tear_down(timeout=config.drain_timeout)
         finally:
             sim.stop()
         return sim.trace()
@@ -126,7 +130,12 @@ class _Simulation:
         self.workdir = workdir
         self.live = live
         self.jobs = generate(config.workload)
-        self.faults = fault_plan(config.workload.window) if config.faults else ()
+        self.faults = (
+            fault_plan(config.workload.window, autoscaling=config.autoscaling)
+            if config.faults
+            else ()
+        )
+        self.teardown: tuple[str, ...] | None = None
         self.origin = time.time()
         self.samples: list[Sample] = []
         self.marks: list[Mark] = []
@@ -343,8 +352,42 @@ class _Simulation:
             FaultKind.API_LATENCY: lambda: self.api.inject_fault(latency=0.3, times=25),
             FaultKind.LISTENER_RESTART: self._restart_listener,
             FaultKind.CONTROLLER_RESTART: lambda: self._restart(self.controller, graceful=False),
+            FaultKind.TEMPLATE_EDIT: self._edit_template,
         }
         actions[fault.kind]()
+
+    def _edit_template(self) -> None:
+        """What a platform team's edit of the runner template does: the ARS controller
+        advances the set's revision, idle runners are rebuilt, busy ones keep their job."""
+        env = [{"name": "SIMULATED_TEMPLATE_EDIT", "value": "1"}]
+        container = {**runner_pod_spec()["containers"][0], "env": env}
+        patch = {"spec": {"template": {"spec": {"containers": [container]}}}}
+        self.api.patch_object(ARS_PLURAL, NAMESPACE, ARS_NAME, patch)
+
+    def tear_down(self, *, timeout: float) -> None:
+        """Delete the AutoscalingRunnerSet and wait until nothing of it is left in the
+        cluster or at GitHub; what is still there then is recorded (``self.teardown``)."""
+        self.api.delete_object(ARS_PLURAL, NAMESPACE, ARS_NAME)
+        deadline = time.time() + timeout
+        while True:
+            self.ctrl_c.check()
+            self.agent.step()
+            self.kubelet.step()
+            left = self._left_over()
+            if not left or time.time() > deadline:
+                self.teardown = left
+                return
+            self._check_programs()
+            time.sleep(self.config.tick)
+
+    def _left_over(self) -> tuple[str, ...]:
+        left = [
+            f"{plural}/{obj['metadata']['name']}"
+            for plural in (ARS_PLURAL, ERS_PLURAL, ER_PLURAL, AL_PLURAL, "pods")
+            for obj in self.api.list_objects(plural, NAMESPACE)
+        ]
+        left += [f"scale set {name} at GitHub" for name in self.github.scale_set_names()]
+        return tuple(left)
 
     def _restart_listener(self) -> None:
         """SIGTERM and start the listener; with an AutoscalingRunnerSet, delete its Pod:
@@ -425,6 +468,7 @@ class _Simulation:
             samples=tuple(self.samples),
             api=count_traffic(requests, write_kinds=(_write_kind(r) for r in records)),
             marks=tuple(self.marks),
+            teardown=self.teardown,
             setup=None if self.applied_at is None else self.origin - self.applied_at,
             final_replicas=final.replicas if final else 0,
             final_runners=final.live_runners if final else 0,

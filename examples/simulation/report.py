@@ -72,14 +72,21 @@ class Report:
     """Writes per ``simulation.trace.WRITE_KINDS`` entry (what each write was for)."""
     marks: tuple[str, ...] = ()
     """Faults and restarts, as ``label@seconds``."""
+    teardown_left: tuple[str, ...] | None = None
+    """What the AutoscalingRunnerSet's deletion left behind (None: it was not deleted)."""
     apply_to_first_job: float | None = None
     """Seconds from applying the AutoscalingRunnerSet to the first job running (None
     without one, or when no job ran)."""
 
     @property
     def ok(self) -> bool:
-        """Every queued job completed and no runner was deleted while running one."""
-        return self.jobs_lost == 0 and self.busy_runner_deletions == 0 == self.unseen_deletions
+        """Every queued job completed, no runner was deleted while running one, and a
+        deleted AutoscalingRunnerSet left nothing behind."""
+        return (
+            self.jobs_lost == 0
+            and self.busy_runner_deletions == 0 == self.unseen_deletions
+            and not self.teardown_left
+        )
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -115,6 +122,7 @@ def build_report(trace: Trace) -> Report:
     first_job = round(trace.setup + min(starts), 1) if trace.setup is not None and starts else None
     return Report(
         apply_to_first_job=first_job,
+        teardown_left=trace.teardown,
         label=trace.label,
         seed=trace.seed,
         elapsed=round(trace.elapsed, 1),
@@ -190,6 +198,15 @@ def format_report(report: Report) -> str:
         )
     if report.marks:
         lines.append(f"faults          {', '.join(report.marks)}")
+    if report.teardown_left is not None:
+        lines.append(
+            "teardown        AutoscalingRunnerSet deleted: "
+            + (
+                f"LEFT {', '.join(report.teardown_left)}"
+                if report.teardown_left
+                else "nothing left in the cluster or at GitHub"
+            )
+        )
     return "\n".join(lines)
 
 

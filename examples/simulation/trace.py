@@ -201,6 +201,8 @@ class Trace:
     """Runners left at the end, deleting ones included."""
     deleted_in_log: frozenset[str] = frozenset()
     """Runners the API server's request log shows a successful DELETE for."""
+    teardown: tuple[str, ...] | None = None
+    """What was left after the AutoscalingRunnerSet's deletion (None: not deleted)."""
     setup: float | None = None
     """Seconds from applying the AutoscalingRunnerSet until the controller, the scale set,
     the set and the listener were ready (None without one); job times count from then."""

@@ -116,7 +116,14 @@ def test_simulate_faults_loses_no_job_and_deletes_no_busy_runner(
     assert "--- start 2:" in (tmp_path / "controller.log").read_text()
     if "--without-ars" in mode:
         assert "--- start 2:" in (tmp_path / "ghalistener.log").read_text()
+        assert report["teardown_left"] is None
     else:
         (pod_log,) = (tmp_path / "listener-pods").glob("*.log")
-        assert pod_log.read_text().count("--- start 1:") == 2
+        # Started, rolled by the template edit (its runner-spec hash changed), killed
+        # and made again by the listener controller.
+        assert pod_log.read_text().count("--- start 1:") == 3
+        # The template edited mid-run touched no busy runner (above), and deleting the
+        # AutoscalingRunnerSet at the end left nothing in the cluster or at GitHub.
+        assert any(mark.startswith("template-edit@") for mark in report["marks"])
+        assert report["teardown_left"] == [], report["teardown_left"]
     assert plot_path.read_text().startswith("<svg")
