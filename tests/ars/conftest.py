@@ -59,6 +59,9 @@ class Env:
         settings = {
             "namespace": self.namespace,
             "autoscaling_runner_set_controller": True,
+            # The listener objects are the listener controller's (tests/autoscaling);
+            # here nothing turns them into Pods (no image would be given anyway).
+            "listener_controller": False,
             "teardown_poll": 0.2,
             **options,
         }
