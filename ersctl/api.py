@@ -47,6 +47,16 @@ INTEGRITY_HASH_ANNOTATION: Final = "actions.github.com/integrity-hash"
 LAST_APPLIED_ANNOTATION: Final = "kubectl.kubernetes.io/last-applied-configuration"
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
 RUNNER_COMPONENT: Final = "runner"
+LISTENER_COMPONENT: Final = "runner-scale-set-listener"
+PART_OF_LABEL: Final = "app.kubernetes.io/part-of"
+PART_OF_VALUE: Final = "gha-runner-scale-set"
+# ARC's labels naming a scale set and its GitHub scope, on its set, runners' Secrets,
+# listener and listener Pods (dashboards and ARC's own controllers select by them).
+SCALE_SET_NAME_LABEL: Final = "actions.github.com/scale-set-name"
+SCALE_SET_NAMESPACE_LABEL: Final = "actions.github.com/scale-set-namespace"
+ENTERPRISE_LABEL: Final = "actions.github.com/enterprise"
+ORGANIZATION_LABEL: Final = "actions.github.com/organization"
+REPOSITORY_LABEL: Final = "actions.github.com/repository"
 
 MAX_PATCH_ID: Final = 2**31 - 1
 """The listener's patch ID sequence wraps here (Go's math.MaxInt32 in ARC)."""
@@ -494,6 +504,19 @@ def format_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def controller_reference(owner: KubeObject, kind: str) -> JsonObject:
+    """The ownerReference that makes ``owner`` (a ``kind`` of this API) the controller of
+    a dependent, blocking the owner's deletion until the dependent is gone, as ARC sets it."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": kind,
+        "name": owner.name,
+        "uid": owner.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
 class _ScaleSetObject(KubeObject):
     """What an AutoscalingRunnerSet and its AutoscalingListener both name: the GitHub
     configuration URL, its credentials Secret and the minimum of runners."""
@@ -577,6 +600,9 @@ RUNNER_SCALE_SET_ID_ANNOTATION: Final = "runner-scale-set-id"
 RUNNER_GROUP_NAME_ANNOTATION: Final = "actions.github.com/runner-group-name"
 RUNNER_SCALE_SET_NAME_ANNOTATION: Final = "actions.github.com/runner-scale-set-name"
 RUNNER_SPEC_HASH_ANNOTATION: Final = "actions.github.com/runner-spec-hash"
+"""ARC's hash of the AutoscalingRunnerSet's spec on its AL: it moves with the runner
+template too, and a template change must restart the listener (its patch IDs start
+over, which the set controller's cleanup marker relies on)."""
 VALUES_HASH_ANNOTATION: Final = "actions.github.com/values-hash"
 CLEANUP_SECRET_ANNOTATION: Final = "actions.github.com/cleanup-github-secret-name"  # noqa: S105
 

@@ -34,11 +34,15 @@ from typing import Any, Final
 
 from ersctl.api import (
     AL_KIND,
-    API_VERSION,
     COMPONENT_LABEL,
+    LISTENER_COMPONENT,
+    RUNNER_SPEC_HASH_ANNOTATION,
+    SCALE_SET_NAME_LABEL,
+    SCALE_SET_NAMESPACE_LABEL,
     AutoscalingListener,
     FieldError,
     JsonObject,
+    controller_reference,
 )
 from ersctl.naming import fnv_hash
 from ersctl.runner.pods import b64, string_map, template_hash
@@ -55,17 +59,10 @@ LISTENER_HASH_ANNOTATION: Final = "actions.github.com/listener-hash"
 template, labels) and the AL's :data:`RUNNER_SPEC_HASH_ANNOTATION`. A Pod whose hash
 differs from the wanted one is rolled: the listener reads its config once, at start,
 and a reconcile that rewrote the Secret may have died before deleting the Pod."""
-RUNNER_SPEC_HASH_ANNOTATION: Final = "actions.github.com/runner-spec-hash"
-"""ARC's hash of the AutoscalingRunnerSet's spec on its AL: it moves with the runner
-template too, and a template change must restart the listener (its patch IDs start
-over, which the set controller's cleanup marker relies on)."""
 RULES_HASH_LABEL: Final = "role-policy-rules-hash"
-SCALE_SET_NAME_LABEL: Final = "actions.github.com/scale-set-name"
-SCALE_SET_NAMESPACE_LABEL: Final = "actions.github.com/scale-set-namespace"
 LISTENER_NAME_LABEL: Final = "auto-scaling-listener-name"
 LISTENER_NAMESPACE_LABEL: Final = "auto-scaling-listener-namespace"
 PROXY_VARIABLES: Final = ("http_proxy", "https_proxy", "no_proxy")
-LISTENER_COMPONENT: Final = "runner-scale-set-listener"
 
 # ARC's mergeListenerPodWithTemplate: the pod-level fields a template replaces, present
 # or not (an absent one clears ours, terminationGracePeriodSeconds included, as ARC).
@@ -544,14 +541,7 @@ def _scale_set_labels(al: AutoscalingListener) -> dict[str, str]:
 def owner_reference(al: AutoscalingListener) -> JsonObject:
     if not al.uid:
         raise FieldError("metadata.uid", "is empty: the listener was not read from the server")
-    return {
-        "apiVersion": API_VERSION,
-        "kind": AL_KIND,
-        "name": al.name,
-        "uid": al.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return controller_reference(al, AL_KIND)
 
 
 def _metadata(al: AutoscalingListener, name: str, *, labels: dict[str, str]) -> JsonObject:

@@ -18,32 +18,33 @@ from ersctl.api import (
     AL_KIND,
     API_VERSION,
     ARS_KIND,
+    COMPONENT_LABEL,
+    ENTERPRISE_LABEL,
     ERS_KIND,
+    LISTENER_COMPONENT,
     MAX_PATCH_ID,
+    ORGANIZATION_LABEL,
+    PART_OF_LABEL,
+    PART_OF_VALUE,
+    REPOSITORY_LABEL,
     RUNNER_GROUP_NAME_ANNOTATION,
     RUNNER_SCALE_SET_NAME_ANNOTATION,
     RUNNER_SPEC_HASH_ANNOTATION,
+    SCALE_SET_NAME_LABEL,
+    SCALE_SET_NAMESPACE_LABEL,
     VALUES_HASH_ANNOTATION,
     AutoscalingRunnerSet,
     EphemeralRunnerSet,
     FieldError,
     JsonObject,
+    controller_reference,
 )
 from ersctl.naming import content_hash, listener_name
 from ghalistener.actions.config import parse_config_url
 from ghalistener.actions.errors import ConfigUrlError
 
-PART_OF_LABEL: Final = "app.kubernetes.io/part-of"
-PART_OF_VALUE: Final = "gha-runner-scale-set"
-COMPONENT_LABEL: Final = "app.kubernetes.io/component"
 VERSION_LABEL: Final = "app.kubernetes.io/version"
-SCALE_SET_NAME_LABEL: Final = "actions.github.com/scale-set-name"
-SCALE_SET_NAMESPACE_LABEL: Final = "actions.github.com/scale-set-namespace"
-ENTERPRISE_LABEL: Final = "actions.github.com/enterprise"
-ORGANIZATION_LABEL: Final = "actions.github.com/organization"
-REPOSITORY_LABEL: Final = "actions.github.com/repository"
 RUNNER_SET_COMPONENT: Final = "runner-set"
-LISTENER_COMPONENT: Final = "runner-scale-set-listener"
 
 SCALE_SET_LABELS_ANNOTATION: Final = "actions.github.com/runner-scale-set-labels"
 """Ours: the labels last written to the scale set (comma-separated), so a change of
@@ -141,14 +142,7 @@ def scale_set_changes(ars: AutoscalingRunnerSet) -> list[str]:
 
 def owner_reference(ars: AutoscalingRunnerSet) -> JsonObject:
     """The controller ownerReference of what the ARS owns in its own namespace."""
-    return {
-        "apiVersion": API_VERSION,
-        "kind": ARS_KIND,
-        "name": ars.name,
-        "uid": ars.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return controller_reference(ars, ARS_KIND)
 
 
 def _extra_metadata(ars: AutoscalingRunnerSet, key: str, section: str) -> dict[str, str]:

@@ -16,7 +16,17 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ersctl.api import EphemeralRunnerSet, FieldError
+from ersctl.api import (
+    COMPONENT_LABEL,
+    ENTERPRISE_LABEL,
+    LISTENER_COMPONENT,
+    ORGANIZATION_LABEL,
+    REPOSITORY_LABEL,
+    SCALE_SET_NAME_LABEL,
+    SCALE_SET_NAMESPACE_LABEL,
+    EphemeralRunnerSet,
+    FieldError,
+)
 from ghalistener.actions.config import parse_config_url
 from ghalistener.actions.errors import ConfigUrlError
 
@@ -68,8 +78,6 @@ class RunnerSetMetrics:
 
 
 ARC_LABELS: Final = ("name", "namespace", "repository", "organization", "enterprise")
-SCALE_SET_NAME_LABEL: Final = "actions.github.com/scale-set-name"
-SCALE_SET_NAMESPACE_LABEL: Final = "actions.github.com/scale-set-namespace"
 _ARC_GAUGES: Final = (
     ("pending_ephemeral_runners", "Number of ephemeral runners in a pending state.", "pending"),
     (
@@ -132,15 +140,15 @@ def arc_labels(ers: EphemeralRunnerSet) -> list[str]:
     ]
 
 
-LISTENER_SELECTOR: Final = "app.kubernetes.io/component=runner-scale-set-listener"
+LISTENER_SELECTOR: Final = f"{COMPONENT_LABEL}={LISTENER_COMPONENT}"
 """The listener Pods ARC's AutoscalingListener makes carry this label (so does ours in
 examples/deploy), with the scale set's name, namespace and GitHub scope as labels."""
 _POD_LABELS: Final = (
     SCALE_SET_NAME_LABEL,
     SCALE_SET_NAMESPACE_LABEL,
-    "actions.github.com/repository",
-    "actions.github.com/organization",
-    "actions.github.com/enterprise",
+    REPOSITORY_LABEL,
+    ORGANIZATION_LABEL,
+    ENTERPRISE_LABEL,
 )
 
 

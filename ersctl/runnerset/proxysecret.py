@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ersctl import api
+from ersctl.api import SCALE_SET_NAME_LABEL, SCALE_SET_NAMESPACE_LABEL
 from ersctl.naming import proxy_secret_name
 from ersctl.platform import logs
 from ersctl.runnerset.creation import owner_reference
@@ -35,8 +36,6 @@ from ersctl.scaleset.ports import CredentialsFieldError
 from ghalistener.actions.proxy import ProxyServer, ProxySettings
 
 RUNNER_SPEC_PATH: Final = "spec.ephemeralRunnerSpec"
-SCALE_SET_NAME_LABEL: Final = "actions.github.com/scale-set-name"
-SCALE_SET_NAMESPACE_LABEL: Final = "actions.github.com/scale-set-namespace"
 
 
 def proxy_variables(settings: ProxySettings) -> dict[str, str]:

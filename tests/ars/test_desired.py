@@ -110,15 +110,15 @@ def test_the_listener_is_owned_only_in_its_sets_namespace() -> None:
 
 def test_a_long_organization_label_is_cut_as_arc_cuts_it() -> None:
     labels = desired.github_url_labels("https://github.com/" + "o" * 70)
-    assert labels[desired.ORGANIZATION_LABEL] == "o" * 58 + "-trim"
+    assert labels[api.ORGANIZATION_LABEL] == "o" * 58 + "-trim"
 
 
 def test_the_ars_resource_metadata_reaches_its_set_and_listener_under_arcs_keys() -> None:
-    meta = {"labels": {"team": "ci", desired.COMPONENT_LABEL: "mine"}, "annotations": {"a": "1"}}
+    meta = {"labels": {"team": "ci", api.COMPONENT_LABEL: "mine"}, "annotations": {"a": "1"}}
     source = ars(ephemeralRunnerSetMetadata=meta, autoscalingListener=meta)
     ers = desired.new_runner_set(source, 1)["metadata"]
     al = desired.new_listener(source, scale_set_id=1, runner_set_name="x", namespace="runners")
     for made, component in ((ers, "runner-set"), (al["metadata"], "runner-scale-set-listener")):
         assert made["labels"]["team"] == "ci"
-        assert made["labels"][desired.COMPONENT_LABEL] == component
+        assert made["labels"][api.COMPONENT_LABEL] == component
         assert made["annotations"]["a"] == "1"
