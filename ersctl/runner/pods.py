@@ -27,7 +27,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ersctl import __version__
-from ersctl.api import API_VERSION, ER_KIND, EphemeralRunner, FieldError, JsonObject
+from ersctl.api import ER_KIND, EphemeralRunner, FieldError, JsonObject
+from ersctl.api import controller_reference as api_controller_reference
 from ersctl.naming import fnv_hash
 from ersctl.scaleset.network import proxy_spec
 
@@ -55,14 +56,7 @@ def controller_reference(runner: EphemeralRunner) -> JsonObject:
     """The ownerReference that makes ``runner`` the controller of a dependent."""
     if not runner.uid:
         raise FieldError("metadata.uid", "is empty: the runner was not read from the server")
-    return {
-        "apiVersion": API_VERSION,
-        "kind": ER_KIND,
-        "name": runner.name,
-        "uid": runner.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return api_controller_reference(runner, ER_KIND)
 
 
 def build_jit_secret(

@@ -73,14 +73,7 @@ def _runner_spec(ers: api.EphemeralRunnerSet) -> dict[str, Any]:
 
 def owner_reference(ers: api.EphemeralRunnerSet) -> dict[str, Any]:
     """The controller ownerReference that ties a runner to ``ers``."""
-    return {
-        "apiVersion": api.API_VERSION,
-        "kind": api.ERS_KIND,
-        "name": ers.name,
-        "uid": ers.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return api.controller_reference(ers, api.ERS_KIND)
 
 
 @dataclass(frozen=True, kw_only=True)
