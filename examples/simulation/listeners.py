@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from ersctl.runnerset.metrics import LISTENER_SELECTOR
-from ersctl.testing.podsim import exited_status, running_status
+from ersctl.testing.podsim import ObjectStore, exited_status, running_status
 from ghalistener.config import CONFIG_PATH_ENV
 from simulation.processes import Program
 
@@ -35,22 +35,10 @@ _LABEL, _, _VALUE = LISTENER_SELECTOR.partition("=")
 _CANNOT_START = 2
 
 
-class PodStore(Protocol):
-    """Object access, as ``ApiServer`` or the tests' ``KubeApi`` provide it."""
-
-    def get_object(self, resource: str, namespace: str, name: str) -> Json | None: ...
+class PodStore(ObjectStore, Protocol):
+    """Object access, as ``ApiServer`` or the tests' ``KubeApi`` provide it, with lists."""
 
     def list_objects(self, resource: str, namespace: str | None = None) -> list[Json]: ...
-
-    def patch_object(
-        self,
-        resource: str,
-        namespace: str,
-        name: str,
-        patch: Json,
-        *,
-        subresource: str | None = None,
-    ) -> Json: ...
 
 
 class ConfigNotFound(Exception):
