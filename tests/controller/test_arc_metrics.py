@@ -20,6 +20,17 @@ ARC_GAUGES = (
 )
 
 
+def scrape(kube: KubeApi) -> str:
+    """The controller's /metrics text once its caches hold what the server holds."""
+    with kube.api_client() as api:
+        controller = build_controller(api, ControllerOptions(namespace=kube.namespace))
+        try:
+            with controller.manager.caches():
+                return generate_latest(controller.manager.metrics.registry).decode()
+        finally:
+            controller.close()
+
+
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
@@ -42,13 +53,7 @@ def test_each_set_exports_arcs_runner_gauges_with_arcs_labels(
         "actions.github.com/scale-set-name": "arc-runners",
         "actions.github.com/scale-set-namespace": "arc-systems",
     })  # fmt: skip
-    with kube.api_client() as api:
-        controller = build_controller(api, ControllerOptions(namespace=kube.namespace))
-        try:
-            with controller.manager.caches():
-                text = generate_latest(controller.manager.metrics.registry).decode()
-        finally:
-            controller.close()
+    text = scrape(kube)
 
     got = samples(text)
     plain = (("enterprise", ""), ("name", "plain"), ("namespace", kube.namespace),
@@ -88,13 +93,7 @@ def test_running_listeners_are_counted_per_scale_set_as_arcs_gauge(
         kube.create_object("pods", listener_pod(name, kube.namespace, scale_set))
         status = {"status": {"phase": phase}}  # what its kubelet reports
         kube.patch_object("pods", kube.namespace, name, status, subresource="status")
-    with kube.api_client() as api:
-        controller = build_controller(api, ControllerOptions(namespace=kube.namespace))
-        try:
-            with controller.manager.caches():
-                text = generate_latest(controller.manager.metrics.registry).decode()
-        finally:
-            controller.close()
+    text = scrape(kube)
 
     def labels(scale_set: str) -> tuple[tuple[str, str], ...]:
         return (("enterprise", ""), ("name", scale_set), ("namespace", "arc-runners"),
