@@ -160,7 +160,7 @@ def test_the_er_schema_holds_the_job_fields() -> None:
             [
                 "GitHub Config URL",
                 "RunnerId",
-                "Phase",
+                "Status",
                 "JobRepository",
                 "JobWorkflowRef",
                 "WorkflowRunId",

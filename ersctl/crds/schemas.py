@@ -290,10 +290,10 @@ ERS_COLUMNS: Final = (
 )
 
 ER_COLUMNS: Final = (
-    # ARC's, in ARC's order.
+    # ARC's, in ARC's order; 0.14 heads the phase column "Status" (0.15 renames it).
     _column("GitHub Config URL", ".spec.githubConfigUrl", "string"),
     _column("RunnerId", ".status.runnerId", "number"),
-    _column("Phase", ".status.phase", "string"),
+    _column("Status", ".status.phase", "string"),
     _column("JobRepository", ".status.jobRepositoryName", "string"),
     _column("JobWorkflowRef", ".status.jobWorkflowRef", "string"),
     _column("WorkflowRunId", ".status.workflowRunId", "number"),
