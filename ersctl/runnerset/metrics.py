@@ -141,8 +141,9 @@ def arc_labels(ers: EphemeralRunnerSet) -> list[str]:
 
 
 LISTENER_SELECTOR: Final = f"{COMPONENT_LABEL}={LISTENER_COMPONENT}"
-"""The listener Pods ARC's AutoscalingListener makes carry this label (so does ours in
-examples/deploy), with the scale set's name, namespace and GitHub scope as labels."""
+"""The listener Pods ARC's AutoscalingListener makes carry this label (so do those our
+listener controller makes), with the scale set's name, namespace and GitHub scope as
+labels."""
 _POD_LABELS: Final = (
     SCALE_SET_NAME_LABEL,
     SCALE_SET_NAMESPACE_LABEL,

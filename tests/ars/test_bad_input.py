@@ -4,12 +4,14 @@ running one."""
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import pytest
 
 from ersctl import api
 from tests.ars.conftest import Env
+from tests.cluster.test_deploy import SCALE_SET, render
 from tests.polling import eventually
 
 
@@ -95,3 +97,17 @@ def test_a_running_set_keeps_its_runner_set_and_listener_when_its_template_break
     assert env.runner_set()["spec"] == ers["spec"]
     assert env.runner_set()["metadata"]["annotations"] == ers["metadata"]["annotations"]
     assert env.listener()["metadata"]["resourceVersion"] == listener["metadata"]["resourceVersion"]
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl renders the overlay")
+def test_the_sample_overlays_unfilled_secret_is_refused_naming_the_field(env: Env) -> None:
+    # examples/deploy/scale-set with its URL filled in but not its credentials: a
+    # Warning naming the field, and nothing at GitHub.
+    (secret,) = [d for d in render(SCALE_SET) if d["kind"] == "Secret"]
+    secret["metadata"]["namespace"] = env.namespace
+    env.kube.create_object("secrets", secret)
+    env.create_ars("arc", githubConfigSecret=secret["metadata"]["name"])
+    env.start()
+    event = _refused(env, "CredentialsUnusable", "spec.githubConfigSecret")
+    assert "github_token" in event["message"]
+    _nothing_made(env)
