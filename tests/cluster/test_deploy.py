@@ -33,7 +33,7 @@ from ersctl import api
 from ersctl.autoscaling import listener_objects
 from ersctl.autoscaling.runnerset_desired import validate as validate_ars
 from ersctl.cli import main as ersctl_main
-from ersctl.crds import load_crds
+from ersctl.crds import SAFE_LOADER, load_crds
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
@@ -55,7 +55,7 @@ def render(path: Path = BASE) -> list[dict[str, Any]]:
     out = subprocess.run(
         ["kubectl", "kustomize", str(path)], check=True, capture_output=True, text=True
     ).stdout
-    return [doc for doc in yaml.safe_load_all(out) if doc]
+    return [doc for doc in yaml.load_all(out, Loader=SAFE_LOADER) if doc]
 
 
 @pytest.fixture(scope="module")
