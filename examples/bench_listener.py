@@ -18,10 +18,11 @@ Per message the listener acquires the jobs, merge-patches the ERS and acks.
   p50 and p99 over every message with jobs.
 - Memory = the listener's resident set size (VmRSS) after the round, and its peak (VmHWM).
 
-``--profile PATH`` runs the listener of round 1 under a sampling profiler (per millisecond of
-CPU, one sample of each thread's stack that is not blocked) and writes the functions holding the
-most samples, inclusive and own, from the moment it is listening, to PATH; that round's
-timings are not comparable. Prints one line per round and the medians::
+``--profile PATH`` runs the listener of round 1 under a profiler from the moment it is
+listening until the queue drained, and writes the functions costing most, inclusive and own,
+to PATH; that round's timings are not comparable. ``--profile-mode sample`` (the default):
+per millisecond of CPU, one sample of each thread's stack that is not blocked;
+``--profile-mode cprofile``: deterministic, every thread, exact call counts. Prints one line per round and the medians::
 
     python examples/bench_listener.py --messages 40 --rounds 3
 """
@@ -80,12 +81,19 @@ def memory_kib(pid: int) -> dict[str, int]:
     return found
 
 
-# The listener under a sampling profiler: every millisecond of process CPU (SIGPROF) the
-# stack of every thread not blocked in a wait or a socket read is counted. cProfile was tried first and misled: its cost per call
-# inflated code made of many tiny calls (URL parsing) several times over.
+# The listener under a profiler, from SIGUSR1 (the benchmark saw it listening: start-up ends)
+# to SIGUSR2 (the queue drained: the stop's teardown is left out), written to PATH then.
+# "sample": every millisecond of process CPU (SIGPROF) the stack of every thread not blocked
+# in a wait or a socket read is counted; little overhead, so the shares are true to life.
+# "cprofile": deterministic, one cProfile per thread (the long poll runs on a thread of its
+# own per message), merged, timed by each thread's CPU clock (wall time would count the waits
+# for the GIL and the sockets); exact call counts, but its cost per call inflates code made of
+# many tiny calls (URL parsing, field checks) several times over: read its counts, weigh its times.
 _PROFILED = """
-import collections, os, runpy, signal, sys
+import collections, cProfile, io, os, pstats, runpy, signal, sys, threading, time
+MODE, PATH = {mode!r}, {path!r}
 inclusive, own = collections.Counter(), collections.Counter()
+profiles = []
 # Top frames of a thread blocked in a call that does not use the CPU (a lock, a socket).
 WAITING = {{"wait", "_wait_for_tstate_lock", "readinto", "recv_into", "recv", "select",
            "poll", "accept", "sleep", "read", "_read_status", "readline", "is_socket_readable"}}
@@ -103,27 +111,45 @@ def sample(signum, frame):
                 seen.add(key)
                 inclusive[key] += 1
             top = top.f_back
-def dump(*_):
+def profile_this_thread(*_):
+    sys.setprofile(None)
+    profile = cProfile.Profile(time.thread_time)  # CPU, not waits: the thread's own clock
+    profiles.append(profile)
+    profile.enable()
+def short(file):
+    return file.split("site-packages/")[-1].split("/work/")[-1]
+def start(*_):
+    if MODE == "sample":
+        signal.signal(signal.SIGPROF, sample)
+        signal.setitimer(signal.ITIMER_PROF, 0.001, 0.001)
+    else:
+        threading.setprofile(profile_this_thread)  # threads started from now on
+        profile_this_thread()  # this one: the main thread, the listener's loop
+def stop(*_):
     signal.setitimer(signal.ITIMER_PROF, 0)
-    total = max(1, sum(own.values()))
-    with open({path!r}, "w") as out:
-        out.write(f"{{total}} samples of 1 ms CPU (threads not blocked)\\n")
-        for title, counts in (("inclusive", inclusive), ("own", own)):
-            out.write(f"-- {{title}}\\n")
-            for (file, name), n in counts.most_common(60):
-                short = file.split("site-packages/")[-1].split("/wt-14/")[-1]
-                out.write(f"{{100 * n / total:6.1f}}%  {{short}}:{{name}}\\n")
-def restart(*_):  # SIGUSR1 from the benchmark: the listener is listening; start-up ends
-    inclusive.clear()
-    own.clear()
-signal.signal(signal.SIGUSR1, restart)
-signal.signal(signal.SIGPROF, sample)
-signal.setitimer(signal.ITIMER_PROF, 0.001, 0.001)
+    threading.setprofile(None)
+    for profile in profiles:
+        profile.disable()
+    with open(PATH, "w") as out:
+        if MODE == "sample":
+            total = max(1, sum(own.values()))
+            out.write(f"{{total}} samples of 1 ms CPU (threads not blocked)\\n")
+            for title, counts in (("inclusive", inclusive), ("own", own)):
+                out.write(f"-- {{title}}\\n")
+                for (file, name), n in counts.most_common(60):
+                    out.write(f"{{100 * n / total:6.1f}}%  {{short(file)}}:{{name}}\\n")
+            return
+        text = io.StringIO()
+        stats = pstats.Stats(*profiles, stream=text) if profiles else None
+        if stats is not None:
+            stats.strip_dirs = lambda: stats  # keep paths: names repeat across packages
+            for order in ("cumulative", "tottime"):
+                stats.sort_stats(order).print_stats(60)
+        out.write(text.getvalue())
+signal.signal(signal.SIGUSR1, start)
+signal.signal(signal.SIGUSR2, stop)
 sys.argv[0] = "ghalistener"
-try:
-    runpy.run_module("ghalistener", run_name="__main__")
-finally:
-    dump()
+runpy.run_module("ghalistener", run_name="__main__")
 """
 
 
@@ -138,7 +164,9 @@ class Round:
     memory: dict[str, int]
 
 
-def one_round(messages: int, workdir: Path, profile: Path | None) -> Round:
+def one_round(
+    messages: int, workdir: Path, profile: Path | None, profile_mode: str = "sample"
+) -> Round:
     sim = GitHubSimulator(hold_seconds=1.0)
     scale_set = sim.create_scale_set("runners")
     server = serve(sim)
@@ -162,7 +190,11 @@ def one_round(messages: int, workdir: Path, profile: Path | None) -> Round:
                 }
             )
         )
-        start = ["-c", _PROFILED.format(path=str(profile))] if profile else ["-m", "ghalistener"]
+        start = (
+            ["-c", _PROFILED.format(path=str(profile), mode=profile_mode)]
+            if profile
+            else ["-m", "ghalistener"]
+        )
         listener = subprocess.Popen(
             [
                 sys.executable,
@@ -184,6 +216,8 @@ def one_round(messages: int, workdir: Path, profile: Path | None) -> Round:
             handled, full, elapsed = wait_for_quiet(sim, expected_jobs=messages * JOBS_PER_MESSAGE)
             memory = memory_kib(listener.pid)
             latencies = message_to_patch(sim.events_since(0), api.request_log.records())
+            if profile:
+                write_profile(listener, profile)
         finally:
             listener.send_signal(signal.SIGTERM)
             listener.wait(timeout=30)
@@ -197,6 +231,18 @@ def one_round(messages: int, workdir: Path, profile: Path | None) -> Round:
         latencies=latencies,
         memory=memory,
     )
+
+
+def write_profile(listener: subprocess.Popen[bytes], path: Path) -> None:
+    """SIGUSR2: the profiled listener stops profiling and writes its report to ``path``."""
+    path.unlink(missing_ok=True)
+    listener.send_signal(signal.SIGUSR2)
+    deadline = time.monotonic() + 60
+    while not (path.exists() and path.stat().st_size):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the profiled listener wrote no {path} within 60 s")
+        time.sleep(0.05)
+    time.sleep(0.2)  # the writer may still be flushing
 
 
 def _is_set_patch(record: RequestRecord) -> bool:
@@ -267,12 +313,18 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=40, help="JobAvailable messages per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", type=Path, help="profile the listener of round 1 to PATH")
+    parser.add_argument(
+        "--profile-mode",
+        choices=("sample", "cprofile"),
+        default="sample",
+        help="sample: per ms of CPU, true shares; cprofile: deterministic, exact call counts",
+    )
     args = parser.parse_args()
     rounds: list[Round] = []
     with tempfile.TemporaryDirectory() as tmp:
         for number in range(1, args.rounds + 1):
             profile = args.profile if number == 1 else None
-            one = one_round(args.messages, Path(tmp), profile)
+            one = one_round(args.messages, Path(tmp), profile, args.profile_mode)
             rounds.append(one)
             print(
                 f"round {number}: {one.handled} messages ({one.full} with {JOBS_PER_MESSAGE} "
