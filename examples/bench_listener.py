@@ -22,7 +22,9 @@ Per message the listener acquires the jobs, merge-patches the ERS and acks.
 listening until the queue drained, and writes the functions costing most, inclusive and own,
 to PATH; that round's timings are not comparable. ``--profile-mode sample`` (the default):
 per millisecond of CPU, one sample of each thread's stack that is not blocked;
-``--profile-mode cprofile``: deterministic, every thread, exact call counts. Prints one line per round and the medians::
+``--profile-mode cprofile``: deterministic, every thread, exact call counts. ``--baseline TREE`` runs another checkout's listener too (``git worktree add /tmp/base main``),
+alternating round by round with this tree's on the same machine, and prints both medians and
+this tree's ratios to them. Prints one line per round and the medians::
 
     python examples/bench_listener.py --messages 40 --rounds 3
 """
@@ -49,6 +51,7 @@ from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 
 JOBS_PER_MESSAGE = 50
+REPO = Path(__file__).resolve().parent.parent
 
 
 def ers() -> dict[str, Any]:
@@ -165,8 +168,13 @@ class Round:
 
 
 def one_round(
-    messages: int, workdir: Path, profile: Path | None, profile_mode: str = "sample"
+    messages: int,
+    workdir: Path,
+    profile: Path | None,
+    profile_mode: str = "sample",
+    tree: Path | None = None,
 ) -> Round:
+    """One round; ``tree`` (a checkout of this repository) runs that tree's listener."""
     sim = GitHubSimulator(hold_seconds=1.0)
     scale_set = sim.create_scale_set("runners")
     server = serve(sim)
@@ -205,7 +213,8 @@ def one_round(
                 "--kubeconfig",
                 str(kubeconfig),
             ],
-            env={k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"},
+            env=listener_env(tree),
+            cwd=tree or REPO,
         )
         try:
             wait_until_listening(api)
@@ -243,6 +252,13 @@ def write_profile(listener: subprocess.Popen[bytes], path: Path) -> None:
             raise SystemExit(f"the profiled listener wrote no {path} within 60 s")
         time.sleep(0.05)
     time.sleep(0.2)  # the writer may still be flushing
+
+
+def listener_env(tree: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+    if tree is not None:  # its packages first, whatever the editable install points at
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
+    return env
 
 
 def _is_set_patch(record: RequestRecord) -> bool:
@@ -306,6 +322,20 @@ def wait_for_quiet(sim: GitHubSimulator, *, expected_jobs: int) -> tuple[int, in
     return len(acked), full, max(acked) - min(delivered)
 
 
+def summary(measured: list[Round]) -> dict[str, float]:
+    """Medians over rounds: rate, steady and total CPU, latency p50/p99, RSS and peak."""
+    median = statistics.median
+    return {
+        "rate": median(r.rate for r in measured),
+        "cpu": median(r.steady_cpu_ms for r in measured),
+        "cpu_total": median(r.total_cpu_ms for r in measured),
+        "p50": median(percentile(r.latencies, 50) for r in measured),
+        "p99": median(percentile(r.latencies, 99) for r in measured),
+        "rss": median(r.memory["VmRSS"] for r in measured),
+        "peak": median(r.memory["VmHWM"] for r in measured),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -319,38 +349,64 @@ def main() -> None:
         default="sample",
         help="sample: per ms of CPU, true shares; cprofile: deterministic, exact call counts",
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (e.g. a git worktree of main): its listener runs too, "
+        "alternating round by round with this tree's, and the ratios are printed",
+    )
     args = parser.parse_args()
-    rounds: list[Round] = []
+    trees: list[tuple[str, Path | None]] = [("this tree", REPO)]
+    if args.baseline:
+        trees.insert(0, ("baseline", args.baseline.resolve()))
+    rounds: dict[str, list[Round]] = {name: [] for name, _ in trees}
     with tempfile.TemporaryDirectory() as tmp:
         for number in range(1, args.rounds + 1):
-            profile = args.profile if number == 1 else None
-            one = one_round(args.messages, Path(tmp), profile, args.profile_mode)
-            rounds.append(one)
-            print(
-                f"round {number}: {one.handled} messages ({one.full} with {JOBS_PER_MESSAGE} "
-                f"jobs), {one.rate:.1f} messages/s, listener CPU {one.steady_cpu_ms:.2f} "
-                f"ms/message steady ({one.total_cpu_ms:.1f} incl. start-up), message-to-patch "
-                f"p50 {percentile(one.latencies, 50) * 1000:.1f} ms p99 "
-                f"{percentile(one.latencies, 99) * 1000:.1f} ms, RSS "
-                f"{one.memory['VmRSS'] / 1024:.1f} MiB (peak {one.memory['VmHWM'] / 1024:.1f} MiB)"
-                + (" [profiled]" if profile else "")
+            for name, tree in trees:
+                profile = args.profile if number == 1 and name == "this tree" else None
+                one = one_round(args.messages, Path(tmp), profile, args.profile_mode, tree)
+                rounds[name].append(one)
+                print(
+                    (f"{name} " if args.baseline else "")
+                    + f"round {number}: {one.handled} messages ({one.full} with "
+                    f"{JOBS_PER_MESSAGE} jobs), {one.rate:.1f} messages/s, listener CPU "
+                    f"{one.steady_cpu_ms:.2f} ms/message steady ({one.total_cpu_ms:.1f} incl. "
+                    f"start-up), message-to-patch p50 {percentile(one.latencies, 50) * 1000:.1f}"
+                    f" ms p99 {percentile(one.latencies, 99) * 1000:.1f} ms, RSS "
+                    f"{one.memory['VmRSS'] / 1024:.1f} MiB "
+                    f"(peak {one.memory['VmHWM'] / 1024:.1f} MiB)"
+                    + (" [profiled]" if profile else "")
+                )
+    medians = {}
+    for name, _ in trees:
+        measured = rounds[name]
+        if args.profile and name == "this tree" and len(measured) > 1:
+            measured = measured[1:]
+        medians[name] = summary(measured)
+        print(
+            (f"{name}: " if args.baseline else "")
+            + f"median over {len(measured)} rounds: {medians[name]['rate']:.1f} messages/s "
+            f"({medians[name]['rate'] * JOBS_PER_MESSAGE:.0f} job messages/s), "
+            f"listener CPU {medians[name]['cpu']:.2f} ms/message steady "
+            f"({medians[name]['cpu_total']:.1f} incl. start-up), "
+            f"message-to-patch p50 {medians[name]['p50'] * 1000:.1f} ms "
+            f"p99 {medians[name]['p99'] * 1000:.1f} ms, "
+            f"RSS {medians[name]['rss'] / 1024:.1f} MiB, peak {medians[name]['peak'] / 1024:.1f} MiB"
+        )
+    if args.baseline:
+        ours, base = medians["this tree"], medians["baseline"]
+        print(
+            "this tree / baseline: "
+            + ", ".join(
+                f"{label} {ours[key] / base[key]:.2f}x"
+                for key, label in (
+                    ("cpu", "CPU per message"),
+                    ("p50", "latency p50"),
+                    ("p99", "latency p99"),
+                    ("rate", "messages/s"),
+                )
             )
-    measured = rounds[1:] if args.profile and len(rounds) > 1 else rounds
-
-    def median(values: list[float]) -> float:
-        return statistics.median(values)
-
-    rate = median([r.rate for r in measured])
-    print(
-        f"median over {len(measured)} rounds: {rate:.1f} messages/s "
-        f"({rate * JOBS_PER_MESSAGE:.0f} job messages/s), "
-        f"listener CPU {median([r.steady_cpu_ms for r in measured]):.2f} ms/message steady "
-        f"({median([r.total_cpu_ms for r in measured]):.1f} incl. start-up), "
-        f"message-to-patch p50 {median([percentile(r.latencies, 50) for r in measured]) * 1000:.1f}"
-        f" ms p99 {median([percentile(r.latencies, 99) for r in measured]) * 1000:.1f} ms, "
-        f"RSS {median([r.memory['VmRSS'] for r in measured]) / 1024:.1f} MiB, "
-        f"peak {median([r.memory['VmHWM'] for r in measured]) / 1024:.1f} MiB"
-    )
+        )
     print("command: python " + shlex.join(["examples/bench_listener.py", *sys.argv[1:]]))
 
 
