@@ -32,6 +32,7 @@ from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, job_status_fields
 from ersctl.kube.calls import custom_object_path, kube_call, merge_patch, server_of
 from ersctl.kube.errors import KubeError, NotFoundError
 from ersctl.platform.errors import ConfigError
+from ghalistener.actions.retry import try_once_then_retry
 from ghalistener.actions.types import JobStarted
 
 log = logging.getLogger(__name__)
@@ -149,17 +150,20 @@ class KubePublisher:
         return True
 
     def _with_retries(self, action: str, call: Callable[[], Any]) -> None:
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self._retry.attempts),
-            wait=tenacity.wait_exponential(
-                multiplier=self._retry.initial_wait, max=self._retry.max_wait
+        try_once_then_retry(
+            lambda: self._call(action, call),
+            retry_error=_is_transient,
+            retrying=lambda: tenacity.Retrying(
+                stop=tenacity.stop_after_attempt(self._retry.attempts),
+                wait=tenacity.wait_exponential(
+                    multiplier=self._retry.initial_wait, max=self._retry.max_wait
+                ),
+                retry=tenacity.retry_if_exception(_is_transient),
+                sleep=self._retry.sleep,
+                before_sleep=_log_retry(action),
+                reraise=True,
             ),
-            retry=tenacity.retry_if_exception(_is_transient),
-            sleep=self._retry.sleep,
-            before_sleep=_log_retry(action),
-            reraise=True,
         )
-        retrying(self._call, action, call)
 
     def _call(self, action: str, call: Callable[[], Any]) -> None:
         with kube_call(action, server=self._server):
