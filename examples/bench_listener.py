@@ -22,7 +22,8 @@ Per message the listener acquires the jobs, merge-patches the ERS and acks.
 listening until the queue drained, and writes the functions costing most, inclusive and own,
 to PATH; that round's timings are not comparable. ``--profile-mode sample`` (the default):
 per millisecond of CPU, one sample of each thread's stack that is not blocked;
-``--profile-mode cprofile``: deterministic, every thread, exact call counts. ``--baseline TREE`` runs another checkout's listener too (``git worktree add /tmp/base main``),
+``--profile-mode cprofile``: deterministic, every thread, exact call counts. ``--floor N`` measures instead the CPU of each request the listener sends, alone (N keep-alive
+requests each), and the floor per message they add up to. ``--baseline TREE`` runs another checkout's listener too (``git worktree add /tmp/base main``),
 alternating round by round with this tree's on the same machine, and prints both medians and
 this tree's ratios to them. Prints one line per round and the medians::
 
@@ -42,9 +43,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from ersctl.testing.apiserver import ApiServer, RequestRecord
 from ghalistener.testing.model import GitHubSimulator
@@ -322,6 +326,110 @@ def wait_for_quiet(sim: GitHubSimulator, *, expected_jobs: int) -> tuple[int, in
     return len(acked), full, max(acked) - min(delivered)
 
 
+def floor(requests: int) -> None:
+    """The CPU floor of one message: what each request the listener sends costs alone.
+
+    CPU of the calling thread (the servers run on threads of their own), per request, over
+    ``requests`` keep-alive requests after a warm-up; medians of three. A 50-job message
+    costs at least: its long poll and its ack (httpx), an acquisition for every other
+    message (the JobAssigned ones need none), one ERS merge patch (the kubernetes
+    client), and decoding the message's JSON.
+    """
+    from ersctl.kube.calls import custom_object_path, merge_patch
+    from ersctl.kube.connect import api_client
+    from ersctl.platform.redaction import Redactor
+    from ghalistener.actions.messages import decode_json, parse_message
+    from ghalistener.actions.retry import RetryPolicy
+    from ghalistener.actions.transport import HttpSender
+    from ghalistener.testing.state import Job
+
+    def per_call_us(call: Callable[[], object]) -> float:
+        samples = []
+        for _ in range(3):
+            for _ in range(20):
+                call()
+            start = time.thread_time()
+            for _ in range(requests):
+                call()
+            samples.append((time.thread_time() - start) / requests * 1e6)
+        return statistics.median(samples)
+
+    sim = GitHubSimulator(hold_seconds=0.0)
+    server = serve(sim)
+    url = f"{server.url}/floor"
+    plain = httpx.Client()
+    sender = HttpSender(user_agent="floor", retry=RetryPolicy(), redactor=Redactor())
+    header = {"Authorization": "Bearer floor"}
+    results = {
+        "httpx.Client, DELETE": per_call_us(lambda: plain.delete(url, headers=header).read()),
+        "HttpSender.send (ours), DELETE": per_call_us(
+            lambda: sender.send("DELETE", url, headers=header)
+        ),
+    }
+    jobs = [
+        Job(
+            request_id=n,
+            scale_set_id=1,
+            job_id=f"job-{n}",
+            repository="app",
+            owner="octo",
+            workflow_ref="octo/app/.github/workflows/ci.yml@refs/heads/main",
+            display_name="build",
+            workflow_run_id=7,
+            labels=["runners"],
+            queue_time=f"2026-01-01T00:00:{n:02d}.1234567Z",  # distinct, as on GitHub
+        ).wire("JobAvailable")
+        for n in range(JOBS_PER_MESSAGE)
+    ]
+    message = json.dumps(
+        {
+            "messageId": 1,
+            "messageType": "RunnerScaleSetJobMessages",
+            "body": json.dumps(jobs),
+            "statistics": {"totalAssignedJobs": 0},
+        }
+    ).encode()
+    results["json.loads of a 50-job message"] = per_call_us(
+        lambda: json.loads(json.loads(message)["body"])
+    )
+    results["parse_message (ours), 50 jobs"] = per_call_us(
+        lambda: parse_message(decode_json(message, what="message"))
+    )
+    server.stop()
+    with ApiServer() as api, tempfile.TemporaryDirectory() as tmp:
+        api.create_object(
+            "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}
+        )
+        api.create_object("ephemeralrunnersets", ers())
+        kube = api_client(str(api.write_kubeconfig(Path(tmp) / "kubeconfig")))
+        path = custom_object_path(
+            "actions.github.com", "v1alpha1", "bench", "ephemeralrunnersets", "runners"
+        )
+        results["kubernetes merge_patch (ours), ERS"] = per_call_us(
+            lambda: merge_patch(kube, path, {"spec": {"replicas": 1}}, timeout=(5.0, 30.0))
+        )
+        results["kubernetes rest_client.request, ERS"] = per_call_us(
+            lambda: kube.rest_client.request(  # type: ignore[no-untyped-call]
+                "PATCH",
+                kube.configuration.host + path,
+                headers={"Content-Type": "application/merge-patch+json"},
+                body={"spec": {"replicas": 1}},
+            ).read()
+        )
+    for name, value in results.items():
+        print(f"{name:40s} {value / 1000:6.3f} ms CPU per call")
+    http = min(results["httpx.Client, DELETE"], results["HttpSender.send (ours), DELETE"])
+    kube_request = min(
+        results["kubernetes rest_client.request, ERS"],
+        results["kubernetes merge_patch (ours), ERS"],
+    )
+    least = 2.5 * http + kube_request + results["json.loads of a 50-job message"]
+    print(
+        f"floor per 50-job message (2.5 httpx requests, 1 kubernetes request, the JSON): "
+        f"{least / 1000:.2f} ms CPU"
+    )
+
+
 def summary(measured: list[Round]) -> dict[str, float]:
     """Medians over rounds: rate, steady and total CPU, latency p50/p99, RSS and peak."""
     median = statistics.median
@@ -355,7 +463,18 @@ def main() -> None:
         help="another checkout (e.g. a git worktree of main): its listener runs too, "
         "alternating round by round with this tree's, and the ratios are printed",
     )
+    parser.add_argument(
+        "--floor",
+        type=int,
+        metavar="N",
+        help="instead of rounds: the CPU of each request the listener sends, alone, over N "
+        "keep-alive requests, and the floor per message they add up to",
+    )
     args = parser.parse_args()
+    if args.floor:
+        floor(args.floor)
+        print("command: python " + shlex.join(["examples/bench_listener.py", *sys.argv[1:]]))
+        return
     trees: list[tuple[str, Path | None]] = [("this tree", REPO)]
     if args.baseline:
         trees.insert(0, ("baseline", args.baseline.resolve()))
