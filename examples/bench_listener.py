@@ -18,10 +18,14 @@ Per message the listener acquires the jobs, merge-patches the ERS and acks.
   p50 and p99 over every message with jobs.
 - Memory = the listener's resident set size (VmRSS) after the round, and its peak (VmHWM).
 
-``--profile PATH`` runs the listener of round 1 under a sampling profiler (per millisecond of
-CPU, one sample of each thread's stack that is not blocked) and writes the functions holding the
-most samples, inclusive and own, from the moment it is listening, to PATH; that round's
-timings are not comparable. Prints one line per round and the medians::
+``--profile PATH`` runs the listener of round 1 under a profiler from the moment it is
+listening until the queue drained, and writes the functions costing most, inclusive and own,
+to PATH; that round's timings are not comparable. ``--profile-mode sample`` (the default):
+per millisecond of CPU, one sample of each thread's stack that is not blocked;
+``--profile-mode cprofile``: deterministic, every thread, exact call counts. ``--floor N`` measures instead the CPU of each request the listener sends, alone (N keep-alive
+requests each), and the floor per message they add up to. ``--baseline TREE`` runs another checkout's listener too (``git worktree add /tmp/base main``),
+alternating round by round with this tree's on the same machine, and prints both medians and
+this tree's ratios to them. Prints one line per round and the medians::
 
     python examples/bench_listener.py --messages 40 --rounds 3
 """
@@ -39,15 +43,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from ersctl.testing.apiserver import ApiServer, RequestRecord
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 
 JOBS_PER_MESSAGE = 50
+REPO = Path(__file__).resolve().parent.parent
 
 
 def ers() -> dict[str, Any]:
@@ -80,12 +88,19 @@ def memory_kib(pid: int) -> dict[str, int]:
     return found
 
 
-# The listener under a sampling profiler: every millisecond of process CPU (SIGPROF) the
-# stack of every thread not blocked in a wait or a socket read is counted. cProfile was tried first and misled: its cost per call
-# inflated code made of many tiny calls (URL parsing) several times over.
+# The listener under a profiler, from SIGUSR1 (the benchmark saw it listening: start-up ends)
+# to SIGUSR2 (the queue drained: the stop's teardown is left out), written to PATH then.
+# "sample": every millisecond of process CPU (SIGPROF) the stack of every thread not blocked
+# in a wait or a socket read is counted; little overhead, so the shares are true to life.
+# "cprofile": deterministic, one cProfile per thread (the long poll runs on a thread of its
+# own per message), merged, timed by each thread's CPU clock (wall time would count the waits
+# for the GIL and the sockets); exact call counts, but its cost per call inflates code made of
+# many tiny calls (URL parsing, field checks) several times over: read its counts, weigh its times.
 _PROFILED = """
-import collections, os, runpy, signal, sys
+import collections, cProfile, io, os, pstats, runpy, signal, sys, threading, time
+MODE, PATH = {mode!r}, {path!r}
 inclusive, own = collections.Counter(), collections.Counter()
+profiles = []
 # Top frames of a thread blocked in a call that does not use the CPU (a lock, a socket).
 WAITING = {{"wait", "_wait_for_tstate_lock", "readinto", "recv_into", "recv", "select",
            "poll", "accept", "sleep", "read", "_read_status", "readline", "is_socket_readable"}}
@@ -103,27 +118,45 @@ def sample(signum, frame):
                 seen.add(key)
                 inclusive[key] += 1
             top = top.f_back
-def dump(*_):
+def profile_this_thread(*_):
+    sys.setprofile(None)
+    profile = cProfile.Profile(time.thread_time)  # CPU, not waits: the thread's own clock
+    profiles.append(profile)
+    profile.enable()
+def short(file):
+    return file.split("site-packages/")[-1].split("/work/")[-1]
+def start(*_):
+    if MODE == "sample":
+        signal.signal(signal.SIGPROF, sample)
+        signal.setitimer(signal.ITIMER_PROF, 0.001, 0.001)
+    else:
+        threading.setprofile(profile_this_thread)  # threads started from now on
+        profile_this_thread()  # this one: the main thread, the listener's loop
+def stop(*_):
     signal.setitimer(signal.ITIMER_PROF, 0)
-    total = max(1, sum(own.values()))
-    with open({path!r}, "w") as out:
-        out.write(f"{{total}} samples of 1 ms CPU (threads not blocked)\\n")
-        for title, counts in (("inclusive", inclusive), ("own", own)):
-            out.write(f"-- {{title}}\\n")
-            for (file, name), n in counts.most_common(60):
-                short = file.split("site-packages/")[-1].split("/wt-14/")[-1]
-                out.write(f"{{100 * n / total:6.1f}}%  {{short}}:{{name}}\\n")
-def restart(*_):  # SIGUSR1 from the benchmark: the listener is listening; start-up ends
-    inclusive.clear()
-    own.clear()
-signal.signal(signal.SIGUSR1, restart)
-signal.signal(signal.SIGPROF, sample)
-signal.setitimer(signal.ITIMER_PROF, 0.001, 0.001)
+    threading.setprofile(None)
+    for profile in profiles:
+        profile.disable()
+    with open(PATH, "w") as out:
+        if MODE == "sample":
+            total = max(1, sum(own.values()))
+            out.write(f"{{total}} samples of 1 ms CPU (threads not blocked)\\n")
+            for title, counts in (("inclusive", inclusive), ("own", own)):
+                out.write(f"-- {{title}}\\n")
+                for (file, name), n in counts.most_common(60):
+                    out.write(f"{{100 * n / total:6.1f}}%  {{short(file)}}:{{name}}\\n")
+            return
+        text = io.StringIO()
+        stats = pstats.Stats(*profiles, stream=text) if profiles else None
+        if stats is not None:
+            stats.strip_dirs = lambda: stats  # keep paths: names repeat across packages
+            for order in ("cumulative", "tottime"):
+                stats.sort_stats(order).print_stats(60)
+        out.write(text.getvalue())
+signal.signal(signal.SIGUSR1, start)
+signal.signal(signal.SIGUSR2, stop)
 sys.argv[0] = "ghalistener"
-try:
-    runpy.run_module("ghalistener", run_name="__main__")
-finally:
-    dump()
+runpy.run_module("ghalistener", run_name="__main__")
 """
 
 
@@ -138,7 +171,14 @@ class Round:
     memory: dict[str, int]
 
 
-def one_round(messages: int, workdir: Path, profile: Path | None) -> Round:
+def one_round(
+    messages: int,
+    workdir: Path,
+    profile: Path | None,
+    profile_mode: str = "sample",
+    tree: Path | None = None,
+) -> Round:
+    """One round; ``tree`` (a checkout of this repository) runs that tree's listener."""
     sim = GitHubSimulator(hold_seconds=1.0)
     scale_set = sim.create_scale_set("runners")
     server = serve(sim)
@@ -162,7 +202,11 @@ def one_round(messages: int, workdir: Path, profile: Path | None) -> Round:
                 }
             )
         )
-        start = ["-c", _PROFILED.format(path=str(profile))] if profile else ["-m", "ghalistener"]
+        start = (
+            ["-c", _PROFILED.format(path=str(profile), mode=profile_mode)]
+            if profile
+            else ["-m", "ghalistener"]
+        )
         listener = subprocess.Popen(
             [
                 sys.executable,
@@ -173,7 +217,8 @@ def one_round(messages: int, workdir: Path, profile: Path | None) -> Round:
                 "--kubeconfig",
                 str(kubeconfig),
             ],
-            env={k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"},
+            env=listener_env(tree),
+            cwd=tree or REPO,
         )
         try:
             wait_until_listening(api)
@@ -184,6 +229,8 @@ def one_round(messages: int, workdir: Path, profile: Path | None) -> Round:
             handled, full, elapsed = wait_for_quiet(sim, expected_jobs=messages * JOBS_PER_MESSAGE)
             memory = memory_kib(listener.pid)
             latencies = message_to_patch(sim.events_since(0), api.request_log.records())
+            if profile:
+                write_profile(listener, profile)
         finally:
             listener.send_signal(signal.SIGTERM)
             listener.wait(timeout=30)
@@ -197,6 +244,25 @@ def one_round(messages: int, workdir: Path, profile: Path | None) -> Round:
         latencies=latencies,
         memory=memory,
     )
+
+
+def write_profile(listener: subprocess.Popen[bytes], path: Path) -> None:
+    """SIGUSR2: the profiled listener stops profiling and writes its report to ``path``."""
+    path.unlink(missing_ok=True)
+    listener.send_signal(signal.SIGUSR2)
+    deadline = time.monotonic() + 60
+    while not (path.exists() and path.stat().st_size):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the profiled listener wrote no {path} within 60 s")
+        time.sleep(0.05)
+    time.sleep(0.2)  # the writer may still be flushing
+
+
+def listener_env(tree: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+    if tree is not None:  # its packages first, whatever the editable install points at
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
+    return env
 
 
 def _is_set_patch(record: RequestRecord) -> bool:
@@ -260,6 +326,124 @@ def wait_for_quiet(sim: GitHubSimulator, *, expected_jobs: int) -> tuple[int, in
     return len(acked), full, max(acked) - min(delivered)
 
 
+def floor(requests: int) -> None:
+    """The CPU floor of one message: what each request the listener sends costs alone.
+
+    CPU of the calling thread (the servers run on threads of their own), per request, over
+    ``requests`` keep-alive requests after a warm-up; medians of three. A 50-job message
+    costs at least: its long poll and its ack (httpx), an acquisition for every other
+    message (the JobAssigned ones need none), one ERS merge patch (the kubernetes
+    client), and decoding the message's JSON.
+    """
+    from ersctl.kube.calls import custom_object_path, merge_patch
+    from ersctl.kube.connect import api_client
+    from ersctl.platform.redaction import Redactor
+    from ghalistener.actions.messages import decode_json, parse_message
+    from ghalistener.actions.retry import RetryPolicy
+    from ghalistener.actions.transport import HttpSender
+    from ghalistener.testing.state import Job
+
+    def per_call_us(call: Callable[[], object]) -> float:
+        samples = []
+        for _ in range(3):
+            for _ in range(20):
+                call()
+            start = time.thread_time()
+            for _ in range(requests):
+                call()
+            samples.append((time.thread_time() - start) / requests * 1e6)
+        return statistics.median(samples)
+
+    sim = GitHubSimulator(hold_seconds=0.0)
+    server = serve(sim)
+    url = f"{server.url}/floor"
+    plain = httpx.Client()
+    sender = HttpSender(user_agent="floor", retry=RetryPolicy(), redactor=Redactor())
+    header = {"Authorization": "Bearer floor"}
+    results = {
+        "httpx.Client, DELETE": per_call_us(lambda: plain.delete(url, headers=header).read()),
+        "HttpSender.send (ours), DELETE": per_call_us(
+            lambda: sender.send("DELETE", url, headers=header)
+        ),
+    }
+    jobs = [
+        Job(
+            request_id=n,
+            scale_set_id=1,
+            job_id=f"job-{n}",
+            repository="app",
+            owner="octo",
+            workflow_ref="octo/app/.github/workflows/ci.yml@refs/heads/main",
+            display_name="build",
+            workflow_run_id=7,
+            labels=["runners"],
+            queue_time=f"2026-01-01T00:00:{n:02d}.1234567Z",  # distinct, as on GitHub
+        ).wire("JobAvailable")
+        for n in range(JOBS_PER_MESSAGE)
+    ]
+    message = json.dumps(
+        {
+            "messageId": 1,
+            "messageType": "RunnerScaleSetJobMessages",
+            "body": json.dumps(jobs),
+            "statistics": {"totalAssignedJobs": 0},
+        }
+    ).encode()
+    results["json.loads of a 50-job message"] = per_call_us(
+        lambda: json.loads(json.loads(message)["body"])
+    )
+    results["parse_message (ours), 50 jobs"] = per_call_us(
+        lambda: parse_message(decode_json(message, what="message"))
+    )
+    server.stop()
+    with ApiServer() as api, tempfile.TemporaryDirectory() as tmp:
+        api.create_object(
+            "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}
+        )
+        api.create_object("ephemeralrunnersets", ers())
+        kube = api_client(str(api.write_kubeconfig(Path(tmp) / "kubeconfig")))
+        path = custom_object_path(
+            "actions.github.com", "v1alpha1", "bench", "ephemeralrunnersets", "runners"
+        )
+        results["kubernetes merge_patch (ours), ERS"] = per_call_us(
+            lambda: merge_patch(kube, path, {"spec": {"replicas": 1}}, timeout=(5.0, 30.0))
+        )
+        results["kubernetes rest_client.request, ERS"] = per_call_us(
+            lambda: kube.rest_client.request(  # type: ignore[no-untyped-call]
+                "PATCH",
+                kube.configuration.host + path,
+                headers={"Content-Type": "application/merge-patch+json"},
+                body={"spec": {"replicas": 1}},
+            ).read()
+        )
+    for name, value in results.items():
+        print(f"{name:40s} {value / 1000:6.3f} ms CPU per call")
+    http = min(results["httpx.Client, DELETE"], results["HttpSender.send (ours), DELETE"])
+    kube_request = min(
+        results["kubernetes rest_client.request, ERS"],
+        results["kubernetes merge_patch (ours), ERS"],
+    )
+    least = 2.5 * http + kube_request + results["json.loads of a 50-job message"]
+    print(
+        f"floor per 50-job message (2.5 httpx requests, 1 kubernetes request, the JSON): "
+        f"{least / 1000:.2f} ms CPU"
+    )
+
+
+def summary(measured: list[Round]) -> dict[str, float]:
+    """Medians over rounds: rate, steady and total CPU, latency p50/p99, RSS and peak."""
+    median = statistics.median
+    return {
+        "rate": median(r.rate for r in measured),
+        "cpu": median(r.steady_cpu_ms for r in measured),
+        "cpu_total": median(r.total_cpu_ms for r in measured),
+        "p50": median(percentile(r.latencies, 50) for r in measured),
+        "p99": median(percentile(r.latencies, 99) for r in measured),
+        "rss": median(r.memory["VmRSS"] for r in measured),
+        "peak": median(r.memory["VmHWM"] for r in measured),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -267,38 +451,81 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=40, help="JobAvailable messages per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", type=Path, help="profile the listener of round 1 to PATH")
+    parser.add_argument(
+        "--profile-mode",
+        choices=("sample", "cprofile"),
+        default="sample",
+        help="sample: per ms of CPU, true shares; cprofile: deterministic, exact call counts",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (e.g. a git worktree of main): its listener runs too, "
+        "alternating round by round with this tree's, and the ratios are printed",
+    )
+    parser.add_argument(
+        "--floor",
+        type=int,
+        metavar="N",
+        help="instead of rounds: the CPU of each request the listener sends, alone, over N "
+        "keep-alive requests, and the floor per message they add up to",
+    )
     args = parser.parse_args()
-    rounds: list[Round] = []
+    if args.floor:
+        floor(args.floor)
+        print("command: python " + shlex.join(["examples/bench_listener.py", *sys.argv[1:]]))
+        return
+    trees: list[tuple[str, Path | None]] = [("this tree", REPO)]
+    if args.baseline:
+        trees.insert(0, ("baseline", args.baseline.resolve()))
+    rounds: dict[str, list[Round]] = {name: [] for name, _ in trees}
     with tempfile.TemporaryDirectory() as tmp:
         for number in range(1, args.rounds + 1):
-            profile = args.profile if number == 1 else None
-            one = one_round(args.messages, Path(tmp), profile)
-            rounds.append(one)
-            print(
-                f"round {number}: {one.handled} messages ({one.full} with {JOBS_PER_MESSAGE} "
-                f"jobs), {one.rate:.1f} messages/s, listener CPU {one.steady_cpu_ms:.2f} "
-                f"ms/message steady ({one.total_cpu_ms:.1f} incl. start-up), message-to-patch "
-                f"p50 {percentile(one.latencies, 50) * 1000:.1f} ms p99 "
-                f"{percentile(one.latencies, 99) * 1000:.1f} ms, RSS "
-                f"{one.memory['VmRSS'] / 1024:.1f} MiB (peak {one.memory['VmHWM'] / 1024:.1f} MiB)"
-                + (" [profiled]" if profile else "")
+            for name, tree in trees:
+                profile = args.profile if number == 1 and name == "this tree" else None
+                one = one_round(args.messages, Path(tmp), profile, args.profile_mode, tree)
+                rounds[name].append(one)
+                print(
+                    (f"{name} " if args.baseline else "")
+                    + f"round {number}: {one.handled} messages ({one.full} with "
+                    f"{JOBS_PER_MESSAGE} jobs), {one.rate:.1f} messages/s, listener CPU "
+                    f"{one.steady_cpu_ms:.2f} ms/message steady ({one.total_cpu_ms:.1f} incl. "
+                    f"start-up), message-to-patch p50 {percentile(one.latencies, 50) * 1000:.1f}"
+                    f" ms p99 {percentile(one.latencies, 99) * 1000:.1f} ms, RSS "
+                    f"{one.memory['VmRSS'] / 1024:.1f} MiB "
+                    f"(peak {one.memory['VmHWM'] / 1024:.1f} MiB)"
+                    + (" [profiled]" if profile else "")
+                )
+    medians = {}
+    for name, _ in trees:
+        measured = rounds[name]
+        if args.profile and name == "this tree" and len(measured) > 1:
+            measured = measured[1:]
+        medians[name] = summary(measured)
+        print(
+            (f"{name}: " if args.baseline else "")
+            + f"median over {len(measured)} rounds: {medians[name]['rate']:.1f} messages/s "
+            f"({medians[name]['rate'] * JOBS_PER_MESSAGE:.0f} job messages/s), "
+            f"listener CPU {medians[name]['cpu']:.2f} ms/message steady "
+            f"({medians[name]['cpu_total']:.1f} incl. start-up), "
+            f"message-to-patch p50 {medians[name]['p50'] * 1000:.1f} ms "
+            f"p99 {medians[name]['p99'] * 1000:.1f} ms, "
+            f"RSS {medians[name]['rss'] / 1024:.1f} MiB, peak {medians[name]['peak'] / 1024:.1f} MiB"
+        )
+    if args.baseline:
+        ours, base = medians["this tree"], medians["baseline"]
+        print(
+            "this tree / baseline: "
+            + ", ".join(
+                f"{label} {ours[key] / base[key]:.2f}x"
+                for key, label in (
+                    ("cpu", "CPU per message"),
+                    ("p50", "latency p50"),
+                    ("p99", "latency p99"),
+                    ("rate", "messages/s"),
+                )
             )
-    measured = rounds[1:] if args.profile and len(rounds) > 1 else rounds
-
-    def median(values: list[float]) -> float:
-        return statistics.median(values)
-
-    rate = median([r.rate for r in measured])
-    print(
-        f"median over {len(measured)} rounds: {rate:.1f} messages/s "
-        f"({rate * JOBS_PER_MESSAGE:.0f} job messages/s), "
-        f"listener CPU {median([r.steady_cpu_ms for r in measured]):.2f} ms/message steady "
-        f"({median([r.total_cpu_ms for r in measured]):.1f} incl. start-up), "
-        f"message-to-patch p50 {median([percentile(r.latencies, 50) for r in measured]) * 1000:.1f}"
-        f" ms p99 {median([percentile(r.latencies, 99) for r in measured]) * 1000:.1f} ms, "
-        f"RSS {median([r.memory['VmRSS'] for r in measured]) / 1024:.1f} MiB, "
-        f"peak {median([r.memory['VmHWM'] for r in measured]) / 1024:.1f} MiB"
-    )
+        )
     print("command: python " + shlex.join(["examples/bench_listener.py", *sys.argv[1:]]))
 
 

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from ersctl.platform.background import Background
+from ersctl.platform.background import Background, Worker
 from ghalistener.actions.errors import SessionConflictError, SessionNotFoundError
 from ghalistener.actions.types import (
     JobAvailable,
@@ -146,6 +146,8 @@ class Listener:
         self._last_published: tuple[int, int] | None = None
         self._stop = stop or StopSignal()
         self.health = health or ListenerHealth()
+        # Every long poll runs on this one thread; an abandoned one only ends the loop.
+        self._poller = Worker(name="long-poll")
 
     def request_stop(self) -> None:
         """Ask ``run()`` to return soon. Safe from signal handlers and other threads."""
@@ -201,6 +203,7 @@ class Listener:
         poll = Background(
             lambda: session.get_message(last_message_id=last, max_capacity=capacity),
             name="long-poll",
+            worker=self._poller,
         )
         if not poll.wait(lambda: self._stop.requested):
             return _STOPPED

@@ -77,6 +77,9 @@ class ScaleSetLabels:
 Metric = Counter | Gauge | Histogram
 
 
+_NOT_EXPORTED: Final = Gauge("not_exported", "a series the selection leaves out", registry=None)
+
+
 class ListenerMetrics:
     """The listener's metrics in a private registry. Thread-safe (prometheus-client is).
 
@@ -95,6 +98,7 @@ class ListenerMetrics:
             "organization": labels.organization,
             "enterprise": labels.enterprise,
         }
+        self._gauges: dict[str, Gauge] = {}
         chosen = (selection or MetricsSelection.defaults()).series
         self._metrics: dict[str, tuple[Metric, tuple[str, ...]]] = {
             name: (self._register(name, chosen[name]), chosen[name].labels)
@@ -126,8 +130,13 @@ class ListenerMetrics:
         return metric.labels(**{label: values.get(label, "") for label in labels})
 
     def _set(self, name: str, value: float) -> None:
-        gauge = self._series(f"gha_{name}", self._scale_set)
-        if isinstance(gauge, Gauge):
+        # The gauges carry the scale set's labels only, fixed for the process: each child
+        # is looked up once (eight label lookups per message cost more than the sets).
+        gauge = self._gauges.get(name)
+        if gauge is None:
+            found = self._series(f"gha_{name}", self._scale_set)
+            gauge = self._gauges[name] = found if isinstance(found, Gauge) else _NOT_EXPORTED
+        if gauge is not _NOT_EXPORTED:
             gauge.set(value)
 
     def _inc(self, name: str, values: Mapping[str, str]) -> None:

@@ -4,6 +4,10 @@ Every call runs inside ``ersctl.kube.calls.kube_call``, the one boundary (shared
 the controller) that turns the client library's errors into
 ``ersctl.kube.errors.KubeError``.
 
+The patches go through ``ersctl.kube.calls.merge_patch`` (the client's own
+``ApiClient`` request path) rather than ``CustomObjectsApi``, whose per-call argument
+validation cost more CPU than the request (see there).
+
 - :meth:`KubePublisher.publish_desired` sends one JSON merge patch
   ``{"spec": {"replicas": R, "patchID": P}}`` to the configured EphemeralRunnerSet.
 - :meth:`KubePublisher.record_job_started` merge-patches the named EphemeralRunner's
@@ -22,12 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import tenacity
-from kubernetes.client import ApiClient, CustomObjectsApi
+from kubernetes.client import ApiClient
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, job_status_fields
-from ersctl.kube.calls import MERGE_PATCH, kube_call, server_of
+from ersctl.kube.calls import custom_object_path, kube_call, merge_patch, server_of
 from ersctl.kube.errors import KubeError, NotFoundError
 from ersctl.platform.errors import ConfigError
+from ghalistener.actions.retry import try_once_then_retry
 from ghalistener.actions.types import JobStarted
 
 log = logging.getLogger(__name__)
@@ -77,7 +82,7 @@ class KubePublisher:
         name: str,
         retry: KubeRetry | None = None,
     ) -> None:
-        self._api = CustomObjectsApi(api_client)
+        self._api_client = api_client
         self._server = server_of(api_client)
         self.namespace = namespace
         self.name = name
@@ -110,17 +115,9 @@ class KubePublisher:
 
     def _patch_set(
         self, body: dict[str, Any], *, timeout: tuple[float, float]
-    ) -> Callable[[], Any]:
-        return lambda: self._api.patch_namespaced_custom_object(
-            GROUP,
-            VERSION,
-            self.namespace,
-            ERS_PLURAL,
-            self.name,
-            body,
-            _content_type=MERGE_PATCH,
-            _request_timeout=timeout,
-        )
+    ) -> Callable[[], None]:
+        path = custom_object_path(GROUP, VERSION, self.namespace, ERS_PLURAL, self.name)
+        return lambda: merge_patch(self._api_client, path, body, timeout=timeout)
 
     def record_job_started(self, job: JobStarted) -> bool:
         """Merge-patch the job fields into the runner's status; False when it is gone.
@@ -138,18 +135,14 @@ class KubePublisher:
             display_name=job.job_display_name,
         )
         action = f"patch {ER_PLURAL}/{self.namespace}/{job.runner_name}/status"
+        path = custom_object_path(
+            GROUP, VERSION, self.namespace, ER_PLURAL, job.runner_name, subresource="status"
+        )
         try:
             self._with_retries(
                 action,
-                lambda: self._api.patch_namespaced_custom_object_status(
-                    GROUP,
-                    VERSION,
-                    self.namespace,
-                    ER_PLURAL,
-                    job.runner_name,
-                    {"status": fields},
-                    _content_type=MERGE_PATCH,
-                    _request_timeout=REQUEST_TIMEOUT,
+                lambda: merge_patch(
+                    self._api_client, path, {"status": fields}, timeout=REQUEST_TIMEOUT
                 ),
             )
         except NotFoundError:
@@ -157,17 +150,20 @@ class KubePublisher:
         return True
 
     def _with_retries(self, action: str, call: Callable[[], Any]) -> None:
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self._retry.attempts),
-            wait=tenacity.wait_exponential(
-                multiplier=self._retry.initial_wait, max=self._retry.max_wait
+        try_once_then_retry(
+            lambda: self._call(action, call),
+            retry_error=_is_transient,
+            retrying=lambda: tenacity.Retrying(
+                stop=tenacity.stop_after_attempt(self._retry.attempts),
+                wait=tenacity.wait_exponential(
+                    multiplier=self._retry.initial_wait, max=self._retry.max_wait
+                ),
+                retry=tenacity.retry_if_exception(_is_transient),
+                sleep=self._retry.sleep,
+                before_sleep=_log_retry(action),
+                reraise=True,
             ),
-            retry=tenacity.retry_if_exception(_is_transient),
-            sleep=self._retry.sleep,
-            before_sleep=_log_retry(action),
-            reraise=True,
         )
-        retrying(self._call, action, call)
 
     def _call(self, action: str, call: Callable[[], Any]) -> None:
         with kube_call(action, server=self._server):

@@ -16,7 +16,7 @@ import logging
 import re
 import ssl
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
+from typing import Any, Final
 
 import httpx
 
@@ -251,6 +251,30 @@ def _proxy(server: ProxyServer, verify: ssl.SSLContext | bool) -> httpx.Proxy:
     return httpx.Proxy(server.url, auth=server.auth, ssl_context=tls if https else None)
 
 
+class _NoCookies(httpx.Cookies):
+    """A cookie jar that keeps nothing a response sets."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
+class _CookielessClient(httpx.Client):
+    """An ``httpx.Client`` that neither stores nor sends cookies, like ARC's client (Go's
+    ``http.Client`` without a jar): a cookie the service sets is never sent back.
+    It also saves the CPU httpx spends on every response mimicking urllib's cookie
+    handling (a sixth of a request's cost in the listener's profile)."""
+
+    _no_cookies: Final = _NoCookies()
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._no_cookies
+
+    @cookies.setter
+    def cookies(self, cookies: object) -> None:
+        raise TypeError("this client keeps no cookies")
+
+
 class HttpSender:
     """Sends requests with retries and translates failures (thread-safe as httpx.Client).
 
@@ -278,7 +302,7 @@ class HttpSender:
         if transport is None and proxy is not None:
             redactor.add(proxy.secret_values(), pin=True)
             transport = ProxyRoutes(proxy, verify=verify)
-        self._client = httpx.Client(
+        self._client = _CookielessClient(
             headers={"User-Agent": user_agent},
             timeout=DEFAULT_TIMEOUT,
             verify=verify,

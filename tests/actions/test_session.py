@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -105,7 +106,8 @@ def test_get_message_sends_the_long_poll_headers_and_decodes_all_job_kinds(
     assert isinstance(completed, JobCompleted) and completed.result == "succeeded"
     assert started.runner_request_id == 101 and started.workflow_run_id == 555
     assert started.request_labels == ("arc-runners",)
-    assert started.queue_time is not None and started.scale_set_assign_time is None
+    assert started.queue_time == datetime(2024, 1, 1, tzinfo=UTC)
+    assert started.scale_set_assign_time is None  # Go's zero time: not set
     request = route.calls.last.request
     assert request.headers["Accept"] == "application/json; api-version=6.0-preview"
     assert request.headers["Authorization"] == f"Bearer {QUEUE_TOKEN}"
@@ -272,6 +274,21 @@ GOOD_JOB = {"messageType": "JobAssigned", **JOB_FIELDS}
             json.dumps([{"runnerRequestId": 1}, GOOD_JOB]),
             "job message #0: field 'messageType' is missing",
             id="job without messageType",
+        ),
+        pytest.param(
+            json.dumps([{**GOOD_JOB, "runnerRequestId": True}, GOOD_JOB]),
+            "job message #0 (JobAssigned): field 'runnerRequestId' must be int, got bool",
+            id="boolean runnerRequestId",
+        ),
+        pytest.param(
+            json.dumps([GOOD_JOB, {**GOOD_JOB, "queueTime": "yesterday"}]),
+            "job message #1 (JobAssigned): field 'queueTime' is not an RFC 3339 time",
+            id="queueTime not a time",
+        ),
+        pytest.param(
+            json.dumps([{**GOOD_JOB, "runnerAssignTime": 5}, GOOD_JOB]),
+            "job message #0 (JobAssigned): field 'runnerAssignTime' must be an RFC 3339 time",
+            id="numeric runnerAssignTime",
         ),
     ],
 )

@@ -50,6 +50,28 @@ def tls_server(tmp_path: Path) -> Iterator[tuple[SimulatorServer, str]]:
         yield server, certificates.root_pem
 
 
+def test_a_cookie_the_service_sets_is_never_sent_back(
+    github: GitHubMock, client: ActionsClient
+) -> None:
+    # ARC's client (Go's http.Client without a jar) keeps no cookies: neither do we.
+    github.service(
+        "POST", "_apis/runtime/runnerscalesets/7/sessions"
+    ).return_value = httpx.Response(
+        200, json=session_json(), headers={"Set-Cookie": "affinity=node-3; Path=/"}
+    )
+    github.service(
+        "DELETE", "_apis/runtime/runnerscalesets/7/sessions/s-1"
+    ).return_value = httpx.Response(204)
+    poll = github.router.get(url__startswith=QUEUE_URL.split("?")[0])
+    poll.return_value = httpx.Response(202, headers={"Set-Cookie": "queue=q-1; Path=/"})
+    with MessageSession.open(client, scale_set_id=7, owner_name="h") as session:
+        session.get_message(last_message_id=0, max_capacity=1)
+        session.get_message(last_message_id=0, max_capacity=1)
+    sent = [call.request for call in github.router.calls]
+    assert len(sent) >= 5  # registration, admin, session, two polls, the session delete
+    assert all("cookie" not in request.headers for request in sent)
+
+
 def test_a_custom_root_ca_lets_the_client_trust_a_private_server(
     tls_server: tuple[SimulatorServer, str],
 ) -> None:

@@ -73,6 +73,23 @@ def test_statistics_then_timeouts_publish_a_desired_count_each_time() -> None:
     assert journal[-1] == ("close", "s1")
 
 
+def test_every_long_poll_runs_on_one_thread_not_a_thread_each() -> None:
+    journal: Journal = []
+    session = FakeSession("s1", journal, statistics=stats(0))
+    listener, _ = make_listener(journal, [session])
+    polled_on: list[threading.Thread] = []
+
+    def timeout() -> None:
+        polled_on.append(threading.current_thread())
+
+    session.script = [timeout, message(1, 1, available(11)), timeout, timeout]
+    session.script.append(stop_then_block(listener, session))
+    listener.run()
+    assert len(polled_on) == 3
+    assert all(thread is polled_on[0] for thread in polled_on)
+    assert polled_on[0] is not threading.main_thread()
+
+
 def test_idle_at_the_minimum_publishes_zero_every_time() -> None:
     journal: Journal = []
     session = FakeSession("s1", journal, statistics=stats(0))

@@ -71,6 +71,17 @@ SCALE_SET = frozenset(
 )
 
 
+def test_the_gauges_follow_every_statistics_and_leave_out_unselected_series() -> None:
+    selection = parse_metrics({"gauges": {"gha_assigned_jobs": {}}})
+    metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc"), selection)
+    for assigned, running in ((3, 2), (7, 1), (0, 0)):
+        metrics.publish_statistics(
+            Statistics(total_assigned_jobs=assigned, total_running_jobs=running)
+        )
+        metrics.publish_desired_runners(assigned)
+        assert samples(metrics) == {("gha_assigned_jobs", frozenset()): assigned}
+
+
 def test_metrics_use_arc_names_and_labels() -> None:
     metrics = ListenerMetrics(ScaleSetLabels(name="runners", namespace="arc", organization="octo"))
     metrics.publish_static(min_runners=1, max_runners=9)
