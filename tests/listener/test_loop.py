@@ -210,6 +210,7 @@ def test_a_conflict_that_outlasts_every_attempt_gives_up_naming_the_cause() -> N
 def test_a_stop_during_the_conflict_wait_returns_without_a_session(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="ghalistener")  # the stop is an INFO line
     journal: Journal = []
     listener, opener = make_listener(
         journal, [conflict(), conflict()], retry=SessionRetry(interval=30.0, attempts=10)

@@ -6,6 +6,7 @@ deliver the stop request at a chosen moment, as a SIGTERM would arrive mid-wait.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -115,6 +116,7 @@ def simulator() -> Iterator[GitHubSimulator]:
 def test_a_stop_in_the_backoff_of_a_failing_acquisition_leaves_the_message_for_redelivery(
     simulator: GitHubSimulator, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="ghalistener")  # the stop is an INFO line
     time = FakeTime()
     signal = stop_signal(time, grace=0.0)
     time.stop_at = time.now  # the first backoff nap delivers the stop
