@@ -110,6 +110,11 @@ def _finalizers(env: Env) -> dict[str, list[str] | None]:
     return found
 
 
+def _released() -> dict[str, list[str] | None]:
+    """What :func:`_finalizers` says once every object was released."""
+    return {annotation: [] for annotation in CHART_OBJECTS}
+
+
 def _release_held(env: Env, annotation: str) -> None:
     """Drop the test's own finalizer, so a real cluster can delete the namespace."""
     plural, name = CHART_OBJECTS[annotation]
@@ -130,7 +135,7 @@ def test_deleting_a_chart_made_ars_releases_every_object_it_names_and_nothing_el
     eventually(lambda: env.ars(NAME) is None, what="the ARS gone", timeout=10)
     assert env.sim.scale_sets == {}
     finalizers = _finalizers(env)
-    assert finalizers == {annotation: [] for annotation in CHART_OBJECTS} | {held: [HELD]}
+    assert finalizers == _released() | {held: [HELD]}
     _release_held(env, held)
 
 
@@ -148,8 +153,7 @@ def test_an_annotation_naming_an_object_that_is_gone_does_not_hold_the_teardown(
     env.kube.delete_object(api.ARS_PLURAL, env.namespace, NAME)
 
     eventually(lambda: env.ars(NAME) is None, what="the ARS gone", timeout=10)
-    expected = {annotation: [] for annotation in CHART_OBJECTS}
-    assert _finalizers(env) == expected | dict.fromkeys(gone)
+    assert _finalizers(env) == _released() | dict.fromkeys(gone)
 
 
 def test_the_protection_stays_until_the_scale_set_is_deleted_on_github(env: Env) -> None:
@@ -171,7 +175,7 @@ def test_the_protection_stays_until_the_scale_set_is_deleted_on_github(env: Env)
 
     eventually(lambda: env.ars(NAME) is None, what="the ARS gone", timeout=15)
     assert env.sim.scale_sets == {}
-    assert _finalizers(env) == {annotation: [] for annotation in CHART_OBJECTS}
+    assert _finalizers(env) == _released()
 
 
 @pytest.mark.embedded_only("fault injection: the 403 a missing RBAC grant gives")
@@ -203,9 +207,8 @@ def test_an_unreadable_object_holds_the_teardown_with_a_warning_but_an_unreadabl
 
     eventually(lambda: env.ars(NAME) is None, what="the ARS gone", timeout=15)
     unreadable.remaining = 0  # for the test's own reads
-    expected = {annotation: [] for annotation in CHART_OBJECTS}
     secret = [api.CLEANUP_PROTECTION_FINALIZER]
-    assert _finalizers(env) == expected | {api.CLEANUP_SECRET_ANNOTATION: secret}
+    assert _finalizers(env) == _released() | {api.CLEANUP_SECRET_ANNOTATION: secret}
 
 
 def _add_held(env: Env, plural: str, name: str) -> None:
