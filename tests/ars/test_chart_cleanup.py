@@ -13,54 +13,14 @@ import pytest
 
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer
+from tests.arc_chart import protected_rbac, rbac_object
 from tests.ars.conftest import CREDENTIALS, Env
 from tests.polling import eventually
 
 HELD = "tests.example/held"  # another controller's finalizer: never ours to remove
 NAME = "arc-runners"
-KUBE_MODE, MANAGER, NO_PERMISSION = (
-    f"{NAME}-gha-rs-kube-mode",
-    f"{NAME}-gha-rs-manager",
-    f"{NAME}-gha-rs-no-permission",
-)
-# What the chart renders for containerMode kubernetes (plus the no-permission
-# ServiceAccount it renders otherwise, so that every annotation is exercised).
-CHART_OBJECTS = {
-    "actions.github.com/cleanup-kubernetes-mode-role-binding-name": ("rolebindings", KUBE_MODE),
-    "actions.github.com/cleanup-kubernetes-mode-role-name": ("roles", KUBE_MODE),
-    "actions.github.com/cleanup-kubernetes-mode-service-account-name": (
-        "serviceaccounts",
-        KUBE_MODE,
-    ),
-    "actions.github.com/cleanup-no-permission-service-account-name": (
-        "serviceaccounts",
-        NO_PERMISSION,
-    ),
-    api.CLEANUP_SECRET_ANNOTATION: ("secrets", CREDENTIALS),
-    "actions.github.com/cleanup-manager-role-binding": ("rolebindings", MANAGER),
-    "actions.github.com/cleanup-manager-role-name": ("roles", MANAGER),
-}
-KINDS = {
-    "serviceaccounts": ("v1", "ServiceAccount"),
-    "roles": ("rbac.authorization.k8s.io/v1", "Role"),
-    "rolebindings": ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-}
-
-
-def _chart_object(plural: str, name: str, finalizers: list[str]) -> dict[str, Any]:
-    api_version, kind = KINDS[plural]
-    body: dict[str, Any] = {
-        "apiVersion": api_version,
-        "kind": kind,
-        "metadata": {"name": name, "finalizers": finalizers},
-    }
-    if plural == "roles":
-        body["rules"] = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]
-    elif plural == "rolebindings":
-        role = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}
-        body["roleRef"] = role
-        body["subjects"] = [{"kind": "ServiceAccount", "name": name}]
-    return body
+KUBE_MODE = f"{NAME}-gha-rs-kube-mode"
+CHART_OBJECTS = {**protected_rbac(NAME), api.CLEANUP_SECRET_ANNOTATION: ("secrets", CREDENTIALS)}
 
 
 def _chart_release(
@@ -70,7 +30,7 @@ def _chart_release(
     GitHub by ARC's controller (unless not ``registered``): the ARS with ARC's
     annotations and finalizer, and the protected objects (except those of the
     ``absent`` annotations; the one of ``held`` also carries another finalizer)."""
-    registration = {}
+    registration: dict[str, str] = {}
     if registered:
         scale_set = env.sim.create_scale_set(NAME, labels=[NAME])
         registration = {
@@ -80,15 +40,15 @@ def _chart_release(
         }
     env.create_secret()
     for annotation, (plural, name) in CHART_OBJECTS.items():
-        finalizers = [api.CLEANUP_PROTECTION_FINALIZER, *([HELD] if annotation == held else [])]
+        also = (HELD,) if annotation == held else ()
         if annotation in absent:
             continue
         if plural == "secrets":
-            env.kube.patch_object(
-                plural, env.namespace, name, {"metadata": {"finalizers": finalizers}}
-            )
+            finalizers = [api.CLEANUP_PROTECTION_FINALIZER, *also]
+            patch = {"metadata": {"finalizers": finalizers}}
+            env.kube.patch_object(plural, env.namespace, name, patch)
         else:
-            env.kube.create_object(plural, _chart_object(plural, name, finalizers))
+            env.kube.create_object(plural, rbac_object(plural, name, env.namespace, also=also))
     body = env.ars_body(NAME, minRunners=0, maxRunners=4)
     body["metadata"] |= {
         "annotations": {
