@@ -1,8 +1,9 @@
 """The writer: creates, deletes and merge patches, straight to the API server.
 
 EphemeralRunnerSets and EphemeralRunners, ARC's other custom objects by plural
-(AutoscalingRunnerSets, AutoscalingListeners), and the Secrets the controllers own (a
-runner's JIT config, a set's proxy variables).
+(AutoscalingRunnerSets, AutoscalingListeners), the Secrets the controllers own (a
+runner's JIT config, a set's proxy variables), and merge patches of the built-in kinds
+by plural (the finalizers of what an ARS protected).
 
 Every patch is a JSON merge patch with its content type named explicitly; status
 writes go to the ``/status`` subresource. A ``metadata.resourceVersion`` inside a
