@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final, NewType, Self
@@ -595,7 +596,9 @@ class AutoscalingRunnerSet(_ScaleSetObject):
 
 ARS_FINALIZER: Final = "autoscalingrunnerset.actions.github.com/finalizer"
 CLEANUP_PROTECTION_FINALIZER: Final = "actions.github.com/cleanup-protection"
-"""ARC's finalizer on what an ARS uses (its credentials Secret) while the ARS lives."""
+"""ARC's finalizer on what an ARS uses while the ARS lives: its credentials Secret, and
+the ServiceAccounts, Roles and RoleBindings ARC's Helm chart renders for it (named by
+the :data:`CLEANUP_PROTECTED` annotations)."""
 RUNNER_SCALE_SET_ID_ANNOTATION: Final = "runner-scale-set-id"
 RUNNER_GROUP_NAME_ANNOTATION: Final = "actions.github.com/runner-group-name"
 RUNNER_SCALE_SET_NAME_ANNOTATION: Final = "actions.github.com/runner-scale-set-name"
@@ -605,6 +608,45 @@ template too, and a template change must restart the listener (its patch IDs sta
 over, which the set controller's cleanup marker relies on)."""
 VALUES_HASH_ANNOTATION: Final = "actions.github.com/values-hash"
 CLEANUP_SECRET_ANNOTATION: Final = "actions.github.com/cleanup-github-secret-name"  # noqa: S105
+
+
+@dataclass(frozen=True)
+class CleanupProtected:
+    """An ARS annotation naming an object in the ARS's namespace that carries
+    :data:`CLEANUP_PROTECTION_FINALIZER` until the ARS's teardown has finished.
+
+    ``plural``: the object's resource (``ersctl.kube.calls.BUILTIN_KINDS``).
+    ``forbidden_is_gone``: a 403 reading it counts as already gone (ARC's rule for the
+    credentials Secret), rather than as a failure to retry.
+    """
+
+    annotation: str
+    plural: str
+    forbidden_is_gone: bool = False
+
+
+CLEANUP_PROTECTED_SECRET: Final = CleanupProtected(
+    CLEANUP_SECRET_ANNOTATION, "secrets", forbidden_is_gone=True
+)
+CLEANUP_PROTECTED: Final = (
+    CleanupProtected(
+        "actions.github.com/cleanup-kubernetes-mode-role-binding-name", "rolebindings"
+    ),
+    CleanupProtected("actions.github.com/cleanup-kubernetes-mode-role-name", "roles"),
+    CleanupProtected(
+        "actions.github.com/cleanup-kubernetes-mode-service-account-name", "serviceaccounts"
+    ),
+    CleanupProtected(
+        "actions.github.com/cleanup-no-permission-service-account-name", "serviceaccounts"
+    ),
+    CLEANUP_PROTECTED_SECRET,
+    CleanupProtected("actions.github.com/cleanup-manager-role-binding", "rolebindings"),
+    CleanupProtected("actions.github.com/cleanup-manager-role-name", "roles"),
+)
+"""ARC's annotations on an ARS naming what its Helm chart (and, for the Secret, its
+controller or ours) protected with :data:`CLEANUP_PROTECTION_FINALIZER`, in the order
+ARC releases them. Without their release a ``helm uninstall`` or namespace deletion
+hangs on those objects forever."""
 
 
 class AutoscalingListener(_ScaleSetObject):

@@ -11,29 +11,19 @@ leaves here. Secret documents are returned, never logged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 from kubernetes import client
 
 from ersctl.api import AutoscalingListener
 from ersctl.kube.apireader import ApiReader
-from ersctl.kube.calls import MERGE_PATCH, json_body, kube_call, server_of
+from ersctl.kube.calls import builtin_method, json_body, kube_call, server_of
 from ersctl.kube.copies import json_copy
 from ersctl.kube.errors import ConflictError, NotFoundError, check_fence
 from ersctl.kube.store import Store
 from ersctl.kube.writer import Writer
 
 Json = dict[str, Any]
-
-_KINDS: Final = {
-    "pods": ("core", "pod"),
-    "secrets": ("core", "secret"),
-    "configmaps": ("core", "config_map"),
-    "serviceaccounts": ("core", "service_account"),
-    "roles": ("rbac", "role"),
-    "rolebindings": ("rbac", "role_binding"),
-}
-"""Resource plural -> the typed client (core or RBAC) and its method suffix."""
 
 
 class KubeListenerResources:
@@ -78,13 +68,7 @@ class KubeListenerResources:
         return None if raw is None else json_copy(raw)
 
     def get(self, plural: str, namespace: str, name: str) -> Json | None:
-        action = f"get {plural}/{namespace}/{name}"
-        try:
-            with kube_call(action, server=self._server):
-                resp = self._call("read", plural)(name, namespace, _preload_content=False)
-        except NotFoundError:
-            return None
-        return json_body(resp, action=action, server=self._server)
+        return self._reader.get_builtin(plural, namespace, name)
 
     def create(self, plural: str, body: Json) -> Json:
         namespace = str(body["metadata"]["namespace"])
@@ -97,13 +81,7 @@ class KubeListenerResources:
         return json_body(resp, action=action, server=self._server)
 
     def patch(self, plural: str, namespace: str, name: str, patch: Json) -> Json:
-        action = f"patch {plural}/{namespace}/{name}"
-        check_fence(self._fence, action)
-        with kube_call(action, server=self._server):
-            resp = self._call("patch", plural)(
-                name, namespace, patch, _content_type=MERGE_PATCH, _preload_content=False
-            )
-        return json_body(resp, action=action, server=self._server)
+        return self._writer.patch_builtin(plural, namespace, name, patch)
 
     def delete(self, plural: str, namespace: str, name: str, *, uid: str = "") -> None:
         action = f"delete {plural}/{namespace}/{name}"
@@ -118,9 +96,4 @@ class KubeListenerResources:
             return  # gone, or already replaced by another object (the uid precondition)
 
     def _call(self, verb: str, plural: str) -> Callable[..., Any]:
-        """The typed client's method, e.g. ``read_namespaced_service_account``."""
-        api, kind = _KINDS[plural]
-        method: Callable[..., Any] = getattr(
-            self._core if api == "core" else self._rbac, f"{verb}_namespaced_{kind}"
-        )
-        return method
+        return builtin_method(self._core, self._rbac, verb, plural)

@@ -4,8 +4,9 @@ Its primary resource is ``autoscalingrunnersets`` (spec and metadata changes; it
 status writes enqueue nothing); it owns EphemeralRunnerSets (every event: their status
 counts feed the ARS's) and is told about AutoscalingListeners through their
 ``spec.autoscalingRunnerSetNamespace/Name`` (ARC puts a listener in the controller's
-namespace, where no ownerReference can reach the ARS). Secrets are read uncached and
-not watched.
+namespace, where no ownerReference can reach the ARS). Secrets, and the ServiceAccounts,
+Roles and RoleBindings whose cleanup-protection finalizer a teardown removes, are read
+uncached and not watched.
 """
 
 from __future__ import annotations
@@ -128,11 +129,13 @@ class KubeObjects:
     def delete_listener(self, listener: AutoscalingListener) -> None:
         self._writer.delete_object(AL_PLURAL, listener.namespace, listener.name)
 
-    def get_secret(self, namespace: str, name: str) -> JsonObject | None:
-        return self._api.get_secret(namespace, name)
+    def get_builtin(self, plural: str, namespace: str, name: str) -> JsonObject | None:
+        return self._api.get_builtin(plural, namespace, name)
 
-    def patch_secret(self, namespace: str, name: str, patch: JsonObject) -> JsonObject:
-        return self._writer.patch_secret(namespace, name, patch)
+    def patch_builtin(
+        self, plural: str, namespace: str, name: str, patch: JsonObject
+    ) -> JsonObject:
+        return self._writer.patch_builtin(plural, namespace, name, patch)
 
 
 def add_autoscaling_runner_set_controller(

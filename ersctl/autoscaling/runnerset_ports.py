@@ -70,8 +70,13 @@ class Objects(Protocol):
 
     def delete_listener(self, listener: AutoscalingListener) -> None: ...
 
-    def get_secret(self, namespace: str, name: str) -> JsonObject | None:
-        """Live (Secrets are not watched)."""
+    def get_builtin(self, plural: str, namespace: str, name: str) -> JsonObject | None:
+        """A Secret, ServiceAccount, Role or RoleBinding (by resource ``plural``), live:
+        none is watched. None when absent."""
         ...
 
-    def patch_secret(self, namespace: str, name: str, patch: JsonObject) -> JsonObject: ...
+    def patch_builtin(
+        self, plural: str, namespace: str, name: str, patch: JsonObject
+    ) -> JsonObject:
+        """JSON merge patch; a ``metadata.resourceVersion`` in it is a lock."""
+        ...

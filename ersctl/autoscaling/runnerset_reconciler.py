@@ -5,9 +5,11 @@ requeue, brings the next step):
 
 1. Deleting: tear down top-down (:meth:`_teardown`): the listener first (no new
    patches), then the EphemeralRunnerSets (their controller lets busy runners finish),
-   then the scale set on GitHub, then the credentials Secret's protection, then our
-   finalizer. Each stage is confirmed with an uncached read before the next starts: a
-   lagging cache must never let the scale set go while runners still use it.
+   then the scale set on GitHub, then ARC's cleanup-protection finalizer on every
+   object the ARS's annotations name (the credentials Secret; from ARC's chart also its
+   ServiceAccounts, Roles and RoleBindings), then our finalizer. Each stage is
+   confirmed with an uncached read before the next starts: a lagging cache must never
+   let the scale set go while runners still use it.
 2. Bad input (URL, Secret, template, min/max, runner group, a name taken in another
    group): a Warning Event naming the field and ``status.state``; nothing else changes.
 3. Our finalizer, then the scale set: found by ARC's ``runner-scale-set-id`` annotation
@@ -34,6 +36,8 @@ from typing import Final
 
 from ersctl.api import (
     ARS_FINALIZER,
+    CLEANUP_PROTECTED,
+    CLEANUP_PROTECTED_SECRET,
     CLEANUP_PROTECTION_FINALIZER,
     CLEANUP_SECRET_ANNOTATION,
     RUNNER_GROUP_NAME_ANNOTATION,
@@ -41,6 +45,7 @@ from ersctl.api import (
     RUNNER_SCALE_SET_NAME_ANNOTATION,
     AutoscalingListener,
     AutoscalingRunnerSet,
+    CleanupProtected,
     EphemeralRunnerSet,
     FieldError,
     JsonObject,
@@ -55,7 +60,7 @@ from ersctl.autoscaling.runnerset_ports import (
     ScaleSetService,
     ScaleSetServices,
 )
-from ersctl.kube.errors import ConflictError, NotLeaderError
+from ersctl.kube.errors import ConflictError, ForbiddenError, NotFoundError, NotLeaderError
 from ersctl.kube.reconcile import Request, Result
 from ersctl.naming import listener_name
 from ersctl.platform.errors import Failure
@@ -258,7 +263,7 @@ class AutoscalingRunnerSetReconciler:
         self._event(ars, NORMAL, Reason.SCALE_SET_UPDATED, f"scale set {updated.id}: {what}")
         return True
 
-    # -- the credentials Secret ----------------------------------------------------------
+    # -- the credentials Secret and ARC's cleanup protection ----------------------------
 
     def _protect_secret(self, ars: AutoscalingRunnerSet) -> bool:
         """ARC's cleanup-protection finalizer on the credentials Secret while the ARS uses
@@ -269,13 +274,14 @@ class AutoscalingRunnerSetReconciler:
         if protected == secret:
             return False
         if protected:
-            self._release_secret(ars.namespace, protected)
-        live = self._objects.get_secret(ars.namespace, secret)
+            self._release(CLEANUP_PROTECTED_SECRET, ars.namespace, protected)
+        live = self._objects.get_builtin("secrets", ars.namespace, secret)
         if live is None:
             raise CredentialsFieldError("spec.githubConfigSecret", f"Secret {secret} not found")
         finalizers = (live.get("metadata") or {}).get("finalizers") or []
         if CLEANUP_PROTECTION_FINALIZER not in finalizers:
-            self._objects.patch_secret(
+            self._objects.patch_builtin(
+                "secrets",
                 ars.namespace,
                 secret,
                 {
@@ -290,19 +296,32 @@ class AutoscalingRunnerSetReconciler:
         )
         return True
 
-    def _release_secret(self, namespace: str, name: str) -> None:
-        live = self._objects.get_secret(namespace, name)
-        if live is None:
+    def _release(self, target: CleanupProtected, namespace: str, name: str) -> None:
+        """Take ARC's cleanup-protection finalizer, and no other, off one object an ARS
+        named. Gone already is fine; any other failure raises (the ARS keeps its
+        finalizer and the teardown is retried)."""
+        try:
+            live = self._objects.get_builtin(target.plural, namespace, name)
+        except ForbiddenError:
+            if not target.forbidden_is_gone:
+                raise
             return
-        meta = live.get("metadata") or {}
+        meta = (live or {}).get("metadata") or {}
         finalizers = meta.get("finalizers") or []
-        if CLEANUP_PROTECTION_FINALIZER in finalizers:
-            kept = [f for f in finalizers if f != CLEANUP_PROTECTION_FINALIZER]
-            self._objects.patch_secret(
+        if CLEANUP_PROTECTION_FINALIZER not in finalizers:
+            return
+        kept = [f for f in finalizers if f != CLEANUP_PROTECTION_FINALIZER]
+        try:
+            # Locked by resourceVersion: a finalizer another controller added meanwhile
+            # is never dropped by a merge patch written from an older list.
+            self._objects.patch_builtin(
+                target.plural,
                 namespace,
                 name,
                 {"metadata": {"finalizers": kept, "resourceVersion": meta.get("resourceVersion")}},
             )
+        except NotFoundError:
+            return  # deleted between the read and the patch
 
     # -- the EphemeralRunnerSet ----------------------------------------------------------
 
@@ -406,9 +425,12 @@ class AutoscalingRunnerSetReconciler:
                 ars, {"metadata": {"annotations": {RUNNER_SCALE_SET_ID_ANNOTATION: None}}}
             )
             self._event(ars, NORMAL, Reason.SCALE_SET_DELETED, "deleted the scale set on GitHub")
-        protected = ars.annotations.get(CLEANUP_SECRET_ANNOTATION)
-        if protected:
-            self._release_secret(ars.namespace, protected)
+        # Last before our own finalizer, as ARC does: what ARC's chart (or we) protected
+        # for this ARS would otherwise hold `helm uninstall` and the namespace forever.
+        for target in CLEANUP_PROTECTED:
+            named = ars.annotations.get(target.annotation)
+            if named:
+                self._release(target, ars.namespace, named)
         kept = [f for f in ars.finalizers if f != ARS_FINALIZER]
         self._objects.patch_ars(
             ars, {"metadata": {"finalizers": kept, "resourceVersion": ars.resource_version}}

@@ -21,7 +21,7 @@ from ersctl.api import (
     EphemeralRunner,
     EphemeralRunnerSet,
 )
-from ersctl.kube.calls import json_body, kube_call, server_of
+from ersctl.kube.calls import builtin_method, json_body, kube_call, server_of
 from ersctl.kube.errors import NotFoundError
 
 
@@ -32,6 +32,7 @@ class ApiReader:
         self._custom = client.CustomObjectsApi(api_client)
         self._server = server_of(api_client)
         self._core = client.CoreV1Api(api_client)
+        self._rbac = client.RbacAuthorizationV1Api(api_client)
 
     def get_ers(self, namespace: str, name: str) -> EphemeralRunnerSet | None:
         """The live ERS, or None when it does not exist."""
@@ -83,22 +84,21 @@ class ApiReader:
 
     def get_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The live Secret as JSON (``data`` values base64-encoded), or None when absent."""
-        try:
-            with kube_call(f"get secrets/{namespace}/{name}", server=self._server):
-                resp = self._core.read_namespaced_secret(name, namespace, _preload_content=False)
-        except NotFoundError:
-            return None
-        return json_body(resp, action=f"get secrets/{namespace}/{name}", server=self._server)
+        return self.get_builtin("secrets", namespace, name)
 
     def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The live ConfigMap as JSON, or None when absent (a set's CA bundle: ConfigMaps
         are not watched, so a replaced CA is read at the next GitHub call)."""
-        action = f"get configmaps/{namespace}/{name}"
+        return self.get_builtin("configmaps", namespace, name)
+
+    def get_builtin(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """A live object of a built-in kind (``ersctl.kube.calls.BUILTIN_KINDS``:
+        ``secrets``, ``serviceaccounts``, ``roles``...) as JSON, or None when absent."""
+        action = f"get {plural}/{namespace}/{name}"
         try:
             with kube_call(action, server=self._server):
-                resp = self._core.read_namespaced_config_map(
-                    name, namespace, _preload_content=False
-                )
+                read = builtin_method(self._core, self._rbac, "read", plural)
+                resp = read(name, namespace, _preload_content=False)
         except NotFoundError:
             return None
         return json_body(resp, action=action, server=self._server)

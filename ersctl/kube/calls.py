@@ -20,15 +20,27 @@ import urllib3.exceptions
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from ersctl.kube.errors import ConflictError, GoneError, KubeError, NotFoundError
+from ersctl.kube.errors import ConflictError, ForbiddenError, GoneError, KubeError, NotFoundError
 
 MERGE_PATCH: Final = "application/merge-patch+json"
 """Always named explicitly: older clients picked JSON patch for custom objects, and
 this client rewrites a JSON-patch content type with a dict body to strategic merge,
 which custom resources reject."""
 
+BUILTIN_KINDS: Final = {
+    "pods": ("core", "pod"),
+    "secrets": ("core", "secret"),
+    "configmaps": ("core", "config_map"),
+    "serviceaccounts": ("core", "service_account"),
+    "roles": ("rbac", "role"),
+    "rolebindings": ("rbac", "role_binding"),
+}
+"""The namespaced built-in kinds the controllers handle by resource plural: the typed
+client (core or RBAC) and its method suffix."""
+
 _BODY_LIMIT: Final = 256
 _BY_STATUS: Final[dict[int, type[KubeError]]] = {
+    403: ForbiddenError,
     404: NotFoundError,
     409: ConflictError,
     410: GoneError,
@@ -42,6 +54,18 @@ _REPR_PREFIX: Final = re.compile(r"^(?:<[^>]*>|\w+\([^)]*\)):\s*")
 def server_of(api_client: client.ApiClient) -> str:
     """The API server's URL an ``ApiClient`` talks to, for messages."""
     return str(api_client.configuration.host or "")
+
+
+def builtin_method(
+    core: client.CoreV1Api, rbac: client.RbacAuthorizationV1Api, verb: str, plural: str
+) -> Callable[..., Any]:
+    """The typed client's method for ``verb`` on a :data:`BUILTIN_KINDS` plural, e.g.
+    ``read_namespaced_service_account``."""
+    api, kind = BUILTIN_KINDS[plural]
+    method: Callable[..., Any] = getattr(
+        core if api == "core" else rbac, f"{verb}_namespaced_{kind}"
+    )
+    return method
 
 
 def translate(exc: BaseException, *, action: str, server: str = "") -> KubeError:

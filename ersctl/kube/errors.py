@@ -5,6 +5,7 @@ library is imported here (``ersctl.kube.calls`` builds these errors from the cli
 
     ersctl.platform.errors.Failure
      +-- KubeError              an API server call failed (what we tried, status, reason)
+     |    +-- ForbiddenError    403 (RBAC refused it)
      |    +-- NotFoundError     404
      |    +-- ConflictError     409 (stale resourceVersion precondition, or already exists)
      |    +-- GoneError         410 (a watch resumed from a resourceVersion the server compacted)
@@ -46,6 +47,10 @@ class KubeError(Failure):
     def transient(self) -> bool:
         """Worth retrying: no response, 409, 429 or a 5xx."""
         return self.status is None or self.status in (409, 429) or self.status >= 500
+
+
+class ForbiddenError(KubeError):
+    """403: the controller's RBAC does not allow the call."""
 
 
 class NotFoundError(KubeError):

@@ -1,8 +1,9 @@
 """The writer: creates, deletes and merge patches, straight to the API server.
 
 EphemeralRunnerSets and EphemeralRunners, ARC's other custom objects by plural
-(AutoscalingRunnerSets, AutoscalingListeners), and the Secrets the controllers own (a
-runner's JIT config, a set's proxy variables).
+(AutoscalingRunnerSets, AutoscalingListeners), the Secrets the controllers own (a
+runner's JIT config, a set's proxy variables), and merge patches of the built-in kinds
+by plural (the finalizers of what an ARS protected).
 
 Every patch is a JSON merge patch with its content type named explicitly; status
 writes go to the ``/status`` subresource. A ``metadata.resourceVersion`` inside a
@@ -32,7 +33,7 @@ from ersctl.api import (
     EphemeralRunnerSet,
     complete_status_patch,
 )
-from ersctl.kube.calls import MERGE_PATCH, json_body, kube_call, server_of
+from ersctl.kube.calls import MERGE_PATCH, builtin_method, json_body, kube_call, server_of
 from ersctl.kube.errors import NotFoundError, check_fence
 
 
@@ -44,6 +45,7 @@ class Writer:
     ) -> None:
         self._custom = client.CustomObjectsApi(api_client)
         self._core = client.CoreV1Api(api_client)
+        self._rbac = client.RbacAuthorizationV1Api(api_client)
         self._server = server_of(api_client)
         self._fence = fence
 
@@ -161,15 +163,19 @@ class Writer:
 
     def patch_secret(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         """JSON merge patch on a Secret; a ``metadata.resourceVersion`` in it is a lock."""
-        action = f"patch secrets/{namespace}/{name}"
+        return self.patch_builtin("secrets", namespace, name, patch)
+
+    def patch_builtin(
+        self, plural: str, namespace: str, name: str, patch: dict[str, Any]
+    ) -> dict[str, Any]:
+        """JSON merge patch on an object of a built-in kind
+        (``ersctl.kube.calls.BUILTIN_KINDS``); a ``metadata.resourceVersion`` in it is a
+        lock."""
+        action = f"patch {plural}/{namespace}/{name}"
         check_fence(self._fence, action)
         with kube_call(action, server=self._server):
-            resp = self._core.patch_namespaced_secret(
-                name,
-                namespace,
-                patch,
-                _content_type=MERGE_PATCH,
-                _preload_content=False,
+            resp = builtin_method(self._core, self._rbac, "patch", plural)(
+                name, namespace, patch, _content_type=MERGE_PATCH, _preload_content=False
             )
         return json_body(resp, action=action, server=self._server)
 

@@ -292,9 +292,12 @@ def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str,
         ),
         ("actions.github.com", "autoscalinglisteners/status", "patch"),
         ("actions.github.com", "autoscalinglisteners/finalizers", "update"),
-        *(("", "serviceaccounts", v) for v in ("get", "create", "delete")),
+        *(("", "serviceaccounts", v) for v in ("get", "create", "patch", "delete")),
         *(("rbac.authorization.k8s.io", "roles", v) for v in ("get", "create", "patch", "delete")),
-        *(("rbac.authorization.k8s.io", "rolebindings", v) for v in ("get", "create", "delete")),
+        *(
+            ("rbac.authorization.k8s.io", "rolebindings", v)
+            for v in ("get", "create", "patch", "delete")
+        ),
         *(("", "secrets", v) for v in ("get", "list", "create", "patch", "delete")),
         ("", "configmaps", "get"),
         *(("", "events", v) for v in ("create", "patch")),

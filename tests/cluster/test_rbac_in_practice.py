@@ -6,7 +6,7 @@ private CA, behind a proxy that wants credentials, as the set's ``githubServerTL
 ``proxy`` say) while the test takes a scale set through a whole runner life: scale up,
 Pod running, proxy password rotated, runner done, cleanup, set deleted; then an
 AutoscalingRunnerSet through its life (registered, its set and listener made, min
-changed, deleted top-down). Every
+changed, deleted top-down, releasing what ARC's chart protected). Every
 request the controller sent (the server's request log; the test itself writes through
 the server's direct API, which is not logged) must be allowed by the rules in
 examples/deploy (sufficient), and every rule must have been needed (least privilege).
@@ -30,6 +30,7 @@ import pytest
 from ersctl.testing.apiserver import ApiServer, RequestRecord
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
+from tests.arc_chart import protected_rbac, rbac_object
 from tests.certificates import server_certificates
 from tests.cluster.test_deploy import SCALE_SET, render
 from tests.cluster.test_runner_controller import RUNNING, terminated
@@ -378,12 +379,22 @@ def one_scale_set_life(
     server: ApiServer, config_url: str, ers: dict[str, Any], sim: GitHubSimulator
 ) -> None:
     """Drive an AutoscalingRunnerSet from creation to deletion: registration, its set
-    and listener, a min change (the listener patched), teardown."""
+    and listener, a min change (the listener patched), teardown. It carries the
+    cleanup annotations of ARC's chart (containerMode kubernetes, and the no-permission
+    ServiceAccount of the other modes), naming objects the chart protected with ARC's
+    finalizer, which the teardown takes off (patch on each kind)."""
     runner_spec = ers["spec"]["ephemeralRunnerSpec"]
+    protected = protected_rbac("arc-scale")
+    for plural, name in protected.values():
+        server.create_object(plural, rbac_object(plural, name, NS))
     ars = {
         "apiVersion": "actions.github.com/v1alpha1",
         "kind": "AutoscalingRunnerSet",
-        "metadata": {"name": "arc-scale", "namespace": NS},
+        "metadata": {
+            "name": "arc-scale",
+            "namespace": NS,
+            "annotations": {annotation: name for annotation, (_, name) in protected.items()},
+        },
         "spec": {
             "githubConfigUrl": config_url,
             "githubConfigSecret": "github-credentials",
@@ -405,6 +416,8 @@ def one_scale_set_life(
         lambda: server.get_object("autoscalingrunnersets", NS, "arc-scale") is None, timeout=WAIT
     )
     assert not listeners() and [s.name for s in sim.scale_sets.values()] == ["arc-runners"]
+    for plural, name in protected.values():
+        assert (server.get_object(plural, NS, name) or {})["metadata"].get("finalizers") == []
 
 
 def listener_through_one_job(

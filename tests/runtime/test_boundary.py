@@ -13,7 +13,7 @@ from kubernetes.client.exceptions import ApiException
 from ersctl.api import ERS_PLURAL, EphemeralRunnerSet
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.calls import translate
-from ersctl.kube.errors import ConflictError, GoneError, KubeError, NotFoundError
+from ersctl.kube.errors import ConflictError, ForbiddenError, GoneError, KubeError, NotFoundError
 from ersctl.kube.events import EventRecorder
 from ersctl.testing.apiserver import ApiServer
 from tests.kubeapi import KubeApi
@@ -25,6 +25,7 @@ from tests.runtime.conftest import ers_body
 @pytest.mark.parametrize(
     ("status", "kind"),
     [
+        pytest.param(403, ForbiddenError, id="403"),
         pytest.param(404, NotFoundError, id="404"),
         pytest.param(409, ConflictError, id="409"),
         pytest.param(410, GoneError, id="410"),
