@@ -16,8 +16,8 @@ from kubernetes.client import ApiException
 
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer, StatusError
-from tests.cluster.conftest import NO_SCHEDULER
 from tests.apiserver.objects import RUNNING, Objects, ers_body
+from tests.cluster.conftest import NO_SCHEDULER
 from tests.kubeclient import json_object, status_of
 
 
