@@ -120,9 +120,7 @@ class SoakFaults:
     """Faults land inside ``[margin, 1 - margin]`` of the window (none at the very end)."""
 
 
-def soak_plan(
-    window: float, *, seed: int, faults: SoakFaults = SoakFaults()
-) -> tuple[Fault, ...]:
+def soak_plan(window: float, *, seed: int, faults: SoakFaults = SoakFaults()) -> tuple[Fault, ...]:
     """Faults at seeded random moments inside ``window``, in time order: each of
     :data:`SOAK_KINDS` once, then random kinds at random times up to about one per
     ``faults.every`` seconds, keeping each kind's ``apart`` spacing (a candidate too close

@@ -289,15 +289,13 @@ def test_dropped_watches_end_only_the_named_resources_streams(
     assert time.monotonic() - started < 10
     core.create_namespaced_pod(  # another resource's watch goes on: it sees this Pod
         namespace,
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "still-watched"},
-            "spec": {
-                "schedulerName": NO_SCHEDULER,
-                "containers": [{"name": "c", "image": "busybox"}],
-            },
-        },
+        client.V1Pod(
+            metadata=client.V1ObjectMeta(name="still-watched"),
+            spec=client.V1PodSpec(
+                scheduler_name=NO_SCHEDULER,
+                containers=[client.V1Container(name="c", image="busybox")],
+            ),
+        ),
     )
     event = json.loads(pods.readline())
     pods.close()
