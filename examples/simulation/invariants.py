@@ -1,6 +1,6 @@
 """The soak's invariants, checked on its trace: one row each, with its bound. Pure.
 
-Definitions (the rows mean exactly this; :data:`DEFINITIONS` prints them with the table):
+Definitions (the rows mean exactly this):
 
 - *jobs lost*: queued jobs that did not complete successfully, less the jobs the fault
   injector failed on purpose by failing their runner's Pod mid-job (GitHub fails a job
@@ -38,7 +38,8 @@ FAILOVER_SLACK = 2.0
 FAILED_RUNNER_GRACE = 5.0
 WASTED_SHARE = 0.01
 
-DEFINITIONS = __doc__.split("\n\n", 1)[1].split('"""')[0].strip() if __doc__ else ""
+DEFINITIONS = (__doc__ or "").split("\n\n", 1)[-1].strip()
+"""The definitions above, printed as the header of the soak's table."""
 
 
 @dataclass(frozen=True, kw_only=True)

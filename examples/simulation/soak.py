@@ -77,6 +77,14 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     ok = all(row.ok for row in rows)
     print(f"command: {command}")
     print(f"seed {args.seed}, {args.jobs} jobs, wall time {wall:.0f}s")
+    print(
+        f"2 controller replicas (Lease {config.lease.duration}s, renew deadline "
+        f"{config.lease.renew_deadline:g}s, retry {config.lease.retry_period:g}s), "
+        f"--failed-runner-ttl {config.failed_runner_ttl:g}, "
+        f"--runner-max-failures {config.runner_max_failures}; "
+        f"{len(config.schedule)} faults"
+    )
+    print(DEFINITIONS, end="\n\n")
     print(format_table(rows))
     print(f"result: {'every invariant holds' if ok else 'INVARIANT FAILED'}")
     print("the simulation's report (its 'lost' counts the jobs failed on purpose mid-job):")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from simulation.invariants import Row, check, format_table
@@ -61,7 +62,7 @@ def _failing(trace: Trace) -> set[str]:
     return {name for name, row in _rows(trace).items() if not row.ok}
 
 
-def _soak(trace: Trace, **changes: object) -> Trace:
+def _soak(trace: Trace, **changes: Any) -> Trace:
     assert trace.soak is not None
     return replace(trace, soak=replace(trace.soak, **changes))
 
