@@ -8,14 +8,12 @@ The same run at 1,000 jobs is the soak of issue 15 (its table is in the closing 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from simulation.faults import SOAK_KINDS
 
-from tests.simulation.test_command_line import kill_session
+from tests.simulation.test_command_line import simulate
 
 SOAK = Path(__file__).resolve().parents[2] / "examples" / "soak.py"
 
@@ -24,31 +22,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 def test_a_hundred_jobs_under_every_kind_of_fault_hold_every_invariant(tmp_path: Path) -> None:
     result_path = tmp_path / "soak.json"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(SOAK),
-            "--jobs",
-            "100",
-            "--rate",
-            "4",
-            "--seed",
-            "3",
-            "--quiet",
-            "--json",
-            str(result_path),
-            "--workdir",
-            str(tmp_path / "work"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
+    proc = simulate(
+        *("--jobs", "100", "--rate", "4", "--seed", "3", "--quiet"),
+        *("--json", str(result_path), "--workdir", str(tmp_path / "work")),
+        script=SOAK,
+        timeout=170,
     )
-    try:
-        out, _ = proc.communicate(timeout=170)
-    finally:
-        kill_session(proc)
+    out = proc.stdout + proc.stderr
     result = json.loads(result_path.read_text())
 
     failed = [row for row in result["invariants"] if not row["ok"]]
@@ -61,3 +41,13 @@ def test_a_hundred_jobs_under_every_kind_of_fault_hold_every_invariant(tmp_path:
     assert fired == {str(kind) for kind in SOAK_KINDS}
     assert result["failovers"] and all(f["acquired_at"] for f in result["failovers"])
     assert result["report"]["jobs_queued"] == 100
+
+
+def test_a_bad_option_is_one_line_and_exit_code_2_before_anything_starts() -> None:
+    proc = simulate("--jobs", "0", script=SOAK, timeout=20)
+
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "soak.py: argument --jobs: expected a whole number >= 1, got '0'"
+    ]
+    assert proc.stdout == ""
