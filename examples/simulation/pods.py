@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ersctl.api import ER_PLURAL, EphemeralRunner, ERPhase
+from ersctl.api import ER_KIND, ER_PLURAL, EphemeralRunner, ERPhase
 from ersctl.runnerset.failures import failed_at
 from ersctl.testing.apiserver import ApiServer, StatusError
 from ersctl.testing.podsim import PodNotStartable, RunnerPods
@@ -127,6 +127,8 @@ class PodAgent:
         present: set[str] = set()
         for pod in self._api.list_objects("pods", NAMESPACE):
             meta = pod.get("metadata") or {}
+            if not _runner_owned(meta):
+                continue  # a listener's Pod: the listener kubelet runs it
             uid, now = str(meta.get("uid")), self._clock()
             present.add(uid)
             state = self._pods.setdefault(uid, _Pod(name=str(meta.get("name")), seen_at=now))
@@ -228,3 +230,12 @@ class PodAgent:
     def traces(self, *, origin: float) -> tuple[RunnerTrace, ...]:
         """One record per runner (ER) ever seen, times relative to ``origin``."""
         return runner_traces(self._runners.values(), origin=origin)
+
+
+def _runner_owned(meta: dict[str, object]) -> bool:
+    """The Pod is a runner's: an EphemeralRunner is its controller."""
+    refs = meta.get("ownerReferences")
+    return isinstance(refs, list) and any(
+        isinstance(ref, dict) and ref.get("kind") == ER_KIND and ref.get("controller")
+        for ref in refs
+    )
