@@ -1,7 +1,7 @@
 """A soak: many jobs through the whole system, with faults at seeded random moments.
 
     python examples/soak.py [--jobs 1000] [--seed 1] [--json result.json]
-                            [--rate 2.5] [--failed-runner-ttl 10] [--workdir DIR]
+                            [--rate 2.5] [--waves] [--failed-runner-ttl 10] [--workdir DIR]
 
 The simulation of ``simulate.py`` (``examples/simulation``), at length and under fire:
 the embedded Kubernetes API server and the GitHub simulator over HTTP in this process;
@@ -9,7 +9,8 @@ two ``ersctl reconcile`` replicas with leader election (a short Lease, so a fail
 takes seconds), the runner controller on and a short ``--failed-runner-ttl``; an
 AutoscalingRunnerSet whose listener Pod the simulation's kubelet runs as the real
 ``ghalistener``; runner Pods played by the simulation's kubelet. ``--jobs`` jobs
-arrive as a Poisson process at ``--rate`` per second, and the faults of
+arrive as a Poisson process at ``--rate`` per second (``--waves``: in waves every 8 s,
+quiet in between, at that rate on average), and the faults of
 ``simulation.faults.soak_plan`` land at moments drawn from ``--seed``: SIGKILL of the
 leader replica and of the listener, API server 409s, 5xx, latency and dropped watches
 (410), GitHub 5xx, token expiry (401), lost sessions and a redelivered message, runner
@@ -52,6 +53,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=number(minimum=1),
         default=10.0,
         help="ersctl reconcile --failed-runner-ttl (short, so the soak sees collections)",
+    )
+    parser.add_argument(
+        "--waves",
+        action="store_true",
+        help="jobs in waves every 8 s with quiet gaps between them, at --rate on average",
     )
     parser.add_argument("--max-runners", type=whole(minimum=1), default=30)
     parser.add_argument("--json", metavar="PATH", type=output_file, help="write the result as JSON")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -24,23 +25,44 @@ from simulation.orchestrate import SimulationConfig, run_simulation
 from simulation.processes import ProgramExited
 from simulation.replicas import LeaseTiming
 from simulation.report import build_report, format_report
-from simulation.workload import Durations, WorkloadSpec, generate
+from simulation.workload import Burst, Durations, WorkloadSpec, generate
 
 PROG = "soak.py"
+WAVE_PERIOD = 8.0
+"""Seconds between two waves of jobs: CI load comes in waves, and the quiet between them
+brings the set back to its minimum, where a runner nobody needed is scaled down unused."""
 RUNNER_MAX_FAILURES = 2
 """Failed Pods before a runner turns Failed: 2 (5 s apart) so a broken runner turns
 Failed within the run, and its collection after the TTL is seen."""
 
 
+_DURATIONS = Durations(median=3.0, sigma=0.5, shortest=0.5, longest=8.0)
+
+
+def _poisson(args: argparse.Namespace) -> WorkloadSpec:
+    """``--jobs`` Poisson arrivals at ``--rate`` per second."""
+    return WorkloadSpec(seed=args.seed, rate=args.rate, count=args.jobs, durations=_DURATIONS)
+
+
+def _waves(args: argparse.Namespace) -> WorkloadSpec:
+    """``--jobs`` in waves of ``--rate`` x :data:`WAVE_PERIOD` jobs, one every period."""
+    size = max(1, round(args.rate * WAVE_PERIOD))
+    waves = math.ceil(args.jobs / size)
+    return WorkloadSpec(
+        seed=args.seed,
+        rate=0.0,
+        bursts=tuple(
+            Burst(at=1.0 + WAVE_PERIOD * i, count=min(size, args.jobs - size * i))
+            for i in range(waves)
+        ),
+        durations=_DURATIONS,
+    )
+
+
 def soak_config(args: argparse.Namespace) -> SimulationConfig:
     """The simulation a soak runs (see the module docstring)."""
-    workload = WorkloadSpec(
-        seed=args.seed,
-        rate=args.rate,
-        count=args.jobs,
-        durations=Durations(median=3.0, sigma=0.5, shortest=0.5, longest=8.0),
-    )
-    window = generate(workload)[-1].at
+    workload = _waves(args) if args.waves else _poisson(args)
+    window = generate(workload)[-1].at + (WAVE_PERIOD if args.waves else 0.0)
     return SimulationConfig(
         workload=workload,
         timing=AgentTiming(registration_delay=0.3, startup_delay=0.3),
