@@ -288,7 +288,8 @@ def busy_deletions(trace: Trace) -> list[tuple[RunnerTrace, JobTrace]]:
             continue
         for job in busy.get(runner.name, []):
             started = job.started_at if job.started_at is not None else float("inf")
-            ended = job.ended_at if job.ended_at is not None else float("inf")
+            end = job.ended_at if job.ended_at is not None else job.completed_at
+            ended = end if end is not None else float("inf")
             if started <= runner.deleted_at < ended:
                 found.append((runner, job))
     return found
