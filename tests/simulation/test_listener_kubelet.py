@@ -142,6 +142,24 @@ def test_a_listener_that_exits_leaves_its_pod_failed_with_the_exit_code_and_is_n
     assert kubelet.started == ["l"], "restartPolicy Never: not started again"
 
 
+def test_a_killed_listener_leaves_its_pod_failed_with_137_as_a_kubelet_reports_sigkill(
+    kube: KubeApi, kubelet: ListenerKubelet, github: tuple[GitHubSimulator, SimulatorServer]
+) -> None:
+    _, server = github
+    create_ers(kube)
+    create(
+        kube,
+        config_secret("l-config", pat_config_metrics_off(f"{server.url}/octo", kube.namespace)),
+    )
+    create(kube, listener_pod("l", "l-config"))
+    kubelet.step()
+
+    assert kubelet.kill() == ["l"]
+    kubelet.step()
+
+    assert phase(kube, "l") == ("Failed", 137)
+
+
 def test_a_pod_without_a_resolvable_config_fails_as_a_container_that_cannot_start(
     kube: KubeApi, kubelet: ListenerKubelet
 ) -> None:
