@@ -1,12 +1,15 @@
-"""The fault schedule of ``--faults``: what goes wrong, and when. Pure.
+"""Fault schedules: what goes wrong, and when. Pure.
 
-Each fault is placed at a fraction of the workload's arrival window so a longer or
-shorter run keeps the same shape: the system is busy when each one lands. The
-orchestrator maps each :class:`FaultKind` to an action on the system under test.
+:func:`fault_plan` is ``simulate.py --faults``: each fault at a fixed fraction of the
+workload's arrival window, so a longer or shorter run keeps the same shape (the system
+is busy when each one lands). :func:`soak_plan` is ``soak.py``'s: every kind of
+:data:`SOAK_KINDS` at least once, more at seeded random moments, the same for the same
+seed. The orchestrator maps each :class:`FaultKind` to an action on the system under test.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -27,6 +30,26 @@ class FaultKind(StrEnum):
     TEMPLATE_EDIT = "template-edit"
     """The AutoscalingRunnerSet's runner template edited: idle runners are rebuilt, busy
     ones finish their jobs (only with an AutoscalingRunnerSet)."""
+    LEADER_KILL = "leader-kill"
+    """SIGKILL the controller replica holding the leader Lease; it is started again (as
+    its Deployment would) and the other replica takes over once the Lease expires."""
+    LISTENER_KILL = "listener-kill"
+    """SIGKILL the listener process: its Pod fails, its controller makes another."""
+    API_5XX = "api-5xx"
+    """5xx answers from the API server to the next requests, whoever sends them."""
+    WATCH_GONE = "watch-410"
+    """Every open watch ends and the next re-watches get 410 Gone: informers relist."""
+    SESSION_LOST = "session-lost"
+    """The service drops the listener's message session (404 on its next call)."""
+    MESSAGE_REDELIVERY = "message-redelivery"
+    """The service delivers its latest acknowledged message again (stale statistics)."""
+    POD_START_FAILURE = "pod-fails-at-start"
+    """The next runner Pod fails before its runner connects; its replacement starts."""
+    RUNNER_BROKEN = "runner-broken"
+    """Every Pod of the next starting runner fails: the runner turns Failed and must be
+    collected after the failed-runner TTL."""
+    POD_JOB_FAILURE = "pod-fails-mid-job"
+    """A busy runner's Pod fails mid-job: the job fails at GitHub, the runner is deleted."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,3 +81,68 @@ def fault_plan(window: float, *, autoscaling: bool = False) -> tuple[Fault, ...]
     template edit only with an AutoscalingRunnerSet (``autoscaling``)."""
     shape = sorted((*_SHAPE, (0.40, FaultKind.TEMPLATE_EDIT))) if autoscaling else _SHAPE
     return tuple(Fault(at=round(frac * window, 2), kind=kind) for frac, kind in shape)
+
+
+SOAK_KINDS: tuple[FaultKind, ...] = (
+    FaultKind.LEADER_KILL,
+    FaultKind.LISTENER_KILL,
+    FaultKind.API_CONFLICTS,
+    FaultKind.API_5XX,
+    FaultKind.API_LATENCY,
+    FaultKind.WATCH_GONE,
+    FaultKind.GITHUB_5XX,
+    FaultKind.TOKEN_EXPIRY,
+    FaultKind.SESSION_LOST,
+    FaultKind.MESSAGE_REDELIVERY,
+    FaultKind.POD_START_FAILURE,
+    FaultKind.RUNNER_BROKEN,
+    FaultKind.POD_JOB_FAILURE,
+)
+"""What the soak injects (``soak.py``): every kind at least once per run."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SoakFaults:
+    """How densely the soak injects faults, and how far apart the disruptive ones stay.
+
+    ``every``: mean seconds between two faults. ``apart``: the least seconds between two
+    faults of one kind (a leader kill before the previous failover ended would find no
+    leader to kill; a listener kill before its replacement started would kill nothing).
+    """
+
+    every: float = 6.0
+    apart: tuple[tuple[FaultKind, float], ...] = (
+        (FaultKind.LEADER_KILL, 25.0),
+        (FaultKind.LISTENER_KILL, 45.0),
+        (FaultKind.RUNNER_BROKEN, 20.0),
+    )
+    margin: float = 0.05
+    """Faults land inside ``[margin, 1 - margin]`` of the window (none at the very end)."""
+
+
+def soak_plan(window: float, *, seed: int, faults: SoakFaults = SoakFaults()) -> tuple[Fault, ...]:
+    """Faults at seeded random moments inside ``window``, in time order: each of
+    :data:`SOAK_KINDS` once, then random kinds at random times up to about one per
+    ``faults.every`` seconds, keeping each kind's ``apart`` spacing (a candidate too close
+    to one of its kind is dropped). The same window and seed give the same plan."""
+    rng = random.Random(f"soak-faults/{seed}")
+    low, high = faults.margin * window, (1 - faults.margin) * window
+    spacing = dict(faults.apart)
+    planned: list[Fault] = []
+
+    def fits(kind: FaultKind, at: float) -> bool:
+        gap = spacing.get(kind, 0.0)
+        return all(abs(f.at - at) >= gap for f in planned if f.kind == kind)
+
+    for kind in SOAK_KINDS:
+        for _ in range(20):  # every kind once: retry the moment, not the kind
+            at = round(rng.uniform(low, high), 2)
+            if fits(kind, at):
+                planned.append(Fault(at=at, kind=kind))
+                break
+    extra = max(0, int(window / faults.every) - len(planned))
+    for _ in range(extra):
+        kind, at = rng.choice(SOAK_KINDS), round(rng.uniform(low, high), 2)
+        if fits(kind, at):
+            planned.append(Fault(at=at, kind=kind))
+    return tuple(sorted(planned, key=lambda f: (f.at, f.kind)))

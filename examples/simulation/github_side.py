@@ -9,6 +9,7 @@ into the HTTP answers, and turns the simulator's event log into job records.
 
 from __future__ import annotations
 
+import contextlib
 from types import TracebackType
 from typing import Any
 
@@ -134,6 +135,21 @@ class GitHubSide:
     def expire_tokens(self) -> None:
         self.sim.expire_tokens("all")
 
+    def drop_sessions(self) -> None:
+        """The service loses the scale set's message sessions: their next call gets 404."""
+        for session in self.sim.state()["sessions"]:
+            if session["scaleSetId"] == self.scale_set_id:
+                with contextlib.suppress(SimError):  # expired or closed meanwhile
+                    self.sim.delete_session(self.scale_set_id, str(session["sessionId"]))
+
+    def redeliver(self) -> None:
+        """The service delivers the latest acknowledged message once more."""
+        self.sim.redeliver_message(self.scale_set_id)
+
+    def job_name(self, job_id: str) -> str:
+        """The workload's name of a job (its service request id)."""
+        return self._names.get(job_id, f"request-{job_id}")
+
     # -- observation ------------------------------------------------------------------------
 
     def has_session(self) -> bool:
@@ -157,8 +173,9 @@ class GitHubSide:
         """One record per queued job, from the simulator's event log.
 
         queued = first ``job.available``; started = ``job.started`` (on the runner named
-        by its ``runner.registered`` event); completed = a ``job.completed`` with result
-        "succeeded" (a failed or canceled job did not complete).
+        by its ``runner.registered`` event; ``starts`` counts them); ended = a
+        ``job.completed`` whatever its result; completed = one with result "succeeded"
+        (a failed or canceled job did not complete).
         """
         runner_names: dict[int, str] = {}
         jobs: dict[int, dict[str, Any]] = {}
@@ -173,8 +190,10 @@ class GitHubSide:
             if kind == "job.started":
                 record["started_at"] = at
                 record["runner"] = runner_names.get(int(event["runner_id"]))
+                record["starts"] = record.get("starts", 0) + 1
             elif kind == "job.completed":
                 record["result"] = event.get("result") or None
+                record["ended_at"] = at
                 if event.get("result") == "succeeded":
                     record["completed_at"] = at
         return tuple(

@@ -10,8 +10,10 @@ mounted at that path's directory (or, with ``subPath``, at the path itself).
    ``python -m ghalistener`` (the image's ``/ghalistener``) starts with the container's
    plain environment, ``LISTENER_CONFIG_PATH`` pointing at that file and ``KUBECONFIG``
    standing in for the Pod's service account; the Pod turns Running and Ready;
-2. the process ends on its own: the Pod turns Succeeded or Failed with its exit code
-   (``restartPolicy: Never``: recreating it is its controller's business);
+2. the process ends on its own (or is killed, :meth:`ListenerKubelet.kill`): the Pod
+   turns Succeeded or Failed with its exit code, 128 + the signal for a killed one as a
+   kubelet reports it (``restartPolicy: Never``: recreating it is its controller's
+   business);
 3. the Pod deleted: the process gets SIGTERM, as a kubelet stops a container.
 
 A Pod whose configuration cannot be resolved (no such variable, volume or Secret key)
@@ -132,11 +134,19 @@ class ListenerKubelet:
                     self._start(uid, pod)
             elif listener.program.exit_code is not None:
                 code = listener.program.exit_code
+                code = code if code >= 0 else 128 - code  # killed by a signal: 128 + its number
                 listener.program.stop()
                 del self._running[uid]
                 self._report(pod, exited_status(code, listener.container))
         for uid in [uid for uid in self._running if _gone(live.get(uid))]:
             self._running.pop(uid).program.stop()
+
+    def kill(self) -> list[str]:
+        """SIGKILL every listener this kubelet runs (a crash, an OOM kill); returns the
+        names of their Pods, which the next :meth:`step` reports exited."""
+        for listener in self._running.values():
+            listener.program.kill()
+        return [listener.name for listener in self._running.values()]
 
     def close(self) -> None:
         """Stop every listener this kubelet started."""

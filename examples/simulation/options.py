@@ -29,7 +29,7 @@ PROG = "simulate.py"
 DESCRIPTION = "The whole system end to end, with no GitHub account and no cluster."
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse, with its errors as one line (no usage block) and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
@@ -38,21 +38,21 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The checked options; a bad one exits 2 with one line on stderr."""
-    parser = _Parser(
+    parser = Parser(
         prog=PROG,
         description=DESCRIPTION,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     workload = parser.add_argument_group("workload")
-    workload.add_argument("--seed", type=_whole(minimum=0), default=7, help="workload random seed")
+    workload.add_argument("--seed", type=whole(minimum=0), default=7, help="workload random seed")
     workload.add_argument(
         "--rate",
-        type=_number(minimum=0),
+        type=number(minimum=0),
         default=0.6,
         help="job arrivals per second (0: bursts only)",
     )
     workload.add_argument(
-        "--window", type=_number(minimum=0), default=20.0, help="seconds of arrivals"
+        "--window", type=number(minimum=0), default=20.0, help="seconds of arrivals"
     )
     workload.add_argument(
         "--burst",
@@ -63,39 +63,39 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="COUNT jobs at once at AT s (repeatable; 6:8 when none is given)",
     )
     workload.add_argument(
-        "--job-median", type=_number(above=0), default=3.0, help="median job seconds"
+        "--job-median", type=number(above=0), default=3.0, help="median job seconds"
     )
     workload.add_argument(
-        "--job-max", type=_number(above=0), default=10.0, help="longest job seconds"
+        "--job-max", type=number(above=0), default=10.0, help="longest job seconds"
     )
     system = parser.add_argument_group("system")
     system.add_argument(
-        "--min-runners", type=_whole(minimum=0), default=0, help="listener min_runners"
+        "--min-runners", type=whole(minimum=0), default=0, help="listener min_runners"
     )
     system.add_argument(
-        "--max-runners", type=_whole(minimum=1), default=30, help="listener max_runners"
+        "--max-runners", type=whole(minimum=1), default=30, help="listener max_runners"
     )
     system.add_argument(
         "--registration-delay",
-        type=_number(minimum=0),
+        type=number(minimum=0),
         default=0.3,
         help="ER seen -> runner registered (s)",
     )
     system.add_argument(
         "--startup-delay",
-        type=_number(minimum=0),
+        type=number(minimum=0),
         default=0.3,
         help="registered -> online and asking for a job (s)",
     )
     system.add_argument(
         "--long-poll",
-        type=_number(above=0),
+        type=number(above=0),
         default=1.0,
         help="seconds the service holds a long poll before 202",
     )
     system.add_argument(
         "--drain-timeout",
-        type=_number(minimum=0),
+        type=number(minimum=0),
         default=30.0,
         help="seconds after the last job could finish before giving up",
     )
@@ -113,14 +113,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "AutoscalingRunnerSet controller, instead of applying an AutoscalingRunnerSet",
     )
     output = parser.add_argument_group("output")
-    output.add_argument(
-        "--json", metavar="PATH", type=_output_file, help="write the report as JSON"
-    )
-    output.add_argument("--plot", metavar="PATH", type=_output_file, help="write an SVG timeline")
+    output.add_argument("--json", metavar="PATH", type=output_file, help="write the report as JSON")
+    output.add_argument("--plot", metavar="PATH", type=output_file, help="write an SVG timeline")
     output.add_argument(
         "--workdir",
         metavar="DIR",
-        type=_workdir,
+        type=workdir_path,
         help="logs and configs (default: a temp dir)",
     )
     output.add_argument("--quiet", action="store_true", help="no live progress")
@@ -136,7 +134,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # -- one value each ---------------------------------------------------------------------
 
 
-def _number(*, minimum: float | None = None, above: float | None = None) -> Callable[[str], float]:
+def number(*, minimum: float | None = None, above: float | None = None) -> Callable[[str], float]:
     """A finite float ``>= minimum`` (or ``> above``)."""
     bound = f">= {minimum:g}" if minimum is not None else f"> {above:g}"
 
@@ -153,7 +151,7 @@ def _number(*, minimum: float | None = None, above: float | None = None) -> Call
     return parse
 
 
-def _whole(*, minimum: int) -> Callable[[str], int]:
+def whole(*, minimum: int) -> Callable[[str], int]:
     """An integer ``>= minimum``."""
 
     def parse(text: str) -> int:
@@ -175,7 +173,7 @@ def _burst(text: str) -> Burst:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _output_file(text: str) -> str:
+def output_file(text: str) -> str:
     """A file that can be written: its directory exists and is writable, and it is not a
     directory (or a read-only file) itself."""
     if not text:
@@ -192,7 +190,7 @@ def _output_file(text: str) -> str:
     return text
 
 
-def _workdir(text: str) -> str:
+def workdir_path(text: str) -> str:
     """A writable directory, or one that can be created (its nearest existing ancestor is a
     writable directory)."""
     if not text:

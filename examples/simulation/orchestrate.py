@@ -32,6 +32,8 @@ from ersctl.api import (
     EphemeralRunner,
     EphemeralRunnerSet,
 )
+from ersctl.runner.phases import FailurePolicy
+from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
 from ersctl.runnerset.metrics import LISTENER_SELECTOR
 from ersctl.testing.apiserver import ApiServer, RequestRecord
 from ersctl.testing.podsim import RunnerPods
@@ -53,10 +55,21 @@ from simulation.listeners import ListenerKubelet
 from simulation.live import LiveLine, Progress
 from simulation.pods import PodAgent
 from simulation.processes import CtrlC, Program, ProgramExited
-from simulation.trace import Mark, RunnerTrace, Sample, Trace, count_traffic, write_kind
+from simulation.replicas import LeaseTiming, Replicas
+from simulation.trace import (
+    Failover,
+    Mark,
+    RunnerTrace,
+    Sample,
+    SoakTrace,
+    Trace,
+    count_traffic,
+    write_kind,
+)
 from simulation.workload import JobArrival, WorkloadSpec, generate, last_finish
 
 _LISTENER_LABEL, _, _LISTENER_VALUE = LISTENER_SELECTOR.partition("=")
+DEFAULT_MAX_FAILURES = FailurePolicy().max_failures
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +97,21 @@ class SimulationConfig:
     """Apply an AutoscalingRunnerSet instead of a set and a listener: the controller
     registers the scale set and makes the set and the listener Pod, whose listener the
     simulation's kubelet runs (:class:`~simulation.listeners.ListenerKubelet`)."""
+    controller_replicas: int = 1
+    lease: LeaseTiming | None = None
+    """Leader election for the controller replicas (needed for more than one)."""
+    failed_runner_ttl: float | None = None
+    """``ersctl reconcile --failed-runner-ttl`` (None: its default)."""
+    runner_max_failures: int | None = None
+    """``ersctl reconcile --runner-max-failures`` (None: its default)."""
+    fault_schedule: tuple[Fault, ...] | None = None
+    """These faults instead of ``--faults``' plan (the soak's, ``faults.soak_plan``)."""
+
+    @property
+    def schedule(self) -> tuple[Fault, ...]:
+        if self.fault_schedule is not None:
+            return self.fault_schedule
+        return fault_plan(self.workload.window, autoscaling=self.autoscaling) if self.faults else ()
 
 
 class Agent(Protocol):
@@ -104,8 +132,9 @@ def run_simulation(config: SimulationConfig, *, workdir: Path, live: LiveLine) -
         )
         try:
             sim.start()
-            sim.loop()
-            if config.autoscaling and config.faults:
+            sim.drained = sim.loop()
+            sim.stuck = sim.being_deleted()
+            if config.autoscaling and config.schedule:
                 sim.tear_down(timeout=config.drain_timeout)
         finally:
             sim.stop()
@@ -130,11 +159,10 @@ class _Simulation:
         self.workdir = workdir
         self.live = live
         self.jobs = generate(config.workload)
-        self.faults = (
-            fault_plan(config.workload.window, autoscaling=config.autoscaling)
-            if config.faults
-            else ()
-        )
+        self.faults = config.schedule
+        self.drained = False
+        self.stuck: tuple[str, ...] = ()
+        self.leader_kills: list[float] = []
         self.teardown: tuple[str, ...] | None = None
         self.origin = time.time()
         self.samples: list[Sample] = []
@@ -159,26 +187,28 @@ class _Simulation:
                 str(kubeconfig),
             ],
         )
-        self.controller = Program(
-            name="controller",
-            log_path=workdir / "controller.log",
+        self.controllers = Replicas(
             args=[
                 *config.controller,
                 "--kubeconfig",
                 str(kubeconfig),
                 "--namespace",
                 NAMESPACE,
-                # One controller, restarted by SIGKILL in --faults: a Lease would make
-                # the new process wait out the dead one's lease (15 s) before working.
-                "--no-leader-elect",
                 "--metrics-addr",
                 "0",
                 # Explicit both ways: `ersctl reconcile` runs the runner controller by
                 # default, and without it the simulation's agent plays its part.
                 "--runner-controller" if config.runner_controller else "--no-runner-controller",
                 *self._autoscaling_options(),
+                *_failure_options(config),
             ],
-            env=config.controller_env,
+            env=dict(config.controller_env),
+            workdir=workdir,
+            count=config.controller_replicas,
+            # One controller, restarted by SIGKILL in --faults, runs without a Lease:
+            # the new process would wait out the dead one's lease before working.
+            lease=config.lease,
+            namespace=NAMESPACE,
         )
 
     def _autoscaling_options(self) -> list[str]:
@@ -232,9 +262,10 @@ class _Simulation:
     def start(self) -> None:
         if self.config.message_latency > 0:
             self.github.delay_messages(self.config.message_latency)
-        self.controller.start()
         if self.config.autoscaling:
-            create_credentials(self.api, token=self.github.token)
+            create_credentials(self.api, token=self.github.token)  # the Lease's namespace too
+        self.controllers.start()
+        if self.config.autoscaling:
             self.applied_at = time.time()
             self.api.create_object(
                 ARS_PLURAL,
@@ -292,12 +323,13 @@ class _Simulation:
             thread.join()
         self.kubelet.close()
         self.listener.stop()
-        self.controller.stop()
+        self.controllers.stop()
         self.live.close()
 
     # -- the loop -----------------------------------------------------------------------
 
-    def loop(self) -> None:
+    def loop(self) -> bool:
+        """Run the workload and the faults; True once settled, False at the deadline."""
         queue = list(self.jobs)
         faults = list(self.faults)
         deadline = last_finish(self.jobs) + self.config.drain_timeout
@@ -307,8 +339,8 @@ class _Simulation:
             now = time.time() - self.origin
             while queue and queue[0].at <= now:
                 self._enqueue(queue.pop(0))
-            while faults and faults[0].at <= now:
-                self._fire(faults.pop(0), now)
+            while faults and faults[0].at <= now and self._fire(faults[0], now):
+                faults.pop(0)
             self.agent.step()
             self.kubelet.step()
             if now >= next_sample:
@@ -316,10 +348,10 @@ class _Simulation:
                 sample = self._sample(now)
                 self.live.update(self._progress(sample))
                 if not queue and not faults and self._settled(sample):
-                    return
+                    return True
             if now > deadline:
                 self.live.note(f"drain deadline passed after {now:.1f}s; stopping")
-                return
+                return False
             self._check_programs()
             time.sleep(self.config.tick)
 
@@ -336,14 +368,34 @@ class _Simulation:
             return
         if not self.config.autoscaling:  # else the listener is its Pod's, recreated
             self.listener.check_alive()
-        self.controller.check_alive()
+        self.controllers.check()
 
     # -- faults ---------------------------------------------------------------------------
 
-    def _fire(self, fault: Fault, now: float) -> None:
+    def _fire(self, fault: Fault, now: float) -> bool:
+        """Inject ``fault``; False when it cannot land yet (no leader to kill)."""
+        if fault.kind is FaultKind.LEADER_KILL:
+            if self.controllers.kill_leader(self.api) is None:
+                return False
+            self.leader_kills.append(time.time())
         self.marks.append(Mark(at=round(now, 2), label=fault.label))
         self.live.note(f"[{now:5.1f}s] fault: {fault.label}")
-        actions: dict[FaultKind, Callable[[], object]] = {
+        self._actions()[fault.kind]()
+        return True
+
+    def _actions(self) -> dict[FaultKind, Callable[[], object]]:
+        return {
+            FaultKind.LEADER_KILL: lambda: None,  # done in _fire, which may defer it
+            FaultKind.LISTENER_KILL: self.kubelet.kill,
+            FaultKind.API_5XX: lambda: self.api.inject_fault(code=500, times=5),
+            FaultKind.WATCH_GONE: self._drop_watches,
+            FaultKind.SESSION_LOST: self.github.drop_sessions,
+            FaultKind.MESSAGE_REDELIVERY: self.github.redeliver,
+            FaultKind.POD_START_FAILURE: lambda: self._pod_agent().fail_next_start(1),
+            FaultKind.RUNNER_BROKEN: lambda: self._pod_agent().fail_next_start(
+                self.config.runner_max_failures or DEFAULT_MAX_FAILURES
+            ),
+            FaultKind.POD_JOB_FAILURE: lambda: self._pod_agent().fail_a_busy_runner(),
             FaultKind.GITHUB_5XX: lambda: self.github.fail_next(code=503, times=2),
             FaultKind.TOKEN_EXPIRY: self.github.expire_tokens,
             FaultKind.API_CONFLICTS: lambda: self.api.inject_fault(
@@ -351,10 +403,21 @@ class _Simulation:
             ),
             FaultKind.API_LATENCY: lambda: self.api.inject_fault(latency=0.3, times=25),
             FaultKind.LISTENER_RESTART: self._restart_listener,
-            FaultKind.CONTROLLER_RESTART: lambda: self._restart(self.controller, graceful=False),
+            FaultKind.CONTROLLER_RESTART: lambda: self._restart(
+                self.controllers.programs[0], graceful=False
+            ),
             FaultKind.TEMPLATE_EDIT: self._edit_template,
         }
-        actions[fault.kind]()
+
+    def _pod_agent(self) -> PodAgent:
+        if not isinstance(self.agent, PodAgent):
+            raise ProgramExited("runner Pod faults need the runner controller's Pods")
+        return self.agent
+
+    def _drop_watches(self) -> None:
+        """Every watch ends; enough of the re-watches get 410 Gone that informers relist."""
+        self.api.inject_fault(verb="watch", code=410, times=8)
+        self.api.drop_watches()
 
     def _edit_template(self) -> None:
         """What a platform team's edit of the runner template does: the ARS controller
@@ -379,6 +442,16 @@ class _Simulation:
                 return
             self._check_programs()
             time.sleep(self.config.tick)
+
+    def being_deleted(self) -> tuple[str, ...]:
+        """Objects in the namespace still carrying a deletionTimestamp (stuck finalizers
+        once the run has drained)."""
+        return tuple(
+            f"{plural}/{obj['metadata']['name']}"
+            for plural in (ARS_PLURAL, ERS_PLURAL, ER_PLURAL, AL_PLURAL, "pods", "secrets")
+            for obj in self.api.list_objects(plural, NAMESPACE)
+            if obj["metadata"].get("deletionTimestamp")
+        )
 
     def _left_over(self) -> tuple[str, ...]:
         left = [
@@ -473,7 +546,84 @@ class _Simulation:
             final_replicas=final.replicas if final else 0,
             final_runners=final.live_runners if final else 0,
             deleted_in_log=deleted,
+            soak=self._soak_trace(records) if self.config.fault_schedule is not None else None,
         )
+
+    def _soak_trace(self, records: list[RequestRecord]) -> SoakTrace:
+        pods = self.agent if isinstance(self.agent, PodAgent) else None
+        lease = self.config.lease
+        return SoakTrace(
+            failed_jobs=frozenset(
+                self.github.job_name(job) for _, job in (pods.failed_jobs if pods else ())
+            ),
+            injected_runners=frozenset(pods.injected_runners if pods else ()),
+            failed_runner_ages=tuple(sorted(pods.failed_ages.items()) if pods else ()),
+            failovers=tuple(
+                failover(records, killed_at=at, origin=self.origin) for at in self.leader_kills
+            ),
+            stuck=self.stuck,
+            replica_exits=tuple(self.controllers.exits),
+            drained=self.drained,
+            failed_runner_ttl=self.config.failed_runner_ttl or DEFAULT_FAILED_RUNNER_TTL,
+            lease_duration=float(lease.duration) if lease else 0.0,
+        )
+
+
+def _failure_options(config: SimulationConfig) -> list[str]:
+    options = []
+    if config.failed_runner_ttl is not None:
+        options += ["--failed-runner-ttl", str(config.failed_runner_ttl)]
+    if config.runner_max_failures is not None:
+        options += ["--runner-max-failures", str(config.runner_max_failures)]
+    return options
+
+
+def failover(records: list[RequestRecord], *, killed_at: float, origin: float) -> Failover:
+    """The takeover after the leader was killed at ``killed_at`` (epoch seconds), from the
+    request log: the first Lease write naming a holder other than the one holding it at
+    the kill, then the first controller write after it; times since ``origin``."""
+    holders = [_holder(r) for r in records if r.at <= killed_at and r.resource == "leases"]
+    killed = next((holder for holder in reversed(holders) if holder), "")
+    acquired = next(
+        (
+            r.at
+            for r in records
+            if r.at > killed_at and r.resource == "leases" and _holder(r) not in ("", killed)
+        ),
+        None,
+    )
+    first_write = (
+        None
+        if acquired is None
+        else next(
+            (
+                r.at
+                for r in records
+                if r.at > acquired
+                and r.status < 300
+                and r.resource not in ("leases", "events")
+                and _write_kind(r) not in (None, "listener patches")
+            ),
+            None,
+        )
+    )
+    return Failover(
+        killed_at=round(killed_at - origin, 3),
+        acquired_at=None if acquired is None else round(acquired - origin, 3),
+        first_write_at=None if first_write is None else round(first_write - origin, 3),
+    )
+
+
+def _holder(record: RequestRecord) -> str:
+    """The holder a successful Lease write (create, update, patch) names; "" otherwise."""
+    if record.status >= 300 or record.verb not in ("create", "update", "patch"):
+        return ""
+    try:
+        body = json.loads(record.body) if record.body else {}
+    except ValueError:
+        return ""
+    spec = body.get("spec") if isinstance(body, dict) else None
+    return str((spec or {}).get("holderIdentity") or "") if isinstance(spec, dict) else ""
 
 
 def _write_kind(record: RequestRecord) -> str | None:

@@ -14,6 +14,14 @@ what is left, the kubelet and the runner binary, per runner Pod:
 4. A Pod deleted (or gone) while its runner runs a job kills the job, which the
    report must show.
 
+Faults (the soak's): :meth:`PodAgent.fail_next_start` fails the Pods of the next runner
+to start (exit code 1 before the runner connects: a bad node, a crashing entrypoint), once
+or until the runner turns Failed; :meth:`PodAgent.fail_a_busy_runner` fails the Pod of a
+runner in the middle of its job, and the job fails at the service, as GitHub fails a job
+whose runner died (it does not queue it again). Both are recorded
+(:attr:`PodAgent.injected_runners`, :attr:`PodAgent.failed_jobs`), so the report tells
+them from failures the system under test caused.
+
 Starting and exiting a runner Pod is ``ersctl.testing.podsim.RunnerPods`` (the runner
 controller's own kubelet stand-in). It also records, from the ERs, what the report needs: when each runner's ER appeared,
 when it got a ``runnerId`` (registered), and when its deletion was first seen.
@@ -25,7 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ersctl.api import ER_PLURAL, EphemeralRunner
+from ersctl.api import ER_KIND, ER_PLURAL, EphemeralRunner, ERPhase
+from ersctl.runnerset.failures import failed_at
 from ersctl.testing.apiserver import ApiServer, StatusError
 from ersctl.testing.podsim import PodNotStartable, RunnerPods
 from simulation.agent import AgentTiming
@@ -92,6 +101,25 @@ class PodAgent:
         self._pods: dict[str, _Pod] = {}  # by Pod uid: a replacement Pod is a new runner start
         self._runners: dict[str, _RunnerSeen] = {}
         self.killed_jobs: list[tuple[str, str]] = []
+        self._start_failures: list[int] = []  # Pods to fail, per coming runner
+        self._failing: dict[str, int] = {}  # runner (= Pod) name -> Pods of it still to fail
+        self._job_failures = 0  # mid-job failures still to inject
+        self._with_job: set[str] = set()  # runners whose ER carries a job (status.jobId)
+        self.injected_runners: set[str] = set()
+        """Runners whose Pods the fault injector failed (at start or mid-job)."""
+        self.failed_jobs: list[tuple[str, str]] = []
+        """(runner name, job id) of every job failed by :meth:`fail_a_busy_runner`."""
+        self.failed_ages: dict[str, float] = {}
+        """Per runner seen Failed (not yet being deleted): the most seconds it was seen
+        Failed after its failure (``ersctl.runnerset.failures.failed_at``)."""
+
+    def fail_next_start(self, pods: int = 1) -> None:
+        """Fail the next ``pods`` Pods of the next runner to start (see the module docstring)."""
+        self._start_failures.append(pods)
+
+    def fail_a_busy_runner(self) -> None:
+        """Fail the Pod of the next runner seen running a job its ER records."""
+        self._job_failures += 1
 
     def step(self) -> None:
         """Observe the ERs, then advance every runner Pod by at most one transition."""
@@ -99,6 +127,8 @@ class PodAgent:
         present: set[str] = set()
         for pod in self._api.list_objects("pods", NAMESPACE):
             meta = pod.get("metadata") or {}
+            if not _runner_owned(meta):
+                continue  # a listener's Pod: the listener kubelet runs it
             uid, now = str(meta.get("uid")), self._clock()
             present.add(uid)
             state = self._pods.setdefault(uid, _Pod(name=str(meta.get("name")), seen_at=now))
@@ -109,12 +139,14 @@ class PodAgent:
         for uid in [uid for uid in self._pods if uid not in present]:
             # Forget a Pod once gone: uids are never reused, so each step only walks live Pods.
             self._on_gone(self._pods.pop(uid))
+        if self._job_failures:
+            self._fail_mid_job()
 
     def _advance(self, state: _Pod, now: float) -> None:
         if state.done or state.dead:
             return
         if not state.started:
-            if now >= state.seen_at + self._timing.startup_delay:
+            if now >= state.seen_at + self._timing.startup_delay and not self._fail_start(state):
                 self._start(state)
         elif state.job_id is None:
             job_id = self._service.take_job(state.runner_id)
@@ -123,7 +155,7 @@ class PodAgent:
         elif state.job_ends_at is not None and now >= state.job_ends_at:
             self._service.complete_job(state.job_id, state.runner_id)
             state.done = True
-            self._exit(state.name)
+            self._exit(state.name, 0)
 
     def _start(self, state: _Pod) -> None:
         state.started = True
@@ -134,6 +166,31 @@ class PodAgent:
             # once and the set replaces or removes it. Nothing more for the agent to do.
             state.dead = True
 
+    def _fail_start(self, state: _Pod) -> bool:
+        """Fail this Pod before its runner connects when a fault says so."""
+        left = self._failing.get(state.name, 0)
+        if not left and self._start_failures:
+            left = self._start_failures.pop(0)
+        if not left:
+            return False
+        self._failing[state.name] = left - 1
+        self.injected_runners.add(state.name)
+        state.started = state.done = True
+        self._exit(state.name, 1)
+        return True
+
+    def _fail_mid_job(self) -> None:
+        for state in self._pods.values():
+            if state.job_id is None or state.done or state.name not in self._with_job:
+                continue
+            self._job_failures -= 1
+            self.injected_runners.add(state.name)
+            self.failed_jobs.append((state.name, state.job_id))
+            self._service.complete_job(state.job_id, state.runner_id, succeeded=False)
+            state.done = True
+            self._exit(state.name, 1)
+            return
+
     def _on_gone(self, state: _Pod) -> None:
         if state.job_id is not None and not state.done:
             # The runner dies mid-job: the job is lost, which the report must show.
@@ -141,9 +198,9 @@ class PodAgent:
             self._service.complete_job(state.job_id, state.runner_id, succeeded=False)
         state.done = True
 
-    def _exit(self, name: str) -> None:
+    def _exit(self, name: str, code: int) -> None:
         try:
-            self._pods_sim.exit(name, 0)
+            self._pods_sim.exit(name, code)
         except StatusError as exc:
             if exc.code != 404:  # a Pod deleted meanwhile has nothing left to report
                 raise
@@ -160,6 +217,11 @@ class PodAgent:
                 seen.registered_at = now
             if seen.deleted_at is None and er.is_deleting:
                 seen.deleted_at = now
+            if er.status.get("jobId"):
+                self._with_job.add(er.name)
+            if er.phase == ERPhase.FAILED and not er.is_deleting:
+                age = now - failed_at(er)
+                self.failed_ages[er.name] = max(age, self.failed_ages.get(er.name, 0.0))
         for seen in self._runners.values():
             # The runner controller may release an ER between two looks: gone is deleted.
             if seen.deleted_at is None and seen.name not in present:
@@ -168,3 +230,12 @@ class PodAgent:
     def traces(self, *, origin: float) -> tuple[RunnerTrace, ...]:
         """One record per runner (ER) ever seen, times relative to ``origin``."""
         return runner_traces(self._runners.values(), origin=origin)
+
+
+def _runner_owned(meta: dict[str, object]) -> bool:
+    """The Pod is a runner's: an EphemeralRunner is its controller."""
+    refs = meta.get("ownerReferences")
+    return isinstance(refs, list) and any(
+        isinstance(ref, dict) and ref.get("kind") == ER_KIND and ref.get("controller")
+        for ref in refs
+    )

@@ -19,6 +19,9 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, Any
 
+START_MARKER = b"--- start "
+"""Begins the log lines of each start of a program (its log is appended to)."""
+
 
 class ProgramExited(RuntimeError):
     """A program under test exited on its own; the message names it and its log."""
@@ -40,7 +43,7 @@ class Program:
 
     def start(self) -> None:
         self._log = self.log_path.open("ab")
-        self._log.write(f"--- start {self.starts + 1}: {' '.join(self.args)}\n".encode())
+        self._log.write(START_MARKER + f"{self.starts + 1}: {' '.join(self.args)}\n".encode())
         self._log.flush()
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         self._proc = subprocess.Popen(
@@ -80,6 +83,13 @@ class Program:
             self._log.close()
             self._log = None
         return killed
+
+    def kill(self) -> None:
+        """SIGKILL, and wait for the end; the exit stays observable (:attr:`exit_code`)
+        until :meth:`stop`, as a crash would be."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
 
     def restart(self, *, graceful: bool) -> None:
         """Stop (SIGTERM when ``graceful``, else SIGKILL) and start again."""

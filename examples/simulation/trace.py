@@ -27,6 +27,10 @@ class JobTrace:
     completed_at: float | None = None
     runner: str | None = None
     result: str | None = None
+    ended_at: float | None = None
+    """When the service recorded its end, whatever the result (failed included)."""
+    starts: int = 0
+    """How often the service recorded it started (more than once: it ran twice)."""
 
     @property
     def wait(self) -> float | None:
@@ -183,6 +187,38 @@ class Mark:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Failover:
+    """One SIGKILL of the leading controller replica, and the takeover after it."""
+
+    killed_at: float
+    acquired_at: float | None = None
+    """When another identity first wrote the Lease as its holder (API server's clock)."""
+    first_write_at: float | None = None
+    """The first controller write after that (not the Lease, an Event or the listener's)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SoakTrace:
+    """What a soak records beyond a simulation's trace (times since the start)."""
+
+    failed_jobs: frozenset[str] = frozenset()
+    """Jobs (names) the fault injector failed by failing their runner's Pod mid-job."""
+    injected_runners: frozenset[str] = frozenset()
+    """Runners whose Pods the fault injector failed (at start or mid-job)."""
+    failed_runner_ages: tuple[tuple[str, float], ...] = ()
+    """Per runner seen Failed: the most seconds after its failure it was still seen so."""
+    failovers: tuple[Failover, ...] = ()
+    stuck: tuple[str, ...] = ()
+    """Objects still carrying a deletionTimestamp once the run drained."""
+    replica_exits: tuple[str, ...] = ()
+    """Controller replica exits the injector did not cause (each started again)."""
+    drained: bool = True
+    """Every job done and the set back at its minimum before the drain deadline."""
+    failed_runner_ttl: float = 0.0
+    lease_duration: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
 class Trace:
     """Everything one run recorded."""
 
@@ -206,6 +242,7 @@ class Trace:
     setup: float | None = None
     """Seconds from applying the AutoscalingRunnerSet until the controller, the scale set,
     the set and the listener were ready (None without one); job times count from then."""
+    soak: SoakTrace | None = None
 
 
 def jobs_by_runner(jobs: Iterable[JobTrace]) -> dict[str, list[JobTrace]]:
@@ -241,8 +278,8 @@ def unseen_deletions(trace: Trace) -> list[str]:
 def busy_deletions(trace: Trace) -> list[tuple[RunnerTrace, JobTrace]]:
     """Runners whose deletion was requested while they were running a job.
 
-    A job is running from its start until its completion (forever when it never
-    completed); a deletion at or after the completion is the normal cleanup.
+    A job is running from its start until the service recorded its end (forever when it
+    never ended); a deletion at or after the end is the normal cleanup.
     """
     busy = jobs_by_runner(trace.jobs)
     found: list[tuple[RunnerTrace, JobTrace]] = []
@@ -251,7 +288,8 @@ def busy_deletions(trace: Trace) -> list[tuple[RunnerTrace, JobTrace]]:
             continue
         for job in busy.get(runner.name, []):
             started = job.started_at if job.started_at is not None else float("inf")
-            completed = job.completed_at if job.completed_at is not None else float("inf")
-            if started <= runner.deleted_at < completed:
+            end = job.ended_at if job.ended_at is not None else job.completed_at
+            ended = end if end is not None else float("inf")
+            if started <= runner.deleted_at < ended:
                 found.append((runner, job))
     return found

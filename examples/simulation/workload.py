@@ -1,7 +1,7 @@
 """The jobs a simulation runs: when each is queued and how long it takes. Pure.
 
 A workload is a Poisson arrival process (``rate`` jobs per second over ``window``
-seconds) plus bursts (``count`` jobs queued at once at time ``at``); each job's
+seconds, or exactly ``count`` arrivals at ``rate`` however long they take) plus bursts (``count`` jobs queued at once at time ``at``); each job's
 duration is drawn from a log-normal distribution around ``median`` clipped to
 ``[shortest, longest]``. The same spec and seed always give the same jobs.
 """
@@ -56,10 +56,14 @@ class WorkloadSpec:
     window: float = 20.0
     bursts: tuple[Burst, ...] = ()
     durations: Durations = Durations()
+    count: int | None = None
+    """Exactly this many Poisson arrivals (``window`` then does not apply)."""
 
     def __post_init__(self) -> None:
         if self.rate < 0 or self.window < 0:
             raise ValueError("workload: rate and window must be >= 0")
+        if self.count is not None and (self.count < 0 or (self.count and self.rate <= 0)):
+            raise ValueError("workload: count must be >= 0, and needs a rate > 0")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,7 +82,10 @@ class JobArrival:
 def generate(spec: WorkloadSpec) -> tuple[JobArrival, ...]:
     """The jobs of ``spec`` ordered by arrival time (ties keep burst order), numbered from 0."""
     rng = random.Random(spec.seed)
-    times = _poisson_times(rng, spec.rate, spec.window)
+    if spec.count is None:
+        times = _poisson_times(rng, spec.rate, spec.window)
+    else:
+        times = _poisson_count(rng, spec.rate, spec.count)
     for burst in spec.bursts:
         times.extend([burst.at] * burst.count)
     times.sort()
@@ -96,6 +103,15 @@ def _poisson_times(rng: random.Random, rate: float, window: float) -> list[float
     while at < window:
         times.append(at)
         at += rng.expovariate(rate)
+    return times
+
+
+def _poisson_count(rng: random.Random, rate: float, count: int) -> list[float]:
+    times: list[float] = []
+    at = 0.0
+    for _ in range(count):
+        at += rng.expovariate(rate)
+        times.append(at)
     return times
 
 

@@ -8,7 +8,9 @@ times). Each transition queues the job message the service would send; a long po
 packs up to 50 of them, with fresh statistics, into a message that stays in the scale
 set's queue until acknowledged, so an unacknowledged message is delivered again (to
 this session with ``lastMessageId`` below it, or to the next session). One session
-per scale set: a second create gets 409.
+per scale set: a second create gets 409. ``redeliver_message`` puts the latest
+acknowledged message back (as when the service lost the ack): the next long poll gets it
+again, whatever its ``lastMessageId``.
 
 Sessions whose owner stopped polling expire, as the real service drops them: a session
 with no request made with it (poll, ack, acquire, refresh) and no long poll held for it
@@ -163,7 +165,7 @@ class GitHubSimulator(SimulatorCore):
 
     def _next_message(self, scale_set: ScaleSet, last_message_id: int) -> Message | None:
         for message in scale_set.queue:
-            if message.id > last_message_id:
+            if message.id > last_message_id or message.redelivered:
                 return message
         stats = self._stats(scale_set.id)
         if not scale_set.pending and stats == scale_set.last_statistics:
@@ -194,8 +196,29 @@ class GitHubSimulator(SimulatorCore):
             if session.queue_token != token or not session.token_valid:
                 raise SimError(401, "message queue token expired")
             scale_set = self.scale_set(scale_set_id)
+            acked = [m for m in scale_set.queue if m.id == message_id]
             scale_set.queue = [m for m in scale_set.queue if m.id != message_id]
+            if acked:
+                acked[0].redelivered = False
+                scale_set.last_acked = acked[0]
             self._event("message.acked", scale_set_id=scale_set_id, message_id=message_id)
+
+    def redeliver_message(self, scale_set_id: int) -> int | None:
+        """The latest acknowledged message of the scale set comes back, as when the
+        service lost the ack: same id, jobs and (now stale) statistics, delivered to the
+        next long poll whatever its ``lastMessageId``, and kept until acknowledged again.
+        Returns its id; None when nothing was acknowledged yet."""
+        with self._cond:
+            scale_set = self.scale_set(scale_set_id)
+            message = scale_set.last_acked
+            if message is None:
+                return None
+            scale_set.last_acked = None
+            message.redelivered = True
+            scale_set.queue.insert(0, message)
+            self._event("message.redelivered", scale_set_id=scale_set_id, message_id=message.id)
+            self._cond.notify_all()
+            return message.id
 
     def acquire_jobs(self, scale_set_id: int, token: str, request_ids: list[int]) -> list[int]:
         """Acquire available jobs of the scale set; returns those acquired now."""

@@ -106,6 +106,7 @@ class Message:
     jobs: list[dict[str, Any]]
     statistics: dict[str, int]
     deliveries: int = 0
+    redelivered: bool = False  # delivered once more whatever the poll's lastMessageId
 
 
 @dataclass(kw_only=True)
@@ -121,6 +122,7 @@ class ScaleSet:
     created_on: str = ""
     pending: list[dict[str, Any]] = field(default_factory=list)  # job messages not yet sent
     queue: list[Message] = field(default_factory=list)  # unacknowledged messages
+    last_acked: Message | None = None  # the latest acknowledged message (for redelivery)
     next_message_id: int = 1
     last_statistics: dict[str, int] | None = None
     max_capacity: int | None = None

@@ -152,6 +152,26 @@ def test_unacknowledged_messages_are_delivered_again_to_the_next_session(
         assert second.get_message(last_message_id=again.message_id, max_capacity=1) is None
 
 
+def test_an_acknowledged_message_can_be_delivered_again_once(
+    sim: GitHubSimulator, session: MessageSession
+) -> None:
+    assert sim.redeliver_message(1) is None  # nothing acknowledged yet
+    drain(session)
+    sim.enqueue_job(1)
+    first = next_message(session)
+    session.delete_message(first.message_id)
+
+    assert sim.redeliver_message(1) == first.message_id
+    again = next_message(session, last=first.message_id)  # past its id, yet delivered
+    assert (again.message_id, again.jobs, again.statistics) == (
+        first.message_id,
+        first.jobs,
+        first.statistics,
+    )
+    session.delete_message(again.message_id)
+    assert session.get_message(last_message_id=first.message_id, max_capacity=10) is None
+
+
 def test_the_poll_after_the_last_seen_id_moves_on(
     sim: GitHubSimulator, session: MessageSession
 ) -> None:

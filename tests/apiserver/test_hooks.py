@@ -17,6 +17,7 @@ from kubernetes.client import ApiException
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer, StatusError
 from tests.apiserver.objects import RUNNING, Objects, ers_body
+from tests.cluster.conftest import NO_SCHEDULER
 from tests.kubeclient import json_object, status_of
 
 
@@ -261,3 +262,41 @@ def test_an_injected_410_on_a_watch_arrives_as_an_error_event(
     assert response.status == 200
     assert [json.loads(line)["type"] for line in lines] == ["ERROR"]
     assert json.loads(lines[0])["object"]["code"] == 410
+
+
+@pytest.mark.embedded_only("dropping watches")
+def test_dropped_watches_end_only_the_named_resources_streams(
+    apiserver: ApiServer, kube_client: object, namespace: str
+) -> None:
+    custom = client.CustomObjectsApi(kube_client)
+    core = client.CoreV1Api(kube_client)
+
+    def open_watch(list_call: object, *args: str) -> urllib3.BaseHTTPResponse:
+        return cast(
+            urllib3.BaseHTTPResponse,
+            list_call(*args, watch=True, timeout_seconds=30, _preload_content=False),  # type: ignore[operator]
+        )
+
+    runners = open_watch(
+        custom.list_namespaced_custom_object, api.GROUP, api.VERSION, namespace, "ephemeralrunners"
+    )
+    pods = open_watch(core.list_namespaced_pod, namespace)
+    started = time.monotonic()
+
+    apiserver.drop_watches("ephemeralrunners")
+
+    assert runners.data == b""  # the stream ended at once, well before its 30 s
+    assert time.monotonic() - started < 10
+    core.create_namespaced_pod(  # another resource's watch goes on: it sees this Pod
+        namespace,
+        client.V1Pod(
+            metadata=client.V1ObjectMeta(name="still-watched"),
+            spec=client.V1PodSpec(
+                scheduler_name=NO_SCHEDULER,
+                containers=[client.V1Container(name="c", image="busybox")],
+            ),
+        ),
+    )
+    event = json.loads(pods.readline())
+    pods.close()
+    assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "still-watched")

@@ -23,16 +23,19 @@ SIMULATE = Path(__file__).resolve().parents[2] / "examples" / "simulate.py"
 PROGRESS = "jobs "  # "[  0.0s] jobs 0/27 done, ..." (simulation.live.format_progress)
 
 
-def simulate(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+def simulate(
+    *args: str, prefix: tuple[str, ...] = (), script: Path = SIMULATE, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` (simulate.py) in a session of its own; whatever it leaves is killed."""
     proc = subprocess.Popen(
-        [*prefix, sys.executable, str(SIMULATE), *args],
+        [*prefix, sys.executable, str(script), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
     )
     try:
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=timeout)
     finally:
         kill_session(proc)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

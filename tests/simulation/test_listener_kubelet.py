@@ -87,6 +87,16 @@ def create(kube: KubeApi, body: dict[str, Any]) -> None:
     kube.create_object("pods" if body["kind"] == "Pod" else "secrets", body)
 
 
+def create_listener(kube: KubeApi, server: SimulatorServer) -> None:
+    """A set, and a listener Pod "l" whose config (Secret "l-config") names it."""
+    create_ers(kube)
+    create(
+        kube,
+        config_secret("l-config", pat_config_metrics_off(f"{server.url}/octo", kube.namespace)),
+    )
+    create(kube, listener_pod("l", "l-config"))
+
+
 def phase(kube: KubeApi, name: str) -> tuple[str | None, int | None]:
     pod = kube.get_object("pods", kube.namespace, name) or {}
     status = pod.get("status") or {}
@@ -101,12 +111,7 @@ def test_a_listener_pod_runs_the_listener_that_scales_its_set_until_the_pod_goes
     github: tuple[GitHubSimulator, SimulatorServer],
 ) -> None:
     simulator, server = github
-    create_ers(kube)
-    create(
-        kube,
-        config_secret("l-config", pat_config_metrics_off(f"{server.url}/octo", kube.namespace)),
-    )
-    create(kube, listener_pod("l", "l-config"))
+    create_listener(kube, server)
 
     kubelet.step()
     assert phase(kube, "l") == ("Running", None)
@@ -140,6 +145,19 @@ def test_a_listener_that_exits_leaves_its_pod_failed_with_the_exit_code_and_is_n
     kubelet.step()
     assert phase(kube, "l") == ("Failed", 2), "a configuration error is exit 2"
     assert kubelet.started == ["l"], "restartPolicy Never: not started again"
+
+
+def test_a_killed_listener_leaves_its_pod_failed_with_137_as_a_kubelet_reports_sigkill(
+    kube: KubeApi, kubelet: ListenerKubelet, github: tuple[GitHubSimulator, SimulatorServer]
+) -> None:
+    _, server = github
+    create_listener(kube, server)
+    kubelet.step()
+
+    assert kubelet.kill() == ["l"]
+    kubelet.step()
+
+    assert phase(kube, "l") == ("Failed", 137)
 
 
 def test_a_pod_without_a_resolvable_config_fails_as_a_container_that_cannot_start(

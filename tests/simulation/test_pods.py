@@ -150,3 +150,59 @@ def test_a_runner_released_between_two_looks_is_traced_as_deleted(
 
     (trace,) = pod_agent.traces(origin=0.0)
     assert (trace.name, trace.created_at, trace.deleted_at) == ("r1", 0.0, 0.5)
+
+
+def _other_pod(api: ApiServer) -> None:
+    """A Pod no runner owns (a listener's), in the runners' namespace."""
+    api.create_object(
+        "pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "listener", "namespace": NAMESPACE},
+            "spec": {"containers": [{"name": "listener", "image": "ghalistener"}]},
+        },
+    )
+
+
+def test_a_start_failure_fails_the_next_runner_pod_and_never_another_pod(
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+) -> None:
+    pod_agent, service, clock = agent
+    _other_pod(apiserver)
+    pod_agent.fail_next_start(1)
+
+    for clock.now in (0.0, 1.0):
+        pod_agent.step()
+
+    pod = _pod(apiserver)
+    assert (pod["status"]["phase"], _exit_code(pod)) == ("Failed", 1)
+    assert service.connected == []  # failed before its runner connected
+    assert pod_agent.injected_runners == {"r1"}
+    listener = apiserver.get_object("pods", NAMESPACE, "listener") or {}
+    assert "containerStatuses" not in listener.get("status", {})  # not touched
+
+
+def test_a_mid_job_failure_fails_the_job_of_a_runner_whose_job_is_recorded(
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+) -> None:
+    pod_agent, service, clock = agent
+    service.queue.append("job-1")
+    for clock.now in (0.0, 1.0, 1.5):
+        pod_agent.step()
+    pod_agent.fail_a_busy_runner()
+    clock.now = 2.0
+    pod_agent.step()
+    assert service.completed == []  # the listener has not recorded the job on the ER yet
+
+    apiserver.patch_object(
+        "ephemeralrunners", NAMESPACE, "r1", {"status": {"jobId": "j1"}}, subresource="status"
+    )
+    clock.now = 2.5
+    pod_agent.step()
+
+    pod = _pod(apiserver)
+    assert (pod["status"]["phase"], _exit_code(pod)) == ("Failed", 1)
+    assert service.completed == [("job-1", False)]
+    assert pod_agent.failed_jobs == [("r1", "job-1")]
+    assert pod_agent.killed_jobs == []  # injected, not the controllers' doing

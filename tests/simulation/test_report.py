@@ -98,6 +98,27 @@ def test_a_runner_deleted_while_its_job_runs_is_a_busy_deletion(
     assert report.ok is (not busy and completed_at is not None)
 
 
+@pytest.mark.parametrize(
+    ("deleted_at", "busy"),
+    [
+        pytest.param(1.5, True, id="deleted-before-the-failure"),
+        pytest.param(2.5, False, id="deleted-after-the-failure"),
+    ],
+)
+def test_a_job_that_failed_ends_at_its_failure_for_busy_deletions(
+    deleted_at: float, busy: bool
+) -> None:
+    failed = JobTrace(
+        name="j1", queued_at=0.0, started_at=1.0, ended_at=2.0, result="failed", runner="r1"
+    )
+    trace = _trace(
+        jobs=(failed,),
+        runners=(RunnerTrace(name="r1", created_at=0.0, registered_at=0.5, deleted_at=deleted_at),),
+    )
+
+    assert build_report(trace).busy_runner_deletions == (1 if busy else 0)
+
+
 def test_jobs_that_never_completed_are_lost_and_the_run_is_not_ok() -> None:
     report = build_report(_trace(jobs=(_job("j1", None, None, None), _job("j2", "r", 1.0, 2.0))))
 

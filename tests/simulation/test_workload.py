@@ -56,3 +56,17 @@ def test_a_burst_parses_from_at_colon_count(text: str, expected: Burst) -> None:
 def test_a_malformed_burst_is_rejected_with_its_text_named(text: str) -> None:
     with pytest.raises(ValueError, match="burst"):
         Burst.parse(text)
+
+
+def test_a_count_gives_exactly_that_many_jobs_at_the_rate() -> None:
+    jobs = generate(WorkloadSpec(seed=5, rate=4.0, count=200))
+
+    assert len(jobs) == 200
+    # 200 arrivals at 4/s take about 50 s: this far off is a broken generator.
+    assert 35 <= jobs[-1].at <= 65
+    assert generate(WorkloadSpec(seed=5, rate=4.0, count=200)) == jobs
+
+
+def test_a_count_needs_a_rate() -> None:
+    with pytest.raises(ValueError, match="count"):
+        WorkloadSpec(rate=0.0, count=3)

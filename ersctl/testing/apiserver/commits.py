@@ -212,6 +212,7 @@ class Commits:
         with self.lock:
             self._fanout.unregister(watcher)
 
-    def close_watchers(self) -> None:
+    def close_watchers(self, rt: ResourceType | None = None) -> None:
+        """End every open watch (of ``rt`` only, when given)."""
         with self.lock:
-            self._fanout.close_all()
+            self._fanout.close_all(None if rt is None else rt.storage_key)

@@ -90,7 +90,9 @@ class Fanout:
         for watcher in self._watchers.pop(storage_key, set()):
             watcher.close()
 
-    def close_all(self) -> None:
-        for watchers in self._watchers.values():
-            for watcher in watchers:
-                watcher.close()
+    def close_all(self, storage_key: str | None = None) -> None:
+        """End every watch (of ``storage_key`` only, when given)."""
+        for key, watchers in self._watchers.items():
+            if storage_key in (None, key):
+                for watcher in watchers:
+                    watcher.close()

@@ -186,6 +186,12 @@ class ApiServer:
         0 restores immediate delivery."""
         self._store.set_delay(self._resolve(resource), seconds)
 
+    def drop_watches(self, resource: str | None = None) -> None:
+        """End every open watch stream (of ``resource``, a plural, when given), as a
+        restarting API server or a load balancer does: each client watches again from
+        its last resourceVersion (pair with a 410 fault on ``watch`` to make it relist)."""
+        self._store.close_watchers(None if resource is None else self._resolve(resource))
+
     def wait_for_gc(self, timeout: float = 5.0) -> bool:
         """Wait until the garbage collector has nothing queued. False on timeout."""
         return True if self._gc is None else self._gc.wait_idle(timeout)

@@ -1,0 +1,135 @@
+"""What ``examples/soak.py`` does with good options: configure, run, check, report.
+
+The soak is one simulation (``simulation.orchestrate``) with two leader-elected
+controller replicas, the runner controller, a short failed-runner TTL and the fault
+schedule of ``simulation.faults.soak_plan``; its trace is checked by
+``simulation.invariants``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ersctl.platform.cli import fail
+from simulation.agent import AgentTiming
+from simulation.faults import soak_plan
+from simulation.invariants import DEFINITIONS, check, format_table
+from simulation.live import LiveLine
+from simulation.orchestrate import SimulationConfig, run_simulation
+from simulation.processes import ProgramExited
+from simulation.replicas import LeaseTiming
+from simulation.report import build_report, format_report
+from simulation.workload import Burst, Durations, WorkloadSpec, generate
+
+PROG = "soak.py"
+WAVE_PERIOD = 8.0
+"""Seconds between two waves of jobs: CI load comes in waves, and the quiet between them
+brings the set back to its minimum, where a runner nobody needed is scaled down unused."""
+RUNNER_MAX_FAILURES = 2
+"""Failed Pods before a runner turns Failed: 2 (5 s apart) so a broken runner turns
+Failed within the run, and its collection after the TTL is seen."""
+
+
+_DURATIONS = Durations(median=3.0, sigma=0.5, shortest=0.5, longest=8.0)
+
+
+def _poisson(args: argparse.Namespace) -> WorkloadSpec:
+    """``--jobs`` Poisson arrivals at ``--rate`` per second."""
+    return WorkloadSpec(seed=args.seed, rate=args.rate, count=args.jobs, durations=_DURATIONS)
+
+
+def _waves(args: argparse.Namespace) -> WorkloadSpec:
+    """``--jobs`` in waves of ``--rate`` x :data:`WAVE_PERIOD` jobs, one every period."""
+    size = max(1, round(args.rate * WAVE_PERIOD))
+    waves = math.ceil(args.jobs / size)
+    return WorkloadSpec(
+        seed=args.seed,
+        rate=0.0,
+        bursts=tuple(
+            Burst(at=1.0 + WAVE_PERIOD * i, count=min(size, args.jobs - size * i))
+            for i in range(waves)
+        ),
+        durations=_DURATIONS,
+    )
+
+
+def soak_config(args: argparse.Namespace) -> SimulationConfig:
+    """The simulation a soak runs (see the module docstring)."""
+    workload = _waves(args) if args.waves else _poisson(args)
+    window = generate(workload)[-1].at + (WAVE_PERIOD if args.waves else 0.0)
+    return SimulationConfig(
+        workload=workload,
+        timing=AgentTiming(registration_delay=0.3, startup_delay=0.3),
+        label="soak",
+        min_runners=0,
+        max_runners=args.max_runners,
+        long_poll=1.0,
+        drain_timeout=120.0,
+        sample_every=0.5,
+        runner_controller=True,
+        autoscaling=True,
+        controller_replicas=2,
+        lease=LeaseTiming(),
+        failed_runner_ttl=args.failed_runner_ttl,
+        runner_max_failures=RUNNER_MAX_FAILURES,
+        fault_schedule=soak_plan(window, seed=args.seed),
+    )
+
+
+def run(args: argparse.Namespace, *, command: str) -> int:
+    """Soak once: 0 when every invariant holds, else 1."""
+    config = soak_config(args)
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="gha-soak-"))
+    live = LiveLine(enabled=not args.quiet)
+    started = time.monotonic()
+    try:
+        trace = run_simulation(config, workdir=workdir, live=live)
+    except ProgramExited as exc:
+        fail(PROG, str(exc))
+    wall = time.monotonic() - started
+    assert config.lease is not None
+    rows = check(trace, retry_period=config.lease.retry_period)
+    report = build_report(trace)
+    ok = all(row.ok for row in rows)
+    print(f"command: {command}")
+    print(f"seed {args.seed}, {args.jobs} jobs, wall time {wall:.0f}s")
+    print(
+        f"2 controller replicas (Lease {config.lease.duration}s, renew deadline "
+        f"{config.lease.renew_deadline:g}s, retry {config.lease.retry_period:g}s), "
+        f"--failed-runner-ttl {config.failed_runner_ttl:g}, "
+        f"--runner-max-failures {config.runner_max_failures}; "
+        f"{len(config.schedule)} faults"
+    )
+    print(DEFINITIONS, end="\n\n")
+    print(format_table(rows))
+    print(f"result: {'every invariant holds' if ok else 'INVARIANT FAILED'}")
+    print("the simulation's report (its 'lost' counts the jobs failed on purpose mid-job):")
+    print(format_report(report))
+    soak = trace.soak
+    if soak is not None and soak.replica_exits:
+        print(f"replica exits   {'; '.join(soak.replica_exits)} (each started again)")
+    print(f"logs: {workdir}")
+    if args.json:
+        result: dict[str, Any] = {
+            "command": command,
+            "seed": args.seed,
+            "jobs": args.jobs,
+            "wall_seconds": round(wall, 1),
+            "ok": ok,
+            "invariants": [row.to_json() for row in rows],
+            "definitions": DEFINITIONS,
+            "failovers": [vars(f) for f in soak.failovers] if soak else [],
+            "replica_exits": list(soak.replica_exits) if soak else [],
+            "report": report.to_json(),
+        }
+        try:
+            Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:  # checked before the run; gone or full since
+            fail(PROG, f"cannot write {exc.filename}: {exc.strerror}")
+    return 0 if ok else 1
