@@ -30,30 +30,21 @@ programs it started and ends with one line and exit code 130.
 
 from __future__ import annotations
 
-import signal
+import argparse
 import sys
 
-from simulation.options import PROG, parse_args
-
-from ersctl.platform.cli import fail
-from ersctl.platform.interrupt import EXIT_INTERRUPTED
+from simulation.options import PROG, parse_args, run_checked
 
 
 def main(argv: list[str] | None = None) -> int:
     """Check the options, then run (see the module docstring)."""
-    try:
-        args = parse_args(argv)
-        # Imported once the options are good: the servers and both programs' packages
-        # take a second to import, which a typo should not have to wait for.
+
+    def start(args: argparse.Namespace) -> int:
         from simulation.command import run
 
         return run(args)
-    except KeyboardInterrupt:
-        if __name__ == "__main__":
-            # The programs are stopped by now and the process ends here: another Ctrl-C
-            # must not cut this line short with a traceback.
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        fail(PROG, "interrupted", EXIT_INTERRUPTED)
+
+    return run_checked(PROG, argv, parse_args, start, as_script=__name__ == "__main__")
 
 
 if __name__ == "__main__":

@@ -27,13 +27,9 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import signal
 import sys
 
-from simulation.options import Parser, number, output_file, whole, workdir_path
-
-from ersctl.platform.cli import fail
-from ersctl.platform.interrupt import EXIT_INTERRUPTED
+from simulation.options import Parser, number, output_file, run_checked, whole, workdir_path
 
 PROG = "soak.py"
 
@@ -71,16 +67,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Check the options, then soak (see the module docstring)."""
     command = shlex.join(["python", "examples/soak.py", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        args = parse_args(argv)
-        # Imported once the options are good (the servers take a second to import).
+
+    def start(args: argparse.Namespace) -> int:
         from simulation.soak import run
 
         return run(args, command=command)
-    except KeyboardInterrupt:
-        if __name__ == "__main__":
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        fail(PROG, "interrupted", EXIT_INTERRUPTED)
+
+    return run_checked(PROG, argv, parse_args, start, as_script=__name__ == "__main__")
 
 
 if __name__ == "__main__":

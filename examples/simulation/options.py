@@ -17,16 +17,39 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
 from ersctl.platform.cli import fail
 from ersctl.platform.errors import EXIT_USAGE
+from ersctl.platform.interrupt import EXIT_INTERRUPTED
 from simulation.workload import Burst
 
 PROG = "simulate.py"
 DESCRIPTION = "The whole system end to end, with no GitHub account and no cluster."
+
+
+def run_checked(
+    prog: str,
+    argv: list[str] | None,
+    parse: Callable[[list[str] | None], argparse.Namespace],
+    start: Callable[[argparse.Namespace], int],
+    *,
+    as_script: bool,
+) -> int:
+    """Parse (a bad option: one line, exit 2), then ``start`` (which imports the servers
+    and the programs only now: a typo should not wait a second for them); a Ctrl-C at
+    any point is one line and exit 130. ``as_script``: this process ends with that line,
+    so further Ctrl-Cs are ignored rather than cut it short with a traceback (never in a
+    test that calls ``main`` in its own process)."""
+    try:
+        return start(parse(argv))
+    except KeyboardInterrupt:
+        if as_script:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        fail(prog, "interrupted", EXIT_INTERRUPTED)
 
 
 class Parser(argparse.ArgumentParser):
