@@ -171,6 +171,21 @@ def test_reconcile_once_of_a_missing_set_is_one_line_and_exit_1(
     assert kube.list_objects(ER_PLURAL, kube.namespace) == []
 
 
+@pytest.mark.embedded_only("injects a 503 into the start-up check")
+def test_a_5xx_in_the_start_up_check_is_tried_again_not_a_crash(
+    apiserver: ApiServer, kubeconfig: str
+) -> None:
+    apiserver.create_object(ERS_PLURAL, ers_body("web", namespace="default", replicas=0))
+    apiserver.inject_fault(verb="get", resource="customresourcedefinitions", code=503)
+
+    result = CliRunner().invoke(
+        main, ["reconcile", "--once", "default/web", "--kubeconfig", kubeconfig]
+    )
+
+    assert (result.exit_code, result.stdout) == (0, "default/web: finalizer-added\n"), result.output
+    assert result.stderr.count("start-up check:") == 1 and "HTTP 503" in result.stderr
+
+
 # -- two controller processes -----------------------------------------------------------
 
 
