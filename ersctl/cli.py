@@ -25,7 +25,6 @@ from types import FrameType
 from typing import Final
 
 import click
-import tenacity
 from kubernetes import client
 
 from ersctl import __version__
@@ -44,9 +43,15 @@ from ersctl.api import (
 )
 from ersctl.autoscaling.listener_objects import ListenerSettings
 from ersctl.kube.apireader import ApiReader
-from ersctl.kube.connect import api_client, check_api_group, own_image, pod_namespace
+from ersctl.kube.connect import (
+    api_client,
+    check_api_group,
+    check_at_start_up,
+    own_image,
+    pod_namespace,
+)
 from ersctl.kube.crdcheck import check_served_crds
-from ersctl.kube.errors import ConflictError, KubeError, NotFoundError, PrunedFieldsError
+from ersctl.kube.errors import ConflictError, NotFoundError, PrunedFieldsError
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import LeadershipLost, SyncInterrupted
 from ersctl.kube.reconcile import Request
@@ -291,33 +296,14 @@ def _stop_on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, on_signal)
 
 
-STARTUP_CHECK_ATTEMPTS: Final = 4
-"""Tries of the start-up check when the server answers with a 5xx or 429 (waits of 1, 2
-and 4 s between them): one error from an API server that is restarting or overloaded
-must not end the process (a Deployment's replica then sat in CrashLoopBackOff, seen in
-the soak). No answer at all is not retried: that already waited for its timeout."""
-
-
-def _answered_transiently(error: BaseException) -> bool:
-    return isinstance(error, KubeError) and error.status is not None and error.transient
-
-
-def _log_startup_retry(state: tenacity.RetryCallState) -> None:
-    error = state.outcome.exception() if state.outcome else None
-    wait = state.next_action.sleep if state.next_action else 0.0
-    log.warning("start-up check: %s; trying again in %.0f s", error, wait)
-
-
 def _check_api(api: client.ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
     """:func:`_check_api_once`, tried again after a transient answer."""
-    retrying = tenacity.Retrying(
-        retry=tenacity.retry_if_exception(_answered_transiently),
-        stop=tenacity.stop_after_attempt(STARTUP_CHECK_ATTEMPTS),
-        wait=tenacity.wait_exponential(multiplier=1, max=4),
-        before_sleep=_log_startup_retry,
-        reraise=True,
+    check_at_start_up(
+        lambda: _check_api_once(
+            api, autoscaling=autoscaling, listener_controller=listener_controller
+        ),
+        logger=log,
     )
-    retrying(_check_api_once, api, autoscaling=autoscaling, listener_controller=listener_controller)
 
 
 def _check_api_once(api: client.ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:

@@ -29,6 +29,7 @@ import prometheus_client
 from kubernetes.client import ApiClient
 
 from ersctl.kube.connect import api_client as kube_api_client
+from ersctl.kube.connect import check_at_start_up
 from ersctl.platform.background import Background
 from ersctl.platform.cli import kubeconfig_options, run_command
 from ersctl.platform.logs import configure_logging
@@ -158,7 +159,9 @@ def _serve(config: ListenerConfig, api_client: ApiClient, stop: StopSignal) -> N
         # the start with one line, not after a session and a round of retries.
         # A server that does not answer holds the check until its timeout; a stop does
         # not wait for it.
-        check = Background(publisher.check_target, name="check-target")
+        check = Background(
+            lambda: check_at_start_up(publisher.check_target, logger=log), name="check-target"
+        )
         if not check.wait(lambda: stop.requested):
             return
         check.result()

@@ -89,7 +89,8 @@ class KubePublisher:
         self._retry = retry or KubeRetry()
 
     def check_target(self) -> None:
-        """Send the EphemeralRunnerSet an empty merge patch once, without retries: a
+        """Send the EphemeralRunnerSet an empty merge patch once (the caller retries a
+        transient answer, ``check_at_start_up``, not a silent server): a
         no-op that needs only the ``patch`` the listener's Role grants (ARC's grants no
         ``get``). KubeError when the API server cannot be reached or refuses;
         ConfigError naming the set's field when it does not exist."""

@@ -10,10 +10,13 @@ start, so an unreachable one ends a start with one line naming it.
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
+import tenacity
 import yaml
 from kubernetes import client, config
 
@@ -69,6 +72,36 @@ def check_api_group(api: client.ApiClient, *, group: str, version: str) -> None:
         client.CustomObjectsApi(api).get_api_resources(
             group, version, _preload_content=False, _request_timeout=CHECK_TIMEOUT
         )
+
+
+START_UP_CHECK_ATTEMPTS: Final = 4
+"""Tries of a program's start-up request when the server answers with a 5xx or 429
+(waits of 1, 2 and 4 s between them): one error from an API server that is restarting
+or overloaded must not end the process (a controller replica exited 1 on one 500 in
+the soak; a listener Pod would wait out its restart backoff). No answer at all is not
+tried again: that already waited for its timeout, and says the server is unreachable."""
+
+
+def check_at_start_up(check: Callable[[], None], *, logger: logging.Logger) -> None:
+    """Run ``check``, again after an answered transient error (a WARNING each, naming
+    the request and the wait); its last error is raised."""
+
+    def log_retry(state: tenacity.RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        logger.warning("start-up check: %s; trying again in %.0f s", error, wait)
+
+    tenacity.Retrying(
+        retry=tenacity.retry_if_exception(_answered_transiently),
+        stop=tenacity.stop_after_attempt(START_UP_CHECK_ATTEMPTS),
+        wait=tenacity.wait_exponential(multiplier=1, max=4),
+        before_sleep=log_retry,
+        reraise=True,
+    )(check)
+
+
+def _answered_transiently(error: BaseException) -> bool:
+    return isinstance(error, KubeError) and error.status is not None and error.transient
 
 
 def in_cluster() -> bool:

@@ -18,6 +18,7 @@ from kubernetes import client as kube_client
 from prometheus_client.parser import text_string_to_metric_families
 
 from ersctl.api import ERS_PLURAL, GROUP, VERSION
+from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import SimulatorServer, serve
 from tests.kubeapi import KubeApi
@@ -194,3 +195,27 @@ def test_a_second_listener_gives_up_when_the_session_stays_held(
         assert (
             "another listener holds the message session of scale set 1" in stderr.splitlines()[-1]
         )
+
+
+@pytest.mark.embedded_only("injects a 503 into the listener's start-up patch")
+def test_a_5xx_answering_the_start_up_check_is_tried_again_not_a_crash(
+    tmp_path: Path, kube: KubeApi, apiserver: ApiServer
+) -> None:
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    simulator = GitHubSimulator(hold_seconds=30)
+    simulator.create_scale_set(name="runners")
+    create_ers(kube)
+    apiserver.inject_fault(verb="patch", resource=ERS_PLURAL, name=ERS_NAME, code=503)
+    with serve(simulator, port=0) as github:
+        listener = start_listener(listener_config(github, kube.namespace), tmp_path, kubeconfig)
+        try:
+            eventually(lambda: simulator.state()["sessions"], what="a session", timeout=30)
+            listener.send_signal(signal.SIGTERM)
+            code = listener.wait(timeout=10)
+        finally:
+            if listener.poll() is None:
+                listener.kill()
+    stderr = listener.stderr.read() if listener.stderr else ""
+    assert code == 0, stderr
+    retries = [json.loads(line) for line in stderr.splitlines() if "start-up check" in line]
+    assert len(retries) == 1 and "HTTP 503" in retries[0]["msg"], stderr
