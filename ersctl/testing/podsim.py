@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from ersctl.runner.pods import ENV_JIT_CONFIG, RUNNER_CONTAINER
@@ -45,17 +46,34 @@ class PodNotStartable(Exception):
     """The Pod, its runner container or its JIT config Secret is missing."""
 
 
-def running_status(container: str = RUNNER_CONTAINER) -> Json:
-    """A Pod whose (runner) ``container`` runs and is ready."""
+def kubelet_time() -> str:
+    """Now, as a kubelet writes container times (RFC 3339, whole seconds, UTC)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def running_status(container: str = RUNNER_CONTAINER, *, started_at: str | None = None) -> Json:
+    """A Pod whose (runner) ``container`` runs and is ready, since ``started_at`` (now)."""
     return {
         "phase": "Running",
         "conditions": [{"type": "Ready", "status": "True"}],
-        "containerStatuses": [{"name": container, "ready": True, "state": {"running": {}}}],
+        "containerStatuses": [
+            {
+                "name": container,
+                "ready": True,
+                "state": {"running": {"startedAt": started_at or kubelet_time()}},
+            }
+        ],
     }
 
 
-def exited_status(exit_code: int, container: str = RUNNER_CONTAINER) -> Json:
-    """A Pod whose (runner) ``container`` exited with ``exit_code`` (restartPolicy Never)."""
+def exited_status(
+    exit_code: int, container: str = RUNNER_CONTAINER, *, started_at: str | None = None
+) -> Json:
+    """A Pod whose (runner) ``container`` exited with ``exit_code`` just now (restartPolicy
+    Never), having started at ``started_at`` (also now when not given), with the reason
+    and times a kubelet reports (the listener controller resets its restart backoff
+    for a listener that ran long enough: without the times it never could)."""
+    finished_at = kubelet_time()
     return {
         "phase": "Succeeded" if exit_code == 0 else "Failed",
         "conditions": [{"type": "Ready", "status": "False"}],
@@ -63,7 +81,14 @@ def exited_status(exit_code: int, container: str = RUNNER_CONTAINER) -> Json:
             {
                 "name": container,
                 "ready": False,
-                "state": {"terminated": {"exitCode": exit_code}},
+                "state": {
+                    "terminated": {
+                        "exitCode": exit_code,
+                        "reason": "Completed" if exit_code == 0 else "Error",
+                        "startedAt": started_at or finished_at,
+                        "finishedAt": finished_at,
+                    }
+                },
             }
         ],
     }

@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from ersctl.runnerset.metrics import LISTENER_SELECTOR
-from ersctl.testing.podsim import ObjectStore, exited_status, running_status
+from ersctl.testing.podsim import ObjectStore, exited_status, kubelet_time, running_status
 from ghalistener.config import CONFIG_PATH_ENV
 from simulation.processes import Program
 
@@ -100,6 +100,7 @@ class _Listener:
     name: str
     container: str
     program: Program
+    started_at: str
 
 
 class ListenerKubelet:
@@ -137,7 +138,9 @@ class ListenerKubelet:
                 code = code if code >= 0 else 128 - code  # killed by a signal: 128 + its number
                 listener.program.stop()
                 del self._running[uid]
-                self._report(pod, exited_status(code, listener.container))
+                self._report(
+                    pod, exited_status(code, listener.container, started_at=listener.started_at)
+                )
         for uid in [uid for uid in self._running if _gone(live.get(uid))]:
             self._running.pop(uid).program.stop()
 
@@ -183,9 +186,10 @@ class ListenerKubelet:
             env=environment,
         )
         program.start()
-        self._running[uid] = _Listener(meta["name"], source.container, program)
+        started_at = kubelet_time()
+        self._running[uid] = _Listener(meta["name"], source.container, program, started_at)
         self.started.append(meta["name"])
-        self._report(pod, running_status(source.container))
+        self._report(pod, running_status(source.container, started_at=started_at))
 
     def _report(self, pod: Json, status: Json) -> None:
         meta = pod["metadata"]

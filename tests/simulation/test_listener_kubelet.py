@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from simulation.listeners import ConfigNotFound, ListenerKubelet, config_source
 
+from ersctl.testing.podsim import kubelet_time
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import SimulatorServer, serve
 from tests.cluster.conftest import NO_SCHEDULER
@@ -105,6 +106,12 @@ def phase(kube: KubeApi, name: str) -> tuple[str | None, int | None]:
     return status.get("phase"), code
 
 
+def container_state(kube: KubeApi, name: str) -> dict[str, Any]:
+    pod = kube.get_object("pods", kube.namespace, name) or {}
+    (container, *_) = (pod.get("status") or {}).get("containerStatuses") or [{}]
+    return dict(container.get("state") or {})
+
+
 def test_a_listener_pod_runs_the_listener_that_scales_its_set_until_the_pod_goes(
     kube: KubeApi,
     kubelet: ListenerKubelet,
@@ -153,11 +160,20 @@ def test_a_killed_listener_leaves_its_pod_failed_with_137_as_a_kubelet_reports_s
     _, server = github
     create_listener(kube, server)
     kubelet.step()
+    running = container_state(kube, "l")["running"]
+    # Kubelet times are whole seconds: let one pass, so a start time taken at the exit
+    # would differ from the real one.
+    eventually(lambda: kubelet_time() > running["startedAt"], what="the next second")
 
     assert kubelet.kill() == ["l"]
     kubelet.step()
 
     assert phase(kube, "l") == ("Failed", 137)
+    # As a kubelet reports it: the listener controller resets its restart backoff for a
+    # listener that ran long enough, which it reads from these times.
+    terminated = container_state(kube, "l")["terminated"]
+    assert terminated["reason"] == "Error"
+    assert terminated["startedAt"] == running["startedAt"] <= terminated["finishedAt"]
 
 
 def test_a_pod_without_a_resolvable_config_fails_as_a_container_that_cannot_start(
