@@ -11,9 +11,22 @@ creates its Pod). No kubelet runs: a Pod that exists is the end of the line.
 
 Per run: seconds from the jobs' arrival until all N runner Pods exist; API requests
 (and writes) per runner, all programs together, watches excluded. Each size runs twice
-per repeat, interleaved: ``ersctl`` as it ships and ``serial`` (the same command with a
-runner creation concurrency of 1, ``simulation.serial``); it prints the medians side by
-side with the serial/ersctl ratio, how the time grows with N, and the command.
+per repeat, interleaved: ``ersctl`` as it ships and ``serial``, the same command with a
+runner creation concurrency of 1 end to end: the set controller creates its runners one
+after another (``simulation.serial``) and the runner controller registers them and
+makes their Pods one at a time (``--runner-max-concurrent-reconciles 1``). It prints
+the medians side by side with the serial/ersctl ratio, how the time grows with N, and
+the command.
+
+Latency: on a real cluster every API request is a network round trip and every GitHub
+call (above all a runner's JIT config) takes a good part of a second, which is what a
+concurrency of 1 makes users wait for. ``--api-latency`` delays every request the
+embedded API server serves (watch events are not delayed) and ``--github-latency``
+every call to the simulated GitHub service (the long poll included). The defaults are
+assumptions, not measurements: 5 ms per API request (a round trip within a cloud
+region plus the API server's own work) and 150 ms per GitHub call (the middle of the
+100-300 ms such calls take from a cluster). ``--api-latency 0 --github-latency 0``
+measures the CPU-bound case.
 """
 
 from __future__ import annotations
@@ -38,7 +51,20 @@ from ersctl.api import ERS_FINALIZER, ERS_PLURAL, EphemeralRunnerSet
 from ersctl.testing.apiserver import ApiServer
 
 EXAMPLES = Path(__file__).resolve().parent
-ROWS = {"ersctl": ("ersctl",), "serial": ("simulation.serial",)}
+ROWS = {
+    "ersctl": ("ersctl", "reconcile"),
+    "serial": ("simulation.serial", "reconcile", "--runner-max-concurrent-reconciles", "1"),
+}
+API_LATENCY = 0.005
+GITHUB_LATENCY = 0.150
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Seconds added to every API request and to every GitHub call."""
+
+    api: float = API_LATENCY
+    github: float = GITHUB_LATENCY
 
 
 @dataclass(frozen=True)
@@ -87,7 +113,6 @@ def programs(
         log_path=workdir / "controller.log",
         args=[
             *ROWS[row],
-            "reconcile",
             "--kubeconfig",
             str(kubeconfig),
             "--namespace",
@@ -125,12 +150,16 @@ def pods_created(api: ApiServer) -> int:
     )
 
 
-def one_burst(row: str, size: int, workdir: Path) -> Burst:
+def one_burst(row: str, size: int, workdir: Path, latency: Latency) -> Burst:
     workdir.mkdir(parents=True, exist_ok=True)
     with ApiServer() as api, GitHubSide(long_poll=1.0) as github:
         create_objects(
             api, config_url=github.config_url, token=github.token, scale_set_id=github.scale_set_id
         )
+        if latency.api > 0:
+            api.inject_fault(latency=latency.api, times=-1)
+        if latency.github > 0:
+            github.sim.inject_fault(latency=latency.github, times=-1)
         kubeconfig = api.write_kubeconfig(workdir / "kubeconfig")
         running = programs(row, github, size, kubeconfig, workdir)
         for program in running:
@@ -194,13 +223,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 500, 2000])
     parser.add_argument("--repeat", type=int, default=3, help="runs per row and size (medians)")
     parser.add_argument("--workdir", metavar="DIR", help="logs (default: a temp dir)")
+    parser.add_argument(
+        "--api-latency",
+        type=float,
+        default=API_LATENCY,
+        metavar="SECONDS",
+        help="added to every API request (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--github-latency",
+        type=float,
+        default=GITHUB_LATENCY,
+        metavar="SECONDS",
+        help="added to every GitHub call (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
+    latency = Latency(api=args.api_latency, github=args.github_latency)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="gha-burst-"))
     results: list[Burst] = []
     for size in args.sizes:
         for run in range(args.repeat):
             for row in ROWS:
-                burst = one_burst(row, size, workdir / f"n{size}-run{run}-{row}")
+                burst = one_burst(row, size, workdir / f"n{size}-run{run}-{row}", latency)
                 results.append(burst)
                 print(
                     f"{row:>7} N={size}: all Pods after {burst.seconds:.2f} s, "
@@ -209,7 +253,10 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     print()
-    print(f"medians over {args.repeat} runs per row and size")
+    print(
+        f"medians over {args.repeat} runs per row and size; latency per API request "
+        f"{latency.api * 1000:g} ms, per GitHub call {latency.github * 1000:g} ms"
+    )
     print(report(results, args.sizes))
     print(f"logs: {workdir}")
     print("command: python " + shlex.join(["examples/bench_burst.py", *sys.argv[1:]]))

@@ -40,6 +40,14 @@ from ersctl.runner.stores import KubeRunnerResources
 CONTROLLER_NAME: Final = "ephemeralrunner"
 PODS: Final = "pods"
 RUNNER_POD_SELECTOR: Final = f"{RUNNER_POD_LABEL}=True"
+DEFAULT_WORKERS: Final = 16
+"""Runner reconciles at once (``--runner-max-concurrent-reconciles``). ARC ships 2; ours
+is higher because a new runner's reconcile mostly waits: on GitHub to generate its JIT
+config (~100-300 ms) and on three or four API round trips, so with 2 workers a burst of
+500 runners is registered at about 2 / 0.2 s = 10 a second. 16 keep the GitHub calls
+well inside the scale-set service's limits (one call per runner, whatever the workers)
+while a burst of 500 takes seconds, not a minute; the reconciles share the process's
+CPU, so more would buy little on a controller with one or two cores."""
 CREATED_POD_TTL: Final = 30.0
 """Seconds a created Pod the cache has not shown is believed to exist (watch latency is
 far less; a Pod deleted before the cache ever saw it is then looked for again)."""
@@ -147,9 +155,12 @@ def add_runner_controller(
     *,
     services: RunnerServices,
     policy: FailurePolicy | None = None,
+    workers: int = DEFAULT_WORKERS,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> RunnerReconciler:
-    """Build the runner reconciler and register it (and the Pod informer) on ``manager``.
+    """Build the runner reconciler and register it (and the Pod informer) on ``manager``,
+    with ``workers`` threads of its own (not the manager's count, which the set
+    controllers share): runners are many and each waits on GitHub once.
 
     Kubernetes writes are fenced by the manager's leadership, like the set controller's;
     ``services`` (shared with the set controller: one client per credentials Secret)
@@ -175,5 +186,6 @@ def add_runner_controller(
         primary=ER_PLURAL,
         owns=[PODS],
         predicates={ER_PLURAL: AlwaysPass(), PODS: AlwaysPass()},
+        workers=workers,
     )
     return reconciler

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -17,7 +18,7 @@ import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
 from ersctl.kube.manager import Manager
-from ersctl.runner.controller import CONTROLLER_NAME, add_runner_controller
+from ersctl.runner.controller import CONTROLLER_NAME, DEFAULT_WORKERS, add_runner_controller
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runnerset.metrics import LISTENER_SELECTOR
 from ersctl.scaleset.clients import SecretRunnerServices
@@ -48,9 +49,18 @@ def manager_sent() -> SentRequests:
 
 @pytest.fixture
 def manager(h: Harness, manager_sent: SentRequests) -> Iterator[Manager]:
+    with running_manager(h, manager_sent) as manager:
+        yield manager
+
+
+@contextmanager
+def running_manager(
+    h: Harness, sent: SentRequests, *, workers: int = 2, runner_workers: int = DEFAULT_WORKERS
+) -> Iterator[Manager]:
+    """A manager running the runner controller, stopped when the block ends."""
     api_client = h.kube.api_client()
-    manager_sent.attach(api_client)
-    manager = Manager(api_client, namespace=h.namespace, workers=2)
+    sent.attach(api_client)
+    manager = Manager(api_client, namespace=h.namespace, workers=workers)
     services = SecretRunnerServices(
         get_secret=manager.api_reader.get_secret,
         get_configmap=manager.api_reader.get_configmap,
@@ -58,7 +68,11 @@ def manager(h: Harness, manager_sent: SentRequests) -> Iterator[Manager]:
         fence=manager.is_leading,
     )
     add_runner_controller(
-        manager, api_client, services=services, policy=FailurePolicy(max_failures=3)
+        manager,
+        api_client,
+        services=services,
+        policy=FailurePolicy(max_failures=3),
+        workers=runner_workers,
     )
     stop = threading.Event()
     thread = threading.Thread(target=manager.run, args=(stop,), daemon=True)
@@ -104,6 +118,26 @@ def test_the_manager_takes_a_runner_through_a_real_job_on_watch_events(
         "ersctl_reconcile_total", {"controller": CONTROLLER_NAME, "result": "success"}
     )
     assert reconciles >= 4
+
+
+@pytest.mark.embedded_only("holds Secret creates at the server")
+def test_the_runner_controller_registers_runners_with_workers_of_its_own(h: Harness) -> None:
+    # One worker for the other controllers, three for runners: three new runners are
+    # registered at once (each waits on GitHub for its JIT config on a real cluster, so
+    # sharing the others' count would register a burst two at a time).
+    release = threading.Event()
+    held = h.server.inject_fault(verb="create", resource="secrets", hold=release, times=3)
+    names = [f"arc-runner-{i}" for i in range(3)]
+    for name in names:
+        h.create_runner(name)
+
+    with running_manager(h, SentRequests(), workers=1, runner_workers=3):
+        try:
+            # All three JIT Secret creates are in flight together.
+            eventually(lambda: held.remaining == 0, timeout=10)
+        finally:
+            release.set()
+        eventually(lambda: all(h.pod(name) is not None for name in names), timeout=10)
 
 
 def no_new_requests(sent: SentRequests, *, polls: int = 5) -> Callable[[], bool]:
