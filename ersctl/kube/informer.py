@@ -80,7 +80,12 @@ class Informer:
         backoff: Backoff = _RELIST_BACKOFF,
         on_relist: Callable[[], object] = lambda: None,
         share_specs: bool = False,
+        transform: Callable[[Json], Json] | None = None,
     ) -> None:
+        """``transform`` (controller-runtime's cache TransformFunc) rewrites every object
+        before it is stored and handed to the handlers, after ``managedFields`` went:
+        it drops what no reader of :attr:`store` reads, so it must keep everything they
+        do, and give the same answer when applied twice."""
         self._api = client.CustomObjectsApi(api_client)
         self._server = server_of(api_client)
         self.resource = resource
@@ -94,6 +99,7 @@ class Informer:
         self._lock = threading.Lock()
         self._on_relist = on_relist
         self._specs = SpecPool() if share_specs else None
+        self._transform = transform
         self._progress = False  # the current watch delivered an event or ended cleanly
 
     def add_handler(self, handler: EventHandler) -> None:
@@ -249,6 +255,8 @@ class Informer:
 
     def _compact(self, obj: Json) -> Json:
         obj = _trim(obj)
+        if self._transform is not None:
+            obj = self._transform(obj)
         if self._specs is not None:
             self._specs.share(obj)
         return obj
@@ -365,12 +373,14 @@ class PodInformer(Informer):
         selector: str,
         namespace: str | None = None,
         store: Store | None = None,
+        transform: Callable[[Json], Json] | None = None,
     ) -> None:
         super().__init__(
             api_client,
             Resource(group="", version="v1", plural="pods"),
             namespace=namespace,
             store=store or Store(),
+            transform=transform,
         )
         self.selector = selector
         self._core = client.CoreV1Api(api_client)

@@ -18,7 +18,12 @@ import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
 from ersctl.kube.manager import Manager
-from ersctl.runner.controller import CONTROLLER_NAME, DEFAULT_WORKERS, add_runner_controller
+from ersctl.runner.controller import (
+    CONTROLLER_NAME,
+    DEFAULT_WORKERS,
+    PODS,
+    add_runner_controller,
+)
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runnerset.metrics import LISTENER_SELECTOR
 from ersctl.scaleset.clients import SecretRunnerServices
@@ -155,6 +160,28 @@ def no_new_requests(sent: SentRequests, *, polls: int = 5) -> Callable[[], bool]
 def successful_reconciles(manager: Manager) -> float:
     labels = {"controller": CONTROLLER_NAME, "result": "success"}
     return manager.metrics.value("ersctl_reconcile_total", labels)
+
+
+def test_runner_pods_are_cached_without_their_spec(h: Harness, manager: Manager) -> None:
+    # The controller reads a Pod's metadata and status only; the spec (the whole runner
+    # template, per Pod) was most of the cache's memory.
+    h.create_runner()
+    eventually(lambda: manager.store(PODS).get(h.namespace, RUNNER) is not None, timeout=10)
+    h.set_pod_status({"phase": "Running"})
+    eventually(
+        lambda: (
+            (manager.store(PODS).get(h.namespace, RUNNER) or {}).get("status", {}).get("phase")
+            == "Running"
+        ),
+        timeout=10,
+    )
+
+    cached = manager.store(PODS).get(h.namespace, RUNNER)
+    served = h.pod()
+    assert cached is not None and served is not None and "spec" in served
+    assert "spec" not in cached
+    assert cached["metadata"]["uid"] == served["metadata"]["uid"]
+    assert cached["metadata"]["ownerReferences"] == served["metadata"]["ownerReferences"]
 
 
 def test_a_resync_of_steady_runners_sends_no_request(
