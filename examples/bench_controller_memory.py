@@ -118,7 +118,7 @@ def runner_spec() -> dict[str, object]:
         "githubConfigUrl": "https://github.com/octo-org",
         "githubConfigSecret": "github-secret",
         "runnerScaleSetId": 1,
-        "spec": POD_TEMPLATE,
+        **POD_TEMPLATE,  # inline, as ARC's EphemeralRunnerSpec embeds a PodTemplateSpec
     }
 
 
@@ -189,11 +189,12 @@ def reconciles(port: int) -> dict[str, int]:
     return counts
 
 
-def wait_until(check: Callable[[], object], timeout: float, what: str) -> None:
+def wait_until(check: Callable[[], object], timeout: float, what: str | Callable[[], str]) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            raise SystemExit(f"benchmark: {what}: not within {timeout:.0f} s")
+            said = what if isinstance(what, str) else what()
+            raise SystemExit(f"benchmark: {said}: not within {timeout:.0f} s")
         time.sleep(0.1)
 
 
@@ -214,7 +215,7 @@ def wait_for_pass(port: int, expected: dict[str, int], timeout: float) -> dict[s
         reached = all(seen[-1].get(c, 0) >= n for c, n in expected.items())
         return reached and len(seen) > 10 and seen[-11] == seen[-1]
 
-    wait_until(done, timeout, f"reconciles {expected}")
+    wait_until(done, timeout, lambda: f"reconciles {expected} (last seen: {seen[-1]})")
     return seen[-1]
 
 

@@ -248,15 +248,20 @@ class Informer:
         return rv
 
     def _compact_item(self, obj: Json) -> Json:
-        """``json.loads`` hook: compact a dict that is a whole object (not a section)."""
+        """``json.loads`` hook: compact a dict that is a whole object (not a section).
+        The transform waits for the items loop: the hook also sees the list document
+        itself, whose items a transform that keeps named fields would drop."""
         if "apiVersion" in obj and "metadata" in obj:
-            return self._compact(obj)
+            return self._share(_trim(obj))
         return obj
 
     def _compact(self, obj: Json) -> Json:
         obj = _trim(obj)
         if self._transform is not None:
             obj = self._transform(obj)
+        return self._share(obj)
+
+    def _share(self, obj: Json) -> Json:
         if self._specs is not None:
             self._specs.share(obj)
         return obj

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -25,10 +26,11 @@ from ersctl.runner.controller import (
     add_runner_controller,
 )
 from ersctl.runner.phases import FailurePolicy
+from ersctl.runner.pods import RUNNER_POD_LABEL
 from ersctl.runnerset.metrics import LISTENER_SELECTOR
 from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.podsim import RunnerPods
-from tests.cluster.conftest import Harness, actions_client
+from tests.cluster.conftest import NO_SCHEDULER, Harness, actions_client
 from tests.cluster.test_runner_controller import RUNNING
 from tests.kubeclient import SentRequests
 from tests.polling import eventually
@@ -162,26 +164,36 @@ def successful_reconciles(manager: Manager) -> float:
     return manager.metrics.value("ersctl_reconcile_total", labels)
 
 
-def test_runner_pods_are_cached_without_their_spec(h: Harness, manager: Manager) -> None:
+def test_runner_pods_are_cached_without_their_spec(h: Harness) -> None:
     # The controller reads a Pod's metadata and status only; the spec (the whole runner
-    # template, per Pod) was most of the cache's memory.
-    h.create_runner()
-    eventually(lambda: manager.store(PODS).get(h.namespace, RUNNER) is not None, timeout=10)
-    h.set_pod_status({"phase": "Running"})
-    eventually(
-        lambda: (
-            (manager.store(PODS).get(h.namespace, RUNNER) or {}).get("status", {}).get("phase")
-            == "Running"
-        ),
-        timeout=10,
-    )
+    # template, per Pod) was most of the cache's memory. One Pod arrives by the first
+    # list, the other by the watch.
+    listed = h.kube.create_object("pods", runner_pod("arc-runner-listed"))
+    with running_manager(h, SentRequests()) as manager:
+        cache = manager.store(PODS)
+        eventually(lambda: cache.get(h.namespace, "arc-runner-listed") is not None, timeout=10)
+        watched = h.kube.create_object("pods", runner_pod("arc-runner-watched"))
+        eventually(lambda: cache.get(h.namespace, "arc-runner-watched") is not None, timeout=10)
 
-    cached = manager.store(PODS).get(h.namespace, RUNNER)
-    served = h.pod()
-    assert cached is not None and served is not None and "spec" in served
-    assert "spec" not in cached
-    assert cached["metadata"]["uid"] == served["metadata"]["uid"]
-    assert cached["metadata"]["ownerReferences"] == served["metadata"]["ownerReferences"]
+        for served in (listed, watched):
+            cached = cache.get(h.namespace, served["metadata"]["name"])
+            assert cached is not None and "spec" in served
+            assert "spec" not in cached
+            assert cached["metadata"]["uid"] == served["metadata"]["uid"]
+            assert cached["status"] == served.get("status", {})
+
+
+def runner_pod(name: str) -> dict[str, Any]:
+    """A Pod the runner Pod informer selects (no runner owns it: none is reconciled)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {RUNNER_POD_LABEL: "True"}},
+        "spec": {
+            "schedulerName": NO_SCHEDULER,
+            "containers": [{"name": "runner", "image": "ghcr.io/actions/actions-runner"}],
+        },
+    }
 
 
 def test_a_resync_of_steady_runners_sends_no_request(
