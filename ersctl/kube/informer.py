@@ -152,7 +152,7 @@ class Informer:
         # list is built) keeps the peak, and so the resident memory, far lower: the
         # unshared specs die at once instead of all living until the end of the parse.
         doc = json_body(resp, action=action, object_hook=self._compact_item, server=self._server)
-        # Lists of built-in kinds carry items without apiVersion, which the hook skips.
+        # Compacting again is free; it covers an item the hook did not recognise.
         items = [self._compact(item) for item in doc.get("items") or () if isinstance(item, dict)]
         deltas = self.store.replace(items)
         if self._synced.is_set():
@@ -248,20 +248,19 @@ class Informer:
         return rv
 
     def _compact_item(self, obj: Json) -> Json:
-        """``json.loads`` hook: compact a dict that is a whole object (not a section).
-        The transform waits for the items loop: the hook also sees the list document
-        itself, whose items a transform that keeps named fields would drop."""
-        if "apiVersion" in obj and "metadata" in obj:
-            return self._share(_trim(obj))
+        """``json.loads`` hook: compact a dict that is a stored object, known by the uid
+        in its metadata (items of built-in lists carry no apiVersion; a section such as
+        a pod template has metadata without a uid; so does the list itself, whose items
+        a transform that keeps named fields would drop)."""
+        meta = obj.get("metadata")
+        if isinstance(meta, dict) and "uid" in meta:
+            return self._compact(obj)
         return obj
 
     def _compact(self, obj: Json) -> Json:
         obj = _trim(obj)
         if self._transform is not None:
             obj = self._transform(obj)
-        return self._share(obj)
-
-    def _share(self, obj: Json) -> Json:
         if self._specs is not None:
             self._specs.share(obj)
         return obj

@@ -32,7 +32,7 @@ from ersctl.kube.predicates import AlwaysPass
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.runner.metrics import RunnerMetrics
 from ersctl.runner.phases import FailurePolicy
-from ersctl.runner.pods import RUNNER_POD_LABEL
+from ersctl.runner.pods import RUNNER_CONTAINER, RUNNER_POD_LABEL
 from ersctl.runner.ports import RunnerServices
 from ersctl.runner.reconciler import RunnerReconciler
 from ersctl.runner.stores import KubeRunnerResources
@@ -67,15 +67,51 @@ def runner_pod_informer(
     )
 
 
-def pod_state_only(pod: dict[str, Any]) -> dict[str, Any]:
-    """A runner Pod as the cache keeps it: metadata and status, no spec.
+POD_METADATA_READ: Final = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "deletionTimestamp",
+    "ownerReferences",
+)
+"""What anything reads of a cached runner Pod's metadata: its key, uid and deletion (the
+reconciler), resourceVersion (the informer), ownerReferences (the owner index and the
+event mapping to its runner)."""
+POD_STATUS_READ: Final = ("phase", "reason", "message")
 
-    The runner controller reads a Pod's uid, deletion and ownerReference (metadata) and
-    its phase, conditions and container states (status: ``PodState.from_pod``), never
-    its spec, which is most of its size (the whole runner template, unshared: each names
-    its own JIT Secret): 10,000 cached runner Pods held over 100 MiB with it.
+
+def pod_state_only(pod: dict[str, Any]) -> dict[str, Any]:
+    """A runner Pod as the cache keeps it: what ``PodState.from_pod`` and the runtime
+    read (:data:`POD_METADATA_READ`; the status's phase, reason and message, its Ready
+    condition and the runner container's status), nothing else.
+
+    Most of a Pod is never read: its spec (the whole runner template, unshared: each
+    names its own JIT Secret), labels, annotations and the other conditions and
+    containers. 10,000 cached runner Pods took 13.6 KiB each with them, 3.4 without.
+    Applying it twice gives the same answer.
     """
-    return {key: pod[key] for key in ("apiVersion", "kind", "metadata", "status") if key in pod}
+    metadata = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    kept: dict[str, Any] = {k: status[k] for k in POD_STATUS_READ if k in status}
+    ready = [c for c in status.get("conditions") or () if _field(c, "type") == "Ready"]
+    if ready:
+        kept["conditions"] = ready
+    runner = [
+        cs for cs in status.get("containerStatuses") or () if _field(cs, "name") == RUNNER_CONTAINER
+    ]
+    if runner:
+        kept["containerStatuses"] = runner
+    return {
+        "apiVersion": pod.get("apiVersion", "v1"),
+        "kind": pod.get("kind", "Pod"),
+        "metadata": {k: metadata[k] for k in POD_METADATA_READ if k in metadata},
+        "status": kept,
+    }
+
+
+def _field(item: object, name: str) -> object:
+    return item.get(name) if isinstance(item, dict) else None
 
 
 class CachedPods:

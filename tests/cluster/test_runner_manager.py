@@ -22,10 +22,11 @@ from ersctl.kube.manager import Manager
 from ersctl.runner.controller import (
     CONTROLLER_NAME,
     DEFAULT_WORKERS,
+    POD_METADATA_READ,
     PODS,
     add_runner_controller,
 )
-from ersctl.runner.phases import FailurePolicy
+from ersctl.runner.phases import FailurePolicy, PodState
 from ersctl.runner.pods import RUNNER_POD_LABEL
 from ersctl.runnerset.metrics import LISTENER_SELECTOR
 from ersctl.scaleset.clients import SecretRunnerServices
@@ -164,23 +165,53 @@ def successful_reconciles(manager: Manager) -> float:
     return manager.metrics.value("ersctl_reconcile_total", labels)
 
 
-def test_runner_pods_are_cached_without_their_spec(h: Harness) -> None:
-    # The controller reads a Pod's metadata and status only; the spec (the whole runner
-    # template, per Pod) was most of the cache's memory. One Pod arrives by the first
-    # list, the other by the watch.
+def test_runner_pods_are_cached_with_only_what_the_controller_reads(h: Harness) -> None:
+    # The controller reads a Pod's key, uid, deletion, owner and the state PodState takes;
+    # the rest (the spec above all: a whole runner template per Pod) was most of the
+    # cache's memory. One Pod arrives by the first list, the other by the watch.
     listed = h.kube.create_object("pods", runner_pod("arc-runner-listed"))
+    h.kube.patch_object(
+        "pods", h.namespace, "arc-runner-listed", {"status": EXITED}, subresource="status"
+    )
     with running_manager(h, SentRequests()) as manager:
         cache = manager.store(PODS)
         eventually(lambda: cache.get(h.namespace, "arc-runner-listed") is not None, timeout=10)
-        watched = h.kube.create_object("pods", runner_pod("arc-runner-watched"))
-        eventually(lambda: cache.get(h.namespace, "arc-runner-watched") is not None, timeout=10)
+        h.kube.create_object("pods", runner_pod("arc-runner-watched"))
+        h.kube.patch_object(
+            "pods", h.namespace, "arc-runner-watched", {"status": EXITED}, subresource="status"
+        )
+        eventually(
+            lambda: (
+                (cache.get(h.namespace, "arc-runner-watched") or {}).get("status", {}).get("phase")
+                == "Failed"
+            ),
+            timeout=10,
+        )
 
-        for served in (listed, watched):
-            cached = cache.get(h.namespace, served["metadata"]["name"])
-            assert cached is not None and "spec" in served
-            assert "spec" not in cached
-            assert cached["metadata"]["uid"] == served["metadata"]["uid"]
-            assert cached["status"] == served.get("status", {})
+        for name in ("arc-runner-listed", "arc-runner-watched"):
+            cached, served = cache.get(h.namespace, name), h.pod(name)
+            assert cached is not None and served is not None and "spec" in served
+            assert "spec" not in cached and "labels" not in cached["metadata"]
+            assert PodState.from_pod(cached) == PodState.from_pod(served)
+            assert PodState.from_pod(served).runner_exit_code == 3
+            for field in POD_METADATA_READ:
+                assert cached["metadata"].get(field) == served["metadata"].get(field)
+    assert listed["metadata"]["uid"]
+
+
+EXITED = {
+    "phase": "Failed",
+    "reason": "Error",
+    "message": "the runner failed",
+    "conditions": [
+        {"type": "PodScheduled", "status": "True"},
+        {"type": "Ready", "status": "False", "reason": "PodFailed"},
+    ],
+    "containerStatuses": [
+        {"name": "sidecar", "ready": False, "state": {"running": {}}},
+        {"name": "runner", "ready": False, "state": {"terminated": {"exitCode": 3}}},
+    ],
+}
 
 
 def runner_pod(name: str) -> dict[str, Any]:
