@@ -9,7 +9,9 @@ own process against it. Shapes ``empty``, ``10x1000`` and ``1x10000`` run the se
 controller alone (as first measured); ``100x100`` is the many-sets case: 100 sets of
 100 runners with the runner controller on too, each runner with the JIT Secret and the
 Running, ready Pod the runner controller would have made for it
-(``ersctl.runner.pods``), created directly in the server. Then:
+(``ersctl.runner.pods``), created directly in the server; ``100x100-sets`` is the same
+without the runner controller, Pods and Secrets, so its resync is the set controller's
+alone. Then:
 
 - **memory**: the controller's resident set (VmRSS) once its caches synced and its
   first pass over every object ended, again after the resync, and its peak (VmHWM);
@@ -95,6 +97,7 @@ SHAPES = {
         Shape("10x1000", 10, 1000, False),
         Shape("1x10000", 1, 10000, False),
         Shape("100x100", 100, 100, True),
+        Shape("100x100-sets", 100, 100, False),
     )
 }
 
