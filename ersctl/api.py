@@ -246,7 +246,10 @@ class KubeObject:
         return value
 
     def has_finalizer(self, finalizer: str) -> bool:
-        return finalizer in (self.metadata.get("finalizers") or [])
+        # A pure read (no section created): cached runner views answer it from the
+        # shared document (ersctl.kube.copies).
+        finalizers = _walk(self.raw, "metadata.finalizers")
+        return isinstance(finalizers, list) and finalizer in finalizers
 
     @property
     def owner_references(self) -> list[JsonObject]:
@@ -406,7 +409,7 @@ class EphemeralRunner(KubeObject):
 
     @property
     def ready(self) -> bool:
-        return self.status.get("ready") is True
+        return _walk(self.raw, "status.ready") is True
 
     @property
     def job_request_id(self) -> int:

@@ -62,6 +62,7 @@ from ersctl.platform.errors import ConfigError, Failure
 from ersctl.platform.logs import configure_logging
 from ersctl.platform.probes import Verdict
 from ersctl.platform.serving import ProbeServer, parse_address
+from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.runnerset.table import render_table, rows_for
@@ -108,7 +109,23 @@ def main() -> None:
 @main.command()
 @click.option("--namespace", default=None, help="Only watch this namespace (default: all).")
 @kubeconfig_options
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Reconciles at once per controller, the EphemeralRunner controller excepted.",
+)
+@click.option(
+    "--runner-max-concurrent-reconciles",
+    "runner_workers",
+    type=click.IntRange(min=1),
+    default=DEFAULT_RUNNER_WORKERS,
+    show_default=True,
+    help="Reconciles at once of the EphemeralRunner controller (ARC's flag; ARC's default "
+    "is 2): each new runner waits on GitHub for its JIT config, so a burst is registered "
+    "about this many at a time.",
+)
 @click.option(
     "--leader-elect/--no-leader-elect",
     default=True,
@@ -207,6 +224,7 @@ def reconcile(
     kubeconfig: str | None,
     kube_context: str | None,
     workers: int,
+    runner_workers: int,
     leader_elect: bool,
     lease_namespace: str | None,
     lease_name: str,
@@ -277,6 +295,7 @@ def reconcile(
             leader_election=election,
             resync_period=resync_period,
             runner_controller=runner_controller,
+            runner_workers=runner_workers,
             runner_max_failures=runner_max_failures,
             failed_runner_ttl=failed_runner_ttl,
             autoscaling_runner_set_controller=autoscaling_runner_set_controller,

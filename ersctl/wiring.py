@@ -27,6 +27,7 @@ from ersctl.kube.informer import PodInformer
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
 from ersctl.kube.metrics import ControllerMetrics
+from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.runner.controller import add_runner_controller
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.reconciler import RunnerReconciler
@@ -61,6 +62,8 @@ class ControllerOptions:
     resync_period: float = 600.0
     runner_controller: bool = False
     """Also run the EphemeralRunner controller (JIT registration and runner Pods)."""
+    runner_workers: int = DEFAULT_RUNNER_WORKERS
+    """The runner controller's own workers (``workers`` is every other controller's)."""
     runner_max_failures: int = 5
     failed_runner_ttl: float = failures.DEFAULT_TTL
     """Seconds a Failed runner is kept before it is removed and its slot refilled."""
@@ -138,7 +141,9 @@ def build_controller(
     runner = None
     if options.runner_controller:
         policy = FailurePolicy(max_failures=options.runner_max_failures)
-        runner = add_runner_controller(manager, api, services=services, policy=policy)
+        runner = add_runner_controller(
+            manager, api, services=services, policy=policy, workers=options.runner_workers
+        )
     autoscaling = None
     if options.autoscaling_runner_set_controller:
         autoscaling = add_autoscaling_runner_set_controller(

@@ -80,7 +80,12 @@ class Informer:
         backoff: Backoff = _RELIST_BACKOFF,
         on_relist: Callable[[], object] = lambda: None,
         share_specs: bool = False,
+        transform: Callable[[Json], Json] | None = None,
     ) -> None:
+        """``transform`` (controller-runtime's cache TransformFunc) rewrites every object
+        before it is stored and handed to the handlers, after ``managedFields`` went:
+        it drops what no reader of :attr:`store` reads, so it must keep everything they
+        do, and give the same answer when applied twice."""
         self._api = client.CustomObjectsApi(api_client)
         self._server = server_of(api_client)
         self.resource = resource
@@ -94,6 +99,7 @@ class Informer:
         self._lock = threading.Lock()
         self._on_relist = on_relist
         self._specs = SpecPool() if share_specs else None
+        self._transform = transform
         self._progress = False  # the current watch delivered an event or ended cleanly
 
     def add_handler(self, handler: EventHandler) -> None:
@@ -146,7 +152,7 @@ class Informer:
         # list is built) keeps the peak, and so the resident memory, far lower: the
         # unshared specs die at once instead of all living until the end of the parse.
         doc = json_body(resp, action=action, object_hook=self._compact_item, server=self._server)
-        # Lists of built-in kinds carry items without apiVersion, which the hook skips.
+        # Compacting again is free; it covers an item the hook did not recognise.
         items = [self._compact(item) for item in doc.get("items") or () if isinstance(item, dict)]
         deltas = self.store.replace(items)
         if self._synced.is_set():
@@ -242,13 +248,19 @@ class Informer:
         return rv
 
     def _compact_item(self, obj: Json) -> Json:
-        """``json.loads`` hook: compact a dict that is a whole object (not a section)."""
-        if "apiVersion" in obj and "metadata" in obj:
+        """``json.loads`` hook: compact a dict that is a stored object, known by the uid
+        in its metadata (items of built-in lists carry no apiVersion; a section such as
+        a pod template has metadata without a uid; so does the list itself, whose items
+        a transform that keeps named fields would drop)."""
+        meta = obj.get("metadata")
+        if isinstance(meta, dict) and "uid" in meta:
             return self._compact(obj)
         return obj
 
     def _compact(self, obj: Json) -> Json:
         obj = _trim(obj)
+        if self._transform is not None:
+            obj = self._transform(obj)
         if self._specs is not None:
             self._specs.share(obj)
         return obj
@@ -365,12 +377,14 @@ class PodInformer(Informer):
         selector: str,
         namespace: str | None = None,
         store: Store | None = None,
+        transform: Callable[[Json], Json] | None = None,
     ) -> None:
         super().__init__(
             api_client,
             Resource(group="", version="v1", plural="pods"),
             namespace=namespace,
             store=store or Store(),
+            transform=transform,
         )
         self.selector = selector
         self._core = client.CoreV1Api(api_client)

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Final
+from typing import Any, Final
 
 from kubernetes import client
 
@@ -251,6 +251,7 @@ class Manager:
             return informer
         if plural not in KINDS:
             raise ValueError(f"the manager cannot watch {plural!r}; known: {sorted(KINDS)}")
+        relist: dict[str, Any] = {"backoff": self._relist_backoff} if self._relist_backoff else {}
         informer = Informer(
             self._api_client,
             Resource(group=GROUP, version=VERSION, plural=plural),
@@ -260,7 +261,7 @@ class Manager:
             on_relist=self.metrics.relists.labels(plural).inc,
             # Runners of one set share their spec (the set's template): store it once.
             share_specs=plural == ER_PLURAL,
-            **({"backoff": self._relist_backoff} if self._relist_backoff else {}),
+            **relist,
         )
         self._informers[plural] = informer
         return informer

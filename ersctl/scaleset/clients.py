@@ -153,6 +153,10 @@ class ClientLease:
         return self._client
 
 
+_Key = tuple[str, str, str, NetworkSpec]
+"""(namespace, Secret, config URL, proxy and CA references)."""
+
+
 @dataclass(eq=False)
 class _Entry:
     """One cached client and the blocks using it right now (guarded by the lock)."""
@@ -193,7 +197,8 @@ class ClientCache:
         self._factory = client_factory or controller_client
         self._fence = fence
         self._lock = threading.Lock()
-        self._clients: dict[tuple[str, str, str, NetworkSpec], _Entry] = {}
+        self._clients: dict[_Key, _Entry] = {}
+        self._building: dict[_Key, threading.Lock] = {}
         # Replaced entries a block still uses; each is closed when its last user leaves.
         self._retired: set[_Entry] = set()
 
@@ -228,24 +233,44 @@ class ClientCache:
         )
         version = (resource_version(secret), *network.version)
         key = (ref.namespace, ref.secret, ref.config_url, ref.network)
+        entry = self._use_current(key, version)
+        if entry is not None:
+            return entry
+        with self._lock:
+            building = self._building.setdefault(key, threading.Lock())
+        # One build per key at a time, outside the cache's lock (a factory is slow: an
+        # SSL context, a token): a burst's workers all asking for a new Secret's client
+        # built one each and threw all but one away (a sixth of a burst's CPU).
+        with building:
+            entry = self._use_current(key, version)
+            if entry is not None:
+                return entry
+            return self._build(ref, secret, network.settings, key, version)
+
+    def _use_current(self, key: _Key, version: tuple[str, ...]) -> _Entry | None:
+        """The cached entry of ``key`` at ``version``, now with one more user; or None."""
         with self._lock:
             entry = self._clients.get(key)
             if entry is not None and entry.version == version:
                 entry.users += 1
                 return entry
-        # Built outside the lock (a factory may be slow); two blocks can race here.
-        client = self._new_client(ref, secret, network.settings)
-        unused: list[ActionsClient] = []
+        return None
+
+    def _build(
+        self,
+        ref: SecretRef,
+        secret: Mapping[str, Any],
+        network: NetworkSettings,
+        key: _Key,
+        version: tuple[str, ...],
+    ) -> _Entry:
+        """A new client for ``key`` at ``version``, replacing the cached one (the caller
+        holds ``key``'s build lock, so no other block builds it meanwhile)."""
+        client = self._new_client(ref, secret, network)
         with self._lock:
             current = self._clients.get(key)
-            if current is not None and current.version == version:
-                unused.append(client)  # another block won: nobody has seen ours
-                entry = current
-            else:
-                entry = self._clients[key] = _Entry(version, client)
-                if current is not None:
-                    unused.extend(self._retire(current))
-            entry.users += 1
+            entry = self._clients[key] = _Entry(version, client, users=1)
+            unused = self._retire(current) if current is not None else []
         for idle in unused:
             idle.close()
         return entry

@@ -52,6 +52,16 @@ class Program:
         self.starts += 1
 
     @property
+    def pid(self) -> int | None:
+        """The running program's process id (None before start and after stop)."""
+        return None if self._proc is None else self._proc.pid
+
+    def send_signal(self, signum: int) -> None:
+        """Send ``signum`` to the running program (nothing when it is not running)."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signum)
+
+    @property
     def exit_code(self) -> int | None:
         """The program's exit code once it has ended on its own, else None."""
         return None if self._proc is None else self._proc.poll()

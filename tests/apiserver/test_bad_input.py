@@ -213,6 +213,23 @@ def test_injected_faults_fail_only_matching_requests_and_change_nothing(
     assert [r.status for r in apiserver.request_log.records() if r.verb == "patch"] == codes
 
 
+@pytest.mark.embedded_only("fault injection")
+def test_a_fault_armed_until_cleared_fails_every_matching_request_until_cleared(
+    apiserver: ApiServer, http: httpx.Client, ers_path: str
+) -> None:
+    create_set(http, ers_path)
+    apiserver.inject_fault(verb="patch", resource="ephemeralrunnersets", code=503, times=-1)
+    patch = json.dumps({"spec": {"replicas": 3}})
+
+    def patch_code() -> int:
+        return http.patch(f"{ers_path}/a", content=patch, headers=MERGE).status_code
+
+    armed = [patch_code() for _ in range(5)]
+    apiserver.clear_faults()
+
+    assert (armed, patch_code()) == ([503] * 5, 200)
+
+
 @pytest.mark.embedded_only("a raw socket to its plain-HTTP port")
 def test_a_body_with_broken_framing_is_400_and_other_clients_are_served(
     apiserver: ApiServer, http: httpx.Client, ers_path: str

@@ -10,19 +10,28 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
 from ersctl.kube.manager import Manager
-from ersctl.runner.controller import CONTROLLER_NAME, add_runner_controller
-from ersctl.runner.phases import FailurePolicy
+from ersctl.runner.controller import (
+    CONTROLLER_NAME,
+    DEFAULT_WORKERS,
+    POD_METADATA_READ,
+    PODS,
+    add_runner_controller,
+)
+from ersctl.runner.phases import FailurePolicy, PodState
+from ersctl.runner.pods import RUNNER_POD_LABEL
 from ersctl.runnerset.metrics import LISTENER_SELECTOR
 from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.podsim import RunnerPods
-from tests.cluster.conftest import Harness, actions_client
+from tests.cluster.conftest import NO_SCHEDULER, Harness, actions_client
 from tests.cluster.test_runner_controller import RUNNING
 from tests.kubeclient import SentRequests
 from tests.polling import eventually
@@ -48,9 +57,18 @@ def manager_sent() -> SentRequests:
 
 @pytest.fixture
 def manager(h: Harness, manager_sent: SentRequests) -> Iterator[Manager]:
+    with running_manager(h, manager_sent) as manager:
+        yield manager
+
+
+@contextmanager
+def running_manager(
+    h: Harness, sent: SentRequests, *, workers: int = 2, runner_workers: int = DEFAULT_WORKERS
+) -> Iterator[Manager]:
+    """A manager running the runner controller, stopped when the block ends."""
     api_client = h.kube.api_client()
-    manager_sent.attach(api_client)
-    manager = Manager(api_client, namespace=h.namespace, workers=2)
+    sent.attach(api_client)
+    manager = Manager(api_client, namespace=h.namespace, workers=workers)
     services = SecretRunnerServices(
         get_secret=manager.api_reader.get_secret,
         get_configmap=manager.api_reader.get_configmap,
@@ -58,7 +76,11 @@ def manager(h: Harness, manager_sent: SentRequests) -> Iterator[Manager]:
         fence=manager.is_leading,
     )
     add_runner_controller(
-        manager, api_client, services=services, policy=FailurePolicy(max_failures=3)
+        manager,
+        api_client,
+        services=services,
+        policy=FailurePolicy(max_failures=3),
+        workers=runner_workers,
     )
     stop = threading.Event()
     thread = threading.Thread(target=manager.run, args=(stop,), daemon=True)
@@ -106,6 +128,26 @@ def test_the_manager_takes_a_runner_through_a_real_job_on_watch_events(
     assert reconciles >= 4
 
 
+@pytest.mark.embedded_only("holds Secret creates at the server")
+def test_the_runner_controller_registers_runners_with_workers_of_its_own(h: Harness) -> None:
+    # One worker for the other controllers, three for runners: three new runners are
+    # registered at once (each waits on GitHub for its JIT config on a real cluster, so
+    # sharing the others' count would register a burst two at a time).
+    release = threading.Event()
+    held = h.server.inject_fault(verb="create", resource="secrets", hold=release, times=3)
+    names = [f"arc-runner-{i}" for i in range(3)]
+    for name in names:
+        h.create_runner(name)
+
+    with running_manager(h, SentRequests(), workers=1, runner_workers=3):
+        try:
+            # All three JIT Secret creates are in flight together.
+            eventually(lambda: held.remaining == 0, timeout=10)
+        finally:
+            release.set()
+        eventually(lambda: all(h.pod(name) is not None for name in names), timeout=10)
+
+
 def no_new_requests(sent: SentRequests, *, polls: int = 5) -> Callable[[], bool]:
     """A check that holds once ``polls`` polls in a row saw no new request (watches
     aside): the reconciles the last writes' events brought have run."""
@@ -121,6 +163,68 @@ def no_new_requests(sent: SentRequests, *, polls: int = 5) -> Callable[[], bool]
 def successful_reconciles(manager: Manager) -> float:
     labels = {"controller": CONTROLLER_NAME, "result": "success"}
     return manager.metrics.value("ersctl_reconcile_total", labels)
+
+
+def test_runner_pods_are_cached_with_only_what_the_controller_reads(h: Harness) -> None:
+    # The controller reads a Pod's key, uid, deletion, owner and the state PodState takes;
+    # the rest (the spec above all: a whole runner template per Pod) was most of the
+    # cache's memory. One Pod arrives by the first list, the other by the watch.
+    listed = h.kube.create_object("pods", runner_pod("arc-runner-listed"))
+    h.kube.patch_object(
+        "pods", h.namespace, "arc-runner-listed", {"status": EXITED}, subresource="status"
+    )
+    with running_manager(h, SentRequests()) as manager:
+        cache = manager.store(PODS)
+        eventually(lambda: cache.get(h.namespace, "arc-runner-listed") is not None, timeout=10)
+        h.kube.create_object("pods", runner_pod("arc-runner-watched"))
+        h.kube.patch_object(
+            "pods", h.namespace, "arc-runner-watched", {"status": EXITED}, subresource="status"
+        )
+        eventually(
+            lambda: (
+                (cache.get(h.namespace, "arc-runner-watched") or {}).get("status", {}).get("phase")
+                == "Failed"
+            ),
+            timeout=10,
+        )
+
+        for name in ("arc-runner-listed", "arc-runner-watched"):
+            cached, served = cache.get(h.namespace, name), h.pod(name)
+            assert cached is not None and served is not None and "spec" in served
+            assert "spec" not in cached and "labels" not in cached["metadata"]
+            assert PodState.from_pod(cached) == PodState.from_pod(served)
+            assert PodState.from_pod(served).runner_exit_code == 3
+            for field in POD_METADATA_READ:
+                assert cached["metadata"].get(field) == served["metadata"].get(field)
+    assert listed["metadata"]["uid"]
+
+
+EXITED = {
+    "phase": "Failed",
+    "reason": "Error",
+    "message": "the runner failed",
+    "conditions": [
+        {"type": "PodScheduled", "status": "True"},
+        {"type": "Ready", "status": "False", "reason": "PodFailed"},
+    ],
+    "containerStatuses": [
+        {"name": "sidecar", "ready": False, "state": {"running": {}}},
+        {"name": "runner", "ready": False, "state": {"terminated": {"exitCode": 3}}},
+    ],
+}
+
+
+def runner_pod(name: str) -> dict[str, Any]:
+    """A Pod the runner Pod informer selects (no runner owns it: none is reconciled)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {RUNNER_POD_LABEL: "True"}},
+        "spec": {
+            "schedulerName": NO_SCHEDULER,
+            "containers": [{"name": "runner", "image": "ghcr.io/actions/actions-runner"}],
+        },
+    }
 
 
 def test_a_resync_of_steady_runners_sends_no_request(

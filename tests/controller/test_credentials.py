@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from tests.controller.github import (
     no_sleep_client,
 )
 from tests.controller.objects import RUNNER_SPEC, ers_doc
+from tests.polling import eventually
 
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEsecretKEYmaterial\n-----END RSA PRIVATE KEY-----\n"
 
@@ -303,27 +303,17 @@ def test_no_secret_value_reaches_the_logs(
     assert "AREGcontrollerSECRET" not in caplog.text
 
 
-def test_a_client_in_use_is_never_closed_by_a_concurrent_rebuild(github: FakeGitHub) -> None:
-    """Two workers race to build the client for one Secret version, and a third rotates it.
+def test_a_client_in_use_is_never_closed_by_a_rotation(github: FakeGitHub) -> None:
+    """Two workers hold the client of one Secret version, and a third rotates it.
 
     Every client a worker was handed must stay usable while its block runs: closing one
     under a worker failed its next call with "the client has been closed" and stalled runs.
     """
     secrets = Secrets({("arc", "github-config"): secret("1", github_token=PAT)})
-    both_building = threading.Barrier(2, timeout=10)
     rotated = threading.Event()
     inside = threading.Barrier(3, timeout=10)
-
-    def racing_factory(
-        config_url: str, credentials: PatCredentials | AppCredentials, network: NetworkSettings
-    ) -> Any:
-        client = no_sleep_client(config_url, credentials, network)
-        with contextlib.suppress(threading.BrokenBarrierError):
-            both_building.wait()
-        return client
-
     services = SecretRunnerServices(
-        get_secret=secrets.get_secret, get_configmap=no_configmaps, client_factory=racing_factory
+        get_secret=secrets.get_secret, get_configmap=no_configmaps, client_factory=no_sleep_client
     )
     held: list[bool] = []
 
@@ -337,7 +327,6 @@ def test_a_client_in_use_is_never_closed_by_a_concurrent_rebuild(github: FakeGit
     for thread in workers:
         thread.start()
     inside.wait()
-    both_building.abort()  # the rebuild below races nobody
     secrets.items[("arc", "github-config")] = secret("2", github_token=PAT)
     remove(services, scale_set(), 7)  # rotation replaces the client both workers hold
     rotated.set()
@@ -346,3 +335,35 @@ def test_a_client_in_use_is_never_closed_by_a_concurrent_rebuild(github: FakeGit
 
     assert held == [True, True]
     assert github.removed == [7, 8, 8]
+
+
+def test_workers_asking_at_once_for_a_new_secrets_client_share_one_build(
+    github: FakeGitHub,
+) -> None:
+    """A burst's runner workers all need the client of a Secret not seen before: one
+    builds it, the others wait for it (each building its own, an SSL context apiece,
+    and throwing all but one away cost a sixth of a burst's controller CPU)."""
+    secrets = Secrets({("arc", "github-config"): secret("1", github_token=PAT)})
+    release = threading.Event()
+    builds: list[str] = []
+
+    def slow_factory(
+        config_url: str, credentials: PatCredentials | AppCredentials, network: NetworkSettings
+    ) -> Any:
+        builds.append(config_url)
+        release.wait(timeout=10)
+        return no_sleep_client(config_url, credentials, network)
+
+    services = SecretRunnerServices(
+        get_secret=secrets.get_secret, get_configmap=no_configmaps, client_factory=slow_factory
+    )
+    workers = [threading.Thread(target=remove, args=(services, scale_set(), 7)) for _ in range(3)]
+    for thread in workers:
+        thread.start()
+    # All three have read the Secret while the first build is held.
+    eventually(lambda: secrets.reads == 3 and builds, timeout=10)
+    release.set()
+    for thread in workers:
+        thread.join(timeout=10)
+
+    assert (len(builds), github.removed) == (1, [7, 7, 7])

@@ -13,6 +13,7 @@ cache lags deterministically, and fails without the expectations.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from ersctl import api
 from ersctl.kube.reconcile import Request
 from ersctl.runnerset.expectations import Expectations
+from ersctl.wiring import CONTROLLER_NAME
 from tests.controller.github import FakeGitHub
 from tests.controller.harness import Cluster
 from tests.polling import eventually
@@ -242,3 +244,45 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def test_a_resync_of_many_steady_sets_sends_no_request(cluster: Cluster) -> None:
+    # Every set and runner is read from the informer caches: a resync of sets with
+    # nothing to do costs the API server nothing, however many there are.
+    sets = [f"set-{i}" for i in range(4)]
+    with cluster.running_controller() as controller:
+        metrics = controller.manager.metrics
+        for name in sets:
+            cluster.create_ers(name, replicas=3, patch_id=1)
+
+        def reconciles() -> float:
+            return metrics.value(
+                "ersctl_reconcile_total", {"controller": CONTROLLER_NAME, "result": "success"}
+            )
+
+        def steady() -> bool:
+            return all(
+                len(cluster.runners(name)) == 3 and cluster.ers(name).current_replicas == 3
+                for name in sets
+            )
+
+        eventually(steady, timeout=10)
+        eventually(quiet(reconciles), timeout=10)
+        cluster.sent.clear()
+        before = reconciles()
+        controller.manager.resync()
+        eventually(lambda: reconciles() >= before + len(sets), timeout=10)
+        eventually(quiet(reconciles), timeout=10)
+
+    assert [r for r in cluster.sent.records() if r.verb != "watch"] == []
+
+
+def quiet(count: Callable[[], float], *, polls: int = 10) -> Callable[[], bool]:
+    """A check that holds once ``polls`` polls in a row saw the same count."""
+    seen: list[float] = []
+
+    def check() -> bool:
+        seen.append(count())
+        return len(seen) >= polls and seen[-polls] == seen[-1]
+
+    return check

@@ -23,19 +23,20 @@ scalar = (
 section = st.dictionaries(
     st.sampled_from(["phase", "runnerId", "runnerName", "jobId", "jobRequestId", "name",
                      "namespace", "uid", "resourceVersion", "creationTimestamp",
-                     "deletionTimestamp"]),
+                     "deletionTimestamp", "ready"]),
     scalar,
 )  # fmt: skip
 annotation_maps = st.dictionaries(
     st.sampled_from(["actions.github.com/patch-id", "actions.github.com/actionable-revision"]),
     st.sampled_from(["0", "3", "x", ""]),
 )
+finalizer_lists = st.none() | st.lists(st.sampled_from(["a", "b"]), max_size=2)
 documents = st.fixed_dictionaries(
     {},
     optional={
         "metadata": section.flatmap(
             lambda m: st.just(m) | annotation_maps.map(lambda a: {**m, "annotations": a})
-        ),
+        ).flatmap(lambda m: st.just(m) | finalizer_lists.map(lambda f: {**m, "finalizers": f})),
         "status": section,
         "spec": st.just({"githubConfigUrl": "u"}),
     },
@@ -58,6 +59,8 @@ def test_reads_match_the_plain_view_without_copying_or_writing_the_shared_docume
 
     for name in (*READ_THROUGH, *DERIVED):
         assert read(cached, name) == read(plain, name), name
+    for finalizer in ("a", "b"):  # a steady runner's reconcile asks this too
+        assert cached.has_finalizer(finalizer) == plain.has_finalizer(finalizer)
 
     assert not cached.copied
     assert doc == snapshot

@@ -55,8 +55,9 @@ class RequestLog:
 
 @dataclass(kw_only=True)
 class Fault:
-    """Fail (or, with ``latency`` > 0, delay) the next ``times`` matching requests.
-    ``None`` in a filter field matches anything. With ``hold``, a matching request waits
+    """Fail (or, with ``latency`` > 0, delay) the next ``times`` matching requests, or
+    every one with ``times`` -1 (until cleared, as the GitHub simulator's faults: a
+    benchmark's network latency). ``None`` in a filter field matches anything. With ``hold``, a matching request waits
     until that event is set, then is served normally (a test opens a race this way:
     ``taken`` tells it the request is being held)."""
 
@@ -72,11 +73,13 @@ class Fault:
     taken: threading.Event = field(init=False, default_factory=threading.Event)
 
     def __post_init__(self) -> None:
+        if self.times == 0 or self.times < -1:
+            raise ValueError("times must be positive, or -1 for 'until cleared'")
         self.remaining = self.times
 
     def matches(self, verb: str, resource: str | None, name: str | None, sub: str | None) -> bool:
         return (
-            self.remaining > 0
+            self.remaining != 0
             and self.verb in (None, verb)
             and self.resource in (None, resource)
             and self.name in (None, name)
@@ -101,7 +104,8 @@ class Faults:
         with self._lock:
             for fault in self._faults:
                 if fault.matches(verb, resource, name, subresource):
-                    fault.remaining -= 1
+                    if fault.remaining > 0:
+                        fault.remaining -= 1
                     fault.taken.set()
                     if fault.remaining == 0:
                         self._faults.remove(fault)

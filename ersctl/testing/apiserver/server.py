@@ -161,7 +161,8 @@ class ApiServer:
         latency: float = 0.0,
         hold: threading.Event | None = None,
     ) -> Fault:
-        """Fail the next ``times`` requests matching all given filters with ``code``
+        """Fail the next ``times`` requests (-1: every one until :meth:`clear_faults`;
+        it then shadows faults armed after it) matching all given filters with ``code``
         (a Status body, nothing changed), or, when ``latency`` > 0, delay them by
         ``latency`` seconds and then serve them normally, or, with ``hold``, keep each
         one waiting until ``hold`` is set and then serve it normally (its ``taken``
@@ -179,6 +180,10 @@ class ApiServer:
         )
         self._faults.add(fault)
         return fault
+
+    def clear_faults(self) -> None:
+        """Disarm every injected fault (requests in flight keep theirs)."""
+        self._faults.clear()
 
     def set_watch_delay(self, resource: str, seconds: float) -> None:
         """Deliver watch events of ``resource`` (plural) ``seconds`` after their

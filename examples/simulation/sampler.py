@@ -1,0 +1,105 @@
+"""Run a module under a sampling profiler, for the benchmarks (not product code).
+
+    python -m simulation.sampler OUT MODULE [ARGS...]
+
+runs ``python -m MODULE ARGS...`` and, every 5 ms of process CPU (SIGPROF), charges
+each thread's stack with the CPU time that thread used since the last sample (Linux's
+``/proc/self/task/TID/schedstat``, in ns); at exit it writes the hottest functions,
+inclusive and own, in ms of CPU, to OUT. Weighing by each thread's own CPU matters with
+many threads: counting every thread not blocked (as ``examples/bench_listener.py``'s
+inline sampler does for the one-threaded listener) charges threads that wait for the
+GIL or a lock as if they ran. SIGUSR1 clears the counts
+(the benchmark sends it when start-up is over, so only the measured part is counted);
+SIGUSR2 writes OUT and stops sampling (the programs end with ``os._exit``, which skips
+the exit-time write: ``ersctl.platform.interrupt.exit_now``).
+cProfile misleads here: its cost per call inflates code made of many tiny calls.
+(``examples/bench_listener.py`` carries the same sampler inline for the listener.)
+"""
+
+from __future__ import annotations
+
+import collections
+import runpy
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+INTERVAL = 0.005
+Key = tuple[str, str]
+inclusive: dict[Key, float] = collections.defaultdict(float)
+own: dict[Key, float] = collections.defaultdict(float)
+_cpu_ns: dict[int, int] = {}  # native thread id -> CPU ns at the last sample
+
+
+def _thread_cpu_ns(native_id: int) -> int | None:
+    try:
+        with open(f"/proc/self/task/{native_id}/schedstat", "rb") as stat:
+            return int(stat.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None  # the thread ended meanwhile
+
+
+def _sample(signum: int, frame: FrameType | None) -> None:
+    active = threading._active  # type: ignore[attr-defined]  # no lock in a signal handler
+    for ident, top in sys._current_frames().items():
+        thread = active.get(ident)
+        native_id = getattr(thread, "native_id", None)
+        now = None if native_id is None else _thread_cpu_ns(native_id)
+        if native_id is None or now is None:
+            continue
+        used_ms = (now - _cpu_ns.get(native_id, now)) / 1e6
+        _cpu_ns[native_id] = now
+        if top.f_code is _sample.__code__:  # the main thread: the frame the signal interrupted
+            top = frame  # type: ignore[assignment]
+        if top is None or used_ms <= 0:
+            continue
+        own[(top.f_code.co_filename, top.f_code.co_name)] += used_ms
+        seen: set[Key] = set()
+        current: FrameType | None = top
+        while current is not None:
+            key = (current.f_code.co_filename, current.f_code.co_name)
+            if key not in seen:
+                seen.add(key)
+                inclusive[key] += used_ms
+            current = current.f_back
+
+
+def _restart(signum: int, frame: FrameType | None) -> None:
+    inclusive.clear()
+    own.clear()
+    _cpu_ns.clear()
+
+
+def _dump(path: Path) -> None:
+    if path.exists() and not own:
+        return  # written on SIGUSR2 already
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    total = max(1.0, sum(own.values()))
+    lines = [f"{total:.0f} ms of CPU sampled (each thread's own, every {INTERVAL * 1000:g} ms)"]
+    for title, counts in (("inclusive", inclusive), ("own", own)):
+        lines.append(f"-- {title}")
+        for (file, name), n in sorted(counts.items(), key=lambda kv: -kv[1])[:60]:
+            short = file.split("site-packages/")[-1].split("/work/")[-1]
+            lines.append(f"{100 * n / total:6.1f}% {n:8.0f} ms  {short}:{name}")
+    path.write_text("\n".join(lines) + "\n")
+    inclusive.clear()
+    own.clear()
+
+
+def main() -> None:
+    out, module, *args = sys.argv[1:]
+    signal.signal(signal.SIGUSR1, _restart)
+    signal.signal(signal.SIGUSR2, lambda signum, frame: _dump(Path(out)))
+    signal.signal(signal.SIGPROF, _sample)
+    signal.setitimer(signal.ITIMER_PROF, INTERVAL, INTERVAL)
+    sys.argv = [module, *args]
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    finally:
+        _dump(Path(out))
+
+
+if __name__ == "__main__":
+    main()
