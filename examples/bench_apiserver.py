@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 from kubernetes import client, watch
+from simulation.procstat import memory_mib
 
 from ersctl import api
 
@@ -78,13 +79,6 @@ def _start_server(kubeconfig: Path) -> tuple[subprocess.Popen[str], str]:
     if not line.startswith("ready "):
         raise SystemExit(f"server did not start: {line!r}")
     return process, line.removeprefix("ready ")
-
-
-def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def _create(http: httpx.Client, count: int) -> float:
@@ -155,7 +149,7 @@ def _run(url: str, pid: int, count: int, lists: int) -> int:
         created_s = _create(http, count)
         print(
             f"created {count} EphemeralRunners over HTTP in {created_s:.1f} s "
-            f"({count / created_s:.0f}/s); server RSS {_rss_mib(pid):.0f} MiB"
+            f"({count / created_s:.0f}/s); server RSS {memory_mib(pid)[0]:.0f} MiB"
         )
 
         raw_ms = _median_ms(lists, lambda: http.get(PATH).raise_for_status())
@@ -197,7 +191,7 @@ def _run(url: str, pid: int, count: int, lists: int) -> int:
         reader.join()
         print(
             f"watch live: {result['rate']:,.0f} events/s delivered while one client "
-            f"patched at {write_rate:,.0f} writes/s; server RSS {_rss_mib(pid):.0f} MiB"
+            f"patched at {write_rate:,.0f} writes/s; server RSS {memory_mib(pid)[0]:.0f} MiB"
         )
     api_client.close()  # type: ignore[no-untyped-call]
     return 0

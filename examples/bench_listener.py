@@ -18,10 +18,10 @@ Per message the listener acquires the jobs, merge-patches the ERS and acks.
   p50 and p99 over every message with jobs.
 - Memory = the listener's resident set size (VmRSS) after the round, and its peak (VmHWM).
 
-``--profile PATH`` runs the listener of round 1 under a profiler from the moment it is
-listening until the queue drained, and writes the functions costing most, inclusive and own,
-to PATH; that round's timings are not comparable. ``--profile-mode sample`` (the default):
-per millisecond of CPU, one sample of each thread's stack that is not blocked;
+``--profile PATH`` runs the listener of round 1 under ``simulation.sampler`` from the
+moment it is listening until the queue drained, and writes the functions costing most,
+inclusive and own, to PATH; that round's timings are not comparable. ``--profile-mode
+sample`` (the default): each thread's stack weighed by the CPU it used;
 ``--profile-mode cprofile``: deterministic, every thread, exact call counts. ``--floor N`` measures instead the CPU of each request the listener sends, alone (N keep-alive
 requests each), and the floor per message they add up to. ``--baseline TREE`` runs another checkout's listener too (``git worktree add /tmp/base main``),
 alternating round by round with this tree's on the same machine, and prints both medians and
@@ -49,13 +49,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from simulation.procstat import cpu_seconds, memory_mib
 
 from ersctl.testing.apiserver import ApiServer, RequestRecord
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 
 JOBS_PER_MESSAGE = 50
-REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = Path(__file__).resolve().parent
+REPO = EXAMPLES.parent
 
 
 def ers() -> dict[str, Any]:
@@ -76,90 +78,6 @@ def ers() -> dict[str, Any]:
     }
 
 
-def memory_kib(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM (KiB), plus CPU time used so far (ms) as "cpu_ms"."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = int(fields[11]) + int(fields[12])  # utime + stime
-    found = {"cpu_ms": ticks * 1000 // os.sysconf("SC_CLK_TCK")}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            found[key] = int(value.split()[0])
-    return found
-
-
-# The listener under a profiler, from SIGUSR1 (the benchmark saw it listening: start-up ends)
-# to SIGUSR2 (the queue drained: the stop's teardown is left out), written to PATH then.
-# "sample": every millisecond of process CPU (SIGPROF) the stack of every thread not blocked
-# in a wait or a socket read is counted; little overhead, so the shares are true to life.
-# "cprofile": deterministic, one cProfile per thread (the long poll runs on a thread of its
-# own per message), merged, timed by each thread's CPU clock (wall time would count the waits
-# for the GIL and the sockets); exact call counts, but its cost per call inflates code made of
-# many tiny calls (URL parsing, field checks) several times over: read its counts, weigh its times.
-_PROFILED = """
-import collections, cProfile, io, os, pstats, runpy, signal, sys, threading, time
-MODE, PATH = {mode!r}, {path!r}
-inclusive, own = collections.Counter(), collections.Counter()
-profiles = []
-# Top frames of a thread blocked in a call that does not use the CPU (a lock, a socket).
-WAITING = {{"wait", "_wait_for_tstate_lock", "readinto", "recv_into", "recv", "select",
-           "poll", "accept", "sleep", "read", "_read_status", "readline", "is_socket_readable"}}
-def sample(signum, frame):
-    for ident, top in sys._current_frames().items():
-        if top.f_code is sample.__code__:  # the main thread: the frame the signal interrupted
-            top = frame
-        if top is None or top.f_code.co_name in WAITING:
-            continue
-        own[(top.f_code.co_filename, top.f_code.co_name)] += 1
-        seen = set()
-        while top is not None:
-            key = (top.f_code.co_filename, top.f_code.co_name)
-            if key not in seen:
-                seen.add(key)
-                inclusive[key] += 1
-            top = top.f_back
-def profile_this_thread(*_):
-    sys.setprofile(None)
-    profile = cProfile.Profile(time.thread_time)  # CPU, not waits: the thread's own clock
-    profiles.append(profile)
-    profile.enable()
-def short(file):
-    return file.split("site-packages/")[-1].split("/work/")[-1]
-def start(*_):
-    if MODE == "sample":
-        signal.signal(signal.SIGPROF, sample)
-        signal.setitimer(signal.ITIMER_PROF, 0.001, 0.001)
-    else:
-        threading.setprofile(profile_this_thread)  # threads started from now on
-        profile_this_thread()  # this one: the main thread, the listener's loop
-def stop(*_):
-    signal.setitimer(signal.ITIMER_PROF, 0)
-    threading.setprofile(None)
-    for profile in profiles:
-        profile.disable()
-    with open(PATH, "w") as out:
-        if MODE == "sample":
-            total = max(1, sum(own.values()))
-            out.write(f"{{total}} samples of 1 ms CPU (threads not blocked)\\n")
-            for title, counts in (("inclusive", inclusive), ("own", own)):
-                out.write(f"-- {{title}}\\n")
-                for (file, name), n in counts.most_common(60):
-                    out.write(f"{{100 * n / total:6.1f}}%  {{short(file)}}:{{name}}\\n")
-            return
-        text = io.StringIO()
-        stats = pstats.Stats(*profiles, stream=text) if profiles else None
-        if stats is not None:
-            stats.strip_dirs = lambda: stats  # keep paths: names repeat across packages
-            for order in ("cumulative", "tottime"):
-                stats.sort_stats(order).print_stats(60)
-        out.write(text.getvalue())
-signal.signal(signal.SIGUSR1, start)
-signal.signal(signal.SIGUSR2, stop)
-sys.argv[0] = "ghalistener"
-runpy.run_module("ghalistener", run_name="__main__")
-"""
-
-
 @dataclass(frozen=True)
 class Round:
     rate: float  # messages/s
@@ -168,7 +86,8 @@ class Round:
     steady_cpu_ms: float  # per message, start-up excluded
     total_cpu_ms: float  # per message, start-up included
     latencies: list[float]  # seconds, message delivery -> ERS patch
-    memory: dict[str, int]
+    rss_mib: float
+    peak_mib: float
 
 
 def one_round(
@@ -202,8 +121,9 @@ def one_round(
                 }
             )
         )
+        mode = ["--cprofile"] if profile_mode == "cprofile" else []
         start = (
-            ["-c", _PROFILED.format(path=str(profile), mode=profile_mode)]
+            ["-m", "simulation.sampler", *mode, str(profile), "ghalistener"]
             if profile
             else ["-m", "ghalistener"]
         )
@@ -224,10 +144,11 @@ def one_round(
             wait_until_listening(api)
             if profile:
                 listener.send_signal(signal.SIGUSR1)  # profile the steady state only
-            listening_cpu = memory_kib(listener.pid)["cpu_ms"]
+            listening_cpu = cpu_seconds(listener.pid)
             sim.enqueue_jobs(scale_set["id"], messages * JOBS_PER_MESSAGE, repository="octo/app")
             handled, full, elapsed = wait_for_quiet(sim, expected_jobs=messages * JOBS_PER_MESSAGE)
-            memory = memory_kib(listener.pid)
+            cpu = cpu_seconds(listener.pid)
+            rss, peak = memory_mib(listener.pid)
             latencies = message_to_patch(sim.events_since(0), api.request_log.records())
             if profile:
                 write_profile(listener, profile)
@@ -239,10 +160,11 @@ def one_round(
         rate=handled / elapsed,
         handled=handled,
         full=full,
-        steady_cpu_ms=(memory["cpu_ms"] - listening_cpu) / handled,
-        total_cpu_ms=memory["cpu_ms"] / handled,
+        steady_cpu_ms=1000 * (cpu - listening_cpu) / handled,
+        total_cpu_ms=1000 * cpu / handled,
         latencies=latencies,
-        memory=memory,
+        rss_mib=rss,
+        peak_mib=peak,
     )
 
 
@@ -260,8 +182,12 @@ def write_profile(listener: subprocess.Popen[bytes], path: Path) -> None:
 
 def listener_env(tree: Path | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
-    if tree is not None:  # its packages first, whatever the editable install points at
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
+    # Its packages first, whatever the editable install points at; then this tree's
+    # examples, for ``simulation.sampler`` (--profile).
+    first = [str(tree)] if tree is not None else []
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [*first, str(EXAMPLES), env.get("PYTHONPATH")])
+    )
     return env
 
 
@@ -439,8 +365,8 @@ def summary(measured: list[Round]) -> dict[str, float]:
         "cpu_total": median(r.total_cpu_ms for r in measured),
         "p50": median(percentile(r.latencies, 50) for r in measured),
         "p99": median(percentile(r.latencies, 99) for r in measured),
-        "rss": median(r.memory["VmRSS"] for r in measured),
-        "peak": median(r.memory["VmHWM"] for r in measured),
+        "rss": median(r.rss_mib for r in measured),
+        "peak": median(r.peak_mib for r in measured),
     }
 
 
@@ -492,8 +418,7 @@ def main() -> None:
                     f"{one.steady_cpu_ms:.2f} ms/message steady ({one.total_cpu_ms:.1f} incl. "
                     f"start-up), message-to-patch p50 {percentile(one.latencies, 50) * 1000:.1f}"
                     f" ms p99 {percentile(one.latencies, 99) * 1000:.1f} ms, RSS "
-                    f"{one.memory['VmRSS'] / 1024:.1f} MiB "
-                    f"(peak {one.memory['VmHWM'] / 1024:.1f} MiB)"
+                    f"{one.rss_mib:.1f} MiB (peak {one.peak_mib:.1f} MiB)"
                     + (" [profiled]" if profile else "")
                 )
     medians = {}
@@ -510,7 +435,7 @@ def main() -> None:
             f"({medians[name]['cpu_total']:.1f} incl. start-up), "
             f"message-to-patch p50 {medians[name]['p50'] * 1000:.1f} ms "
             f"p99 {medians[name]['p99'] * 1000:.1f} ms, "
-            f"RSS {medians[name]['rss'] / 1024:.1f} MiB, peak {medians[name]['peak'] / 1024:.1f} MiB"
+            f"RSS {medians[name]['rss']:.1f} MiB, peak {medians[name]['peak']:.1f} MiB"
         )
     if args.baseline:
         ours, base = medians["this tree"], medians["baseline"]

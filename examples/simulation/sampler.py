@@ -1,6 +1,6 @@
-"""Run a module under a sampling profiler, for the benchmarks (not product code).
+"""Run a module under a profiler, for the benchmarks (not product code).
 
-    python -m simulation.sampler OUT MODULE [ARGS...]
+    python -m simulation.sampler [--cprofile] OUT MODULE [ARGS...]
 
 runs ``python -m MODULE ARGS...`` and, every 5 ms of process CPU (SIGPROF), charges
 each thread's stack with the CPU time that thread used since the last sample (Linux's
@@ -12,17 +12,24 @@ GIL or a lock as if they ran. SIGUSR1 clears the counts
 (the benchmark sends it when start-up is over, so only the measured part is counted);
 SIGUSR2 writes OUT and stops sampling (the programs end with ``os._exit``, which skips
 the exit-time write: ``ersctl.platform.interrupt.exit_now``).
-cProfile misleads here: its cost per call inflates code made of many tiny calls.
-(``examples/bench_listener.py`` carries the same sampler inline for the listener.)
+``--cprofile``: deterministic instead, one cProfile per thread from SIGUSR1 to SIGUSR2
+(threads started meanwhile included), merged, timed by each thread's CPU clock (wall
+time would count the waits for the GIL and the sockets): exact call counts, but its
+cost per call inflates code made of many tiny calls (URL parsing, field checks)
+several times over: read its counts, weigh its times with the sampler's.
 """
 
 from __future__ import annotations
 
 import collections
+import cProfile
+import io
+import pstats
 import runpy
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from types import FrameType
 
@@ -88,17 +95,54 @@ def _dump(path: Path) -> None:
     own.clear()
 
 
+class _DeterministicProfile:
+    """One cProfile per thread, from :meth:`start` to :meth:`write`."""
+
+    def __init__(self) -> None:
+        self._profiles: list[cProfile.Profile] = []
+
+    def start(self, signum: int = 0, frame: FrameType | None = None) -> None:
+        threading.setprofile(self._profile_this_thread)  # threads started from now on
+        self._profile_this_thread()  # this one: the main thread
+
+    def _profile_this_thread(self, *_: object) -> None:
+        sys.setprofile(None)
+        profile = cProfile.Profile(time.thread_time)  # the thread's own CPU, not its waits
+        self._profiles.append(profile)
+        profile.enable()
+
+    def write(self, path: Path) -> None:
+        threading.setprofile(None)
+        for profile in self._profiles:
+            profile.disable()
+        if not self._profiles or (path.exists() and path.stat().st_size):
+            return
+        text = io.StringIO()
+        stats = pstats.Stats(*self._profiles, stream=text)
+        for order in ("cumulative", "tottime"):
+            stats.sort_stats(order).print_stats(60)
+        path.write_text(text.getvalue())
+
+
 def main() -> None:
-    out, module, *args = sys.argv[1:]
-    signal.signal(signal.SIGUSR1, _restart)
-    signal.signal(signal.SIGUSR2, lambda signum, frame: _dump(Path(out)))
-    signal.signal(signal.SIGPROF, _sample)
-    signal.setitimer(signal.ITIMER_PROF, INTERVAL, INTERVAL)
-    sys.argv = [module, *args]
+    args = sys.argv[1:]
+    deterministic = args[:1] == ["--cprofile"]
+    out, module, *rest = args[1:] if deterministic else args
+    path = Path(out)
+    if deterministic:
+        profile = _DeterministicProfile()
+        signal.signal(signal.SIGUSR1, profile.start)
+        signal.signal(signal.SIGUSR2, lambda signum, frame: profile.write(path))
+    else:
+        signal.signal(signal.SIGUSR1, _restart)
+        signal.signal(signal.SIGUSR2, lambda signum, frame: _dump(path))
+        signal.signal(signal.SIGPROF, _sample)
+        signal.setitimer(signal.ITIMER_PROF, INTERVAL, INTERVAL)
+    sys.argv = [module, *rest]
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     finally:
-        _dump(Path(out))
+        profile.write(path) if deterministic else _dump(path)
 
 
 if __name__ == "__main__":
