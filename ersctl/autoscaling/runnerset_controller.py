@@ -22,10 +22,11 @@ from ersctl.api import (
     AutoscalingRunnerSet,
     EphemeralRunnerSet,
 )
-from ersctl.autoscaling.runnerset_ports import ScaleSetServices
+from ersctl.autoscaling.runnerset_ports import ArsGoneError, ScaleSetServices
 from ersctl.autoscaling.runnerset_reconciler import AutoscalingRunnerSetReconciler
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.copies import json_copy
+from ersctl.kube.errors import NotFoundError
 from ersctl.kube.manager import Manager
 from ersctl.kube.predicates import SPEC_OR_METADATA_PREDICATE, AlwaysPass
 from ersctl.kube.reconcile import Request
@@ -96,16 +97,23 @@ class KubeObjects:
         return None if raw is None else AutoscalingListener(raw)
 
     def patch_ars(self, ars: AutoscalingRunnerSet, patch: JsonObject) -> AutoscalingRunnerSet:
-        return AutoscalingRunnerSet(
-            self._writer.patch_object(ARS_PLURAL, ars.namespace, ars.name, patch)
-        )
+        return self._patch_ars(ars, patch, status=False)
 
     def patch_ars_status(
         self, ars: AutoscalingRunnerSet, patch: JsonObject
     ) -> AutoscalingRunnerSet:
-        return AutoscalingRunnerSet(
-            self._writer.patch_object(ARS_PLURAL, ars.namespace, ars.name, patch, status=True)
-        )
+        return self._patch_ars(ars, patch, status=True)
+
+    def _patch_ars(
+        self, ars: AutoscalingRunnerSet, patch: JsonObject, *, status: bool
+    ) -> AutoscalingRunnerSet:
+        try:
+            written = self._writer.patch_object(
+                ARS_PLURAL, ars.namespace, ars.name, patch, status=status
+            )
+        except NotFoundError as exc:
+            raise ArsGoneError(exc.action, status=exc.status, reason=exc.reason) from exc
+        return AutoscalingRunnerSet(written)
 
     def create_runner_set(self, body: JsonObject) -> EphemeralRunnerSet:
         return EphemeralRunnerSet(self._writer.create_object(ERS_PLURAL, body))

@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from ersctl.api import AutoscalingListener, AutoscalingRunnerSet, EphemeralRunnerSet
+from ersctl.kube.errors import NotFoundError
 from ersctl.kube.reconcile import EventRecorder as EventRecorder
 from ersctl.scaleset.ports import RunnerGroupNotFoundError as RunnerGroupNotFoundError
 from ersctl.scaleset.ports import ScaleSet as ScaleSet
@@ -22,6 +23,11 @@ from ersctl.scaleset.ports import ScaleSetNameTakenError as ScaleSetNameTakenErr
 from ersctl.scaleset.ports import ScaleSetService as ScaleSetService
 
 JsonObject = dict[str, Any]
+
+
+class ArsGoneError(NotFoundError):
+    """The ARS being reconciled is gone (404 on its own patch): a reconcile that read a
+    cache still showing it, after another one had finished its teardown."""
 
 
 class ScaleSetServices(Protocol):
@@ -48,11 +54,15 @@ class Objects(Protocol):
         self, namespace: str, name: str, *, live: bool = False
     ) -> AutoscalingListener | None: ...
 
-    def patch_ars(self, ars: AutoscalingRunnerSet, patch: JsonObject) -> AutoscalingRunnerSet: ...
+    def patch_ars(self, ars: AutoscalingRunnerSet, patch: JsonObject) -> AutoscalingRunnerSet:
+        """Raises :class:`ArsGoneError` when the ARS no longer exists."""
+        ...
 
     def patch_ars_status(
         self, ars: AutoscalingRunnerSet, patch: JsonObject
-    ) -> AutoscalingRunnerSet: ...
+    ) -> AutoscalingRunnerSet:
+        """Raises :class:`ArsGoneError` when the ARS no longer exists."""
+        ...
 
     def create_runner_set(self, body: JsonObject) -> EphemeralRunnerSet: ...
 

@@ -53,6 +53,7 @@ from ersctl.api import (
 )
 from ersctl.autoscaling import runnerset_desired as desired
 from ersctl.autoscaling.runnerset_ports import (
+    ArsGoneError,
     EventRecorder,
     Objects,
     RunnerGroupNotFoundError,
@@ -152,6 +153,11 @@ class AutoscalingRunnerSetReconciler:
             return self._refuse(ars, Reason.NAME_TAKEN, f"spec.runnerScaleSetName: {exc}")
         except (ConflictError, NotLeaderError):
             raise  # the cache was behind, or the lease is gone: retry quietly
+        except ArsGoneError:
+            # Another reconcile finished the teardown: nothing is left to do (a Warning
+            # here would report a failure for a deletion that succeeded).
+            log.debug("%s is gone", ars.key)
+            return Result()
         except ServiceError as exc:
             self._set_state(ars, ars.phase or Phase.PENDING, Reason.GITHUB_FAILED, str(exc))
             self._event(ars, WARNING, Reason.GITHUB_FAILED, str(exc))

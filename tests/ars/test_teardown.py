@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from ersctl import api
+from ersctl.testing.apiserver import ApiServer
 from tests.ars.conftest import CREDENTIALS, Env
 from tests.polling import eventually
 
@@ -113,3 +116,25 @@ def test_an_ars_whose_scale_set_is_gone_on_github_is_still_deleted(env: Env) -> 
     env.sim.delete_scale_set(scale_set_id)
     env.kube.delete_object(api.ARS_PLURAL, env.namespace, "arc")
     eventually(lambda: env.ars() is None, what="the ARS gone", timeout=10)
+
+
+@pytest.mark.embedded_only("delays the ARS watch so reconciles still see it after it is gone")
+def test_a_reconcile_that_still_sees_a_deleted_ars_ends_quietly(
+    env: Env, apiserver: ApiServer
+) -> None:
+    # A reconcile from a cache that lags: it patches an ARS another reconcile already
+    # finished tearing down (404). Not a failure: no Warning, nothing retried.
+    env.launch()
+    env.running()
+    apiserver.set_watch_delay(api.ARS_PLURAL, 3.0)
+    env.kube.delete_object(api.ARS_PLURAL, env.namespace, "arc")
+    eventually(lambda: env.ars() is None, what="the ARS gone", timeout=30)
+    eventually(
+        lambda: any(
+            r.resource == api.ARS_PLURAL and r.verb == "patch" and r.status == 404
+            for r in apiserver.request_log.records()
+        ),
+        what="a patch of the gone ARS",
+        timeout=15,
+    )
+    assert env.events("ReconcileFailed", "Warning") == []
