@@ -109,8 +109,11 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     print(DEFINITIONS, end="\n\n")
     print(format_table(rows))
     print(f"result: {'every invariant holds' if ok else 'INVARIANT FAILED'}")
-    print("the simulation's report (its 'lost' counts the jobs failed on purpose mid-job):")
-    print(format_report(report))
+    print(
+        "the simulation's report (its 'lost' and 'wasted' include the jobs and runners the "
+        "injector failed on purpose; the invariants above discount them):"
+    )
+    print(format_report(report, verdict=False))
     soak = trace.soak
     if soak is not None and soak.replica_exits:
         print(f"replica exits   {'; '.join(soak.replica_exits)} (each started again)")

@@ -125,6 +125,9 @@ def test_jobs_that_never_completed_are_lost_and_the_run_is_not_ok() -> None:
     assert (report.jobs_queued, report.jobs_completed, report.jobs_lost) == (2, 1, 1)
     assert not report.ok
     assert "FAILED" in format_report(report)
+    # The soak prints the report under its own verdict (its invariants): no second one.
+    header = format_report(report, verdict=False).splitlines()[0]
+    assert "FAILED" not in header and "OK" not in header and "seed" in header
 
 
 def test_job_wait_percentiles_use_nearest_rank_over_started_jobs() -> None:
