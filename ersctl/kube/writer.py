@@ -33,7 +33,15 @@ from ersctl.api import (
     EphemeralRunnerSet,
     complete_status_patch,
 )
-from ersctl.kube.calls import MERGE_PATCH, builtin_method, json_body, kube_call, server_of
+from ersctl.kube.calls import (
+    MERGE_PATCH,
+    builtin_method,
+    custom_object_path,
+    json_body,
+    kube_call,
+    merge_patch,
+    server_of,
+)
 from ersctl.kube.errors import NotFoundError, check_fence
 
 
@@ -194,20 +202,9 @@ class Writer:
     ) -> dict[str, Any]:
         action = f"patch {plural}/{namespace}/{name}{'/status' if status else ''}"
         check_fence(self._fence, action)
-        call = (
-            self._custom.patch_namespaced_custom_object_status
-            if status
-            else self._custom.patch_namespaced_custom_object
+        path = custom_object_path(
+            GROUP, VERSION, namespace, plural, name, subresource="status" if status else ""
         )
         with kube_call(action, server=self._server):
-            resp = call(
-                GROUP,
-                VERSION,
-                namespace,
-                plural,
-                name,
-                patch,
-                _content_type=MERGE_PATCH,
-                _preload_content=False,
-            )
+            resp = merge_patch(self._custom.api_client, path, patch)
         return json_body(resp, action=action, server=self._server)
