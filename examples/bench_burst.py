@@ -37,7 +37,6 @@ hottest functions to PATH.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shlex
 import signal
@@ -49,7 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulation.cluster import ERS_NAME, NAMESPACE, create_objects
+from simulation.cluster import ERS_NAME, NAMESPACE, create_objects, write_listener_config
 from simulation.github_side import GitHubSide
 from simulation.processes import Program
 from simulation.procstat import cpu_seconds
@@ -86,23 +85,6 @@ class Burst:
     """CPU seconds the controller process used from the jobs' arrival to the last Pod."""
 
 
-def listener_config(github: GitHubSide, size: int, path: Path) -> Path:
-    config = {
-        "configure_url": github.config_url,
-        "github_token": github.token,
-        "ephemeral_runner_set_namespace": NAMESPACE,
-        "ephemeral_runner_set_name": ERS_NAME,
-        "runner_scale_set_id": github.scale_set_id,
-        "min_runners": 0,
-        "max_runners": size,
-        "log_level": "info",
-        "log_format": "text",
-    }
-    path.write_text(json.dumps(config))
-    path.chmod(0o600)
-    return path
-
-
 def programs(
     row: str, github: GitHubSide, size: int, kubeconfig: Path, workdir: Path, profile: Path | None
 ) -> list[Program]:
@@ -113,7 +95,16 @@ def programs(
             "ghalistener",
             "run",
             "--config",
-            str(listener_config(github, size, workdir / "listener.json")),
+            str(
+                write_listener_config(
+                    workdir / "listener.json",
+                    config_url=github.config_url,
+                    token=github.token,
+                    scale_set_id=github.scale_set_id,
+                    min_runners=0,
+                    max_runners=size,
+                )
+            ),
             "--kubeconfig",
             str(kubeconfig),
         ],

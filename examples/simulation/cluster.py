@@ -11,7 +11,9 @@ agent's writes never appear in the request log that the report counts.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ersctl.api import (
@@ -43,6 +45,35 @@ def create_objects(api: ApiServer, *, config_url: str, token: str, scale_set_id:
     """The namespace, the credentials Secret and the EphemeralRunnerSet (0 replicas)."""
     create_credentials(api, token=token)
     api.create_object(ERS_PLURAL, ers_document(config_url=config_url, scale_set_id=scale_set_id))
+
+
+def write_listener_config(
+    path: Path,
+    *,
+    config_url: str,
+    token: str,
+    scale_set_id: int,
+    min_runners: int,
+    max_runners: int,
+    **more: Any,
+) -> Path:
+    """The config of a listener started by hand for the set (the path without an
+    AutoscalingRunnerSet), readable by its owner only (it holds the token)."""
+    config = {
+        "configure_url": config_url,
+        "github_token": token,
+        "ephemeral_runner_set_namespace": NAMESPACE,
+        "ephemeral_runner_set_name": ERS_NAME,
+        "runner_scale_set_id": scale_set_id,
+        "min_runners": min_runners,
+        "max_runners": max_runners,
+        "log_level": "info",
+        "log_format": "text",
+        **more,
+    }
+    path.write_text(json.dumps(config, indent=2))
+    path.chmod(0o600)
+    return path
 
 
 def create_credentials(api: ApiServer, *, token: str) -> None:

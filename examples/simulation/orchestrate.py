@@ -48,6 +48,7 @@ from simulation.cluster import (
     create_credentials,
     create_objects,
     runner_pod_spec,
+    write_listener_config,
 )
 from simulation.faults import Fault, FaultKind, fault_plan
 from simulation.github_side import SCALE_SET_NAME, GitHubSide
@@ -242,22 +243,15 @@ class _Simulation:
     # -- setup and teardown -------------------------------------------------------------
 
     def _listener_config(self) -> Path:
-        path = self.workdir / "listener-config.json"
-        config = {
-            "configure_url": self.github.config_url,
-            "github_token": self.github.token,
-            "ephemeral_runner_set_namespace": NAMESPACE,
-            "ephemeral_runner_set_name": ERS_NAME,
-            "runner_scale_set_id": self.github.scale_set_id,
-            "min_runners": self.config.min_runners,
-            "max_runners": self.config.max_runners,
-            "log_level": "info",
-            "log_format": "text",
-            "session_retry_interval": 1.0,
-        }
-        path.write_text(json.dumps(config, indent=2))
-        path.chmod(0o600)
-        return path
+        return write_listener_config(
+            self.workdir / "listener-config.json",
+            config_url=self.github.config_url,
+            token=self.github.token,
+            scale_set_id=self.github.scale_set_id,
+            min_runners=self.config.min_runners,
+            max_runners=self.config.max_runners,
+            session_retry_interval=1.0,
+        )
 
     def start(self) -> None:
         if self.config.message_latency > 0:
