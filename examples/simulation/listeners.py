@@ -144,6 +144,14 @@ class ListenerKubelet:
         for uid in [uid for uid in self._running if _gone(live.get(uid))]:
             self._running.pop(uid).program.stop()
 
+    def running(self) -> list[str]:
+        """Names of the Pods whose listener runs now."""
+        return [
+            listener.name
+            for listener in self._running.values()
+            if listener.program.exit_code is None
+        ]
+
     def kill(self) -> list[str]:
         """SIGKILL every listener this kubelet runs (a crash, an OOM kill); returns the
         names of their Pods, which the next :meth:`step` reports exited."""

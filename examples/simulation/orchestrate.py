@@ -176,6 +176,7 @@ class _Simulation:
         self.kubelet = ListenerKubelet(
             api, kubeconfig=kubeconfig, workdir=workdir / "listener-pods", namespace=NAMESPACE
         )
+        self._starts_at_edit = 0  # listener starts before the last template edit
         self.listener = Program(
             name="ghalistener",
             log_path=workdir / "ghalistener.log",
@@ -372,6 +373,8 @@ class _Simulation:
             if self.controllers.kill_leader(self.api) is None:
                 return False
             self.leader_kills.append(time.time())
+        if fault.kind is FaultKind.LISTENER_RESTART and not self._listener_settled():
+            return False
         self.marks.append(Mark(at=round(now, 2), label=fault.label))
         self.live.note(f"[{now:5.1f}s] fault: {fault.label}")
         self._actions()[fault.kind]()
@@ -413,9 +416,19 @@ class _Simulation:
         self.api.inject_fault(verb="watch", code=410, times=8)
         self.api.drop_watches()
 
+    def _listener_settled(self) -> bool:
+        """Whether a listener restart can land on a listener of its own: one runs, and it is
+        not the one a template edit is about to roll. A restart fired between the edit and
+        its roll (a slow machine) deleted the old Pod, and the roll and the restart became
+        one new Pod: the restart tested nothing."""
+        if not self.config.autoscaling:
+            return True
+        return bool(self.kubelet.running()) and len(self.kubelet.started) > self._starts_at_edit
+
     def _edit_template(self) -> None:
         """What a platform team's edit of the runner template does: the ARS controller
         advances the set's revision, idle runners are rebuilt, busy ones keep their job."""
+        self._starts_at_edit = len(self.kubelet.started)
         env = [{"name": "SIMULATED_TEMPLATE_EDIT", "value": "1"}]
         container = {**runner_pod_spec()["containers"][0], "env": env}
         patch = {"spec": {"template": {"spec": {"containers": [container]}}}}
