@@ -11,12 +11,14 @@ mutating path of the view (setters, ``status``, ``metadata``, ``labels``...) doe
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 from ersctl.api import EphemeralRunner, JsonObject
 
+_Json = TypeVar("_Json")
 
-def json_copy(value: Any) -> Any:
+
+def json_copy(value: _Json) -> _Json:
     """A deep copy of a JSON document (dicts, lists, scalars).
 
     About 1.5x faster than a naive recursive copy and 2x faster than copy.deepcopy: it
@@ -25,11 +27,15 @@ def json_copy(value: Any) -> Any:
     runners per set, so this matters; a C round trip (marshal) is no faster and would
     hold the GIL for the whole list, stalling the informers and lease renewals.
     """
+    return cast(_Json, _copy(value))
+
+
+def _copy(value: Any) -> Any:
     kind = type(value)
     if kind is dict:
-        return {k: (json_copy(v) if type(v) in _CONTAINERS else v) for k, v in value.items()}
+        return {k: (_copy(v) if type(v) in _CONTAINERS else v) for k, v in value.items()}
     if kind is list:
-        return [json_copy(v) if type(v) in _CONTAINERS else v for v in value]
+        return [_copy(v) if type(v) in _CONTAINERS else v for v in value]
     return value
 
 

@@ -4,9 +4,9 @@ Established), set at once instead of a moment later."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from ersctl.kube.copies import json_copy
 from ersctl.testing.apiserver import errors
 from ersctl.testing.apiserver.resources import CRD_TYPE, ResourceType, types_from_crd
 
@@ -44,7 +44,7 @@ def accept(crd: JsonObject) -> list[ResourceType]:
     serves."""
     types = _served_types(crd)
     crd["status"] = {
-        "acceptedNames": copy.deepcopy(crd["spec"]["names"]),
+        "acceptedNames": json_copy(crd["spec"]["names"]),
         "conditions": [
             _condition("NamesAccepted", "NoConflicts", "no conflicts found"),
             _condition(

@@ -13,11 +13,11 @@ None: schemaless, where maps merge by key and lists are atomic).
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable
 from typing import Any
 
+from ersctl.kube.copies import json_copy
 from ersctl.testing.apiserver import structure
 
 JsonObject = dict[str, Any]
@@ -100,7 +100,7 @@ def value_at(obj: Any, path: Path) -> tuple[bool, Any]:
 def remove(obj: JsonObject, paths: Iterable[Path]) -> JsonObject:
     """A copy of ``obj`` without the fields and items at ``paths`` (missing ones are
     ignored)."""
-    result = copy.deepcopy(obj)
+    result = json_copy(obj)
     for path in sorted(paths, key=len, reverse=True):
         found, parent = value_at(result, path[:-1])
         if not found:
@@ -133,11 +133,11 @@ def merge(live: Any, config: Any, node: JsonObject | None, *, top: bool = False)
                     at = live_keys.index(element)
                     result[at] = merge(live[at], item, structure.items(node))
                 else:
-                    result.append(copy.deepcopy(item))
+                    result.append(json_copy(item))
             return result
         if structure.is_set(node):
             return [*live, *(v for v in config if v not in live)]
-    return copy.deepcopy(config)
+    return json_copy(config)
 
 
 def compare(old: JsonObject, new: JsonObject, node: JsonObject | None) -> tuple[set[Path], ...]:

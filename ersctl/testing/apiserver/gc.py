@@ -13,7 +13,6 @@ and does the work on its own thread.
 
 from __future__ import annotations
 
-import copy
 import logging
 import queue
 import threading
@@ -21,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from ersctl.kube.copies import json_copy
 from ersctl.testing.apiserver.errors import StatusError
 from ersctl.testing.apiserver.records import FOREGROUND_FINALIZER, DeleteOptions
 from ersctl.testing.apiserver.resources import ResourceType
@@ -157,7 +157,7 @@ class GarbageCollector:
                     uid = entry.obj["metadata"]["uid"]
                     self._store.delete(rt, namespace, name, DeleteOptions(uid=uid))
                 return
-            patched = copy.deepcopy(entry.obj)
+            patched = json_copy(entry.obj)
             patched["metadata"]["ownerReferences"] = present
             self._store.update(rt, namespace, name, patched, None)
 

@@ -20,13 +20,13 @@ built on first request and kept until the served types change.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import threading
 from collections.abc import Iterator
 from typing import Any
 
+from ersctl.kube.copies import json_copy
 from ersctl.testing.apiserver import structure
 from ersctl.testing.apiserver.resources import Registry, ResourceType
 
@@ -143,7 +143,7 @@ def _refs(node: Any) -> Iterator[str]:
 
 def _custom_schemas(rt: ResourceType, ref_prefix: str) -> dict[str, JsonObject]:
     """A custom kind and its list, as the apiextensions server publishes them."""
-    schema = copy.deepcopy(rt.schema or {"type": "object"})
+    schema = json_copy(rt.schema or {"type": "object"})
     properties = schema.setdefault("properties", {})
     for name in ("apiVersion", "kind"):
         properties[name] = {"type": "string", "description": _DESCRIPTIONS[name]}

@@ -8,8 +8,9 @@ A patch that cannot be applied raises :class:`PatchError` with a one-line messag
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+from ersctl.kube.copies import json_copy
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -28,8 +29,8 @@ class PatchError(ValueError):
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge recursively, ``null`` deletes, anything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return json_copy(patch)
+    result = json_copy(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
@@ -97,13 +98,13 @@ def _index(node: list[Any], token: str, *, allow_end: bool) -> int:
 
 def _add(doc: Any, tokens: list[str], value: Any) -> Any:
     if not tokens:
-        return copy.deepcopy(value)
+        return json_copy(value)
     parent = _resolve(doc, tokens[:-1])
     last = tokens[-1]
     if isinstance(parent, dict):
-        parent[last] = copy.deepcopy(value)
+        parent[last] = json_copy(value)
     elif isinstance(parent, list):
-        parent.insert(_index(parent, last, allow_end=True), copy.deepcopy(value))
+        parent.insert(_index(parent, last, allow_end=True), json_copy(value))
     else:
         raise PatchError("cannot add to a scalar")
     return doc
@@ -146,7 +147,7 @@ def _apply_op(doc: Any, op: Any) -> Any:
         if kind == "move":
             doc, value = _remove(doc, source)
         else:
-            value = copy.deepcopy(_resolve(doc, source))
+            value = json_copy(_resolve(doc, source))
         return _add(doc, tokens, value)
     raise PatchError(f"Unexpected kind: {kind}", malformed=True)
 
@@ -155,7 +156,7 @@ def json_patch(target: Any, patch: Any) -> Any:
     """RFC 6902: apply the operations in order, atomically (the input is untouched)."""
     if not isinstance(patch, list):
         raise PatchError("a JSON patch must be a list of operations", malformed=True)
-    doc = copy.deepcopy(target)
+    doc = json_copy(target)
     for op in patch:
         doc = _apply_op(doc, op)
     return doc

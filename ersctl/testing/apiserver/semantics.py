@@ -16,13 +16,13 @@ Mirrors kube-apiserver's generic registry and strategies:
 from __future__ import annotations
 
 import base64
-import copy
 import re
 import secrets
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from ersctl.kube.copies import json_copy
 from ersctl.testing.apiserver import errors
 from ersctl.testing.apiserver.resources import ResourceType
 from ersctl.testing.apiserver.watching import encode
@@ -193,7 +193,7 @@ def _validate_owner_references(rt: ResourceType, name: str, owners: list[Any]) -
 def prepare_create(rt: ResourceType, body: Any, namespace: str, now: float) -> JsonObject:
     """The object to store for a create request (without resourceVersion: a create
     that sets one is refused later, by :class:`~.store.Store`, as storage refuses it)."""
-    obj = copy.deepcopy(check_body(rt, body))
+    obj = json_copy(check_body(rt, body))
     obj["apiVersion"] = rt.api_version
     obj["kind"] = rt.kind
     meta = obj.setdefault("metadata", {})
@@ -265,9 +265,9 @@ def prepare_update(
 ) -> JsonObject:
     """The object to store for an update of ``old`` with ``body`` (precondition checked
     by the caller; the result carries no resourceVersion)."""
-    new: JsonObject = copy.deepcopy(check_shape(rt, body))
+    new: JsonObject = json_copy(check_shape(rt, body))
     if subresource == "status":
-        merged = copy.deepcopy(old)
+        merged = json_copy(old)
         if "status" in new:
             merged["status"] = new["status"]
         else:

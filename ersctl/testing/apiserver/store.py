@@ -7,11 +7,11 @@ Container-like lifecycles live here too: a deleted namespace (or CRD) is kept wi
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
 from typing import Any
 
+from ersctl.kube.copies import json_copy
 from ersctl.testing.apiserver import crds, errors, managed, schema, semantics
 from ersctl.testing.apiserver.commits import Commits, Key
 from ersctl.testing.apiserver.fieldsets import Path
@@ -120,7 +120,7 @@ class Store(Commits):
         precondition (409 Conflict when stale)."""
         with self.lock:
             current = self.get(rt, namespace, name)
-            patched = apply(copy.deepcopy(current.obj))
+            patched = apply(json_copy(current.obj))
             semantics.check_shape(rt, patched)
             self._check_identity(rt, namespace, name, patched)
             return self._update(rt, current, patched, subresource, writer)
@@ -262,7 +262,7 @@ class Store(Commits):
     def _marked_for_deletion(
         self, rt: ResourceType, obj: JsonObject, foreground: bool
     ) -> JsonObject:
-        marked = copy.deepcopy(obj)
+        marked = json_copy(obj)
         meta = marked["metadata"]
         meta["deletionTimestamp"] = semantics.timestamp(self._clock())
         meta["deletionGracePeriodSeconds"] = 0
@@ -281,7 +281,7 @@ class Store(Commits):
                 kept = [ref for ref in refs if ref.get("uid") != uid]
                 if len(kept) != len(refs):
                     rt = self._type_of(storage_key)
-                    new = copy.deepcopy(entry.obj)
+                    new = json_copy(entry.obj)
                     new["metadata"]["ownerReferences"] = kept
                     if not kept:
                         del new["metadata"]["ownerReferences"]
