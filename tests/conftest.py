@@ -24,8 +24,13 @@ from tests.kubeapi import (
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Against an existing cluster, skip the tests marked ``embedded_only``, and those
+    """Run the tests marked ``slow`` first (stable otherwise): with two workers the long
+    end-to-end runs then overlap the many short tests, instead of one of them ending
+    the run alone on one worker while the other idles.
+
+    Against an existing cluster, skip the tests marked ``embedded_only``, and those
     marked ``needs_gc`` unless the cluster runs kube-controller-manager, naming why."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     if existing_cluster() is None:
         return
     for item in items:

@@ -447,6 +447,7 @@ def assert_unchanged(server: ApiServer, before: dict[tuple[str, str, str], str])
 
 
 @pytest.mark.embedded_only("applies cluster-scoped objects and fixed-name namespaces")
+@pytest.mark.slow
 def test_kubectl_applies_the_install_and_the_overlay_to_the_embedded_api_server(
     rendered: list[dict[str, Any]], overlay: list[dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -537,6 +538,7 @@ def warnings_about(server: ApiServer, name: str) -> list[str]:
 
 
 @pytest.mark.embedded_only("applies cluster-scoped objects and fixed-name namespaces")
+@pytest.mark.slow
 @pytest.mark.parametrize("apply", [["--server-side"], []], ids=["server-side", "client-side"])
 def test_reapplying_the_manifests_changes_nothing_the_controllers_wrote(
     rendered: list[dict[str, Any]], tmp_path: Path, apply: list[str]

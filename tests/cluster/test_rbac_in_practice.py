@@ -158,6 +158,7 @@ def proxy_credentials(password: str) -> dict[str, str]:
 
 
 @pytest.mark.embedded_only("the request log")
+@pytest.mark.slow
 def test_the_controller_needs_every_permission_the_deployment_grants_and_no_other(
     apiserver: ApiServer, sim: GitHubSimulator, tmp_path: Path
 ) -> None:
