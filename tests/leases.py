@@ -13,7 +13,8 @@ was a follower's.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from datetime import datetime
+from typing import Any, Protocol
 
 WRITES = ("create", "update", "patch")
 
@@ -45,3 +46,31 @@ def refused_campaigns(log: Requests, lease: str, *, since: int = 0) -> int:
             found += max(0, reads - 1)
             reads = 0
     return found + max(0, reads - 1)
+
+
+class SentRecords(Protocol):
+    """What one candidate's client sent (tests/kubeclient.SentRequests): with bodies."""
+
+    def records(self) -> Sequence[Any]: ...
+
+
+def lease_time(value: str) -> datetime:
+    """A Lease's MicroTime (``renewTime``, ``acquireTime``)."""
+    return datetime.fromisoformat(value)
+
+
+def last_renewal(sent: SentRecords, lease: str, identity: str) -> datetime:
+    """The ``renewTime`` of the last write of the Lease named ``lease`` that ``identity``
+    made as its holder and the server accepted."""
+    renewals = [
+        record.body["spec"]["renewTime"]
+        for record in sent.records()
+        if record.resource == "leases"
+        and record.name in (lease, None)
+        and record.verb in WRITES
+        and record.status in (200, 201)
+        and isinstance(record.body, dict)
+        and (record.body.get("spec") or {}).get("holderIdentity") == identity
+    ]
+    assert renewals, f"{identity} never wrote the Lease as its holder"
+    return lease_time(renewals[-1])
