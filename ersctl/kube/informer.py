@@ -85,7 +85,7 @@ class Informer:
         """``transform`` (controller-runtime's cache TransformFunc) rewrites every object
         before it is stored and handed to the handlers, after ``managedFields`` went:
         it drops what no reader of :attr:`store` reads, so it must keep everything they
-        do, and give the same answer when applied twice."""
+        do."""
         self._api = client.CustomObjectsApi(api_client)
         self._server = server_of(api_client)
         self.resource = resource
@@ -152,8 +152,7 @@ class Informer:
         # list is built) keeps the peak, and so the resident memory, far lower: the
         # unshared specs die at once instead of all living until the end of the parse.
         doc = json_body(resp, action=action, object_hook=self._compact_item, server=self._server)
-        # Compacting again is free; it covers an item the hook did not recognise.
-        items = [self._compact(item) for item in doc.get("items") or () if isinstance(item, dict)]
+        items = [item for item in doc.get("items") or () if isinstance(item, dict)]
         deltas = self.store.replace(items)
         if self._synced.is_set():
             self._on_relist()
