@@ -87,6 +87,8 @@ class KubePublisher:
         self.namespace = namespace
         self.name = name
         self._retry = retry or KubeRetry()
+        self._set_path = custom_object_path(GROUP, VERSION, namespace, ERS_PLURAL, name)
+        self._set_action = f"patch {ERS_PLURAL}/{namespace}/{name}"
 
     def check_target(self) -> None:
         """Send the EphemeralRunnerSet an empty merge patch once (the caller retries a
@@ -110,15 +112,10 @@ class KubePublisher:
         body = {"spec": {"replicas": replicas, "patchID": patch_id}}
         self._with_retries(self._set_action, self._patch_set(body, timeout=REQUEST_TIMEOUT))
 
-    @property
-    def _set_action(self) -> str:
-        return f"patch {ERS_PLURAL}/{self.namespace}/{self.name}"
-
     def _patch_set(
         self, body: dict[str, Any], *, timeout: tuple[float, float]
-    ) -> Callable[[], None]:
-        path = custom_object_path(GROUP, VERSION, self.namespace, ERS_PLURAL, self.name)
-        return lambda: merge_patch(self._api_client, path, body, timeout=timeout)
+    ) -> Callable[[], object]:
+        return lambda: merge_patch(self._api_client, self._set_path, body, timeout=timeout)
 
     def record_job_started(self, job: JobStarted) -> bool:
         """Merge-patch the job fields into the runner's status; False when it is gone.
