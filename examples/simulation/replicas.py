@@ -94,8 +94,7 @@ class Replicas:
                 program.check_alive()
             elif program.exit_code is not None:
                 self.exits.append(f"{program.name} exited with code {program.exit_code}")
-                program.stop()
-                program.start()
+                program.restart(graceful=True)  # it has exited: nothing left to signal
 
     def holder(self, api: ApiServer) -> str:
         """The Lease's holder identity now ("" when none)."""
@@ -117,9 +116,7 @@ class Replicas:
         if found is None:
             return None
         program, identity = found
-        program.kill()
-        program.stop()
-        program.start()
+        program.restart(graceful=False)
         return identity
 
 
