@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Final, Protocol
 
 from ersctl.api import (
     AL_PLURAL,
@@ -163,7 +163,8 @@ class _Simulation:
         self.faults = config.schedule
         self.drained = False
         self.stuck: tuple[str, ...] = ()
-        self.leader_kills: list[float] = []
+        self.leader_kills: list[tuple[float, str]] = []
+        """(when, the identity killed) of every leader kill."""
         self.teardown: tuple[str, ...] | None = None
         self.origin = time.time()
         self.samples: list[Sample] = []
@@ -370,10 +371,11 @@ class _Simulation:
     def _fire(self, fault: Fault, now: float) -> bool:
         """Inject ``fault``; False when it cannot land yet (no leader to kill)."""
         if fault.kind is FaultKind.LEADER_KILL:
-            if self.controllers.kill_leader(self.api) is None:
+            killed = self.controllers.kill_leader(self.api)
+            if killed is None:
                 return False
-            self.leader_kills.append(time.time())
-        if fault.kind is FaultKind.LISTENER_RESTART and not self._listener_settled():
+            self.leader_kills.append((time.time(), killed))
+        if fault.kind in _AT_A_LISTENER and not self._listener_settled():
             return False
         self.marks.append(Mark(at=round(now, 2), label=fault.label))
         self.live.note(f"[{now:5.1f}s] fault: {fault.label}")
@@ -417,10 +419,11 @@ class _Simulation:
         self.api.drop_watches()
 
     def _listener_settled(self) -> bool:
-        """Whether a listener restart can land on a listener of its own: one runs, and it is
-        not the one a template edit is about to roll. A restart fired between the edit and
-        its roll (a slow machine) deleted the old Pod, and the roll and the restart became
-        one new Pod: the restart tested nothing."""
+        """Whether a listener kill or restart can land on a listener of its own: one runs
+        (a kill during the previous one's restart backoff killed nothing, yet was marked),
+        and it is not the one a template edit is about to roll (a restart fired between the
+        edit and its roll, on a slow machine, deleted the old Pod, and the roll and the
+        restart became one new Pod: the restart tested nothing)."""
         if not self.config.autoscaling:
             return True
         return bool(self.kubelet.running()) and len(self.kubelet.started) > self._starts_at_edit
@@ -566,7 +569,8 @@ class _Simulation:
             injected_runners=frozenset(pods.injected_runners if pods else ()),
             failed_runner_ages=tuple(sorted(pods.failed_ages.items()) if pods else ()),
             failovers=tuple(
-                failover(records, killed_at=at, origin=self.origin) for at in self.leader_kills
+                failover(records, killed_at=at, killed=identity, origin=self.origin)
+                for at, identity in self.leader_kills
             ),
             stuck=self.stuck,
             replica_exits=tuple(self.controllers.exits),
@@ -574,6 +578,10 @@ class _Simulation:
             failed_runner_ttl=self.config.failed_runner_ttl or DEFAULT_FAILED_RUNNER_TTL,
             lease_duration=float(lease.duration) if lease else 0.0,
         )
+
+
+_AT_A_LISTENER: Final = frozenset((FaultKind.LISTENER_KILL, FaultKind.LISTENER_RESTART))
+"""Faults that wait for :meth:`_Simulation._listener_settled`."""
 
 
 def _failure_options(config: SimulationConfig) -> list[str]:
@@ -585,12 +593,12 @@ def _failure_options(config: SimulationConfig) -> list[str]:
     return options
 
 
-def failover(records: list[RequestRecord], *, killed_at: float, origin: float) -> Failover:
-    """The takeover after the leader was killed at ``killed_at`` (epoch seconds), from the
-    request log: the first Lease write naming a holder other than the one holding it at
-    the kill, then the first controller write after it; times since ``origin``."""
-    holders = [_holder(r) for r in records if r.at <= killed_at and r.resource == "leases"]
-    killed = next((holder for holder in reversed(holders) if holder), "")
+def failover(
+    records: list[RequestRecord], *, killed_at: float, killed: str, origin: float
+) -> Failover:
+    """The takeover after the leader ``killed`` was killed at ``killed_at`` (epoch
+    seconds), from the request log: the first Lease write naming another holder, then the
+    first controller write after it; times since ``origin``."""
     acquired = next(
         (
             r.at

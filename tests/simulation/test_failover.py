@@ -41,7 +41,7 @@ def test_the_takeover_is_the_first_lease_write_by_another_holder_then_its_first_
         _record(108.0, "create", "ephemeralrunners", {"metadata": {"generateName": "r-"}}),
     ]
 
-    measured = failover(records, killed_at=102.5, origin=100.0)
+    measured = failover(records, killed_at=102.5, killed="a", origin=100.0)
 
     assert (measured.killed_at, measured.acquired_at, measured.first_write_at) == (2.5, 7.5, 8.0)
 
@@ -49,6 +49,6 @@ def test_the_takeover_is_the_first_lease_write_by_another_holder_then_its_first_
 def test_a_lease_never_taken_over_has_no_takeover() -> None:
     records = [_lease(101.0, "a"), _lease(103.0, "a")]  # the holder's renewals only
 
-    measured = failover(records, killed_at=102.0, origin=100.0)
+    measured = failover(records, killed_at=102.0, killed="a", origin=100.0)
 
     assert (measured.acquired_at, measured.first_write_at) == (None, None)
