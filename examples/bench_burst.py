@@ -52,6 +52,7 @@ from simulation.cluster import ERS_NAME, NAMESPACE, create_objects, write_listen
 from simulation.github_side import GitHubSide
 from simulation.processes import Program
 from simulation.procstat import cpu_seconds
+from simulation.sampler import request_report
 from simulation.trace import WRITE_VERBS
 
 from ersctl.api import ERS_FINALIZER, ERS_PLURAL, EphemeralRunnerSet
@@ -194,8 +195,7 @@ def one_burst(
             seconds = time.monotonic() - started
             cpu = cpu_seconds(controller.pid) - cpu_before
             if profile:
-                controller.send_signal(signal.SIGUSR2)  # write the profile now
-                wait_until(profile.exists, timeout=10, what="the profile", running=running)
+                request_report(controller, profile)
             records = [r for r in api.request_log.records() if r.verb and r.verb != "watch"]
         finally:
             for program in reversed(running):

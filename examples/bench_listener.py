@@ -50,6 +50,7 @@ from typing import Any
 
 import httpx
 from simulation.procstat import cpu_seconds, memory_mib
+from simulation.sampler import request_report
 
 from ersctl.testing.apiserver import ApiServer, RequestRecord
 from ghalistener.testing.model import GitHubSimulator
@@ -151,7 +152,7 @@ def one_round(
             rss, peak = memory_mib(listener.pid)
             latencies = message_to_patch(sim.events_since(0), api.request_log.records())
             if profile:
-                write_profile(listener, profile)
+                request_report(listener, profile)
         finally:
             listener.send_signal(signal.SIGTERM)
             listener.wait(timeout=30)
@@ -166,18 +167,6 @@ def one_round(
         rss_mib=rss,
         peak_mib=peak,
     )
-
-
-def write_profile(listener: subprocess.Popen[bytes], path: Path) -> None:
-    """SIGUSR2: the profiled listener stops profiling and writes its report to ``path``."""
-    path.unlink(missing_ok=True)
-    listener.send_signal(signal.SIGUSR2)
-    deadline = time.monotonic() + 60
-    while not (path.exists() and path.stat().st_size):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"the profiled listener wrote no {path} within 60 s")
-        time.sleep(0.05)
-    time.sleep(0.2)  # the writer may still be flushing
 
 
 def listener_env(tree: Path | None) -> dict[str, str]:

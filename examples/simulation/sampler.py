@@ -6,9 +6,10 @@ runs ``python -m MODULE ARGS...`` and, every 5 ms of process CPU (SIGPROF), char
 each thread's stack with the CPU time that thread used since the last sample (Linux's
 ``/proc/self/task/TID/schedstat``, in ns); at exit it writes the hottest functions,
 inclusive and own, in ms of CPU, to OUT. Weighing by each thread's own CPU matters with
-many threads: counting every thread not blocked (as ``examples/bench_listener.py``'s
-inline sampler does for the one-threaded listener) charges threads that wait for the
-GIL or a lock as if they ran. SIGUSR1 clears the counts
+many threads: counting every thread not blocked charges threads that wait for the GIL
+or a lock as if they ran. A call shorter than the interval is charged to the frame the
+next sample finds (a poll thread's CPU lands on its wait loop): read it with
+``--cprofile``'s counts. SIGUSR1 clears the counts
 (the benchmark sends it when start-up is over, so only the measured part is counted);
 SIGUSR2 writes OUT and stops sampling (the programs end with ``os._exit``, which skips
 the exit-time write: ``ersctl.platform.interrupt.exit_now``).
@@ -32,6 +33,7 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 INTERVAL = 0.005
 Key = tuple[str, str]
@@ -90,7 +92,7 @@ def _dump(path: Path) -> None:
         for (file, name), n in sorted(counts.items(), key=lambda kv: -kv[1])[:60]:
             short = file.split("site-packages/")[-1].split("/work/")[-1]
             lines.append(f"{100 * n / total:6.1f}% {n:8.0f} ms  {short}:{name}")
-    path.write_text("\n".join(lines) + "\n")
+    _write_whole(path, "\n".join(lines) + "\n")
     inclusive.clear()
     own.clear()
 
@@ -121,7 +123,31 @@ class _DeterministicProfile:
         stats = pstats.Stats(*self._profiles, stream=text)
         for order in ("cumulative", "tottime"):
             stats.sort_stats(order).print_stats(60)
-        path.write_text(text.getvalue())
+        _write_whole(path, text.getvalue())
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``path`` by a rename, so a reader waiting for it never reads it half written."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    partial.replace(path)
+
+
+class _Signalable(Protocol):
+    def send_signal(self, signum: int, /) -> None: ...
+
+
+def request_report(program: _Signalable, path: Path, *, timeout: float = 60.0) -> None:
+    """Have ``program`` (run under this module, writing to ``path``) stop sampling and
+    write its report now (SIGUSR2); returns once the report is there, whole.
+    SystemExit naming ``path`` when it is not within ``timeout`` seconds."""
+    path.unlink(missing_ok=True)
+    program.send_signal(signal.SIGUSR2)
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the profiled program wrote no {path} within {timeout:.0f} s")
+        time.sleep(0.05)
 
 
 def main() -> None:
