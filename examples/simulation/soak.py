@@ -110,8 +110,9 @@ def run(args: argparse.Namespace, *, command: str) -> int:
     print(format_table(rows))
     print(f"result: {'every invariant holds' if ok else 'INVARIANT FAILED'}")
     print(
-        "the simulation's report (its 'lost' and 'wasted' include the jobs and runners the "
-        "injector failed on purpose; the invariants above discount them):"
+        "the simulation's report, by its own definitions (its 'lost' and 'wasted' include "
+        "what the injector failed on purpose; its 'wasted' counts only runners that "
+        "registered and were deleted; the invariants above are defined at the top):"
     )
     print(format_report(report, verdict=False))
     soak = trace.soak
