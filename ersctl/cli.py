@@ -28,30 +28,11 @@ import click
 from kubernetes import client
 
 from ersctl import __version__
-from ersctl.api import (
-    AL_CRD,
-    AL_REQUIRED_FIELDS,
-    ARS_CRD,
-    ARS_REQUIRED_FIELDS,
-    ERS_CRD,
-    GROUP,
-    GUARD_FIELDS,
-    INSTALL_CRDS_COMMAND,
-    LISTENER_FIELDS,
-    VERSION,
-    FieldError,
-)
+from ersctl.api import ERS_CRD, FieldError
 from ersctl.autoscaling.listener_objects import ListenerSettings
 from ersctl.kube.apireader import ApiReader
-from ersctl.kube.connect import (
-    api_client,
-    check_api_group,
-    check_at_start_up,
-    own_image,
-    pod_namespace,
-)
-from ersctl.kube.crdcheck import check_served_crds
-from ersctl.kube.errors import ConflictError, NotFoundError, PrunedFieldsError
+from ersctl.kube.connect import api_client, own_image, pod_namespace
+from ersctl.kube.errors import ConflictError, PrunedFieldsError
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import LeadershipLost, SyncInterrupted
 from ersctl.kube.reconcile import Request
@@ -67,6 +48,7 @@ from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.runnerset.table import render_table, rows_for
 from ersctl.scaleset.command import main as scaleset_command
+from ersctl.startup import check_api
 from ersctl.wiring import ControllerOptions, ReconcilerFactory, build_controller
 
 log = logging.getLogger("ersctl")
@@ -315,51 +297,6 @@ def _stop_on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, on_signal)
 
 
-def _check_api(api: client.ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
-    """:func:`_check_api_once`, tried again after a transient answer."""
-    check_at_start_up(
-        lambda: _check_api_once(
-            api, autoscaling=autoscaling, listener_controller=listener_controller
-        ),
-        logger=log,
-    )
-
-
-def _check_api_once(api: client.ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
-    """Before anything starts: the server answers, serves ARC's API, and its CRDs keep
-    the fields the guard writes and, with the listener controller, the listener's
-    restart backoff (``PrunedFieldsError``, exit 2, with ARC's own CRDs: under them the
-    guard would be off without a word; without an AutoscalingListener CRD the listener
-    controller's informer would never sync). With the AutoscalingRunnerSet controller on
-    (``autoscaling``), its CRD must be served too (ARC's will do): without it the ARS
-    informer would never sync and nothing would say why. Off, a cluster without those
-    CRDs starts as before."""
-    try:
-        check_api_group(api, group=GROUP, version=VERSION)
-    except NotFoundError:
-        raise Failure(
-            f"the API server does not serve {GROUP}/{VERSION}: install the CRDs first "
-            f"({INSTALL_CRDS_COMMAND})"
-        ) from None
-    listener_fields = LISTENER_FIELDS if listener_controller else {}
-    check_served_crds(api, {**GUARD_FIELDS, **listener_fields})
-    if autoscaling:
-        # The ARS controller also follows the AutoscalingListeners it makes: without their
-        # CRD that informer would never sync either.
-        try:
-            check_served_crds(api, {ARS_CRD: ARS_REQUIRED_FIELDS, AL_CRD: AL_REQUIRED_FIELDS})
-        except PrunedFieldsError as exc:
-            lacking = "; ".join(
-                f"{crd} is not installed or lacks {', '.join(fields)}"
-                for crd, fields in exc.fields.items()
-            )
-            raise ConfigError(
-                "--autoscaling-runner-set-controller",
-                f"{lacking}: install the CRDs ({INSTALL_CRDS_COMMAND}) or pass "
-                "--no-autoscaling-runner-set-controller",
-            ) from None
-
-
 def _run_until_stopped(
     api: client.ApiClient,
     options: ControllerOptions,
@@ -391,7 +328,7 @@ def _run_until_stopped(
         # A server that does not answer holds the check until its timeout; a stop does
         # not wait for it (and a failure it then reports was asked for, not met).
         check = Background(
-            lambda: _check_api(
+            lambda: check_api(
                 api,
                 autoscaling=options.autoscaling_runner_set_controller,
                 listener_controller=options.listener_controller,
@@ -418,7 +355,7 @@ def _reconcile_once(
     ends it at once, having reconciled nothing (exit 0, as any asked-for stop). One set,
     one pass: neither the ARS nor the listener controller (nor their informers) runs."""
     check = Background(
-        lambda: _check_api(api, autoscaling=False, listener_controller=False), name="check-api"
+        lambda: check_api(api, autoscaling=False, listener_controller=False), name="check-api"
     )
     if not check.wait(stop.is_set):
         return

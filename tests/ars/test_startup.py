@@ -17,6 +17,7 @@ import pytest
 from ersctl import api
 from ersctl.crds import load_crds
 from ersctl.testing.apiserver import ApiServer
+from tests.controller.objects import ers_doc
 from tests.polling import eventually
 
 OWN_SERVER = pytest.mark.embedded_only("a server of its own without the ARS CRD")
@@ -128,3 +129,31 @@ def test_a_listener_namespace_outside_the_watched_namespace_is_refused() -> None
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("ersctl: invalid configuration: --listener-namespace: 'elsewhere'")
+
+
+@pytest.mark.embedded_only("a server of its own, refusing CRD reads")
+def test_where_crds_may_not_be_read_it_starts_with_one_warning_naming_what_is_unchecked(
+    tmp_path: Path,
+) -> None:
+    # ARC's Helm chart grants the controller no customresourcedefinitions get.
+    with ApiServer() as server:
+        server.inject_fault(verb="get", resource="customresourcedefinitions", code=403, times=-1)
+        server.create_object(api.ERS_PLURAL, ers_doc("runners", namespace="default"))
+        command = [*_command(server, tmp_path), "--listener-image", "img:1", "--metrics-addr", "0"]
+        with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as process:
+            try:
+                eventually(
+                    lambda: (
+                        (server.get_object(api.ERS_PLURAL, "default", "runners") or {})
+                        .get("metadata", {})
+                        .get("finalizers")
+                    ),
+                    timeout=30,
+                    what="the set taken over",
+                )
+            finally:
+                process.send_signal(signal.SIGTERM)
+                _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    (warning,) = [line for line in stderr.splitlines() if "WARNING" in line]
+    assert "cannot read the CRDs (Forbidden): not checked whether they keep the guard's" in warning
