@@ -14,7 +14,7 @@ controller, a Warning Event) instead of a stack trace.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -545,6 +545,20 @@ class AutoscalingRunnerSet(_ScaleSetObject):
     """An AutoscalingRunnerSet: one scale set, written by its user (``spec``); the
     controller writes its annotations (ARC's ``runner-scale-set-id`` and names), its
     finalizer and ``status``."""
+
+    def without_label_prefixes(self, prefixes: Sequence[str]) -> AutoscalingRunnerSet:
+        """A copy whose ``metadata.labels`` lack those starting with one of ``prefixes``:
+        the labels propagated to what the ARS makes (ARC's
+        ``--exclude-label-propagation-prefix``)."""
+        if not prefixes:
+            return self
+        kept = self.copy()
+        labels = kept.metadata.get("labels")
+        if isinstance(labels, dict):
+            kept.metadata["labels"] = {
+                k: v for k, v in labels.items() if not str(k).startswith(tuple(prefixes))
+            }
+        return kept
 
     @property
     def runner_group(self) -> str:

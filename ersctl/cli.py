@@ -31,7 +31,7 @@ from ersctl import __version__
 from ersctl.api import ERS_CRD, FieldError
 from ersctl.autoscaling.listener_objects import ListenerSettings
 from ersctl.kube.apireader import ApiReader
-from ersctl.kube.connect import api_client, own_image, pod_namespace
+from ersctl.kube.connect import api_client, limit_requests, own_image, pod_namespace
 from ersctl.kube.errors import ConflictError, PrunedFieldsError
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import LeadershipLost, SyncInterrupted
@@ -55,6 +55,7 @@ log = logging.getLogger("ersctl")
 
 PROGRAM: Final = "ersctl"
 METRICS_OPTION: Final = "--metrics-addr"
+PROBE_OPTION: Final = "--health-probe-bind-address"
 
 
 def parse_key(value: str) -> Request:
@@ -96,17 +97,56 @@ def main() -> None:
     type=click.IntRange(min=1),
     default=2,
     show_default=True,
-    help="Reconciles at once per controller, the EphemeralRunner controller excepted.",
+    help="Reconciles at once per controller, the EphemeralRunner controller excepted "
+    "(each one's own option below overrides it).",
 )
 @click.option(
+    "--ephemeral-runner-max-concurrent-reconciles",
     "--runner-max-concurrent-reconciles",
     "runner_workers",
     type=click.IntRange(min=1),
     default=DEFAULT_RUNNER_WORKERS,
     show_default=True,
-    help="Reconciles at once of the EphemeralRunner controller (ARC's flag; ARC's default "
-    "is 2): each new runner waits on GitHub for its JIT config, so a burst is registered "
-    "about this many at a time.",
+    help="Reconciles at once of the EphemeralRunner controller (ARC 0.15's flag; 0.14 "
+    "names it --runner-max-concurrent-reconciles): each new runner waits on GitHub for "
+    "its JIT config, so a burst is registered about this many at a time.",
+)
+@click.option(
+    "--ephemeral-runner-set-max-concurrent-reconciles",
+    "runner_set_workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Reconciles at once of the EphemeralRunnerSet controller (default: --workers).",
+)
+@click.option(
+    "--autoscaling-runner-set-max-concurrent-reconciles",
+    "autoscaling_workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Reconciles at once of the AutoscalingRunnerSet controller (default: --workers).",
+)
+@click.option(
+    "--autoscaling-listener-max-concurrent-reconciles",
+    "listener_workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Reconciles at once of the AutoscalingListener controller (default: --workers).",
+)
+@click.option(
+    "--k8s-client-rate-limiter-qps",
+    "kube_qps",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Requests a second to the API server, as ARC's flag (0: no limit).",
+)
+@click.option(
+    "--k8s-client-rate-limiter-burst",
+    "kube_burst",
+    type=click.IntRange(min=1),
+    default=30,
+    show_default=True,
+    help="Requests at once above that rate.",
 )
 @click.option(
     "--leader-elect/--no-leader-elect",
@@ -181,10 +221,32 @@ def main() -> None:
 )
 @click.option("--listener-metrics-endpoint", default="/metrics", show_default=True)
 @click.option(
+    "--listener-image-pull-secret",
+    "listener_pull_secrets",
+    multiple=True,
+    metavar="NAME",
+    help="An imagePullSecret of the listener Pods of AutoscalingListeners that name none "
+    "(repeatable).",
+)
+@click.option(
+    "--exclude-label-propagation-prefix",
+    "exclude_label_prefixes",
+    multiple=True,
+    metavar="PREFIX",
+    help="AutoscalingRunnerSet labels starting with PREFIX are not copied to the objects "
+    "it makes (repeatable; ARC's flag).",
+)
+@click.option(
     "--metrics-addr",
     default=":8080",
     show_default=True,
     help="HOST:PORT for /metrics, /healthz and /readyz; 0 disables.",
+)
+@click.option(
+    "--health-probe-bind-address",
+    "probe_addr",
+    default="",
+    help="HOST:PORT for /healthz and /readyz alone (ARC's :8081), besides --metrics-addr.",
 )
 @click.option(
     "--once",
@@ -207,6 +269,11 @@ def reconcile(
     kube_context: str | None,
     workers: int,
     runner_workers: int,
+    runner_set_workers: int | None,
+    autoscaling_workers: int | None,
+    listener_workers: int | None,
+    kube_qps: int,
+    kube_burst: int,
     leader_elect: bool,
     lease_namespace: str | None,
     lease_name: str,
@@ -223,7 +290,10 @@ def reconcile(
     listener_image: str,
     listener_metrics_addr: str,
     listener_metrics_endpoint: str,
+    listener_pull_secrets: tuple[str, ...],
+    exclude_label_prefixes: tuple[str, ...],
     metrics_addr: str,
+    probe_addr: str,
     once: Request | None,
     log_format: str,
     log_level: str,
@@ -235,6 +305,7 @@ def reconcile(
     with run_command(PROGRAM):
         configure_logging(fmt=log_format, level=log_level)
         address = parse_address(METRICS_OPTION, metrics_addr)
+        probe_address = parse_address(PROBE_OPTION, probe_addr)
         if namespace and listener_namespace and listener_namespace != namespace:
             # The listener informer watches --namespace only: a listener elsewhere would
             # never be seen, and created again on every reconcile.
@@ -244,6 +315,7 @@ def reconcile(
                 "controller is confined to",
             )
         api = api_client(kubeconfig, context=kube_context)
+        limit_requests(api, qps=kube_qps, burst=kube_burst)
         factory = reconciler_factory or EphemeralRunnerSetReconciler
         if once is not None:
             _reconcile_once(api, once, factory, stop)
@@ -270,10 +342,14 @@ def reconcile(
             # The controller's own, as ARC hands its level and format to its listeners.
             log_level="warn" if log_level.lower() == "warning" else log_level.lower(),
             log_format=log_format,
+            image_pull_secrets=listener_pull_secrets,
         )
         options = ControllerOptions(
             namespace=namespace,
             workers=workers,
+            runner_set_workers=runner_set_workers,
+            autoscaling_workers=autoscaling_workers,
+            listener_workers=listener_workers,
             leader_election=election,
             resync_period=resync_period,
             runner_controller=runner_controller,
@@ -282,10 +358,11 @@ def reconcile(
             failed_runner_ttl=failed_runner_ttl,
             autoscaling_runner_set_controller=autoscaling_runner_set_controller,
             listener_namespace=listener_namespace or None,
+            exclude_label_prefixes=exclude_label_prefixes,
             listener_controller=listener_controller,
             listener=listener,
         )
-        _run_until_stopped(api, options, address, factory, stop)
+        _run_until_stopped(api, options, (address, probe_address), factory, stop)
 
 
 def _stop_on_signals(stop: threading.Event) -> None:
@@ -300,30 +377,34 @@ def _stop_on_signals(stop: threading.Event) -> None:
 def _run_until_stopped(
     api: client.ApiClient,
     options: ControllerOptions,
-    address: tuple[str, int] | None,
+    addresses: tuple[tuple[str, int] | None, tuple[str, int] | None],
     factory: ReconcilerFactory,
     stop: threading.Event,
 ) -> None:
+    """Serve the metrics and probes (``addresses``: metrics, then probes only), check
+    the API, run the manager until ``stop``."""
     controller = build_controller(api, options, reconciler_factory=factory)
     manager = controller.manager
-    server = None
-    # The same order as the listener's: configuration, the metrics address, then the
-    # first request to the API server.
-    if address is not None:
-        server = ProbeServer(
-            manager.metrics.registry,
-            option=METRICS_OPTION,
-            address=address,
-            live=lambda: Verdict(
-                ok=not stop.is_set(), reason="ok" if not stop.is_set() else "stopping"
-            ),
-            ready=lambda: Verdict(
-                ok=manager.has_synced(),
-                reason="ok" if manager.has_synced() else "caches not synced",
-            ),
+
+    def live() -> Verdict:
+        return Verdict(ok=not stop.is_set(), reason="ok" if not stop.is_set() else "stopping")
+
+    def ready() -> Verdict:
+        synced = manager.has_synced()
+        return Verdict(ok=synced, reason="ok" if synced else "caches not synced")
+
+    servers = [
+        ProbeServer(registry, option=option, address=address, live=live, ready=ready)
+        for registry, option, address in (
+            (manager.metrics.registry, METRICS_OPTION, addresses[0]),
+            (None, PROBE_OPTION, addresses[1]),
         )
+        if address is not None
+    ]
     try:
-        if server is not None:
+        # The same order as the listener's: configuration, the metrics address, then
+        # the first request to the API server.
+        for server in servers:
             server.start()
         # A server that does not answer holds the check until its timeout; a stop does
         # not wait for it (and a failure it then reports was asked for, not met).
@@ -342,7 +423,7 @@ def _run_until_stopped(
     except LeadershipLost as exc:
         raise Failure(str(exc)) from None
     finally:
-        if server is not None:
+        for server in servers:
             server.stop()
         controller.close()
     log.info("stopped")
