@@ -15,9 +15,9 @@ def main() -> None:
 
 def manager() -> None:
     """The ``ersctl-manager`` console script (the image's ``/manager``): ARC's controller
-    command line, run as ``ersctl reconcile`` (``ersctl.arc_manager``)."""
+    command line, run as ``ersctl reconcile`` (``ersctl.arc.manager``)."""
     try:
-        from ersctl.arc_manager import main as run
+        from ersctl.arc.manager import main as run
     except KeyboardInterrupt:
         end_interrupted("ersctl")
     run()

@@ -18,7 +18,7 @@ from ersctl import api
 from ersctl.crds import load_crds
 from ersctl.testing.apiserver import ApiServer
 from tests.controller.objects import ers_doc
-from tests.polling import eventually
+from tests.polling import eventually, run_until
 
 OWN_SERVER = pytest.mark.embedded_only("a server of its own without the ARS CRD")
 
@@ -150,21 +150,17 @@ def test_where_crds_may_not_be_read_it_starts_with_one_warning_naming_what_is_un
         server.inject_fault(verb="get", resource="customresourcedefinitions", code=403, times=-1)
         server.create_object(api.ERS_PLURAL, ers_doc("runners", namespace="default"))
         command = [*_command(server, tmp_path), "--listener-image", "img:1", "--metrics-addr", "0"]
-        with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as process:
-            try:
-                eventually(
-                    lambda: (
-                        (server.get_object(api.ERS_PLURAL, "default", "runners") or {})
-                        .get("metadata", {})
-                        .get("finalizers")
-                    ),
-                    timeout=30,
-                    what="the set taken over",
-                )
-            finally:
-                process.send_signal(signal.SIGTERM)
-                _, stderr = process.communicate(timeout=30)
-    assert process.returncode == 0, stderr
+        code, stderr = run_until(
+            command,
+            lambda: (
+                (server.get_object(api.ERS_PLURAL, "default", "runners") or {})
+                .get("metadata", {})
+                .get("finalizers")
+            ),
+            timeout=30,
+            what="the set taken over",
+        )
+    assert code == 0, stderr
     (warning,) = [line for line in stderr.splitlines() if "WARNING" in line]
     assert "cannot read the CRDs (Forbidden): not checked whether they keep the guard's" in warning
 

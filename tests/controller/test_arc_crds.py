@@ -12,7 +12,6 @@ part of the ARS status).
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from tests.controller.github import FakeGitHub
 from tests.controller.harness import Cluster
 from tests.crds.arc import arc_crds
 from tests.kubeapi import KubeApi
-from tests.polling import eventually
+from tests.polling import run_until
 
 MISSING = (
     "ephemeralrunnersets.actions.github.com lacks spec.actionableRevision, "
@@ -97,21 +96,20 @@ def _reconcile_command(harness: Cluster, tmp_path: Path, *options: str) -> list[
     ]
 
 
+def _the_one_line_of_exit_2(command: list[str]) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    return line
+
+
 @ARCS_OWN_SERVER
 @pytest.mark.parametrize("options", [(), ("--once", "{set}")], ids=["run", "once"])
 def test_reconcile_refuses_to_start_under_arcs_crds_naming_the_fields_and_the_fix(
     arc_cluster: Cluster, tmp_path: Path, options: tuple[str, ...]
 ) -> None:
     arc_cluster.create_ers(replicas=1, patch_id=2)
-    done = subprocess.run(
-        _reconcile_command(arc_cluster, tmp_path, *options),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 2, done.stderr
-    (line,) = done.stderr.strip().splitlines()
+    line = _the_one_line_of_exit_2(_reconcile_command(arc_cluster, tmp_path, *options))
     assert line.startswith("ersctl: the served CRDs drop what the guard writes")
     assert MISSING in line
     assert api.INSTALL_CRDS_COMMAND in line
@@ -123,16 +121,8 @@ def test_reconcile_refuses_to_start_under_arcs_crds_naming_the_fields_and_the_fi
 def test_reconcile_refuses_arcs_0142_chart_crds_in_one_line(
     arc_chart_cluster: Cluster, tmp_path: Path
 ) -> None:
-    done = subprocess.run(
-        _reconcile_command(arc_chart_cluster, tmp_path, "--listener-image", "img:1"),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 2, done.stderr
-    (line,) = done.stderr.strip().splitlines()
-    assert MISSING in line
+    command = _reconcile_command(arc_chart_cluster, tmp_path, "--listener-image", "img:1")
+    assert MISSING in _the_one_line_of_exit_2(command)
 
 
 @ARCS_OWN_SERVER
@@ -141,18 +131,13 @@ def test_reconcile_runs_on_arcs_0151_chart_crds_warning_once_per_narrower_schema
     arc_chart_cluster: Cluster, tmp_path: Path
 ) -> None:
     arc_chart_cluster.create_ers(replicas=0, patch_id=0, finalizers=[])
-    command = _reconcile_command(arc_chart_cluster, tmp_path, "--listener-image", "img:1")
-    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as controller:
-        try:
-            eventually(
-                lambda: api.ERS_FINALIZER in arc_chart_cluster.ers().finalizers,
-                timeout=30,
-                what="the set taken over",
-            )
-        finally:
-            controller.send_signal(signal.SIGTERM)
-            _, stderr = controller.communicate(timeout=60)
-    assert controller.returncode == 0, stderr
+    code, stderr = run_until(
+        _reconcile_command(arc_chart_cluster, tmp_path, "--listener-image", "img:1"),
+        lambda: api.ERS_FINALIZER in arc_chart_cluster.ers().finalizers,
+        timeout=30,
+        what="the set taken over",
+    )
+    assert code == 0, stderr
     warnings = [line for line in stderr.splitlines() if "WARNING" in line]
     assert len(warnings) == 2, warnings
     backoff, status = sorted(warnings, key=lambda w: api.ARS_CRD in w)

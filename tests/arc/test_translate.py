@@ -1,5 +1,5 @@
 """Every flag of ARC's manager is accepted by ``/manager`` with ARC's meaning, or refused
-in one line naming it (``ersctl.arc_flags``, ``ersctl.arc_manager``).
+in one line naming it (``ersctl.arc``).
 
 The flag lists are transcribed here on their own, from ARC's ``main.go`` (the version the
 code index holds: the listener and controller metrics, leader election, the legacy
@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Final
 
 import pytest
 
-from ersctl import arc_flags
+from ersctl.arc import flags as arc_flags
+from ersctl.arc import translate as arc_translate
 from ersctl.cli import main as ersctl_main
 from ersctl.platform.errors import ConfigError
 from ersctl.platform.goflags import GoFlagError
@@ -135,10 +137,10 @@ def test_every_arc_flag_is_honoured_or_refused_naming_it(
     args = [*BASE, *_args(flag, value)]
     if expected == REFUSED:
         with pytest.raises(ConfigError) as refused:
-            arc_flags.translate(args, ENV)
+            arc_translate.translate(args, ENV)
         assert refused.value.field == f"--{flag}"
         return
-    translation = arc_flags.translate(args, ENV)
+    translation = arc_translate.translate(args, ENV)
     assert version in arc_flags.BY_NAME[flag].lines, "the flag's ARC versions are listed"
     if expected == WARN:
         (warning,) = translation.warnings
@@ -159,7 +161,7 @@ def test_the_table_above_is_every_flag_ersctl_knows() -> None:
 
 
 def test_without_flags_beyond_the_mode_every_default_is_arcs() -> None:
-    args = arc_flags.translate(BASE, ENV).args
+    args = arc_translate.translate(BASE, ENV).args
     for part in [
         ("--no-leader-elect",),
         ("--lease-name", "actions-runner-controller"),
@@ -179,7 +181,7 @@ def test_without_flags_beyond_the_mode_every_default_is_arcs() -> None:
 
 
 def test_014s_and_015s_names_of_the_runner_workers_are_one_flag_the_last_wins() -> None:
-    args = arc_flags.translate(
+    args = arc_translate.translate(
         [
             *BASE,
             "--ephemeral-runner-max-concurrent-reconciles=9",
@@ -203,28 +205,28 @@ def test_arcs_environment_is_required_as_arc_requires_it(
     environ: dict[str, str], name: str
 ) -> None:
     with pytest.raises(ConfigError) as refused:
-        arc_flags.translate(BASE, environ)
+        arc_translate.translate(BASE, environ)
     assert refused.value.field == name
 
 
 def test_the_pod_name_reaches_reconcile_as_its_own_pod() -> None:
-    translation = arc_flags.translate(BASE, {**ENV, "CONTROLLER_MANAGER_POD_NAME": "arc-0"})
+    translation = arc_translate.translate(BASE, {**ENV, "CONTROLLER_MANAGER_POD_NAME": "arc-0"})
     assert translation.env == {"POD_NAMESPACE": "arc-systems", "POD_NAME": "arc-0"}
 
 
 def test_a_positional_argument_is_refused_not_ignored_with_what_follows() -> None:
     with pytest.raises(GoFlagError, match="unexpected argument 'run'"):
-        arc_flags.translate([*BASE, "run", "--watch-single-namespace=x"], ENV)
+        arc_translate.translate([*BASE, "run", "--watch-single-namespace=x"], ENV)
 
 
 def test_an_unknown_value_of_the_update_strategy_is_immediate_with_a_warning() -> None:
-    (warning,) = arc_flags.translate([*BASE, "--update-strategy=later"], ENV).warnings
+    (warning,) = arc_translate.translate([*BASE, "--update-strategy=later"], ENV).warnings
     assert "--update-strategy 'later' not recognized: immediate" in warning
 
 
 def _manager(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ersctl.arc_manager", *args],
+        [sys.executable, "-m", "ersctl.arc.manager", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -261,3 +263,9 @@ def test_manager_help_lists_every_flag_and_exits_0() -> None:
         if line.startswith("  -")
     }
     assert listed == set(arc_flags.BY_NAME)
+
+
+def test_readmes_table_names_every_arc_flag() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| ARC flag | ARC | ersctl |", 1)[1].split("\n\n", 1)[0]
+    assert [f for f in arc_flags.BY_NAME if f"`--{f}`" not in table] == []

@@ -2,7 +2,7 @@
 
 ARC's Helm chart runs its controller as ``/manager`` with Go-style flags and its
 environment; the image links ``/manager`` here, so that changing the Deployment's image
-is the whole switch. :mod:`ersctl.arc_flags` reads those flags and variables into
+is the whole switch. :mod:`ersctl.arc.translate` reads those flags and variables into
 ``ersctl reconcile``'s options, and that command runs: one start-up, one set of
 behaviours. Exit codes are ``ersctl reconcile``'s (0 a clean stop, 1 a failure, 2 bad
 usage or configuration); an ARC flag that is not defined, malformed, or has a value
@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 
-from ersctl.arc_flags import translate, usage
+from ersctl.arc.translate import translate, usage
 from ersctl.platform.cli import launch, run_command
 from ersctl.platform.errors import EXIT_OK
 from ersctl.platform.goflags import HelpRequested
