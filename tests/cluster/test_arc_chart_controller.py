@@ -10,7 +10,7 @@ chart's RBAC does not grant the controller's ServiceAccount, with the CRDs of th
 AutoscalingRunnerSet as ARC's scale-set chart makes it becomes a working scale set:
 registered, its runner set, its listener (in the controller's namespace, with the
 chart's listener image and ARC's listener command), and a scale-up registers a runner
-and makes its Pod. The chart's readiness probe answers; what ARC's RBAC does not grant
+and makes its Pod; deleted, everything it made goes. The chart's readiness probe answers; what ARC's RBAC does not grant
 (reading CRDs, Events) costs one WARNING each and is the only thing refused.
 """
 
@@ -159,6 +159,28 @@ def a_working_scale_set(server: ApiServer, listener_image: str) -> None:
     )
 
 
+def _none_left(server: ApiServer, plural: str, namespace: str) -> Callable[[], bool]:
+    return lambda: server.list_objects(plural, namespace) == []
+
+
+def deleted_to_the_last_object(server: ApiServer) -> None:
+    """The ARS deleted: everything it made goes, within ARC's permissions too."""
+    server.delete_object(api.ARS_PLURAL, RUNNERS_NS, "arc-runners")
+    for plural, namespace in (
+        (api.ARS_PLURAL, RUNNERS_NS),
+        (api.AL_PLURAL, CONTROLLER_NS),
+        (api.ERS_PLURAL, RUNNERS_NS),
+        (api.ER_PLURAL, RUNNERS_NS),
+        ("pods", CONTROLLER_NS),
+        ("roles", RUNNERS_NS),
+    ):
+        eventually(
+            _none_left(server, plural, namespace),
+            timeout=WAIT,
+            what=f"no {plural} left in {namespace}",
+        )
+
+
 @pytest.mark.embedded_only("a server of its own, enforcing the chart's RBAC")
 @pytest.mark.slow
 @pytest.mark.xdist_group("the chart's probe port 8081")
@@ -183,6 +205,7 @@ def test_arcs_chart_deployment_runs_our_manager_unchanged_under_arcs_rbac(
                 a_working_scale_set(server, env["CONTROLLER_MANAGER_CONTAINER_IMAGE"])
                 url = f"http://127.0.0.1:{probe['port']}{probe['path']}"
                 assert httpx.get(url, timeout=5).status_code == 200
+                deleted_to_the_last_object(server)
             finally:
                 manager.send_signal(signal.SIGTERM)
                 code = manager.wait(timeout=WAIT)
