@@ -9,6 +9,9 @@
 - ``ersctl scaleset --config-url URL --name NAME``: find or create a runner scale set
   on GitHub and print its id (``ersctl.scaleset.command``).
 
+ARC's controller command line (the image's ``/manager``, ``ersctl.arc``) runs this same
+``reconcile``, with ARC's flags read into its options.
+
 Exit codes, as for ``ghalistener`` (``ersctl.platform.errors``): 0 a clean stop (SIGTERM
 or SIGINT), 1 a runtime failure, 2 bad usage, configuration or kubeconfig; every failure
 is one line on stderr. What ``reconcile`` runs is put together by ``ersctl.wiring``;
