@@ -18,7 +18,7 @@ import sys
 
 from ersctl.arc.translate import translate, usage
 from ersctl.platform.cli import launch, run_command
-from ersctl.platform.errors import EXIT_OK
+from ersctl.platform.errors import EXIT_OK, ConfigError
 from ersctl.platform.goflags import HelpRequested
 from ersctl.platform.interrupt import exit_now
 from ersctl.platform.logs import configure_logging
@@ -38,7 +38,10 @@ def main(argv: list[str] | None = None) -> None:
         except HelpRequested:
             print(usage(), file=sys.stderr)
             exit_now(EXIT_OK)
-        configure_logging(level=translation.log_level, fmt=translation.log_format)
+        try:
+            configure_logging(level=translation.log_level, fmt=translation.log_format)
+        except ConfigError as exc:  # named as ARC's flag, not as a config field
+            raise ConfigError(f"--{exc.field.replace('_', '-')}", exc.problem) from None
     for warning in translation.warnings:
         log.warning("%s", warning)
     # ersctl reconcile reads its Pod's names from these (own image, namespace).

@@ -245,6 +245,8 @@ def _manager(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
          "--auto-scaling-runner-set-only: missing or false"),
         (["--auto-scaling-runner-set-only", "--pprof-addr=:6060"], "ersctl: invalid "
          "configuration: --pprof-addr: ':6060': ersctl has no Go profiler to serve"),
+        (["--auto-scaling-runner-set-only", "--log-level=trace"], "ersctl: invalid "
+         "configuration: --log-level: "),
     ],
 )  # fmt: skip
 def test_manager_refuses_in_one_line_with_exit_2(args: list[str], line: str) -> None:

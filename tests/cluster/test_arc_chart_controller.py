@@ -17,8 +17,11 @@ and makes its Pod; deleted, everything it made goes. The chart's readiness probe
 from __future__ import annotations
 
 import base64
+import fcntl
 import signal
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +55,15 @@ PLURALS = {
 }
 # What ARC's chart does not grant and ersctl does without, saying so once.
 DEGRADED = {("customresourcedefinitions", "get"), ("events", "create")}
+
+
+@contextmanager
+def the_probe_port() -> Iterator[None]:
+    """Hold the chart's probe port (8081, on every address: the args name none) for one
+    manager at a time on this machine, whichever worker or checkout runs it."""
+    with (Path(tempfile.gettempdir()) / "gha-scaleset-arc-chart-8081.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def chart(version: str) -> list[dict[str, Any]]:
@@ -183,7 +195,6 @@ def deleted_to_the_last_object(server: ApiServer) -> None:
 
 @pytest.mark.embedded_only("a server of its own, enforcing the chart's RBAC")
 @pytest.mark.slow
-@pytest.mark.xdist_group("the chart's probe port 8081")
 @pytest.mark.parametrize("version", ["0.14.2", "0.15.1"])
 def test_arcs_chart_deployment_runs_our_manager_unchanged_under_arcs_rbac(
     version: str, unpacked: Path, sim: GitHubSimulator, tmp_path: Path
@@ -191,7 +202,11 @@ def test_arcs_chart_deployment_runs_our_manager_unchanged_under_arcs_rbac(
     container = manager_container(chart(version))
     (command,) = container["command"]
     links = image_root(unpacked, tmp_path / "root", ROOT / "Dockerfile")
-    with ApiServer(crds=False) as server, serve(sim, port=0) as github:
+    with (
+        the_probe_port(),
+        ApiServer(crds=False) as server,
+        serve(sim, port=0) as github,
+    ):
         docs = install(server, version, f"{github.url}/my-org")
         server.authorize(BoundRules.of(docs, namespace=CONTROLLER_NS, name=SERVICE_ACCOUNT).denied)
         env = pod_env(container, CONTROLLER_NS)
