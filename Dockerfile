@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# One image for both programs: `ghalistener run` and `ersctl reconcile`.
+# One image for both programs: `ghalistener run` and `ersctl reconcile`, and ARC's names
+# for them (`/ghalistener`, `/manager`), so that ARC's Helm charts run it unchanged.
 #
 # Two stages: the builder resolves and installs the package into a virtual environment
 # (pip, wheel building); the final stage copies only that environment onto a fresh slim
@@ -35,10 +36,14 @@ COPY --from=builder /opt/venv /opt/venv
 # ARC's AutoscalingListener Pod runs `/ghalistener` with no arguments and its config file
 # in LISTENER_CONFIG_PATH; so invoked, `ghalistener` runs `ghalistener run`.
 RUN ln -s /opt/venv/bin/ghalistener /ghalistener
+# ARC's controller Deployment runs `/manager` with ARC's Go-style flags and environment
+# (CONTROLLER_MANAGER_POD_NAMESPACE, CONTROLLER_MANAGER_CONTAINER_IMAGE); so invoked,
+# `ersctl-manager` reads them into `ersctl reconcile`'s options and runs it.
+RUN ln -s /opt/venv/bin/ersctl-manager /manager
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 USER 65532:65532
 # No ENTRYPOINT: each Deployment names its program (`ersctl reconcile`, `ghalistener run`,
-# or ARC's listener Pod `/ghalistener`).
+# ARC's controller `/manager` or ARC's listener Pod `/ghalistener`).
 CMD ["ersctl", "--help"]

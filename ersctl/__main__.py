@@ -13,5 +13,15 @@ def main() -> None:
     launch("ersctl", "ersctl.cli:main")
 
 
+def manager() -> None:
+    """The ``ersctl-manager`` console script (the image's ``/manager``): ARC's controller
+    command line, run as ``ersctl reconcile`` (``ersctl.arc.manager``)."""
+    try:
+        from ersctl.arc.manager import main as run
+    except KeyboardInterrupt:
+        end_interrupted("ersctl")
+    run()
+
+
 if __name__ == "__main__":
     main()

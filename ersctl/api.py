@@ -14,7 +14,7 @@ controller, a Warning Event) instead of a stack trace.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -82,18 +82,21 @@ GUARD_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
 }
 """CRD name -> the field paths the served schema must keep for the guard to work."""
 
-ARS_REQUIRED_FIELDS: Final = ("spec.template", "spec.githubConfigUrl", "status.state")
+ARS_REQUIRED_FIELDS: Final = ("spec.template", "spec.githubConfigUrl")
+"""What the AutoscalingRunnerSet controller reads on an ARS (both ARC lines' CRDs have
+them): a served ARS CRD must keep them (start-up check, ``ersctl reconcile``)."""
+ARS_STATUS_FIELDS: Final = ("status.phase", "status.state", "status.message")
+"""What the AutoscalingRunnerSet controller shows in an ARS's status: ARC 0.14's CRD
+drops ``phase``, 0.15's ``state``, both ``message``; only what users read is lost."""
 AL_REQUIRED_FIELDS: Final = ("spec.ephemeralRunnerSetName", "spec.runnerScaleSetId")
 """What the ARS controller writes on the AutoscalingListeners it makes (ARC's CRD has them)."""
-"""What the AutoscalingRunnerSet controller reads and writes on an ARS that ARC's CRD
-has too: a served ARS CRD must keep them (start-up check, ``ersctl reconcile``)."""
 LISTENER_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     # The listener controller's restart backoff: under ARC's AutoscalingListener CRD
-    # (an empty status) the count would be dropped and every exit would wait the first
-    # step only; without the CRD at all its informer would never sync.
+    # (an empty status) the count is dropped and every exit waits the first step only;
+    # without the CRD at all its informer would never sync.
     AL_CRD: ("status.listenerRestarts", "status.lastListenerExitTime"),
 }
-"""CRD name -> the field paths the served schema must keep for the listener controller."""
+"""CRD name -> the field paths of the listener controller's restart backoff."""
 
 INSTALL_CRDS_COMMAND: Final = "kubectl apply --server-side --force-conflicts -k ersctl/crds"
 """How users install this project's CRDs over ARC's (README: "Run on Kubernetes")."""
@@ -542,6 +545,20 @@ class AutoscalingRunnerSet(_ScaleSetObject):
     """An AutoscalingRunnerSet: one scale set, written by its user (``spec``); the
     controller writes its annotations (ARC's ``runner-scale-set-id`` and names), its
     finalizer and ``status``."""
+
+    def without_label_prefixes(self, prefixes: Sequence[str]) -> AutoscalingRunnerSet:
+        """A copy whose ``metadata.labels`` lack those starting with one of ``prefixes``:
+        the labels propagated to what the ARS makes (ARC's
+        ``--exclude-label-propagation-prefix``)."""
+        if not prefixes:
+            return self
+        kept = self.copy()
+        labels = kept.metadata.get("labels")
+        if isinstance(labels, dict):
+            kept.metadata["labels"] = {
+                k: v for k, v in labels.items() if not str(k).startswith(tuple(prefixes))
+            }
+        return kept
 
     @property
     def runner_group(self) -> str:

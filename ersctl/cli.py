@@ -9,6 +9,9 @@
 - ``ersctl scaleset --config-url URL --name NAME``: find or create a runner scale set
   on GitHub and print its id (``ersctl.scaleset.command``).
 
+ARC's controller command line (the image's ``/manager``, ``ersctl.arc``) runs this same
+``reconcile``, with ARC's flags read into its options.
+
 Exit codes, as for ``ghalistener`` (``ersctl.platform.errors``): 0 a clean stop (SIGTERM
 or SIGINT), 1 a runtime failure, 2 bad usage, configuration or kubeconfig; every failure
 is one line on stderr. What ``reconcile`` runs is put together by ``ersctl.wiring``;
@@ -28,30 +31,11 @@ import click
 from kubernetes import client
 
 from ersctl import __version__
-from ersctl.api import (
-    AL_CRD,
-    AL_REQUIRED_FIELDS,
-    ARS_CRD,
-    ARS_REQUIRED_FIELDS,
-    ERS_CRD,
-    GROUP,
-    GUARD_FIELDS,
-    INSTALL_CRDS_COMMAND,
-    LISTENER_FIELDS,
-    VERSION,
-    FieldError,
-)
+from ersctl.api import ERS_CRD, FieldError
 from ersctl.autoscaling.listener_objects import ListenerSettings
 from ersctl.kube.apireader import ApiReader
-from ersctl.kube.connect import (
-    api_client,
-    check_api_group,
-    check_at_start_up,
-    own_image,
-    pod_namespace,
-)
-from ersctl.kube.crdcheck import check_served_crds
-from ersctl.kube.errors import ConflictError, NotFoundError, PrunedFieldsError
+from ersctl.kube.connect import api_client, limit_requests, own_image, pod_namespace
+from ersctl.kube.errors import ConflictError, PrunedFieldsError
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import LeadershipLost, SyncInterrupted
 from ersctl.kube.reconcile import Request
@@ -67,12 +51,14 @@ from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.runnerset.table import render_table, rows_for
 from ersctl.scaleset.command import main as scaleset_command
+from ersctl.startup import check_api
 from ersctl.wiring import ControllerOptions, ReconcilerFactory, build_controller
 
 log = logging.getLogger("ersctl")
 
 PROGRAM: Final = "ersctl"
 METRICS_OPTION: Final = "--metrics-addr"
+PROBE_OPTION: Final = "--health-probe-bind-address"
 
 
 def parse_key(value: str) -> Request:
@@ -114,17 +100,56 @@ def main() -> None:
     type=click.IntRange(min=1),
     default=2,
     show_default=True,
-    help="Reconciles at once per controller, the EphemeralRunner controller excepted.",
+    help="Reconciles at once per controller, the EphemeralRunner controller excepted "
+    "(each one's own option below overrides it).",
 )
 @click.option(
+    "--ephemeral-runner-max-concurrent-reconciles",
     "--runner-max-concurrent-reconciles",
     "runner_workers",
     type=click.IntRange(min=1),
     default=DEFAULT_RUNNER_WORKERS,
     show_default=True,
-    help="Reconciles at once of the EphemeralRunner controller (ARC's flag; ARC's default "
-    "is 2): each new runner waits on GitHub for its JIT config, so a burst is registered "
-    "about this many at a time.",
+    help="Reconciles at once of the EphemeralRunner controller (ARC 0.15's flag; 0.14 "
+    "names it --runner-max-concurrent-reconciles): each new runner waits on GitHub for "
+    "its JIT config, so a burst is registered about this many at a time.",
+)
+@click.option(
+    "--ephemeral-runner-set-max-concurrent-reconciles",
+    "runner_set_workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Reconciles at once of the EphemeralRunnerSet controller (default: --workers).",
+)
+@click.option(
+    "--autoscaling-runner-set-max-concurrent-reconciles",
+    "autoscaling_workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Reconciles at once of the AutoscalingRunnerSet controller (default: --workers).",
+)
+@click.option(
+    "--autoscaling-listener-max-concurrent-reconciles",
+    "listener_workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Reconciles at once of the AutoscalingListener controller (default: --workers).",
+)
+@click.option(
+    "--k8s-client-rate-limiter-qps",
+    "kube_qps",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Requests a second to the API server, as ARC's flag (0: no limit).",
+)
+@click.option(
+    "--k8s-client-rate-limiter-burst",
+    "kube_burst",
+    type=click.IntRange(min=1),
+    default=30,
+    show_default=True,
+    help="Requests at once above that rate.",
 )
 @click.option(
     "--leader-elect/--no-leader-elect",
@@ -199,10 +224,32 @@ def main() -> None:
 )
 @click.option("--listener-metrics-endpoint", default="/metrics", show_default=True)
 @click.option(
+    "--listener-image-pull-secret",
+    "listener_pull_secrets",
+    multiple=True,
+    metavar="NAME",
+    help="An imagePullSecret of the listener Pods of AutoscalingListeners that name none "
+    "(repeatable).",
+)
+@click.option(
+    "--exclude-label-propagation-prefix",
+    "exclude_label_prefixes",
+    multiple=True,
+    metavar="PREFIX",
+    help="AutoscalingRunnerSet labels starting with PREFIX are not copied to the objects "
+    "it makes (repeatable; ARC's flag).",
+)
+@click.option(
     "--metrics-addr",
     default=":8080",
     show_default=True,
     help="HOST:PORT for /metrics, /healthz and /readyz; 0 disables.",
+)
+@click.option(
+    "--health-probe-bind-address",
+    "probe_addr",
+    default="",
+    help="HOST:PORT for /healthz and /readyz alone (ARC's :8081), besides --metrics-addr.",
 )
 @click.option(
     "--once",
@@ -225,6 +272,11 @@ def reconcile(
     kube_context: str | None,
     workers: int,
     runner_workers: int,
+    runner_set_workers: int | None,
+    autoscaling_workers: int | None,
+    listener_workers: int | None,
+    kube_qps: int,
+    kube_burst: int,
     leader_elect: bool,
     lease_namespace: str | None,
     lease_name: str,
@@ -241,7 +293,10 @@ def reconcile(
     listener_image: str,
     listener_metrics_addr: str,
     listener_metrics_endpoint: str,
+    listener_pull_secrets: tuple[str, ...],
+    exclude_label_prefixes: tuple[str, ...],
     metrics_addr: str,
+    probe_addr: str,
     once: Request | None,
     log_format: str,
     log_level: str,
@@ -253,6 +308,7 @@ def reconcile(
     with run_command(PROGRAM):
         configure_logging(fmt=log_format, level=log_level)
         address = parse_address(METRICS_OPTION, metrics_addr)
+        probe_address = parse_address(PROBE_OPTION, probe_addr)
         if namespace and listener_namespace and listener_namespace != namespace:
             # The listener informer watches --namespace only: a listener elsewhere would
             # never be seen, and created again on every reconcile.
@@ -262,6 +318,7 @@ def reconcile(
                 "controller is confined to",
             )
         api = api_client(kubeconfig, context=kube_context)
+        limit_requests(api, qps=kube_qps, burst=kube_burst)
         factory = reconciler_factory or EphemeralRunnerSetReconciler
         if once is not None:
             _reconcile_once(api, once, factory, stop)
@@ -288,10 +345,14 @@ def reconcile(
             # The controller's own, as ARC hands its level and format to its listeners.
             log_level="warn" if log_level.lower() == "warning" else log_level.lower(),
             log_format=log_format,
+            image_pull_secrets=listener_pull_secrets,
         )
         options = ControllerOptions(
             namespace=namespace,
             workers=workers,
+            runner_set_workers=runner_set_workers,
+            autoscaling_workers=autoscaling_workers,
+            listener_workers=listener_workers,
             leader_election=election,
             resync_period=resync_period,
             runner_controller=runner_controller,
@@ -300,10 +361,11 @@ def reconcile(
             failed_runner_ttl=failed_runner_ttl,
             autoscaling_runner_set_controller=autoscaling_runner_set_controller,
             listener_namespace=listener_namespace or None,
+            exclude_label_prefixes=exclude_label_prefixes,
             listener_controller=listener_controller,
             listener=listener,
         )
-        _run_until_stopped(api, options, address, factory, stop)
+        _run_until_stopped(api, options, (address, probe_address), factory, stop)
 
 
 def _stop_on_signals(stop: threading.Event) -> None:
@@ -315,83 +377,42 @@ def _stop_on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, on_signal)
 
 
-def _check_api(api: client.ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
-    """:func:`_check_api_once`, tried again after a transient answer."""
-    check_at_start_up(
-        lambda: _check_api_once(
-            api, autoscaling=autoscaling, listener_controller=listener_controller
-        ),
-        logger=log,
-    )
-
-
-def _check_api_once(api: client.ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
-    """Before anything starts: the server answers, serves ARC's API, and its CRDs keep
-    the fields the guard writes and, with the listener controller, the listener's
-    restart backoff (``PrunedFieldsError``, exit 2, with ARC's own CRDs: under them the
-    guard would be off without a word; without an AutoscalingListener CRD the listener
-    controller's informer would never sync). With the AutoscalingRunnerSet controller on
-    (``autoscaling``), its CRD must be served too (ARC's will do): without it the ARS
-    informer would never sync and nothing would say why. Off, a cluster without those
-    CRDs starts as before."""
-    try:
-        check_api_group(api, group=GROUP, version=VERSION)
-    except NotFoundError:
-        raise Failure(
-            f"the API server does not serve {GROUP}/{VERSION}: install the CRDs first "
-            f"({INSTALL_CRDS_COMMAND})"
-        ) from None
-    listener_fields = LISTENER_FIELDS if listener_controller else {}
-    check_served_crds(api, {**GUARD_FIELDS, **listener_fields})
-    if autoscaling:
-        # The ARS controller also follows the AutoscalingListeners it makes: without their
-        # CRD that informer would never sync either.
-        try:
-            check_served_crds(api, {ARS_CRD: ARS_REQUIRED_FIELDS, AL_CRD: AL_REQUIRED_FIELDS})
-        except PrunedFieldsError as exc:
-            lacking = "; ".join(
-                f"{crd} is not installed or lacks {', '.join(fields)}"
-                for crd, fields in exc.fields.items()
-            )
-            raise ConfigError(
-                "--autoscaling-runner-set-controller",
-                f"{lacking}: install the CRDs ({INSTALL_CRDS_COMMAND}) or pass "
-                "--no-autoscaling-runner-set-controller",
-            ) from None
-
-
 def _run_until_stopped(
     api: client.ApiClient,
     options: ControllerOptions,
-    address: tuple[str, int] | None,
+    addresses: tuple[tuple[str, int] | None, tuple[str, int] | None],
     factory: ReconcilerFactory,
     stop: threading.Event,
 ) -> None:
+    """Serve the metrics and probes (``addresses``: metrics, then probes only), check
+    the API, run the manager until ``stop``."""
     controller = build_controller(api, options, reconciler_factory=factory)
     manager = controller.manager
-    server = None
-    # The same order as the listener's: configuration, the metrics address, then the
-    # first request to the API server.
-    if address is not None:
-        server = ProbeServer(
-            manager.metrics.registry,
-            option=METRICS_OPTION,
-            address=address,
-            live=lambda: Verdict(
-                ok=not stop.is_set(), reason="ok" if not stop.is_set() else "stopping"
-            ),
-            ready=lambda: Verdict(
-                ok=manager.has_synced(),
-                reason="ok" if manager.has_synced() else "caches not synced",
-            ),
+
+    def live() -> Verdict:
+        return Verdict(ok=not stop.is_set(), reason="ok" if not stop.is_set() else "stopping")
+
+    def ready() -> Verdict:
+        synced = manager.has_synced()
+        return Verdict(ok=synced, reason="ok" if synced else "caches not synced")
+
+    servers = [
+        ProbeServer(registry, option=option, address=address, live=live, ready=ready)
+        for registry, option, address in (
+            (manager.metrics.registry, METRICS_OPTION, addresses[0]),
+            (None, PROBE_OPTION, addresses[1]),
         )
+        if address is not None
+    ]
     try:
-        if server is not None:
+        # The same order as the listener's: configuration, the metrics address, then
+        # the first request to the API server.
+        for server in servers:
             server.start()
         # A server that does not answer holds the check until its timeout; a stop does
         # not wait for it (and a failure it then reports was asked for, not met).
         check = Background(
-            lambda: _check_api(
+            lambda: check_api(
                 api,
                 autoscaling=options.autoscaling_runner_set_controller,
                 listener_controller=options.listener_controller,
@@ -405,7 +426,7 @@ def _run_until_stopped(
     except LeadershipLost as exc:
         raise Failure(str(exc)) from None
     finally:
-        if server is not None:
+        for server in servers:
             server.stop()
         controller.close()
     log.info("stopped")
@@ -418,7 +439,7 @@ def _reconcile_once(
     ends it at once, having reconciled nothing (exit 0, as any asked-for stop). One set,
     one pass: neither the ARS nor the listener controller (nor their informers) runs."""
     check = Background(
-        lambda: _check_api(api, autoscaling=False, listener_controller=False), name="check-api"
+        lambda: check_api(api, autoscaling=False, listener_controller=False), name="check-api"
     )
     if not check.wait(stop.is_set):
         return

@@ -58,6 +58,10 @@ class ControllerOptions:
 
     namespace: str | None = None
     workers: int = 2
+    """Each controller's workers, unless its own count below says otherwise."""
+    runner_set_workers: int | None = None
+    autoscaling_workers: int | None = None
+    listener_workers: int | None = None
     leader_election: LeaderElectionConfig | None = None
     resync_period: float = 600.0
     runner_controller: bool = False
@@ -72,6 +76,8 @@ class ControllerOptions:
     listener objects). ``ersctl reconcile`` turns it on by default."""
     listener_namespace: str | None = None
     """Where the ARS controller makes AutoscalingListeners (None: each ARS's namespace)."""
+    exclude_label_prefixes: tuple[str, ...] = ()
+    """ARS labels with these prefixes are not propagated to what it makes."""
     teardown_poll: float = 5.0
     listener_controller: bool = True
     """Also run the AutoscalingListener controller (listener Pods, their config and RBAC)."""
@@ -130,6 +136,7 @@ def build_controller(
     manager.add_controller(
         CONTROLLER_NAME,
         reconciler,
+        workers=options.runner_set_workers,
         primary=ERS_PLURAL,
         owns=[ER_PLURAL],
         predicates=ERS_CONTROLLER_PREDICATES,
@@ -150,12 +157,19 @@ def build_controller(
             manager,
             services=services,
             listener_namespace=options.listener_namespace,
+            exclude_label_prefixes=options.exclude_label_prefixes,
             teardown_poll=options.teardown_poll,
+            workers=options.autoscaling_workers,
         )
     listener = None
     if options.listener_controller:
         listener = add_listener_controller(
-            manager, api, pods=listeners, pods_name=LISTENER_PODS, settings=options.listener
+            manager,
+            api,
+            pods=listeners,
+            pods_name=LISTENER_PODS,
+            settings=options.listener,
+            workers=options.listener_workers,
         )
     return Controller(
         manager=manager,

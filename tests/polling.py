@@ -9,6 +9,8 @@ chance to, then asserts.
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -35,3 +37,17 @@ def eventually(
         time.sleep(interval)
         value = check()
     return value
+
+
+def run_until(
+    command: list[str], done: Callable[[], object], *, timeout: float, what: str
+) -> tuple[int, str]:
+    """Run ``command`` until ``done()`` holds (polled as :func:`eventually` does), then
+    stop it with SIGTERM; its exit code and stderr. It is stopped whatever happens."""
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as process:
+        try:
+            eventually(done, timeout=timeout, what=what)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            _, stderr = process.communicate(timeout=timeout)
+    return process.returncode, stderr

@@ -40,6 +40,7 @@ def add_listener_controller(
     settings: ListenerSettings,
     policy: RestartPolicy | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    workers: int | None = None,
 ) -> ListenerReconciler:
     """Build the listener reconciler and register it on ``manager``, owning the Pods of
     ``pods`` (the listener Pod informer, registered as ``pods_name``). Writes are
@@ -60,6 +61,7 @@ def add_listener_controller(
     manager.add_controller(
         CONTROLLER_NAME,
         reconciler,
+        workers=workers,
         primary=AL_PLURAL,
         owns=[pods_name],
         predicates={AL_PLURAL: AlwaysPass(), pods_name: AlwaysPass()},

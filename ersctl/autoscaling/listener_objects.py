@@ -139,6 +139,9 @@ class ListenerSettings:
     metrics_endpoint: str = "/metrics"
     log_level: str = "debug"
     log_format: str = "text"
+    image_pull_secrets: tuple[str, ...] = ()
+    """The listener Pod's imagePullSecrets where the AL names none (ARC's
+    ``--auto-scaler-image-pull-secrets``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -305,7 +308,9 @@ def listener_pod(
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
     }
-    pull_secrets = al.raw.get("spec", {}).get("imagePullSecrets")
+    pull_secrets = al.raw.get("spec", {}).get("imagePullSecrets") or [
+        {"name": name} for name in settings.image_pull_secrets
+    ]
     if pull_secrets:
         spec["imagePullSecrets"] = copy.deepcopy(pull_secrets)
     pod: JsonObject = {

@@ -151,7 +151,9 @@ def add_autoscaling_runner_set_controller(
     *,
     services: ScaleSetServices,
     listener_namespace: str | None = None,
+    exclude_label_prefixes: tuple[str, ...] = (),
     teardown_poll: float = 5.0,
+    workers: int | None = None,
 ) -> AutoscalingRunnerSetReconciler:
     """Build the ARS reconciler and register it (and the ARS and AL informers) on
     ``manager``; writes are fenced by its leadership, GitHub calls by ``services``."""
@@ -167,11 +169,13 @@ def add_autoscaling_runner_set_controller(
         services=services,
         events=manager.events,
         listener_namespace=listener_namespace,
+        exclude_label_prefixes=exclude_label_prefixes,
         teardown_poll=teardown_poll,
     )
     manager.add_controller(
         CONTROLLER_NAME,
         reconciler,
+        workers=workers,
         primary=ARS_PLURAL,
         owns=[ERS_PLURAL],
         maps={AL_PLURAL: listener_owner},

@@ -110,7 +110,8 @@ class AutoscalingRunnerSetReconciler:
     Holds no per-reconcile state (thread-safe across keys).
 
     ``listener_namespace``: where AutoscalingListeners are made (ARC: the controller's
-    namespace); None puts each in its ARS's namespace. ``retry_after``: the requeue delay when the credentials Secret is unusable (Secrets
+    namespace); None puts each in its ARS's namespace. ``exclude_label_prefixes``: ARS
+    labels with these prefixes are not propagated (ARC's flag). ``retry_after``: the requeue delay when the credentials Secret is unusable (Secrets
     are not watched, so a fix enqueues nothing). ``teardown_poll``: the requeue delay
     while waiting for the listener or the runner sets to go (their delete events
     normally come first).
@@ -123,10 +124,12 @@ class AutoscalingRunnerSetReconciler:
         services: ScaleSetServices,
         events: EventRecorder,
         listener_namespace: str | None = None,
+        exclude_label_prefixes: tuple[str, ...] = (),
         retry_after: float = 30.0,
         teardown_poll: float = 5.0,
     ) -> None:
         self._objects = objects
+        self._exclude_label_prefixes = exclude_label_prefixes
         self._services = services
         self._events = events
         self._listener_namespace = listener_namespace
@@ -138,6 +141,7 @@ class AutoscalingRunnerSetReconciler:
         ars = self._objects.get_ars(request.namespace, request.name)
         if ars is None:
             return Result()
+        ars = ars.without_label_prefixes(self._exclude_label_prefixes)
         try:
             return self._reconcile(ars)
         except FieldError as exc:

@@ -1,15 +1,18 @@
-"""The CustomResourceDefinitions, as data: ARC 0.14's ``actions.github.com/v1alpha1``
+"""The CustomResourceDefinitions, as data: ARC's ``actions.github.com/v1alpha1``
 EphemeralRunnerSet, EphemeralRunner, AutoscalingRunnerSet and AutoscalingListener
-schemas, typed as ARC types them, plus ours.
+schemas of both ARC lines, 0.14 and 0.15, typed as ARC types them, plus ours.
 
-Ours on top of ARC's: ``spec.actionableRevision``, ``status.appliedActionableRevision``,
-``status.finishedRunnerCleanupPatchID`` and ``status.phase`` on the set (the guard of
-ARC PR #4642 and the revision rollout before it), ``spec.ephemeralRunnerMetadata`` on
-the set and ``ephemeralRunnerConfigSecretMetadata`` in the runner spec (metadata for
-what the controller creates), the short names ``ers`` and ``er``, and printer columns
-after ARC's. Everything ARC requires is required here too (``spec.patchID``,
-``status.currentReplicas``, the runner spec's GitHub fields, a pod's ``containers``),
-so an object ARC accepts is accepted here and the other way round, except for ours.
+Every field of either line is here with ARC's type: 0.15's guard fields on the set
+(``spec.actionableRevision``, ``status.appliedActionableRevision``,
+``status.finishedRunnerCleanupPatchID``, ``status.phase``: ARC PR #4642 and the revision
+rollout before it), 0.14's ``status.state`` and 0.15's ``status.phase`` and
+``status.observedGeneration`` on the AutoscalingRunnerSet, 0.15's ``spec.phase`` on the
+AutoscalingListener. Ours on top: the set's conditions, the ARS's ``status.message``,
+the listener's restart backoff in its status, the short names, printer columns after
+ARC's. Nothing is required that either line leaves optional (0.15 dropped 0.14's
+``spec.patchID``, ``status.currentReplicas`` and the runner spec's GitHub fields), so
+an object either ARC line accepts is accepted here, and a switch back to ARC meets no
+refusal; the controller still writes what 0.14 requires.
 
 The pod template is Kubernetes' PodSpec, passed in by the caller
 (``ersctl.crds.podspec``); :func:`crds` is pure.
@@ -176,7 +179,6 @@ def runner_spec(pod_spec: JsonObject) -> JsonObject:
             "spec": pod,
             "vaultConfig": _vault_config(),
         },
-        "required": ["githubConfigSecret", "githubConfigUrl", "runnerScaleSetId"],
     }
 
 
@@ -214,7 +216,6 @@ def ers_schema(pod_spec: JsonObject) -> JsonObject:
             ),
             "replicas": _integer("The number of EphemeralRunners wanted, written by the listener."),
         },
-        "required": ["patchID"],
     }
     status = {
         "type": "object",
@@ -235,7 +236,6 @@ def ers_schema(pod_spec: JsonObject) -> JsonObject:
             "phase": {"type": "string", "description": "Running or Outdated."},
             "runningEphemeralRunners": _integer(),
         },
-        "required": ["currentReplicas"],
     }
     return _object("A set of EphemeralRunners scaled by one listener.", spec, status)
 
@@ -283,17 +283,17 @@ ERS_COLUMNS: Final = (
     _column("Running Runners", ".status.runningEphemeralRunners", "integer"),
     _column("Finished Runners", ".status.finishedEphemeralRunners", "integer"),
     _column("Deleting Runners", ".status.deletingEphemeralRunners", "integer"),
+    _column("Phase", ".status.phase", "string"),  # 0.15's
     # Ours.
     _column("PatchID", ".spec.patchID", "integer"),
-    _column("Phase", ".status.phase", "string"),
     _column("Age", ".metadata.creationTimestamp", "date"),
 )
 
 ER_COLUMNS: Final = (
-    # ARC's, in ARC's order; 0.14 heads the phase column "Status" (0.15 renames it).
+    # ARC's, in ARC's order; the phase column is headed as 0.15 heads it (0.14: Status).
     _column("GitHub Config URL", ".spec.githubConfigUrl", "string"),
     _column("RunnerId", ".status.runnerId", "number"),
-    _column("Status", ".status.phase", "string"),
+    _column("Phase", ".status.phase", "string"),
     _column("JobRepository", ".status.jobRepositoryName", "string"),
     _column("JobWorkflowRef", ".status.jobWorkflowRef", "string"),
     _column("WorkflowRunId", ".status.workflowRunId", "number"),
@@ -323,8 +323,9 @@ def _runner_count(description: str) -> JsonObject:
 
 
 def ars_schema(pod_spec: JsonObject) -> JsonObject:
-    """The AutoscalingRunnerSet's ``openAPIV3Schema``: ARC's, plus ``status.phase`` and
-    ``status.message`` (ours: where the controller is, and why when it is stuck)."""
+    """The AutoscalingRunnerSet's ``openAPIV3Schema``: ARC's (0.14's ``status.state``,
+    0.15's ``status.phase`` and ``status.observedGeneration``), plus ``status.message``
+    (ours: why the state is what it is)."""
     resource_meta = _labels_and_annotations
     spec = {
         "type": "object",
@@ -364,6 +365,9 @@ def ars_schema(pod_spec: JsonObject) -> JsonObject:
             "currentRunners": _integer("EphemeralRunners of the set that are not finished."),
             "failedEphemeralRunners": _integer(),
             "message": {"type": "string", "description": "Why the state is what it is."},
+            "observedGeneration": _integer(
+                "The metadata.generation the controller last acted on (ARC 0.15).", int64=True
+            ),
             "pendingEphemeralRunners": _integer(),
             "phase": {"type": "string", "description": "Pending, Running, Failed or Deleting."},
             "runningEphemeralRunners": _integer(),
@@ -382,13 +386,13 @@ ARS_COLUMNS: Final = (
     _column("Minimum Runners", ".spec.minRunners", "integer"),
     _column("Maximum Runners", ".spec.maxRunners", "integer"),
     _column("Current Runners", ".status.currentRunners", "integer"),
-    _column("State", ".status.state", "string"),
+    _column("Phase", ".status.phase", "string"),  # 0.15's; 0.14 shows State here
     _column("Pending Runners", ".status.pendingEphemeralRunners", "integer"),
     _column("Running Runners", ".status.runningEphemeralRunners", "integer"),
     _column("Finished Runners", ".status.finishedEphemeralRunners", "integer"),
     _column("Deleting Runners", ".status.deletingEphemeralRunners", "integer"),
+    _column("State", ".status.state", "string"),  # 0.14's
     # Ours.
-    _column("Phase", ".status.phase", "string"),
     _column("Age", ".metadata.creationTimestamp", "date"),
 )
 
@@ -497,8 +501,9 @@ def _pod_template(pod_spec: JsonObject) -> JsonObject:
 
 
 def al_schema(pod_spec: JsonObject) -> JsonObject:
-    """The AutoscalingListener's ``openAPIV3Schema``: ARC 0.14's spec, whole, and a
-    status holding the listener Pod's restart backoff (ours; ARC's status is empty)."""
+    """The AutoscalingListener's ``openAPIV3Schema``: ARC's spec, whole (0.15's
+    ``spec.phase`` too), and a status holding the listener Pod's restart backoff (ours;
+    ARC's status is empty)."""
     local_object_reference = {
         "type": "object",
         "properties": {"name": {"type": "string", "default": ""}},
@@ -523,6 +528,10 @@ def al_schema(pod_spec: JsonObject) -> JsonObject:
             "maxRunners": dict(minimum_zero),
             "metrics": _metrics_config(),
             "minRunners": dict(minimum_zero),
+            "phase": {
+                "type": "string",
+                "description": "Running, or Stopped: ARC 0.15 parks a scale set's listener.",
+            },
             "proxy": _proxy(),
             "roleBindingMetadata": _labels_and_annotations(
                 "Labels and annotations of the listener's RoleBinding."

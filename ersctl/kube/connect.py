@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, cast
 
 import tenacity
 import yaml
 from kubernetes import client, config
+from kubernetes.client import rest
 
 from ersctl.kube.calls import json_body, kube_call, server_of
 from ersctl.kube.errors import KubeError
 from ersctl.platform.errors import ConfigError
+from ersctl.platform.ratelimit import TokenBucket
 
 SERVICE_ACCOUNT_DIR: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 OPTION: Final = "kubeconfig"
@@ -62,6 +65,34 @@ def _from_kubeconfig(path: str, context: str | None) -> client.ApiClient:
     if not api.configuration.host:
         raise ConfigError(OPTION, f"{path}: names no API server")
     return api
+
+
+def limit_requests(api: client.ApiClient, *, qps: float, burst: int) -> None:
+    """Hold every request of ``api`` to ``qps`` a second with ``burst`` at once, as
+    client-go's ``rest.Config`` QPS and Burst do (ARC's ``--k8s-client-rate-limiter-*``);
+    a request over the limit waits its turn. ``qps`` 0 leaves ``api`` unlimited."""
+    if qps > 0:
+        limited = _Limited(api.rest_client, TokenBucket(rate=qps, burst=max(1, burst)))
+        # Duck-typed: the client calls only these two methods of its REST layer.
+        api.rest_client = cast(rest.RESTClientObject, limited)
+
+
+class _Limited:
+    """The client's REST layer (``request`` and ``close`` are all ``ApiClient`` uses),
+    each request taking a token first."""
+
+    def __init__(self, rest: Any, bucket: TokenBucket) -> None:
+        self._rest = rest
+        self._bucket = bucket
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:
+        wait = self._bucket.reserve()
+        if wait > 0:
+            time.sleep(wait)
+        return self._rest.request(*args, **kwargs)
+
+    def close(self) -> None:
+        self._rest.close()
 
 
 def check_api_group(api: client.ApiClient, *, group: str, version: str) -> None:

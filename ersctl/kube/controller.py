@@ -60,6 +60,7 @@ class Controller:
         self._gate = gate
         self._threads: list[threading.Thread] = []
         metrics.track_queue_depth(name, self.queue.__len__)
+        metrics.workers.labels(name).set(workers)
 
     def start(self) -> None:
         """Start the worker threads (once)."""

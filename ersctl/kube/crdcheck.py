@@ -1,15 +1,17 @@
-"""The start-up check that the served CRDs keep what the guard writes.
+"""The start-up reading of the served CRDs: which of the fields this project writes
+their schemas would keep.
 
 ``ersctl reconcile`` reads the CustomResourceDefinition objects of its resources (a
-``get`` by name on each, which its ClusterRole grants) and refuses to start when the
-API server would prune a field of ``ersctl.api.GUARD_FIELDS``: with ARC 0.14's CRDs
-the marker and revision writes would be dropped and the guard would be off without a
-word (``ersctl.kube.pruning``).
+``get`` by name on each) and asks, for each field path it writes, whether the API
+server would prune it (``ersctl.kube.pruning``). What follows from the answer is the
+caller's (``ersctl.startup``): a dropped guard field refuses the start (with ARC 0.14's
+CRDs the guard would be off without a word), a dropped display field is a warning.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from kubernetes import client
 
@@ -21,12 +23,29 @@ from ersctl.kube.pruning import dropped_fields
 CHECK_TIMEOUT = 10.0
 
 
-def check_served_crds(api: client.ApiClient, fields: Mapping[str, Sequence[str]]) -> None:
-    """Raise :class:`PrunedFieldsError` naming every field of ``fields`` (CRD name ->
-    paths) the served CRDs would drop (all of them for a CRD that is not installed);
-    ``KubeError`` when a CRD cannot be read."""
+@dataclass(frozen=True)
+class ServedCrds:
+    """What the served CRDs keep of the fields asked about."""
+
+    dropped: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """CRD name -> the asked paths its schema drops (every one when not installed);
+    only CRDs that drop something are listed."""
+    missing: frozenset[str] = frozenset()
+    """The asked CRDs that are not installed."""
+
+    def pruned_error(self, crds: Sequence[str] | None = None) -> PrunedFieldsError | None:
+        """A :class:`PrunedFieldsError` naming what ``crds`` (default: all) drop, or None."""
+        lacking = {c: p for c, p in self.dropped.items() if crds is None or c in crds}
+        return PrunedFieldsError(lacking) if lacking else None
+
+
+def read_served_crds(api: client.ApiClient, fields: Mapping[str, Sequence[str]]) -> ServedCrds:
+    """Read each CRD of ``fields`` (CRD name -> paths) and say what its schema drops.
+    ``KubeError`` when a CRD cannot be read for another reason than its absence
+    (``ForbiddenError`` where RBAC does not grant the read: ARC's chart grants none)."""
     extensions = client.ApiextensionsV1Api(api)
-    lacking: dict[str, list[str]] = {}
+    dropped: dict[str, tuple[str, ...]] = {}
+    missing = set()
     for name, paths in fields.items():
         action = f"get customresourcedefinitions/{name}"
         try:
@@ -35,11 +54,11 @@ def check_served_crds(api: client.ApiClient, fields: Mapping[str, Sequence[str]]
                     name, _preload_content=False, _request_timeout=CHECK_TIMEOUT
                 )
         except NotFoundError:
-            lacking[name] = list(paths)
+            missing.add(name)
+            dropped[name] = tuple(paths)
             continue
         doc = json_body(resp, action=action, server=server_of(api))
-        dropped = dropped_fields(doc, VERSION, paths)
-        if dropped:
-            lacking[name] = dropped
-    if lacking:
-        raise PrunedFieldsError(lacking)
+        lost = dropped_fields(doc, VERSION, paths)
+        if lost:
+            dropped[name] = tuple(lost)
+    return ServedCrds(dropped=dropped, missing=frozenset(missing))

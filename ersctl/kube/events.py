@@ -16,13 +16,16 @@ hundreds of Events, each one a write):
   producing new reasons cannot flood the namespace. Dropped ones are logged.
 
 Best effort: recording never raises. A failure is logged (with the reason, never the
-object's content) and the reconcile goes on. :meth:`EventRecorder.flush` writes
+object's content) and the reconcile goes on. Where RBAC forbids Events (ARC's Helm chart
+grants the controller none), one WARNING says so and every Event after it goes to the
+log instead (a Warning at WARNING, a Normal at INFO), without another request. :meth:`EventRecorder.flush` writes
 every pending count at once (on shutdown, and in tests).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 import uuid
@@ -36,8 +39,9 @@ from kubernetes import client
 
 from ersctl.api import API_VERSION, KubeObject
 from ersctl.kube.calls import MERGE_PATCH, kube_call, server_of
-from ersctl.kube.errors import NotFoundError
+from ersctl.kube.errors import ForbiddenError, NotFoundError
 from ersctl.platform.errors import Failure
+from ersctl.platform.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
 
@@ -59,14 +63,6 @@ class _Seen:
     written_count: int  # the count the server holds
     written_at: float  # monotonic time of the last write
     timer: threading.Timer | None = None
-
-
-@dataclass
-class _Bucket:
-    """client-go's spam filter: a token bucket per object."""
-
-    tokens: float
-    updated: float  # monotonic
 
 
 class EventRecorder:
@@ -104,7 +100,9 @@ class EventRecorder:
         self._now = now
         self._lock = threading.Lock()
         self._seen: OrderedDict[_Key, _Seen] = OrderedDict()
-        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
+        # client-go's spam filter: a token bucket per object.
+        self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
+        self._forbidden = threading.Event()
 
     def event(self, obj: KubeObject, *, type: str, reason: str, message: str) -> None:
         """Record an Event about ``obj`` (``type`` "Normal" or "Warning"). Never raises."""
@@ -113,6 +111,10 @@ class EventRecorder:
         message = (
             message if len(message) <= _MESSAGE_LIMIT else message[: _MESSAGE_LIMIT - 3] + "..."
         )
+        if self._forbidden.is_set():
+            level = logging.WARNING if type == "Warning" else logging.INFO
+            log.log(level, "event %s on %s: %s", reason, obj.key, message)
+            return
         key: _Key = (obj.uid or obj.key, type, reason)
         try:
             if self._count_repeat(key, message):
@@ -121,6 +123,15 @@ class EventRecorder:
                 log.debug("event %s on %s dropped by the per-object rate limit", reason, obj.key)
                 return
             self._create(obj, key, message)
+        except ForbiddenError as exc:
+            if not self._forbidden.is_set():
+                self._forbidden.set()
+                log.warning(
+                    "cannot record Events (%s): this controller's RBAC grants no events "
+                    "create; Events go to the log instead",
+                    exc.reason or "Forbidden",
+                )
+            self.event(obj, type=type, reason=reason, message=message)
         except (Failure, ValueError) as exc:
             log.warning("could not record event %s on %s: %s", reason, obj.key, exc)
 
@@ -181,20 +192,15 @@ class EventRecorder:
 
     def _take_token(self, subject: str) -> bool:
         with self._lock:
-            now = self._clock()
             bucket = self._buckets.get(subject)
             if bucket is None:
-                bucket = self._buckets[subject] = _Bucket(tokens=float(self._burst), updated=now)
+                rate = 1.0 / self._refill_every if self._refill_every else math.inf
+                bucket = TokenBucket(rate=rate, burst=self._burst, clock=self._clock)
+                self._buckets[subject] = bucket
                 while len(self._buckets) > _REMEMBERED:
                     self._buckets.popitem(last=False)
-            refill = (now - bucket.updated) / self._refill_every if self._refill_every else 1e9
-            bucket.tokens = min(float(self._burst), bucket.tokens + refill)
-            bucket.updated = now
             self._buckets.move_to_end(subject)
-            if bucket.tokens < 1.0:
-                return False
-            bucket.tokens -= 1.0
-            return True
+        return bucket.try_take()
 
     def _create(self, obj: KubeObject, key: _Key, message: str) -> None:
         _, type_, reason = key

@@ -52,6 +52,12 @@ class ControllerMetrics:
         self.leader = Gauge(
             f"{_PREFIX}_leader", "1 while this process holds the leader lease.", registry=r
         )
+        self.workers = Gauge(
+            f"{_PREFIX}_max_concurrent_reconciles",
+            "Workers of each controller (controller-runtime's max concurrent reconciles).",
+            ["controller"],
+            registry=r,
+        )
 
     def observe_reconcile(self, controller: str, *, result: str, seconds: float) -> None:
         """Count one reconcile (``result``: success, error or requeue_after)."""

@@ -49,12 +49,14 @@ class ProbeServer:
     """Serves one registry at ``endpoint`` and the two probes, on a daemon thread.
 
     ``option`` names the setting the address came from, for error messages; ``live``
-    and ``ready`` are asked at each probe, from the server's threads.
+    and ``ready`` are asked at each probe, from the server's threads. Without a
+    ``registry`` it serves the probes only (a health address of its own, as
+    controller-runtime's ``--health-probe-bind-address``).
     """
 
     def __init__(
         self,
-        registry: CollectorRegistry,
+        registry: CollectorRegistry | None,
         *,
         option: str,
         address: tuple[str, int],
@@ -100,7 +102,11 @@ class ProbeServer:
             name="probe-server",
             daemon=True,
         ).start()
-        log.info("serving metrics and probes", extra={"fields": {"url": self.url}})
+        if self._registry is not None:
+            log.info("serving metrics and probes", extra={"fields": {"url": self.url}})
+        else:
+            url = self.url.removesuffix(self._endpoint)
+            log.info("serving probes", extra={"fields": {"url": f"{url}/healthz"}})
 
     def stop(self) -> None:
         """Stop serving and release the port; a no-op when not started."""
@@ -119,12 +125,12 @@ class ProbeServer:
 
 
 def _handler_for(
-    registry: CollectorRegistry, endpoint: str, probes: dict[str, Probe]
+    registry: CollectorRegistry | None, endpoint: str, probes: dict[str, Probe]
 ) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
-            if path == endpoint:
+            if path == endpoint and registry is not None:
                 self._send(200, CONTENT_TYPE_LATEST, generate_latest(registry))
             elif path in probes:
                 verdict = probes[path]()

@@ -207,3 +207,21 @@ def test_a_scale_set_deleted_on_github_is_registered_again_before_a_listener_sta
         what="the set's runners on the new scale set",
     )
     assert env.events("ScaleSetGone", "Warning")
+
+
+def test_labels_with_an_excluded_prefix_are_not_propagated(env: Env) -> None:
+    # ARC's --exclude-label-propagation-prefix (an Argo CD instance label must not make
+    # Argo CD think it owns what the controller made).
+    env.create_secret()
+    body = env.ars_body("arc")
+    body["metadata"]["labels"] = {"argocd.argoproj.io/instance": "runners", "team": "web"}
+    env.kube.create_object(api.ARS_PLURAL, body)
+    env.start(exclude_label_prefixes=("argocd.argoproj.io/",))
+    env.running("arc")
+
+    for made in (env.runner_set("arc"), env.listener()):
+        labels = made["metadata"]["labels"]
+        assert labels["team"] == "web"
+        assert "argocd.argoproj.io/instance" not in labels
+    kept = (env.ars("arc") or {})["metadata"]["labels"]
+    assert kept["argocd.argoproj.io/instance"] == "runners", "the ARS's own labels stay"

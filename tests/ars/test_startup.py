@@ -17,7 +17,8 @@ import pytest
 from ersctl import api
 from ersctl.crds import load_crds
 from ersctl.testing.apiserver import ApiServer
-from tests.polling import eventually
+from tests.controller.objects import ers_doc
+from tests.polling import eventually, run_until
 
 OWN_SERVER = pytest.mark.embedded_only("a server of its own without the ARS CRD")
 
@@ -58,9 +59,9 @@ def test_without_the_ars_crd_the_ars_controller_refuses_to_start(
     assert api.INSTALL_CRDS_COMMAND in line
 
 
-def _controllers_of_a_running_reconcile(command: list[str]) -> set[str]:
-    """Start ``command`` (an ``ersctl reconcile``), wait until ready, and return the
-    controllers its /metrics shows a work queue for; stop it (exit 0)."""
+def _metrics_of_a_running_reconcile(command: list[str]) -> str:
+    """Start ``command`` (an ``ersctl reconcile``), wait until ready, and return its
+    /metrics; stop it (exit 0)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
@@ -80,16 +81,26 @@ def _controllers_of_a_running_reconcile(command: list[str]) -> set[str]:
                 return False
 
         eventually(ready, timeout=30, what="the controller ready")
-        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        return httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
-    prefix = 'ersctl_workqueue_depth{controller="'
+
+
+def _per_controller(metrics: str, name: str) -> dict[str, float]:
+    """``name{controller="..."} value`` samples of ``metrics``, by controller."""
+    prefix = f'{name}{{controller="'
     return {
-        line[len(prefix) :].split('"', 1)[0]
-        for line in text.splitlines()
+        line[len(prefix) :].split('"', 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in metrics.splitlines()
         if line.startswith(prefix)
     }
+
+
+def _controllers_of_a_running_reconcile(command: list[str]) -> set[str]:
+    """The controllers a running ``command``'s /metrics shows a work queue for."""
+    metrics = _metrics_of_a_running_reconcile(command)
+    return set(_per_controller(metrics, "ersctl_workqueue_depth"))
 
 
 @OWN_SERVER
@@ -128,3 +139,52 @@ def test_a_listener_namespace_outside_the_watched_namespace_is_refused() -> None
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("ersctl: invalid configuration: --listener-namespace: 'elsewhere'")
+
+
+@pytest.mark.embedded_only("a server of its own, refusing CRD reads")
+def test_where_crds_may_not_be_read_it_starts_with_one_warning_naming_what_is_unchecked(
+    tmp_path: Path,
+) -> None:
+    # ARC's Helm chart grants the controller no customresourcedefinitions get.
+    with ApiServer() as server:
+        server.inject_fault(verb="get", resource="customresourcedefinitions", code=403, times=-1)
+        server.create_object(api.ERS_PLURAL, ers_doc("runners", namespace="default"))
+        command = [*_command(server, tmp_path), "--listener-image", "img:1", "--metrics-addr", "0"]
+        code, stderr = run_until(
+            command,
+            lambda: (
+                (server.get_object(api.ERS_PLURAL, "default", "runners") or {})
+                .get("metadata", {})
+                .get("finalizers")
+            ),
+            timeout=30,
+            what="the set taken over",
+        )
+    assert code == 0, stderr
+    (warning,) = [line for line in stderr.splitlines() if "WARNING" in line]
+    assert "cannot read the CRDs (Forbidden): not checked whether they keep the guard's" in warning
+
+
+@pytest.mark.embedded_only("a server of its own")
+def test_each_controller_runs_the_workers_its_option_asks_for(tmp_path: Path) -> None:
+    # ARC 0.15's per-controller max-concurrent-reconciles flags, under the same names.
+    with ApiServer() as server:
+        command = [
+            *_command(server, tmp_path),
+            "--runner-controller",
+            "--listener-image", "img:1",
+            "--workers", "7",
+            "--ephemeral-runner-max-concurrent-reconciles", "3",
+            "--ephemeral-runner-set-max-concurrent-reconciles", "4",
+            "--autoscaling-runner-set-max-concurrent-reconciles", "5",
+            "--autoscaling-listener-max-concurrent-reconciles", "6",
+        ]  # fmt: skip
+        workers = _per_controller(
+            _metrics_of_a_running_reconcile(command), "ersctl_max_concurrent_reconciles"
+        )
+    assert workers == {
+        "ephemeralrunner": 3,
+        "ephemeralrunnerset": 4,
+        "autoscalingrunnerset": 5,
+        "autoscalinglistener": 6,
+    }

@@ -28,9 +28,9 @@ from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 from tests.autoscaling.conftest import RUNNER_SET, b64, listener_body, listener_settings
+from tests.cluster.rbac import grants
 from tests.cluster.test_rbac_in_practice import (
     assert_requests_need_exactly,
-    grants,
     listener_through_one_job,
 )
 from tests.listener.arc_configs import PAT

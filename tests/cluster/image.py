@@ -15,6 +15,9 @@ Each piece covers what this repository's Dockerfile and .dockerignore use, and r
 - :func:`make_stage_links`: the symbolic links a stage's ``RUN ln -s TARGET LINK``
   instructions make, made under a local root; any other use of ``ln`` in a ``RUN``
   (several commands, other options) is refused.
+- :func:`image_root`: the final stage's filesystem as far as the programs are concerned
+  (the virtual environment's ``bin/`` as pip fills it from the wheel, the stage's
+  links), and :func:`run_isolated` to run a program of it from the wheel alone.
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ import posixpath
 import re
 import shlex
 import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Mapping
+from importlib.metadata import EntryPoint, PathDistribution
 from pathlib import Path, PurePosixPath
+from subprocess import PIPE
+from typing import Any
 
 IGNORE_FILE = ".dockerignore"
 # COPY flags that change ownership or layering, not which files are copied.
@@ -203,3 +213,50 @@ def make_stage_links(stage: list[str], *, root: Path) -> dict[str, Path]:
         local.symlink_to(root / target.relative_to("/"))
         made[str(link)] = local
     return made
+
+
+def console_scripts(site: Path) -> dict[str, EntryPoint]:
+    (dist_info,) = site.glob("*.dist-info")
+    entry_points = PathDistribution(dist_info).entry_points
+    return {ep.name: ep for ep in entry_points if ep.group == "console_scripts"}
+
+
+def run_isolated(
+    site: Path, cwd: Path, *argv: str, env: Mapping[str, str] | None = None, stderr: Any = PIPE
+) -> subprocess.Popen[str]:
+    """``python argv...`` seeing the unpacked wheel first, then this environment's
+    third-party packages, and nothing else: no ``site`` (whose .pth files would put the
+    editable install's repository back on the path), no script or working directory.
+    ``env`` adds variables; ``stderr`` as for Popen (a long-running program's belongs
+    in a file, so that a full pipe cannot stall it)."""
+    environment = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": os.pathsep.join([str(site), sysconfig.get_paths()["purelib"]]),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        **(env or {}),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-S", "-P", *argv],
+        cwd=cwd,
+        env=environment,
+        stdout=PIPE,
+        stderr=stderr,
+        text=True,
+    )
+
+
+def write_console_scripts(site: Path, bin_dir: Path) -> None:
+    """What pip writes into ``bin_dir`` for each console script of the wheel in ``site``."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name, ep in console_scripts(site).items():
+        (bin_dir / name).write_text(
+            f"import sys\nfrom {ep.module} import {ep.attr}\nsys.exit({ep.attr}())\n"
+        )
+
+
+def image_root(site: Path, root: Path, dockerfile: Path) -> dict[str, Path]:
+    """Under ``root``, the final stage's ``/opt/venv/bin`` (the console scripts of the
+    wheel unpacked in ``site``) and its links; returns link -> path, as
+    :func:`make_stage_links`."""
+    write_console_scripts(site, root / "opt" / "venv" / "bin")
+    return make_stage_links(dockerfile_stages(dockerfile)[-1], root=root)

@@ -11,17 +11,9 @@ unpacked wheel and the third-party packages of this virtual environment.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import sysconfig
 import zipfile
-from collections.abc import Mapping
-from importlib.metadata import EntryPoint, PathDistribution
 from pathlib import Path, PurePosixPath
-from subprocess import PIPE
-from typing import Any
 
 import pytest
 
@@ -29,10 +21,10 @@ from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 from tests.cluster.image import (
     DockerIgnore,
-    copy_build_stage,
-    dockerfile_stages,
-    make_stage_links,
-    stage_named,
+    console_scripts,
+    image_root,
+    run_isolated,
+    write_console_scripts,
 )
 from tests.kubeapi import KubeApi
 from tests.listener.arc_configs import pat_config_metrics_off
@@ -46,29 +38,6 @@ PROGRAMS = ("ghalistener", "ersctl")
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's wheel, built by pip from what the image's build stage holds."""
-    build = tmp_path_factory.mktemp("image")
-    stage = stage_named(dockerfile_stages(ROOT / "Dockerfile"), "builder")
-    project = copy_build_stage(stage, context=ROOT, root=build / "stage")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--no-index", "--quiet", "--wheel-dir", str(build / "dist"), str(project)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    (path,) = (build / "dist").glob("*.whl")
-    return path
-
-
-@pytest.fixture(scope="module")
-def unpacked(wheel: Path) -> Path:
-    site = wheel.parent.parent / "site"
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(site)
-    return site
-
-
 def test_the_wheel_holds_both_programs_and_no_test_support(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
@@ -80,47 +49,9 @@ def test_the_wheel_holds_both_programs_and_no_test_support(wheel: Path) -> None:
     assert any(n.startswith("ersctl/crds/") and n.endswith(".yaml") for n in names)
 
 
-def console_scripts(site: Path) -> dict[str, EntryPoint]:
-    (dist_info,) = site.glob("*.dist-info")
-    entry_points = PathDistribution(dist_info).entry_points
-    return {ep.name: ep for ep in entry_points if ep.group == "console_scripts"}
-
-
-def run_isolated(
-    site: Path, cwd: Path, *argv: str, env: Mapping[str, str] | None = None, stderr: Any = PIPE
-) -> subprocess.Popen[str]:
-    """``python argv...`` seeing the unpacked wheel first, then this environment's
-    third-party packages, and nothing else: no ``site`` (whose .pth files would put the
-    editable install's repository back on the path), no script or working directory.
-    ``env`` adds variables; ``stderr`` as for Popen (a long-running program's belongs
-    in a file, so that a full pipe cannot stall it)."""
-    environment = {
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": os.pathsep.join([str(site), sysconfig.get_paths()["purelib"]]),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        **(env or {}),
-    }
-    return subprocess.Popen(
-        [sys.executable, "-S", "-P", *argv],
-        cwd=cwd,
-        env=environment,
-        stdout=PIPE,
-        stderr=stderr,
-        text=True,
-    )
-
-
-def write_console_scripts(site: Path, bin_dir: Path) -> None:
-    """What pip writes into ``bin_dir`` for each console script of the wheel in ``site``."""
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    for name, ep in console_scripts(site).items():
-        (bin_dir / name).write_text(
-            f"import sys\nfrom {ep.module} import {ep.attr}\nsys.exit({ep.attr}())\n"
-        )
-
-
 def test_both_programs_run_from_the_wheel_alone(unpacked: Path, tmp_path: Path) -> None:
-    assert sorted(console_scripts(unpacked)) == sorted(PROGRAMS)
+    # ersctl-manager: ARC's controller command line (the image's /manager).
+    assert sorted(console_scripts(unpacked)) == sorted([*PROGRAMS, "ersctl-manager"])
     write_console_scripts(unpacked, tmp_path)
     running = {
         program: run_isolated(unpacked, tmp_path, str(tmp_path / program), "--help")
@@ -157,8 +88,7 @@ def test_arcs_listener_pod_command_runs_the_listener_from_its_config_path(
     # The final stage's filesystem, as far as the listener is concerned: the virtual
     # environment's bin/ as pip fills it, then the stage's links.
     root = tmp_path / "root"
-    write_console_scripts(unpacked, root / "opt" / "venv" / "bin")
-    links = make_stage_links(dockerfile_stages(ROOT / "Dockerfile")[-1], root=root)
+    links = image_root(unpacked, root, ROOT / "Dockerfile")
     entrypoint = links[ARC_LISTENER_COMMAND]
     assert entrypoint.resolve() == root / "opt" / "venv" / "bin" / "ghalistener"
 

@@ -27,11 +27,12 @@ from typing import Any
 
 import pytest
 
-from ersctl.testing.apiserver import ApiServer, RequestRecord
+from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 from tests.arc_chart import protected_rbac, rbac_object
 from tests.certificates import server_certificates
+from tests.cluster.rbac import Grant, grant_for, grants, request_of
 from tests.cluster.test_deploy import SCALE_SET, render
 from tests.cluster.test_runner_controller import RUNNING, terminated
 from tests.connect_proxy import ConnectProxy
@@ -59,41 +60,6 @@ NOT_EXERCISED_BY_ONE_LIFE = {
 CONTROLLER_IMAGE = "registry.example.com/gha-scaleset:rbac"
 WAIT = 60.0  # generous: subprocesses on a shared 2-core machine
 PROXY_USER, PROXY_PASSWORD, ROTATED = "rbac", "pr0xy-passw0rd-rbac", "r0tated-passw0rd-rbac"
-
-Request = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
-Grant = tuple[str, str, str, str]  # a Request and the resourceName it is limited to, or ""
-
-
-def group_of(record: RequestRecord) -> str:
-    parts = record.path.strip("/").split("/")
-    return "" if parts[0] == "api" else parts[1]
-
-
-def request_of(record: RequestRecord) -> Request:
-    resource = record.resource or ""
-    if record.subresource:
-        resource = f"{resource}/{record.subresource}"
-    return (group_of(record), resource, record.verb)
-
-
-def grants(rules: list[dict[str, Any]]) -> set[Grant]:
-    return {
-        (g, r, v, name)
-        for rule in rules
-        for g in rule["apiGroups"]
-        for r in rule["resources"]
-        for v in rule["verbs"]
-        for name in rule.get("resourceNames") or [""]
-    }
-
-
-def grant_for(record: RequestRecord, granted: set[Grant]) -> Grant | None:
-    """The grant that allows ``record`` (one limited to its name first), or None."""
-    request = request_of(record)
-    for name in (record.name or "", ""):
-        if (*request, name) in granted:
-            return (*request, name)
-    return None
 
 
 def rbac() -> tuple[set[Grant], set[Grant]]:

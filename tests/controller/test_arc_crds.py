@@ -1,9 +1,13 @@
-"""The controller under ARC 0.14's own CRDs (no guard fields; ``status.currentReplicas``
-required), loaded into the embedded API server, against the same scenarios under ours.
+"""The controller under ARC's own CRDs, loaded into the embedded API server, against
+the same scenarios under ours.
 
-Under ARC's CRDs the API server prunes the marker, so the guard cannot work: ``ersctl
-reconcile`` refuses to start, and a reconciler that runs anyway (the CRD replaced under
-a running controller) stops the set rather than scale it up.
+ARC 0.14.2's (no guard fields; ``status.currentReplicas`` required): the API server
+prunes the marker, so the guard cannot work: ``ersctl reconcile`` refuses to start, and
+a reconciler that runs anyway (the CRD replaced under a running controller) stops the
+set rather than scale it up. ARC 0.15.1's, all four as ARC's chart installs them: they
+carry the guard fields, so ``ersctl reconcile`` runs on them with the guard on, saying
+in one WARNING each what their narrower schemas cost (the listener's restart backoff,
+part of the ARS status).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from tests.controller.github import FakeGitHub
 from tests.controller.harness import Cluster
 from tests.crds.arc import arc_crds
 from tests.kubeapi import KubeApi
+from tests.polling import run_until
 
 MISSING = (
     "ephemeralrunnersets.actions.github.com lacks spec.actionableRevision, "
@@ -33,24 +38,44 @@ MISSING = (
 ARCS_OWN_SERVER = pytest.mark.embedded_only("a server of its own serving ARC's CRDs")
 
 
-@pytest.fixture
-def arc_apiserver() -> Iterator[ApiServer]:
-    """An embedded API server serving ARC 0.14's CRDs instead of ours."""
+def _serving(crds: list[dict[str, object]]) -> Iterator[ApiServer]:
     with ApiServer(crds=False) as server:
-        for crd in arc_crds():
+        for crd in crds:
             server.create_object("customresourcedefinitions", crd)
         yield server
 
 
 @pytest.fixture
-def arc_cluster(arc_apiserver: ApiServer, github: FakeGitHub) -> Iterator[Cluster]:
-    kube = KubeApi.for_embedded(arc_apiserver)
+def arc_apiserver() -> Iterator[ApiServer]:
+    """An embedded API server serving ARC 0.14's CRDs instead of ours."""
+    yield from _serving(arc_crds())
+
+
+@pytest.fixture
+def arc_chart_apiserver(request: pytest.FixtureRequest) -> Iterator[ApiServer]:
+    """An embedded API server serving ARC's four CRDs of the line ``request.param``,
+    as ARC's Helm chart installs them."""
+    yield from _serving(arc_crds(request.param, autoscaling=True))
+
+
+def _harness(server: ApiServer, github: FakeGitHub) -> Iterator[Cluster]:
+    kube = KubeApi.for_embedded(server)
     harness = Cluster(kube, github)
     try:
         yield harness
     finally:
         harness.close()
         kube.close(clean_up=False)
+
+
+@pytest.fixture
+def arc_cluster(arc_apiserver: ApiServer, github: FakeGitHub) -> Iterator[Cluster]:
+    yield from _harness(arc_apiserver, github)
+
+
+@pytest.fixture
+def arc_chart_cluster(arc_chart_apiserver: ApiServer, github: FakeGitHub) -> Iterator[Cluster]:
+    yield from _harness(arc_chart_apiserver, github)
 
 
 def _reconcile_command(harness: Cluster, tmp_path: Path, *options: str) -> list[str]:
@@ -71,25 +96,70 @@ def _reconcile_command(harness: Cluster, tmp_path: Path, *options: str) -> list[
     ]
 
 
+def _the_one_line_of_exit_2(command: list[str]) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    return line
+
+
 @ARCS_OWN_SERVER
 @pytest.mark.parametrize("options", [(), ("--once", "{set}")], ids=["run", "once"])
 def test_reconcile_refuses_to_start_under_arcs_crds_naming_the_fields_and_the_fix(
     arc_cluster: Cluster, tmp_path: Path, options: tuple[str, ...]
 ) -> None:
     arc_cluster.create_ers(replicas=1, patch_id=2)
-    done = subprocess.run(
-        _reconcile_command(arc_cluster, tmp_path, *options),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 2, done.stderr
-    (line,) = done.stderr.strip().splitlines()
+    line = _the_one_line_of_exit_2(_reconcile_command(arc_cluster, tmp_path, *options))
     assert line.startswith("ersctl: the served CRDs drop what the guard writes")
     assert MISSING in line
     assert api.INSTALL_CRDS_COMMAND in line
     assert arc_cluster.runners() == [], "nothing was reconciled"
+
+
+@ARCS_OWN_SERVER
+@pytest.mark.parametrize("arc_chart_apiserver", ["0.14"], indirect=True)
+def test_reconcile_refuses_arcs_0142_chart_crds_in_one_line(
+    arc_chart_cluster: Cluster, tmp_path: Path
+) -> None:
+    command = _reconcile_command(arc_chart_cluster, tmp_path, "--listener-image", "img:1")
+    assert MISSING in _the_one_line_of_exit_2(command)
+
+
+@ARCS_OWN_SERVER
+@pytest.mark.parametrize("arc_chart_apiserver", ["0.15"], indirect=True)
+def test_reconcile_runs_on_arcs_0151_chart_crds_warning_once_per_narrower_schema(
+    arc_chart_cluster: Cluster, tmp_path: Path
+) -> None:
+    arc_chart_cluster.create_ers(replicas=0, patch_id=0, finalizers=[])
+    code, stderr = run_until(
+        _reconcile_command(arc_chart_cluster, tmp_path, "--listener-image", "img:1"),
+        lambda: api.ERS_FINALIZER in arc_chart_cluster.ers().finalizers,
+        timeout=30,
+        what="the set taken over",
+    )
+    assert code == 0, stderr
+    warnings = [line for line in stderr.splitlines() if "WARNING" in line]
+    assert len(warnings) == 2, warnings
+    backoff, status = sorted(warnings, key=lambda w: api.ARS_CRD in w)
+    assert f"{api.AL_CRD} drops status.listenerRestarts, status.lastListenerExitTime" in backoff
+    assert f"{api.ARS_CRD} drops status.state, status.message" in status
+
+
+@ARCS_OWN_SERVER
+@pytest.mark.parametrize("arc_chart_apiserver", ["0.15"], indirect=True)
+def test_under_arcs_0151_crds_the_cleanup_at_patch_2_suppresses_the_scale_up_at_patch_2(
+    arc_chart_cluster: Cluster,
+) -> None:
+    _a_finished_runner_at_patch_2(arc_chart_cluster)
+
+    assert arc_chart_cluster.reconcile().action == "cleanup-finished"
+    assert arc_chart_cluster.ers().finished_runner_cleanup_patch_id == 2, "the marker is kept"
+    (finished,) = arc_chart_cluster.runners()
+    arc_chart_cluster.release_runner(finished.name)
+
+    assert arc_chart_cluster.reconcile().action == "suppressed"
+    assert arc_chart_cluster.runners() == []
+    assert arc_chart_cluster.events("GuardFieldsPruned") == []
 
 
 def test_reconcile_starts_under_our_crds(cluster: Cluster, tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""ARC 0.14's CRDs for tests: the field list in ``arc-0.14.yaml``, flattened for a
-field-by-field comparison, and as whole ARC-shaped CRDs to load into the embedded
-API server (a cluster where ARC's CRDs are installed, without the guard fields).
+"""ARC's CRDs for tests, one field list per ARC line (``arc-0.14.yaml`` for 0.14.2,
+``arc-0.15.yaml`` for 0.15.1): flattened for a field-by-field comparison, and as whole
+ARC-shaped CRDs to load into the embedded API server (a cluster where ARC's CRDs are
+installed: 0.14's without the guard fields, 0.15's with them).
 
 A flattened schema maps a field path (``spec.ephemeralRunnerSpec.spec.containers[].name``;
 ``[]`` a list item, ``{}`` a map value) to the facts the comparison reads: ``type``
@@ -27,7 +28,9 @@ from ersctl.crds.podspec import POD_SPEC, pod_spec_schema
 JsonObject = dict[str, Any]
 Fields = dict[str, JsonObject]
 
-DATA: Final = Path(__file__).with_name("arc-0.14.yaml")
+LINES: Final = ("0.14", "0.15")
+"""ARC's CRD lines we are a superset of, oldest first."""
+NEWEST: Final = LINES[-1]
 GROUP: Final = "actions.github.com"
 
 _FACTS: Final = (
@@ -47,57 +50,65 @@ _POD_SPEC_MARK: Final = "x-arc-pod-spec"
 
 
 @functools.cache
-def _data() -> JsonObject:
-    loaded: JsonObject = yaml.safe_load(DATA.read_text(encoding="utf-8"))
+def _data(line: str) -> JsonObject:
+    path = Path(__file__).with_name(f"arc-{line}.yaml")
+    loaded: JsonObject = yaml.safe_load(path.read_text(encoding="utf-8"))
     return loaded
 
 
-def kubernetes_version() -> str:
-    return str(_data()["kubernetesVersion"])
+def kubernetes_version(line: str = "0.14") -> str:
+    return str(_data(line)["kubernetesVersion"])
 
 
-def crd_entry(kind: str) -> JsonObject:
+def crd_entry(kind: str, line: str = "0.14") -> JsonObject:
     """ARC's names, columns and subresources of ``kind`` (a copy)."""
-    entries = [*_data()["crds"], *_data()["autoscalingCrds"]]
+    entries = [*_data(line)["crds"], *_data(line)["autoscalingCrds"]]
     (entry,) = (c for c in entries if c["kind"] == kind)
     return copy.deepcopy(entry)
 
 
-def pod_spec_samples() -> Fields:
-    samples: Fields = _data()["podSpecSamples"]
+def pod_spec_samples(line: str = "0.14") -> Fields:
+    samples: Fields = _data(line)["podSpecSamples"]
     return copy.deepcopy(samples)
 
 
-def _expand(node: Any, pod_spec: JsonObject) -> Any:
+def _expand(node: Any, pod_spec: JsonObject, line: str) -> Any:
     """``node`` with the runner spec, proxy and pod spec placeholders filled in."""
     if isinstance(node, list):
-        return [_expand(item, pod_spec) for item in node]
+        return [_expand(item, pod_spec, line) for item in node]
     if not isinstance(node, dict):
         return node
-    if node.get("x-arc-runner-spec"):
-        return _expand(_data()["runnerSpec"], pod_spec)
-    if node.get("x-arc-proxy"):
-        return _expand(_data()["proxy"], pod_spec)
-    if node.get("x-arc-pod-template"):
-        return _expand(_data()["podTemplate"], pod_spec)
-    if node.get("x-arc-resource-meta"):
-        return _expand(_data()["resourceMeta"], pod_spec)
+    for mark, part in _PARTS.items():
+        if node.get(mark):
+            return _expand(_data(line)[part], pod_spec, line)
     if node.get(_POD_SPEC_MARK):
         return copy.deepcopy(pod_spec)
-    return {key: _expand(value, pod_spec) for key, value in node.items()}
+    return {key: _expand(value, pod_spec, line) for key, value in node.items()}
 
 
-def arc_schema_with_marks(kind: str) -> JsonObject:
+_PARTS: Final = {
+    "x-arc-runner-spec": "runnerSpec",
+    "x-arc-proxy": "proxy",
+    "x-arc-pod-template": "podTemplate",
+    "x-arc-resource-meta": "resourceMeta",
+}
+"""Placeholder mark -> the shared part of the field list it stands for."""
+
+
+def arc_schema_with_marks(kind: str, line: str = "0.14") -> JsonObject:
     """ARC's schema of ``kind`` with each pod template left as a ``x-arc-pod-spec`` mark."""
-    return _expand(crd_entry(kind)["schema"], {_POD_SPEC_MARK: True})  # type: ignore[no-any-return]
+    schema = crd_entry(kind, line)["schema"]
+    return _expand(schema, {_POD_SPEC_MARK: True}, line)  # type: ignore[no-any-return]
 
 
-def arc_crds() -> list[JsonObject]:
-    """ARC's CRDs of ``crds`` (not ``autoscalingCrds``), whole (the pod templates
-    rendered as our generator renders them)."""
-    pod_spec = pod_spec_schema(kubernetes_definitions(kubernetes_version()))
+def arc_crds(line: str = "0.14", *, autoscaling: bool = False) -> list[JsonObject]:
+    """ARC's CRDs of ``crds`` (and with ``autoscaling`` of ``autoscalingCrds`` too: all
+    four, as ARC's chart installs them), whole (the pod templates rendered as our
+    generator renders them)."""
+    pod_spec = pod_spec_schema(kubernetes_definitions(kubernetes_version(line)))
     documents = []
-    for entry in _data()["crds"]:
+    entries = [*_data(line)["crds"], *(_data(line)["autoscalingCrds"] if autoscaling else [])]
+    for entry in entries:
         kind = entry["kind"]
         documents.append(
             {
@@ -120,7 +131,7 @@ def arc_crds() -> list[JsonObject]:
                             "storage": True,
                             "subresources": entry["subresources"],
                             "additionalPrinterColumns": entry["additionalPrinterColumns"],
-                            "schema": {"openAPIV3Schema": _expand(entry["schema"], pod_spec)},
+                            "schema": {"openAPIV3Schema": _expand(entry["schema"], pod_spec, line)},
                         }
                     ],
                 },
@@ -129,12 +140,15 @@ def arc_crds() -> list[JsonObject]:
     return documents
 
 
-def flatten(schema: JsonObject, path: str = "", into: Fields | None = None) -> Fields:
+def flatten(
+    schema: JsonObject, path: str = "", into: Fields | None = None, *, line: str = "0.14"
+) -> Fields:
     """``schema``'s fields, path -> facts. A ``x-arc-pod-spec`` mark is expanded from
-    Kubernetes' own PodSpec schema (:func:`kubernetes_pod_spec_fields`)."""
+    Kubernetes' own PodSpec schema of ARC ``line``'s version
+    (:func:`kubernetes_pod_spec_fields`)."""
     fields: Fields = {} if into is None else into
     if schema.get(_POD_SPEC_MARK):
-        for sub, facts in kubernetes_pod_spec_fields().items():
+        for sub, facts in kubernetes_pod_spec_fields(line).items():
             fields[_join(path, sub)] = dict(facts)
         return fields
     facts = {key: schema[key] for key in _FACTS if key in schema}
@@ -142,11 +156,11 @@ def flatten(schema: JsonObject, path: str = "", into: Fields | None = None) -> F
         facts["type"] = "int-or-string"
     fields[path] = facts
     for key, child in (schema.get("properties") or {}).items():
-        flatten(child, _join(path, key), fields)
+        flatten(child, _join(path, key), fields, line=line)
     if isinstance(schema.get("items"), dict):
-        flatten(schema["items"], f"{path}[]", fields)
+        flatten(schema["items"], f"{path}[]", fields, line=line)
     if isinstance(schema.get("additionalProperties"), dict):
-        flatten(schema["additionalProperties"], f"{path}{{}}", fields)
+        flatten(schema["additionalProperties"], f"{path}{{}}", fields, line=line)
     return fields
 
 
@@ -166,9 +180,11 @@ def _kubernetes_pod_spec_fields(version: str) -> tuple[tuple[str, JsonObject], .
     return tuple(fields.items())
 
 
-def kubernetes_pod_spec_fields() -> Fields:
-    """Kubernetes' PodSpec of ARC's version, path -> facts, read from the published JSON."""
-    return {path: dict(facts) for path, facts in _kubernetes_pod_spec_fields(kubernetes_version())}
+def kubernetes_pod_spec_fields(line: str = "0.14") -> Fields:
+    """Kubernetes' PodSpec of ARC ``line``'s version, path -> facts, read from the
+    published JSON."""
+    version = kubernetes_version(line)
+    return {path: dict(facts) for path, facts in _kubernetes_pod_spec_fields(version)}
 
 
 def _walk_source(definitions: JsonObject, node: JsonObject, path: str, fields: Fields) -> None:
@@ -201,9 +217,13 @@ def _walk_source(definitions: JsonObject, node: JsonObject, path: str, fields: F
 def differences(arc: Fields, ours: Fields) -> list[str]:
     """Where ``ours`` is not a typed superset of ``arc``: one line per difference.
 
-    Same type, format, enum and markers at every ARC path; every ARC-required property
-    required; ARC's defaults kept; no ``x-kubernetes-preserve-unknown-fields`` in ours
-    where ARC's schema is typed.
+    Same type, format, enum and markers at every ARC path; ARC's defaults kept; no
+    ``x-kubernetes-preserve-unknown-fields`` in ours where ARC's schema is typed; and
+    nothing required in ours that ARC's does not require, so every object ARC's CRD
+    accepts is accepted by ours (ARC 0.15 dropped most of 0.14's required lists: an
+    object ARC 0.15 writes lacks what 0.14 required, and must still be accepted after
+    a switch back). What ARC requires and ours does not is the controller's to write
+    (``ersctl`` completes every status write with 0.14's required count).
     """
     found = []
     for path, want in arc.items():
@@ -214,9 +234,9 @@ def differences(arc: Fields, ours: Fields) -> list[str]:
             continue
         for key in _FACTS:
             if key == "required":
-                lost = sorted(set(want.get(key, [])) - set(have.get(key, [])))
-                if lost:
-                    found.append(f"{where}: not required: {', '.join(lost)}")
+                extra = sorted(set(have.get(key, [])) - set(want.get(key, [])))
+                if extra:
+                    found.append(f"{where}: required here, not in ARC's: {', '.join(extra)}")
             elif key in want and have.get(key) != want[key]:
                 found.append(f"{where}: {key} {have.get(key)!r}, ARC's {want[key]!r}")
             elif key == "x-kubernetes-preserve-unknown-fields" and have.get(key):

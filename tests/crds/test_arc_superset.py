@@ -1,4 +1,5 @@
-"""Our CRDs are a typed superset of ARC 0.14's, field by field (``arc-0.14.yaml``)."""
+"""Our CRDs are a typed superset of ARC 0.14.2's and of ARC 0.15.1's, field by field
+(``arc-0.14.yaml``, ``arc-0.15.yaml``)."""
 
 from __future__ import annotations
 
@@ -44,12 +45,26 @@ def test_the_ars_reference_holds_both_pod_templates() -> None:
         assert f"{template}.metadata.labels{{}}" in ars
 
 
+@pytest.mark.parametrize("line", arc.LINES)
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_field_of_arcs_schema_is_in_ours_with_its_type_markers_and_required(
-    kind: str,
+def test_every_field_of_arcs_schema_is_in_ours_with_its_type_and_markers_requiring_no_more(
+    kind: str, line: str
 ) -> None:
-    reference = arc.flatten(arc.arc_schema_with_marks(kind))
-    assert arc.differences(reference, arc.flatten(_our_schema(kind))) == []
+    reference = arc.flatten(arc.arc_schema_with_marks(kind, line), line=line)
+    assert arc.differences(reference, arc.flatten(_our_schema(kind), line=line)) == []
+
+
+def test_the_lines_differ_where_015_changed_014() -> None:
+    # Two copies of one file would make the second comparison above vacuous.
+    old = arc.flatten(arc.arc_schema_with_marks(api.ERS_KIND, "0.14"))
+    new = arc.flatten(arc.arc_schema_with_marks(api.ERS_KIND, "0.15"), line="0.15")
+    assert sorted(set(new) - set(old)) == [
+        "spec.actionableRevision",
+        "status.appliedActionableRevision",
+        "status.finishedRunnerCleanupPatchID",
+        "status.phase",
+    ]
+    assert old["spec"]["required"] == ["patchID"] and "required" not in new["spec"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -58,16 +73,32 @@ def test_nothing_of_ours_preserves_unknown_fields(kind: str) -> None:
     assert [p for p, facts in ours.items() if "x-kubernetes-preserve-unknown-fields" in facts] == []
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_arcs_printer_columns_come_first_in_arcs_order(kind: str) -> None:
-    theirs = arc.crd_entry(kind)["additionalPrinterColumns"]
-    ours = _ours(kind)["spec"]["versions"][0]["additionalPrinterColumns"]
-    assert ours[: len(theirs)] == theirs
+def _columns(kind: str) -> list[dict[str, Any]]:
+    columns: list[dict[str, Any]] = _ours(kind)["spec"]["versions"][0]["additionalPrinterColumns"]
+    return columns
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_names_scope_and_subresources_match_arcs(kind: str) -> None:
-    entry = arc.crd_entry(kind)
+def test_the_newest_arcs_printer_columns_come_first_in_its_order(kind: str) -> None:
+    theirs = arc.crd_entry(kind, arc.NEWEST)["additionalPrinterColumns"]
+    assert _columns(kind)[: len(theirs)] == theirs
+
+
+@pytest.mark.parametrize("line", arc.LINES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_column_of_every_line_is_shown_with_its_type(kind: str, line: str) -> None:
+    # 0.15 renamed the phase and state columns; each line's field is still shown.
+    ours = {(c["jsonPath"], c["type"]) for c in _columns(kind)}
+    theirs = {
+        (c["jsonPath"], c["type"]) for c in arc.crd_entry(kind, line)["additionalPrinterColumns"]
+    }
+    assert theirs <= ours
+
+
+@pytest.mark.parametrize("line", arc.LINES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_names_scope_and_subresources_match_arcs(kind: str, line: str) -> None:
+    entry = arc.crd_entry(kind, line)
     crd = _ours(kind)
     names = crd["spec"]["names"]
     assert (names["kind"], names["plural"]) == (kind, entry["plural"])
@@ -94,10 +125,19 @@ def test_a_difference_is_reported_per_field() -> None:
     arcs: arc.Fields = {
         "spec": {"type": "object", "required": ["patchID"]},
         "spec.patchID": {"type": "integer"},
+        "spec.replicas": {"type": "integer"},
     }
-    ours: arc.Fields = {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    ours: arc.Fields = {
+        "spec": {
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": True,
+            "required": ["replicas"],
+        },
+        "spec.replicas": {"type": "string"},
+    }
     assert arc.differences(arcs, ours) == [
-        "spec: not required: patchID",
+        "spec: required here, not in ARC's: replicas",
         "spec: preserves unknown fields where ARC's is typed",
         "spec.patchID: missing",
+        "spec.replicas: type 'string', ARC's 'integer'",
     ]

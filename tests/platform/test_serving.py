@@ -108,3 +108,16 @@ def test_an_address_this_host_cannot_listen_on_is_a_config_error(
     server = ProbeServer(registry, option="--metrics-addr", address=("192.0.2.1", 0))
     with pytest.raises(ConfigError, match=r"--metrics-addr: cannot listen on '192.0.2.1:0'"):
         server.start()
+
+
+def test_without_a_registry_it_serves_the_probes_alone() -> None:
+    # controller-runtime's --health-probe-bind-address: /healthz and /readyz, no /metrics.
+    server = ProbeServer(None, option="--health-probe-bind-address", address=("127.0.0.1", 0))
+    server.start()
+    try:
+        base = f"http://127.0.0.1:{server.port}"
+        assert get(f"{base}/healthz") == (200, "ok\n")
+        assert get(f"{base}/readyz") == (200, "ok\n")
+        assert get(f"{base}/metrics")[0] == 404
+    finally:
+        server.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 from typing import Any
@@ -13,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 from ersctl.api import ERS_PLURAL, EphemeralRunnerSet
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.calls import translate
+from ersctl.kube.connect import limit_requests
 from ersctl.kube.errors import ConflictError, ForbiddenError, GoneError, KubeError, NotFoundError
 from ersctl.kube.events import EventRecorder
 from ersctl.testing.apiserver import ApiServer
@@ -186,3 +188,44 @@ def test_a_body_cut_short_is_a_kube_error_not_a_library_exception() -> None:
         server.join(5)
     assert caught.value.status is None
     assert f"http://127.0.0.1:{port}" in str(caught.value)
+
+
+@pytest.mark.embedded_only("fault injection")
+def test_where_rbac_forbids_events_one_warning_then_they_go_to_the_log_without_a_request(
+    apiserver: ApiServer, kube: KubeApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    # ARC's Helm chart grants its controller no events create.
+    ers = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("web")))
+    apiserver.inject_fault(verb="create", resource="events", code=403, times=-1)
+    recorder = EventRecorder(kube.api_client())
+
+    with caplog.at_level(logging.INFO, logger="ersctl.kube.events"):
+        recorder.event(ers, type="Warning", reason="Stuck", message="the set is stuck")
+        apiserver.request_log.clear()
+        recorder.event(ers, type="Normal", reason="ScaledUp", message="created 1")
+
+    assert apiserver.request_log.records() == [], "no request once forbidden"
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert logged == [
+        ("WARNING", "cannot record Events (Forbidden): this controller's RBAC grants no "
+         "events create; Events go to the log instead"),
+        ("WARNING", "event Stuck on " + ers.key + ": the set is stuck"),
+        ("INFO", "event ScaledUp on " + ers.key + ": created 1"),
+    ]  # fmt: skip
+
+
+@pytest.mark.embedded_only("the request log")
+def test_a_rate_limited_client_spaces_its_requests_beyond_the_burst(
+    apiserver: ApiServer, kube: KubeApi
+) -> None:
+    # ARC's --k8s-client-rate-limiter-qps/-burst: 10 a second after 2 at once, so the
+    # 6th of six requests waits at least 0.4 s (a lower bound: load only adds to it).
+    api_client = kube.api_client()
+    limit_requests(api_client, qps=10, burst=2)
+    core = client.CoreV1Api(api_client)
+    apiserver.request_log.clear()
+    for _ in range(6):
+        core.read_namespace(kube.namespace)
+    times = [r.at for r in apiserver.request_log.records() if r.resource == "namespaces"]
+    assert len(times) == 6
+    assert times[-1] - times[0] >= 0.35

@@ -26,9 +26,10 @@ serviceaccount`` sends; ``dryRun=All``; ``fieldValidation`` (Strict, Warn, Ignor
 unknown fields refused, warned about, dropped); server-side apply
 (``application/apply-patch+yaml``: create or merge, lists merged by key where the
 schema says so, conflicts 409, ``force``) and ``managedFields`` for every write. Not
-emulated: authentication and authorization, admission beyond namespace lifecycle,
-version conversion, duplicate-field detection, strategic merge of lists by key (lists
-are replaced); ``limit``/``continue`` are ignored (lists are complete).
+emulated: authentication, authorization (but for a test hook, below), admission beyond
+namespace lifecycle, version conversion, duplicate-field detection, strategic merge of
+lists by key (lists are replaced); ``limit``/``continue`` are ignored (lists are
+complete).
 
 Semantics follow kube-apiserver (v1.36 where they were compared): one global
 resourceVersion; optimistic concurrency (stale resourceVersion -> 409, also inside a
@@ -50,6 +51,7 @@ owners are gone, and emptying and removing deleted namespaces; without it, it is
 kube-apiserver, as envtest runs one. Errors are ``metav1.Status`` JSON.
 
 Test hooks: :attr:`ApiServer.request_log`, :meth:`ApiServer.inject_fault`,
+:meth:`ApiServer.authorize` (an RBAC-like check of every HTTP request, 403 when denied),
 :meth:`ApiServer.set_watch_delay` (a lagging informer cache), direct object access
 (``get_object``, ``list_objects``, ``create_object``, ``patch_object``,
 ``delete_object``) with the same semantics as HTTP (writes not recorded in
@@ -70,7 +72,7 @@ server-side apply) over :mod:`.fieldsets`, :mod:`.structure` (type schemas),
 from __future__ import annotations
 
 from ersctl.testing.apiserver.errors import StatusError
-from ersctl.testing.apiserver.hooks import RequestLog, RequestRecord
+from ersctl.testing.apiserver.hooks import Access, RequestLog, RequestRecord
 from ersctl.testing.apiserver.server import ApiServer
 
-__all__ = ["ApiServer", "RequestLog", "RequestRecord", "StatusError"]
+__all__ = ["Access", "ApiServer", "RequestLog", "RequestRecord", "StatusError"]

@@ -1,10 +1,11 @@
-"""Test hooks: the request log and fault injection."""
+"""Test hooks: the request log, fault injection and an authorizer."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -115,3 +116,35 @@ class Faults:
     def clear(self) -> None:
         with self._lock:
             self._faults.clear()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Access:
+    """What one resource request asks to do, as RBAC sees it (``subresource`` and
+    ``name`` None when the request has none; ``namespace`` None for a cluster-scoped
+    resource or a request across all namespaces)."""
+
+    verb: str
+    group: str
+    resource: str
+    subresource: str | None
+    namespace: str | None
+    name: str | None
+
+
+Authorizer = Callable[[Access], "str | None"]
+"""Access -> None to allow it, or why it is forbidden (answered 403 Forbidden)."""
+
+
+class Authorization:
+    """The authorizer the HTTP requests are checked against; none: all allowed."""
+
+    def __init__(self) -> None:
+        self._authorizer: Authorizer | None = None
+
+    def set(self, authorizer: Authorizer | None) -> None:
+        self._authorizer = authorizer
+
+    def denied(self, access: Access) -> str | None:
+        authorizer = self._authorizer
+        return None if authorizer is None else authorizer(access)

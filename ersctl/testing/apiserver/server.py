@@ -16,7 +16,7 @@ import yaml
 from ersctl.crds import load_crds
 from ersctl.testing.apiserver import errors, patching
 from ersctl.testing.apiserver.gc import GarbageCollector
-from ersctl.testing.apiserver.hooks import Fault, Faults, RequestLog
+from ersctl.testing.apiserver.hooks import Authorization, Authorizer, Fault, Faults, RequestLog
 from ersctl.testing.apiserver.records import DeleteOptions
 from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType
 from ersctl.testing.apiserver.serving import Backend, KubeHTTPServer
@@ -61,6 +61,7 @@ class ApiServer:
         self._address = (host, port)
         self.request_log = RequestLog()
         self._faults = Faults()
+        self._authorization = Authorization()
         self._registry = Registry()
         self._store = Store(self._registry, history_limit=history_limit, namespace_controller=gc)
         self._gc = GarbageCollector(self._store) if gc else None
@@ -78,7 +79,7 @@ class ApiServer:
         """Bind and serve on a background thread. Returns self."""
         if self._http is not None:
             return self
-        backend = Backend(self._store, self.request_log, self._faults)
+        backend = Backend(self._store, self.request_log, self._faults, self._authorization)
         self._http = KubeHTTPServer(self._address, backend)
         self._thread = threading.Thread(
             target=self._http.serve_forever,
@@ -192,6 +193,12 @@ class ApiServer:
     def clear_faults(self) -> None:
         """Disarm every injected fault (requests in flight keep theirs)."""
         self._faults.clear()
+
+    def authorize(self, authorizer: Authorizer | None) -> None:
+        """Check every HTTP resource request with ``authorizer`` from now on (None: allow
+        all, the default): a request it denies is answered 403 Forbidden with its reason,
+        before anything else (faults included). Direct access is not checked."""
+        self._authorization.set(authorizer)
 
     def set_watch_delay(self, resource: str, seconds: float) -> None:
         """Deliver watch events of ``resource`` (plural) ``seconds`` after their

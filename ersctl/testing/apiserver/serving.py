@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ersctl.testing.apiserver import discovery, errors
-from ersctl.testing.apiserver.hooks import Faults, RequestLog, RequestRecord
+from ersctl.testing.apiserver.hooks import Access, Authorization, Faults, RequestLog, RequestRecord
 from ersctl.testing.apiserver.messages import Call, Response, WatchResponse
 from ersctl.testing.apiserver.openapi import Documents
 from ersctl.testing.apiserver.routing import GroupVersionPath, ResourceRequest, parse_resource
@@ -36,12 +36,19 @@ _POLL_SECONDS = 0.5
 class Backend:
     """What the handler needs from the server: store, verbs, hooks."""
 
-    def __init__(self, store: Store, request_log: RequestLog, faults: Faults) -> None:
+    def __init__(
+        self,
+        store: Store,
+        request_log: RequestLog,
+        faults: Faults,
+        authorization: Authorization | None = None,
+    ) -> None:
         self.store = store
         self.verbs = Verbs(store)
         self.openapi = Documents(store.registry)
         self.request_log = request_log
         self.faults = faults
+        self.authorization = authorization or Authorization()
 
 
 class KubeHTTPServer(ThreadingHTTPServer):
@@ -178,6 +185,18 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             name=parsed.name,
             subresource=parsed.subresource,
         )
+        denied = backend.authorization.denied(
+            Access(
+                verb=parsed.verb,
+                group=parsed.rt.group,
+                resource=parsed.rt.plural,
+                subresource=parsed.subresource,
+                namespace=parsed.namespace,
+                name=parsed.name,
+            )
+        )
+        if denied is not None:
+            raise errors.forbidden(denied)
         fault = backend.faults.take(parsed.verb, parsed.rt.plural, parsed.name, parsed.subresource)
         if fault is not None:
             if fault.hold is not None:
