@@ -15,6 +15,11 @@ Each piece covers what this repository's Dockerfile and .dockerignore use, and r
 - :func:`make_stage_links`: the symbolic links a stage's ``RUN ln -s TARGET LINK``
   instructions make, made under a local root; any other use of ``ln`` in a ``RUN``
   (several commands, other options) is refused.
+- :func:`stage_env`: the variables a stage's ``ENV`` instructions set (``KEY=VALUE``
+  form only).
+- :func:`pruned_from_venv`: what a stage's ``RUN`` instructions take out of the virtual
+  environment after installing: the distributions of ``pip uninstall --yes`` and the
+  package directories of ``rm -r .../site-packages/...``.
 """
 
 from __future__ import annotations
@@ -203,3 +208,40 @@ def make_stage_links(stage: list[str], *, root: Path) -> dict[str, Path]:
         local.symlink_to(root / target.relative_to("/"))
         made[str(link)] = local
     return made
+
+
+def stage_env(stage: list[str]) -> dict[str, str]:
+    """The variables the stage's ``ENV KEY=VALUE ...`` instructions set."""
+    env: dict[str, str] = {}
+    for instruction in stage[1:]:
+        keyword, _, rest = instruction.partition(" ")
+        if keyword.upper() != "ENV":
+            continue
+        for word in shlex.split(rest):
+            key, equals, value = word.partition("=")
+            if not equals:
+                raise ValueError(f"ENV {rest}: only the KEY=VALUE form is implemented")
+            env[key] = value
+    return env
+
+
+def pruned_from_venv(stage: list[str]) -> tuple[set[str], set[str]]:
+    """(distributions, module paths) the stage's ``RUN`` instructions remove after the
+    install: the arguments of each ``pip uninstall --yes``, and each ``rm -r`` of a
+    directory under ``site-packages`` as a dotted module path."""
+    distributions: set[str] = set()
+    modules: set[str] = set()
+    for instruction in stage[1:]:
+        keyword, _, rest = instruction.partition(" ")
+        if keyword.upper() != "RUN":
+            continue
+        for command in rest.split("&&"):
+            words = shlex.split(command)
+            if words[1:3] == ["uninstall", "--yes"] and words[0].endswith("pip"):
+                distributions.update(words[3:])
+            elif words[:2] == ["rm", "-r"]:
+                for path in words[2:]:
+                    _, found, inside = path.partition("/site-packages/")
+                    if found:
+                        modules.add(inside.strip("/").replace("/", "."))
+    return distributions, modules
