@@ -2,24 +2,36 @@
 # One image for both programs: `ghalistener run` and `ersctl reconcile`, and ARC's names
 # for them (`/ghalistener`, `/manager`), so that ARC's Helm charts run it unchanged.
 #
-# Two stages: the builder resolves and installs the package into a virtual environment
-# (pip, wheel building); the final stage copies only that environment onto a fresh slim
-# base, so no compiler, pip cache or source tree ships, and runs as an unprivileged user.
+# Two stages: the builder installs the package into a virtual environment, every
+# dependency at the version .ci/constraints.txt pins (the lock CI tests with; refreshed by
+# .ci/lock), so a build on another day ships what CI tested. The final stage copies only
+# that environment onto a fresh slim base and removes the base's own packaging tools: no
+# compiler, pip, setuptools, cache or source tree ships, and it runs as an unprivileged user.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS builder
+# PIP_CONSTRAINT rather than `-c`: pip applies it to the build backend's isolated
+# environment too, so hatchling is pinned as well.
 ENV PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_CONSTRAINT=/src/.ci/constraints.txt
 RUN python -m venv /opt/venv
 WORKDIR /src
 # The metadata and the two packages: all `pip install .` needs (.dockerignore keeps the
 # rest of the tree, test support included, out of the context).
 COPY pyproject.toml README.md ./
+COPY .ci/constraints.txt ./.ci/
 COPY ghalistener ./ghalistener
 COPY ersctl ./ersctl
 # pip compiles the bytecode here: the final root filesystem is read-only at run time.
-RUN /opt/venv/bin/pip install . \
+RUN /opt/venv/bin/pip install .
+# kubernetes ships an asyncio client (kubernetes/aio, half of its 126 MB) and requires the
+# aiohttp stack for it alone; neither program imports any of it (tests/cluster/test_image.py
+# imports every module of both with these blocked), so it does not ship. Then pip itself.
+RUN /opt/venv/bin/pip uninstall --yes aiohttp aiohttp-retry aiohappyeyeballs aiosignal attrs \
+        frozenlist multidict propcache yarl \
+    && rm -r /opt/venv/lib/python3*/site-packages/kubernetes/aio \
     && /opt/venv/bin/pip uninstall --yes pip setuptools wheel
 # .dockerignore keeps the test support (*/testing/) out of the context; should a build get
 # around it (another context or ignore file), fail here rather than ship it.
@@ -33,6 +45,15 @@ FROM ${PYTHON_IMAGE}
 RUN groupadd --system --gid 65532 nonroot \
     && useradd --system --uid 65532 --gid 65532 --no-create-home --shell /usr/sbin/nologin nonroot
 COPY --from=builder /opt/venv /opt/venv
+# The base's packaging tools go (pip and setuptools in its site-packages, the wheels
+# ensurepip and Debian's python3-venv keep to make them again); the build fails should
+# any remain, in the base or in the environment: nothing in the image can install code
+# at run time.
+RUN python -m pip uninstall --yes pip setuptools wheel >/dev/null 2>&1; \
+    rm -rf /usr/local/lib/python3*/ensurepip /usr/lib/python3*/ensurepip /usr/share/python-wheels; \
+    left="$(find / -xdev \( -name pip -o -name 'pip-*' -o -name setuptools -o -name 'setuptools-*' \
+        -o -name ensurepip \) -not -path '/proc/*' -print)"; \
+    if [ -n "$left" ]; then echo "packaging tools would ship: $left" >&2; exit 1; fi
 # ARC's AutoscalingListener Pod runs `/ghalistener` with no arguments and its config file
 # in LISTENER_CONFIG_PATH; so invoked, `ghalistener` runs `ghalistener run`.
 RUN ln -s /opt/venv/bin/ghalistener /ghalistener

@@ -22,10 +22,17 @@ Per message the listener acquires the jobs, merge-patches the ERS and acks.
 moment it is listening until the queue drained, and writes the functions costing most,
 inclusive and own, to PATH; that round's timings are not comparable. ``--profile-mode
 sample`` (the default): each thread's stack weighed by the CPU it used;
-``--profile-mode cprofile``: deterministic, every thread, exact call counts. ``--floor N`` measures instead the CPU of each request the listener sends, alone (N keep-alive
-requests each), and the floor per message they add up to. ``--baseline TREE`` runs another checkout's listener too (``git worktree add /tmp/base main``),
+``--profile-mode cprofile``: deterministic, every thread, exact call counts. ``--baseline
+TREE`` runs another checkout's listener too (``git worktree add /tmp/base main``),
 alternating round by round with this tree's on the same machine, and prints both medians and
-this tree's ratios to them. Prints one line per round and the medians::
+this tree's ratios to them.
+
+The floor: what each request the listener sends costs alone (httpx's and the kubernetes
+client's own CPU, ``--floor-requests`` keep-alive requests each), added up to the least a
+50-job message can cost. After the rounds it is measured in the same run, and the steady
+CPU per message is reported as a ratio to it: the listener's own logic is what lies above
+1.0x, whatever the machine's speed. ``--floor N`` measures only the floor. Prints one line
+per round and the medians::
 
     python examples/bench_listener.py --messages 40 --rounds 3
 """
@@ -241,8 +248,9 @@ def wait_for_quiet(sim: GitHubSimulator, *, expected_jobs: int) -> tuple[int, in
     return len(acked), full, max(acked) - min(delivered)
 
 
-def floor(requests: int) -> None:
-    """The CPU floor of one message: what each request the listener sends costs alone.
+def floor(requests: int) -> float:
+    """The CPU floor of one message in ms: what each request the listener sends costs
+    alone (each printed).
 
     CPU of the calling thread (the servers run on threads of their own), per request, over
     ``requests`` keep-alive requests after a warm-up; medians of three. A 50-job message
@@ -343,6 +351,7 @@ def floor(requests: int) -> None:
         f"floor per 50-job message (2.5 httpx requests, 1 kubernetes request, the JSON): "
         f"{least / 1000:.2f} ms CPU"
     )
+    return least / 1000
 
 
 def summary(measured: list[Round]) -> dict[str, float]:
@@ -384,6 +393,14 @@ def main() -> None:
         metavar="N",
         help="instead of rounds: the CPU of each request the listener sends, alone, over N "
         "keep-alive requests, and the floor per message they add up to",
+    )
+    parser.add_argument(
+        "--floor-requests",
+        type=int,
+        default=200,
+        metavar="N",
+        help="keep-alive requests per kind for the floor measured after the rounds "
+        "(0: none, no ratio)",
     )
     args = parser.parse_args()
     if args.floor:
@@ -440,6 +457,14 @@ def main() -> None:
                 )
             )
         )
+    if args.floor_requests:
+        least = floor(args.floor_requests)
+        for name, _ in trees:
+            print(
+                (f"{name}: " if args.baseline else "")
+                + f"steady CPU per message {medians[name]['cpu']:.2f} ms = "
+                f"{medians[name]['cpu'] / least:.2f}x the floor measured in this run"
+            )
     print("command: python " + shlex.join(["examples/bench_listener.py", *sys.argv[1:]]))
 
 

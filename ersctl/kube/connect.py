@@ -6,14 +6,22 @@ Every way this can fail (a missing or unreadable file, bad YAML, no such context
 server in it) is one ``ConfigError`` naming ``kubeconfig``, the file and the problem:
 exit 2 at either command line. :func:`check_server` asks the server one question at
 start, so an unreachable one ends a start with one line naming it.
+
+A kubeconfig's embedded credentials (``certificate-authority-data``,
+``client-certificate-data``, ``client-key-data``: every real cluster's kubeconfig has the
+first) are handed to the client as anonymous in-memory files (``memfd``), where the
+kubernetes client would write each to a temporary file: the image's root filesystem is
+read-only (no temporary directory: "No usable temporary directory"), and a client key
+never touches a disk.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -21,6 +29,7 @@ import tenacity
 import yaml
 from kubernetes import client, config
 from kubernetes.client import rest
+from kubernetes.config import kube_config
 
 from ersctl.kube.calls import json_body, kube_call, server_of
 from ersctl.kube.errors import KubeError
@@ -53,9 +62,17 @@ def _from_kubeconfig(path: str, context: str | None) -> client.ApiClient:
     if os.pathsep not in path and not Path(path).is_file():
         raise ConfigError(OPTION, f"{path}: no such file")
     try:
-        api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=path, context=context, persist_config=False
+        merged = kube_config.KubeConfigMerger(path)  # type: ignore[no-untyped-call]
+        if merged.config is None:
+            raise ConfigError(OPTION, f"{path}: holds no configuration")
+        for entry, key in _embedded_credentials(merged.config.value):
+            _move_into_memory(entry, key)
+        configuration = client.Configuration()
+        loader = kube_config.KubeConfigLoader(  # type: ignore[no-untyped-call]
+            config_dict=merged.config, active_context=context, config_base_path=None
         )
+        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+        api = client.ApiClient(configuration)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -93,6 +110,47 @@ class _Limited:
 
     def close(self) -> None:
         self._rest.close()
+
+
+_EMBEDDED: Final = (
+    ("clusters", "cluster", ("certificate-authority",)),
+    ("users", "user", ("client-certificate", "client-key")),
+)
+"""(section, entry key, file keys): the kubeconfig fields whose ``<key>-data`` variant
+the client would write to a temporary file."""
+
+
+def _embedded_credentials(document: object) -> Iterator[tuple[dict[str, object], str]]:
+    """(the cluster or user mapping, the file key) of every ``<key>-data`` field in a
+    merged kubeconfig document (its merged entries are ``ConfigNode``s, the first file's
+    plain mappings)."""
+    if not isinstance(document, dict):
+        return
+    for section, inner, keys in _EMBEDDED:
+        for item in document.get(section) or ():
+            body = getattr(item, "value", item)
+            entry = body.get(inner) if isinstance(body, dict) else None
+            for key in keys if isinstance(entry, dict) else ():
+                if entry.get(f"{key}-data"):  # type: ignore[union-attr]
+                    yield entry, key  # type: ignore[misc]
+
+
+def _move_into_memory(entry: dict[str, object], key: str) -> None:
+    """Replace ``entry``'s base64 ``<key>-data`` by ``<key>``, the path of an anonymous
+    in-memory file holding it (open for the process's life). Where the system has no
+    ``memfd_create`` (not Linux) the field stays, and the client writes its temporary
+    file as before."""
+    if not hasattr(os, "memfd_create"):
+        return
+    try:
+        content = base64.standard_b64decode(str(entry[f"{key}-data"]))
+    except ValueError:  # binascii.Error
+        raise ValueError(f"{key}-data is not base64") from None
+    descriptor = os.memfd_create(key)
+    with os.fdopen(os.dup(descriptor), "wb") as file:
+        file.write(content)
+    entry[key] = f"/proc/self/fd/{descriptor}"
+    del entry[f"{key}-data"]
 
 
 def check_api_group(api: client.ApiClient, *, group: str, version: str) -> None:

@@ -18,6 +18,11 @@ Each piece covers what this repository's Dockerfile and .dockerignore use, and r
 - :func:`image_root`: the final stage's filesystem as far as the programs are concerned
   (the virtual environment's ``bin/`` as pip fills it from the wheel, the stage's
   links), and :func:`run_isolated` to run a program of it from the wheel alone.
+- :func:`stage_env`: the variables a stage's ``ENV`` instructions set (``KEY=VALUE``
+  form only).
+- :func:`pruned_from_venv`: what a stage's ``RUN`` instructions take out of the virtual
+  environment after installing: the distributions of ``pip uninstall --yes`` and the
+  package directories of ``rm -r .../site-packages/...``.
 """
 
 from __future__ import annotations
@@ -260,3 +265,40 @@ def image_root(site: Path, root: Path, dockerfile: Path) -> dict[str, Path]:
     :func:`make_stage_links`."""
     write_console_scripts(site, root / "opt" / "venv" / "bin")
     return make_stage_links(dockerfile_stages(dockerfile)[-1], root=root)
+
+
+def stage_env(stage: list[str]) -> dict[str, str]:
+    """The variables the stage's ``ENV KEY=VALUE ...`` instructions set."""
+    env: dict[str, str] = {}
+    for instruction in stage[1:]:
+        keyword, _, rest = instruction.partition(" ")
+        if keyword.upper() != "ENV":
+            continue
+        for word in shlex.split(rest):
+            key, equals, value = word.partition("=")
+            if not equals:
+                raise ValueError(f"ENV {rest}: only the KEY=VALUE form is implemented")
+            env[key] = value
+    return env
+
+
+def pruned_from_venv(stage: list[str]) -> tuple[set[str], set[str]]:
+    """(distributions, module paths) the stage's ``RUN`` instructions remove after the
+    install: the arguments of each ``pip uninstall --yes``, and each ``rm -r`` of a
+    directory under ``site-packages`` as a dotted module path."""
+    distributions: set[str] = set()
+    modules: set[str] = set()
+    for instruction in stage[1:]:
+        keyword, _, rest = instruction.partition(" ")
+        if keyword.upper() != "RUN":
+            continue
+        for command in rest.split("&&"):
+            words = shlex.split(command)
+            if words[1:3] == ["uninstall", "--yes"] and words[0].endswith("pip"):
+                distributions.update(words[3:])
+            elif words[:2] == ["rm", "-r"]:
+                for path in words[2:]:
+                    _, found, inside = path.partition("/site-packages/")
+                    if found:
+                        modules.add(inside.strip("/").replace("/", "."))
+    return distributions, modules

@@ -10,20 +10,29 @@ unpacked wheel and the third-party packages of this virtual environment.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import re
 import signal
 import zipfile
 from pathlib import Path, PurePosixPath
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 from tests.cluster.image import (
     DockerIgnore,
     console_scripts,
+    copy_build_stage,
+    dockerfile_stages,
     image_root,
+    pruned_from_venv,
     run_isolated,
+    stage_env,
+    stage_named,
     write_console_scripts,
 )
 from tests.kubeapi import KubeApi
@@ -34,6 +43,7 @@ from tests.polling import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ("ghalistener", "ersctl")
+LOCK = ROOT / ".ci" / "constraints.txt"
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -57,8 +67,10 @@ def test_both_programs_run_from_the_wheel_alone(unpacked: Path, tmp_path: Path) 
         program: run_isolated(unpacked, tmp_path, str(tmp_path / program), "--help")
         for program in PROGRAMS
     }
-    # Every module of both packages, imported from the wheel, pulls in no test support.
-    probe = run_isolated(unpacked, tmp_path, "-c", IMPORT_EVERY_MODULE)
+    # Every module of both packages, imported from the wheel, pulls in no test support,
+    # and imports with what the image prunes from its environment made unimportable.
+    blocked = json.dumps(sorted(pruned_modules()))
+    probe = run_isolated(unpacked, tmp_path, "-c", IMPORT_EVERY_MODULE, env={"BLOCKED": blocked})
 
     for program, proc in running.items():
         out, err = proc.communicate(timeout=60)
@@ -126,7 +138,16 @@ def test_arcs_listener_pod_command_runs_the_listener_from_its_config_path(
 
 
 IMPORT_EVERY_MODULE = """
-import importlib, json, pkgutil, sys
+import importlib, importlib.abc, json, os, pkgutil, sys
+
+class Pruned(importlib.abc.MetaPathFinder):
+    blocked = json.loads(os.environ.get("BLOCKED", "[]"))
+    def find_spec(self, name, path=None, target=None):
+        if any(name == b or name.startswith(b + ".") for b in self.blocked):
+            raise ImportError(f"{name} is not in the image")
+        return None
+
+sys.meta_path.insert(0, Pruned())
 imported = []
 for name in ("ghalistener", "ersctl"):
     package = importlib.import_module(name)
@@ -187,3 +208,82 @@ def test_the_build_context_is_the_two_packages_and_their_metadata(
 )
 def test_the_dockerignore_reading_follows_docker(rules: str, path: str, excluded: bool) -> None:
     assert DockerIgnore(rules).excludes(path) is excluded
+
+
+def pruned_modules() -> set[str]:
+    """The import names of what the image's build stage removes from its environment:
+    the top-level modules of each uninstalled distribution, and each removed package."""
+    distributions, modules = pruned_from_venv(
+        stage_named(dockerfile_stages(ROOT / "Dockerfile"), "builder")
+    )
+    wanted = {canonicalize_name(d) for d in distributions}
+    for module, owners in importlib.metadata.packages_distributions().items():
+        if wanted & {canonicalize_name(o) for o in owners}:
+            modules.add(module)
+    return modules
+
+
+def test_the_image_prunes_the_asyncio_client_and_its_aiohttp_stack() -> None:
+    # The pruning is worth its lines (half of kubernetes' size) and must not grow into
+    # what the programs import: the import probe above blocks exactly this set.
+    assert {"kubernetes.aio", "aiohttp", "yarl", "multidict"} <= pruned_modules()
+    assert not {"kubernetes", "httpx", "pydantic", "urllib3"} & pruned_modules()
+
+
+def locked_versions() -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for line in LOCK.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            name, equals, version = line.partition("==")
+            assert equals, f"{LOCK.name}: {line!r} pins no exact version"
+            pins[canonicalize_name(name)] = version
+    return pins
+
+
+def runtime_closure(name: str = "gha-scaleset") -> dict[str, str]:
+    """Every distribution the package needs at run time (its dependencies, their extras,
+    theirs, ...), with the version installed here."""
+    seen: dict[str, str] = {}
+    pending = [Requirement(name)]
+    while pending:
+        requirement = pending.pop()
+        key = canonicalize_name(requirement.name)
+        if key in seen:
+            continue
+        dist = importlib.metadata.distribution(requirement.name)
+        seen[key] = dist.version
+        for text in dist.requires or ():
+            needed = Requirement(text)
+            extras = requirement.extras or {""}
+            if needed.marker is None or any(needed.marker.evaluate({"extra": e}) for e in extras):
+                pending.append(needed)
+    del seen[canonicalize_name(name)]
+    return seen
+
+
+def test_the_lock_pins_every_runtime_dependency_at_the_version_installed() -> None:
+    # CI installs under the lock (README's install command): a dependency added without
+    # `.ci/lock`, or an environment resolved without it, fails here.
+    locked = locked_versions()
+    assert {name: locked.get(name) for name in runtime_closure()} == runtime_closure()
+
+
+def test_the_build_stage_installs_under_the_lock(tmp_path: Path) -> None:
+    stage = stage_named(dockerfile_stages(ROOT / "Dockerfile"), "builder")
+    copy_build_stage(stage, context=ROOT, root=tmp_path)
+    constraint = stage_env(stage)["PIP_CONSTRAINT"]
+    assert (tmp_path / constraint.lstrip("/")).read_bytes() == LOCK.read_bytes()
+    # the lock covers the build backend too, which PIP_CONSTRAINT reaches
+    assert "hatchling" in locked_versions()
+
+
+def test_the_final_stage_removes_the_bases_packaging_tools_and_fails_if_any_remain() -> None:
+    final = dockerfile_stages(ROOT / "Dockerfile")[-1]
+    runs = [i for i, line in enumerate(final) if line.upper().startswith("RUN ")]
+    copied = max(i for i, line in enumerate(final) if line.startswith("COPY --from=builder"))
+    cleanup = [i for i in runs if "pip uninstall" in final[i]]
+    assert cleanup and cleanup[0] > copied, "the check must see the copied environment too"
+    text = final[cleanup[0]]
+    for tool in ("pip", "setuptools", "ensurepip"):
+        assert re.search(rf"-name '?{tool}\b", text), tool
+    assert "exit 1" in text
