@@ -13,7 +13,6 @@ import pytest
 
 from ersctl.api import AL_FINALIZER
 from ersctl.api import FieldError as ApiFieldError
-from ersctl.naming import fnv_hash
 from tests.autoscaling.conftest import (
     CONFIG_URL,
     IMAGE,
@@ -34,7 +33,8 @@ from tests.listener.arc_configs import (
 
 
 def sa_name(harness: ListenerHarness) -> str:
-    return f"{SCALE_SET}-{fnv_hash(harness.scale_set_namespace.encode())[:8]}-listener"
+    """ARC 0.15's name of the listener's ServiceAccount, Role and RoleBinding: its own."""
+    return harness.name
 
 
 def test_a_listener_gets_arcs_pod_config_secret_service_account_role_and_binding(
@@ -329,8 +329,14 @@ def test_changed_runner_bounds_roll_the_listener_pod(
     "patch",
     [
         pytest.param(
-            {"metadata": {"annotations": {"actions.github.com/runner-spec-hash": "v2"}}},
-            id="runner-template",
+            {
+                "spec": {
+                    "serviceAccountMetadata": {
+                        "annotations": {"iam.gke.io/gcp-service-account": "gha@p.iam"}
+                    }
+                }
+            },
+            id="workload-identity",
         ),
         pytest.param(
             {
@@ -360,6 +366,29 @@ def test_a_changed_template_image_or_scale_set_spec_rolls_the_listener_pod(
     after = harness.pod()
     assert after is not None and after["metadata"]["uid"] != before["metadata"]["uid"]
     assert len(harness.events("ListenerRolled")) == 1
+
+
+def test_a_label_or_hash_annotation_change_is_patched_onto_the_running_pod(
+    harness: ListenerHarness,
+) -> None:
+    # As ARC: metadata is not what the listener runs from. (The ARS writes the hash
+    # annotations; a runner template change does not reach the AL at all.)
+    harness.create_listener()
+    harness.settle()
+    before = harness.pod()
+    patch = {
+        "metadata": {
+            "labels": {"team": "ci"},
+            "annotations": {"actions.github.com/runner-spec-hash": "v2"},
+        }
+    }
+    harness.kube.patch_object("autoscalinglisteners", harness.namespace, harness.name, patch)
+    harness.settle()
+    after = harness.pod()
+    assert before is not None and after is not None
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert after["metadata"]["labels"]["team"] == "ci"
+    assert harness.events("ListenerRolled") == []
 
 
 def test_a_pod_started_from_an_older_config_is_rolled_even_when_the_secret_is_current(

@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from ersctl import api
-from ersctl.autoscaling import listener_objects
+from ersctl.autoscaling import listener_rbac
 from ersctl.autoscaling.runnerset_desired import validate as validate_ars
 from ersctl.cli import main as ersctl_main
 from ersctl.crds import SAFE_LOADER, load_crds
@@ -254,7 +254,7 @@ def test_the_controller_holds_every_permission_of_the_listener_role_it_grants(
             },
         }
     )
-    granted = grants(listener_objects.role(listener)["rules"])
+    granted = grants(listener_rbac.listener_rules(listener))
     assert granted
     for group, resource, verb, names in granted:
         assert (group, resource, verb) in unrestricted or (group, resource, verb, names) in held, (
