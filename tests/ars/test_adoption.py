@@ -26,6 +26,12 @@ def _owner(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _as_go_writes_it(pod_spec: dict[str, Any]) -> dict[str, Any]:
+    """A Pod spec as ARC's Go client serializes it: ``resources: {}`` on every container."""
+    containers = [{**c, "resources": {}} for c in pod_spec["containers"]]
+    return {**pod_spec, "containers": containers}
+
+
 def _arc_installation(env: Env) -> dict[str, Any]:
     """What ARC 0.14's chart and controller leave in a namespace for one scale set."""
     scale_set = env.sim.create_scale_set("arc-runners", labels=["arc-runners"], disable_update=True)
@@ -79,8 +85,9 @@ def _arc_installation(env: Env) -> dict[str, Any]:
                     "githubConfigUrl": env.config_url,
                     "githubConfigSecret": CREDENTIALS,
                     "runnerScaleSetId": scale_set["id"],
-                    "metadata": {},  # Go's rendering of the template's empty metadata
-                    "spec": runner_template()["spec"],
+                    # Go's rendering of the ARS's template: empty structs written out.
+                    "metadata": {"creationTimestamp": None},
+                    "spec": _as_go_writes_it(runner_template()["spec"]),
                 },
             },
         },
