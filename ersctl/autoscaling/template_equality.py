@@ -66,8 +66,8 @@ def equal(a: object, b: object) -> bool:
 
 
 def normalized(value: object) -> object:
-    """``value`` in the one spelling :func:`equal` compares (see the module docstring);
-    None when it is, in effect, unset."""
+    """``value`` in the one spelling :func:`equal` compares (see the module docstring),
+    a JSON document; None when it is, in effect, unset."""
     result = _normalize(value, key="")
     return None if result is _UNSET else result
 
@@ -118,5 +118,6 @@ def _normalize_map(value: Mapping[str, Any], *, quantities: bool) -> object:
 
 
 def _as_quantity(text: str) -> object:
+    # Its exact value, as JSON (the normalized document is hashed, too).
     parsed = quantity(text)
-    return text if parsed is None else ("quantity", parsed)
+    return text if parsed is None else {"quantity": str(parsed)}

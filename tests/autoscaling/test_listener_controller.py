@@ -13,6 +13,7 @@ import pytest
 
 from ersctl.api import AL_FINALIZER
 from ersctl.api import FieldError as ApiFieldError
+from ersctl.naming import legacy_listener_name
 from tests.autoscaling.conftest import (
     CONFIG_URL,
     IMAGE,
@@ -677,3 +678,82 @@ def test_a_missing_ca_or_proxy_secret_is_a_warning_naming_the_field(
     (event,) = harness.events("InvalidListener")
     assert event["message"] == message.format(ns=harness.scale_set_namespace)
     _nothing_made(harness)
+
+
+# -- a listener ARC 0.14 made ------------------------------------------------------------
+
+
+def _arc_0_14_rbac(harness: ListenerHarness, *, for_this_scale_set: bool = True) -> str:
+    """The ServiceAccount, Role and RoleBinding ARC 0.14 names ``<scale set>-<hash of its
+    namespace>-listener`` (its listener already had the name of ARC >= 0.13.1), labelled
+    for the scale set unless not ``for_this_scale_set``; their name."""
+    name = legacy_listener_name(harness.scale_set_namespace, SCALE_SET)
+    labels = (
+        {
+            "actions.github.com/scale-set-name": SCALE_SET,
+            "actions.github.com/scale-set-namespace": harness.scale_set_namespace,
+        }
+        if for_this_scale_set
+        else {"owner": "someone-else"}
+    )
+    rbac = "rbac.authorization.k8s.io/v1"
+    for plural, kind, namespace, extra in (
+        ("serviceaccounts", "ServiceAccount", harness.namespace, {}),
+        ("roles", "Role", harness.scale_set_namespace, {"rules": []}),
+        (
+            "rolebindings",
+            "RoleBinding",
+            harness.scale_set_namespace,
+            {
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                "subjects": [
+                    {"kind": "ServiceAccount", "name": name, "namespace": harness.namespace}
+                ],
+            },
+        ),
+    ):
+        harness.kube.create_object(
+            plural,
+            {
+                "apiVersion": "v1" if plural == "serviceaccounts" else rbac,
+                "kind": kind,
+                "metadata": {"name": name, "namespace": namespace, "labels": labels},
+                **extra,
+            },
+        )
+    return name
+
+
+def test_a_listener_arc_0_14_made_keeps_its_service_account_role_and_binding(
+    harness: ListenerHarness,
+) -> None:
+    legacy = _arc_0_14_rbac(harness)
+    harness.create_listener()
+    harness.settle()
+    pod = harness.pod()
+    assert pod is not None and pod["spec"]["serviceAccountName"] == legacy
+    assert harness.kube.get_object("serviceaccounts", harness.namespace, harness.name) is None
+    assert harness.kube.get_object("roles", harness.scale_set_namespace, harness.name) is None
+    role = harness.kube.get_object("roles", harness.scale_set_namespace, legacy)
+    assert role is not None and role["rules"], "its rules brought to what the listener sends"
+
+    harness.kube.delete_object("autoscalinglisteners", harness.namespace, harness.name)
+    harness.settle()
+    assert harness.listener() is None
+    assert harness.kube.get_object("serviceaccounts", harness.namespace, legacy) is None
+    assert harness.kube.get_object("roles", harness.scale_set_namespace, legacy) is None
+    assert harness.kube.get_object("rolebindings", harness.scale_set_namespace, legacy) is None
+
+
+def test_objects_of_arc_0_14s_names_not_made_for_the_scale_set_are_neither_used_nor_deleted(
+    harness: ListenerHarness,
+) -> None:
+    legacy = _arc_0_14_rbac(harness, for_this_scale_set=False)
+    harness.create_listener()
+    harness.settle()
+    pod = harness.pod()
+    assert pod is not None and pod["spec"]["serviceAccountName"] == harness.name
+    harness.kube.delete_object("autoscalinglisteners", harness.namespace, harness.name)
+    harness.settle()
+    assert harness.kube.get_object("serviceaccounts", harness.namespace, legacy) is not None
+    assert harness.kube.get_object("roles", harness.scale_set_namespace, legacy) is not None

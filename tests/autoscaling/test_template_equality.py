@@ -4,6 +4,7 @@ client's spelling of a spec is the same spec, and a real change is always a chan
 from __future__ import annotations
 
 import copy
+import json
 from fractions import Fraction
 from typing import Any
 
@@ -164,6 +165,12 @@ def test_a_zero_a_pointer_field_holds_is_not_unset(field: str, value: object) ->
 )
 def test_quantities_are_read_as_kubernetes_reads_them(text: str, value: Fraction | None) -> None:
     assert quantity(text) == value
+
+
+def test_a_normalized_template_is_json_and_hashes_alike_in_either_spelling() -> None:
+    ours = {"spec": {"containers": [{"name": "r", "resources": {"limits": {"cpu": "1000m"}}}]}}
+    arcs = {"spec": {"containers": [{"name": "r", "resources": {"limits": {"cpu": "1"}}}]}}
+    assert json.dumps(normalized(ours)) == json.dumps(normalized(arcs))
 
 
 def test_a_changed_quantity_is_a_change() -> None:
