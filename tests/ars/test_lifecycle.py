@@ -4,6 +4,8 @@ each, and its status."""
 
 from __future__ import annotations
 
+import time
+
 from ersctl import api
 from ersctl.autoscaling.runnerset_desired import SCALE_SET_LABELS_ANNOTATION
 from ersctl.naming import fnv_hash
@@ -217,3 +219,17 @@ def test_a_scale_set_deleted_on_github_is_registered_again_before_a_listener_sta
         what="the set's runners on the new scale set",
     )
     assert env.events("ScaleSetGone", "Warning")
+
+
+def test_a_rate_limited_registration_is_requeued_not_retried(env: Env) -> None:
+    # ARC's #4726: no client retry (a worker asleep in one serves no other scale set),
+    # and the next try waits for the limit to reset (60 s when GitHub does not say).
+    fault = env.sim.faults.inject(endpoint="create_scale_set", status=429, times=5)
+    env.create_secret()
+    env.create_ars("arc")
+    env.start()
+    (event,) = eventually(lambda: env.events("GitHubCallFailed", "Warning"), what="a Warning")
+    assert "429" in event["message"]
+    time.sleep(1.0)  # what a backoff from 5 ms would have filled with tries
+    assert fault.times == 4, "one request: neither the client nor the work queue retried"
+    assert env.annotation(api.RUNNER_SCALE_SET_ID_ANNOTATION) is None
