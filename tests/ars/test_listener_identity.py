@@ -239,12 +239,13 @@ def test_a_listener_that_keeps_exiting_on_a_vanished_scale_set_is_rebuilt_on_a_n
     eventually(
         lambda: env.annotation(api.RUNNER_SCALE_SET_ID_ANNOTATION) not in (None, str(gone)),
         what="a new scale set id",
-        timeout=10,
+        timeout=15,
     )
     new_id = int(env.annotation(api.RUNNER_SCALE_SET_ID_ANNOTATION) or 0)
     eventually(
         lambda: env.listeners() and env.listener()["spec"]["runnerScaleSetId"] == new_id,
         what="the listener rebuilt on the new scale set",
+        timeout=15,
     )
     assert env.listener()["metadata"]["uid"] != listener["metadata"]["uid"]
     assert env.events("ScaleSetGone", "Warning")
