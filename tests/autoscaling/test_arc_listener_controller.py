@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 from typing import Any
 
-from tests.autoscaling.conftest import CREDENTIALS, ListenerHarness, b64, running
+from tests.autoscaling.conftest import CREDENTIALS, ListenerHarness
 from tests.listener.arc_configs import PAT
 
 ARC_IMAGE = "ghcr.io/owner/repo"
@@ -325,24 +324,6 @@ ARC_PROXY = {
 }
 
 
-def _proxy_credentials(harness: ListenerHarness, password: str) -> None:
-    data = {"username": b64("test"), "password": b64(password)}
-    if _get(harness, "secrets", "proxy-credentials", in_set=True) is None:
-        harness.kube.create_object(
-            "secrets",
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": "proxy-credentials", "namespace": harness.scale_set_namespace},
-                "data": data,
-            },
-        )
-    else:
-        harness.kube.patch_object(
-            "secrets", harness.scale_set_namespace, "proxy-credentials", {"data": data}
-        )
-
-
 def _proxy_data(harness: ListenerHarness) -> dict[str, str]:
     secret = _get(harness, "secrets", f"{harness.name}-proxy")
     assert secret is not None, "no proxy Secret"
@@ -362,7 +343,7 @@ def test_should_create_a_secret_in_the_listener_namespace_containing_proxy_detai
     harness: ListenerHarness,
 ) -> None:
     # ... use it to populate env vars on the pod and should delete it as part of cleanup
-    _proxy_credentials(harness, "password")
+    harness.write_proxy_credentials("password", user="test")
     _arcs_listener(harness, proxy=ARC_PROXY)
     harness.settle()
     assert _proxy_data(harness) == _arcs_secret_data("password")
@@ -380,10 +361,10 @@ def test_should_create_a_secret_in_the_listener_namespace_containing_proxy_detai
 def test_should_propagate_rotated_proxy_credentials_into_the_mirror_proxy_secret(
     harness: ListenerHarness,
 ) -> None:
-    _proxy_credentials(harness, "password")
+    harness.write_proxy_credentials("password", user="test")
     _arcs_listener(harness, proxy=ARC_PROXY)
     harness.settle()
-    _proxy_credentials(harness, "rotated-password")
+    harness.write_proxy_credentials("rotated-password", user="test")
     _patch_listener(harness, {"metadata": {"labels": {"arc.test/rotate": "true"}}})
     harness.settle()
     assert _proxy_data(harness) == _arcs_secret_data("rotated-password")
@@ -393,23 +374,13 @@ def test_should_propagate_rotated_proxy_credentials_into_the_mirror_proxy_secret
 
 
 def test_should_create_listener_pod_with_modified_spec(harness: ListenerHarness) -> None:
+    # ARC's template here is the customization one, with metadata and another pod user.
     template = {
         "metadata": {
             "annotations": {"test-annotation-key": "test-annotation-value"},
             "labels": {"test-label-key": "test-label-value"},
         },
-        "spec": {
-            "schedulerName": "gha-scaleset-tests-no-scheduler",
-            "containers": [
-                {
-                    "name": "listener",
-                    "imagePullPolicy": "Always",
-                    "securityContext": {"runAsUser": 1001},
-                },
-                {"name": "sidecar", "imagePullPolicy": "IfNotPresent", "image": "busybox"},
-            ],
-            "securityContext": {"runAsUser": 1000},
-        },
+        "spec": {**CUSTOM_TEMPLATE["spec"], "securityContext": {"runAsUser": 1000}},
     }
     _arcs_listener(harness, template=template)
     harness.settle()
@@ -425,9 +396,7 @@ def test_should_create_listener_pod_with_modified_spec(harness: ListenerHarness)
 # -- Describe("Test GitHub Server TLS configuration") --------------------------------------
 
 
-def test_it_should_set_the_certificates_in_the_config_of_the_pod(
-    harness: ListenerHarness, tmp_path: Path
-) -> None:
+def test_it_should_set_the_certificates_in_the_config_of_the_pod(harness: ListenerHarness) -> None:
     cert = "-----BEGIN CERTIFICATE-----\nMIIBrootCA\n-----END CERTIFICATE-----\n"
     harness.kube.create_object(
         "configmaps",
@@ -444,4 +413,3 @@ def test_it_should_set_the_certificates_in_the_config_of_the_pod(
     _arcs_listener(harness, githubServerTLS=tls)
     harness.settle()
     assert _config(harness)["server_root_ca"] == cert
-    harness.set_pod_status(running())

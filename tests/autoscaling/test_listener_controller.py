@@ -20,7 +20,6 @@ from tests.autoscaling.conftest import (
     RUNNER_SET,
     SCALE_SET,
     ListenerHarness,
-    b64,
     exited,
     listener_settings,
     running,
@@ -575,25 +574,6 @@ PROXY = {
 TLS = {"certificateFrom": {"configMapKeyRef": {"name": "ghes-ca", "key": "ca.crt"}}}
 
 
-def write_proxy_credentials(harness: ListenerHarness, password: str) -> None:
-    data = {"username": b64("listener"), "password": b64(password)}
-    existing = harness.kube.get_object("secrets", harness.scale_set_namespace, "proxy-credentials")
-    if existing is None:
-        harness.kube.create_object(
-            "secrets",
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": "proxy-credentials", "namespace": harness.scale_set_namespace},
-                "data": data,
-            },
-        )
-    else:
-        harness.kube.patch_object(
-            "secrets", harness.scale_set_namespace, "proxy-credentials", {"data": data}
-        )
-
-
 def proxy_values(harness: ListenerHarness) -> dict[str, str]:
     name = f"{sa_name(harness)}-proxy"
     secret = harness.kube.get_object("secrets", harness.namespace, name)
@@ -604,7 +584,7 @@ def proxy_values(harness: ListenerHarness) -> dict[str, str]:
 def test_a_proxy_reaches_the_listener_through_arcs_proxy_secret_and_a_rotation_rolls_it(
     harness: ListenerHarness,
 ) -> None:
-    write_proxy_credentials(harness, "s3cret")
+    harness.write_proxy_credentials("s3cret")
     harness.create_listener(proxy=PROXY)
     harness.settle()
     assert proxy_values(harness) == {
@@ -620,7 +600,7 @@ def test_a_proxy_reaches_the_listener_through_arcs_proxy_secret_and_a_rotation_r
         {"name": var, "valueFrom": {"secretKeyRef": {"name": secret, "key": var}}}
         for var in ("https_proxy", "no_proxy")
     ]
-    write_proxy_credentials(harness, "r0tated")
+    harness.write_proxy_credentials("r0tated")
     harness.settle()
     assert proxy_values(harness)["https_proxy"] == "http://listener:r0tated@proxy.corp:3128"
     after = harness.pod()
