@@ -146,3 +146,21 @@ def test_the_ars_resource_metadata_reaches_its_set_and_listener_under_arcs_keys(
         assert made["labels"]["team"] == "ci"
         assert made["labels"][api.COMPONENT_LABEL] == component
         assert made["annotations"]["a"] == "1"
+
+
+@pytest.mark.parametrize(
+    "key", [api.INTEGRITY_HASH_ANNOTATION, api.RUNNER_SPEC_HASH_ANNOTATION], ids=["0.15", "0.14"]
+)
+def test_arcs_hash_on_a_set_stays_while_its_spec_does_and_goes_with_it(key: str) -> None:
+    # ARC, switched back, finds its own value and rebuilds nothing; once the spec is
+    # ours, so is the hash (ARC then applies the spec again, once).
+    live = api.EphemeralRunnerSet(desired.new_runner_set(ars(), 42))
+    live.raw["metadata"]["annotations"][key] = "arcs-own"
+    live.raw["metadata"]["resourceVersion"] = "7"
+    assert desired.runner_set_update(live, ars(), 42) is None
+    patch = desired.runner_set_update(live, ars(template=TEMPLATE_2), 42)
+    assert patch is not None
+    assert patch["metadata"]["annotations"][key] not in ("arcs-own", None)
+
+
+TEMPLATE_2 = {"spec": {"containers": [{"name": "runner", "image": "runner:2"}]}}

@@ -116,17 +116,19 @@ def test_deleting_the_ars_deletes_every_listener_of_it_wherever_it_is(env: Env) 
     env.create_ars("arc")
     env.start(namespace=None)
     env.running("arc")
-    # One appears elsewhere meanwhile (ARC started again by mistake, say).
-    stray = _listener(env, arc_systems, _ours(env, arc_systems)[1])
+    ours = _ours(env, env.namespace)
+    held = {"metadata": {"finalizers": [HELD]}}
+    env.kube.patch_object(api.AL_PLURAL, *ours, held)
     env.kube.delete_object(api.ARS_PLURAL, env.namespace, "arc")
-    eventually(
-        lambda: (
-            (env.kube.get_object(api.AL_PLURAL, arc_systems, stray["metadata"]["name"]) or {})
-            .get("metadata", {})
-            .get("deletionTimestamp")
-        ),
-        what="the other listener deleted too",
-    )
+    # While the teardown waits for ours, another appears (ARC started again, say).
+    stray = _listener(env, arc_systems, ours[1])
+    _release(env, *ours)
+
+    def stray_deleting() -> bool:
+        al = env.kube.get_object(api.AL_PLURAL, arc_systems, stray["metadata"]["name"]) or {}
+        return bool(al.get("metadata", {}).get("deletionTimestamp"))
+
+    eventually(stray_deleting, what="the other listener deleted too")
     assert env.ars("arc") is not None  # the teardown waits for it
     _release(env, arc_systems, stray["metadata"]["name"])
     eventually(lambda: env.ars("arc") is None, what="the ARS gone", timeout=10)
