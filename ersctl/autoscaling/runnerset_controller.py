@@ -23,6 +23,7 @@ from ersctl.api import (
     AutoscalingRunnerSet,
     EphemeralRunnerSet,
 )
+from ersctl.autoscaling import listener_desired
 from ersctl.autoscaling.runnerset_ports import ArsGoneError, ScaleSetServices
 from ersctl.autoscaling.runnerset_reconciler import AutoscalingRunnerSetReconciler
 from ersctl.kube.apireader import ApiReader
@@ -108,8 +109,13 @@ class KubeObjects:
         raw = self._api.get_object(ERS_PLURAL, namespace, name)
         return None if raw is None else EphemeralRunnerSet(raw)
 
-    def listeners(self) -> list[AutoscalingListener]:
-        return [AutoscalingListener(json_copy(raw)) for raw in self._listeners.values()]
+    def listeners_of(self, ars: AutoscalingRunnerSet) -> list[AutoscalingListener]:
+        # Filtered before the copy: a reconcile copies its own listeners, not everyone's.
+        return [
+            AutoscalingListener(json_copy(raw))
+            for raw in self._listeners.values()
+            if listener_desired.serves(raw, ars)
+        ]
 
     def get_listener(
         self, namespace: str, name: str, *, live: bool = False

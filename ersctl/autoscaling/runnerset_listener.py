@@ -76,7 +76,7 @@ class ListenerStep:
     def reconcile(self, ars: AutoscalingRunnerSet, ers: EphemeralRunnerSet) -> Outcome:
         """Bring the listener of ``ars`` (scaling ``ers``) to what the ARS asks for."""
         key = desired.listener_key(ars, self._namespace)
-        strays = desired.strays(self._objects.listeners(), ars, key)
+        strays = desired.strays(self._objects.listeners_of(ars), ars, key)
         if strays:
             self._delete_strays(ars, strays, key)
             names = ", ".join(al.key for al in strays)
@@ -94,9 +94,7 @@ class ListenerStep:
         """Every listener of ``ars``, each confirmed by an uncached read: the one at
         ARC's key and any other the cache knows of."""
         keys = {desired.listener_key(ars, self._namespace)} | {
-            (al.namespace, al.name)
-            for al in self._objects.listeners()
-            if desired.serves(al.raw, ars)
+            (al.namespace, al.name) for al in self._objects.listeners_of(ars)
         }
         found = (self._objects.get_listener(ns, name, live=True) for ns, name in sorted(keys))
         return [al for al in found if al is not None]

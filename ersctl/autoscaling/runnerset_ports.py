@@ -58,8 +58,9 @@ class Objects(Protocol):
         self, namespace: str, name: str, *, live: bool = False
     ) -> AutoscalingListener | None: ...
 
-    def listeners(self) -> list[AutoscalingListener]:
-        """Every AL the controller watches, in any namespace (the cache)."""
+    def listeners_of(self, ars: AutoscalingRunnerSet) -> list[AutoscalingListener]:
+        """Every AL the controller watches, in any namespace, that names ``ars`` in its
+        spec (the cache)."""
         ...
 
     def patch_ars(self, ars: AutoscalingRunnerSet, patch: JsonObject) -> AutoscalingRunnerSet:
