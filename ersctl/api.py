@@ -524,6 +524,20 @@ def controller_reference(owner: KubeObject, kind: str) -> JsonObject:
     }
 
 
+def metadata_patch(live: Mapping[str, Any], desired: Mapping[str, Any]) -> JsonObject:
+    """The ``metadata`` of a merge patch bringing ``live``'s labels and annotations to
+    ``desired``'s (both documents): the keys ``desired`` has that ``live`` lacks or
+    holds otherwise. Keys others added stay, as ARC merges them; {} when none differ."""
+    out: JsonObject = {}
+    for section in ("labels", "annotations"):
+        have = (live.get("metadata") or {}).get(section) or {}
+        want = (desired.get("metadata") or {}).get(section) or {}
+        changed = {key: value for key, value in want.items() if have.get(key) != value}
+        if changed:
+            out[section] = changed
+    return out
+
+
 class _ScaleSetObject(KubeObject):
     """What an AutoscalingRunnerSet and its AutoscalingListener both name: the GitHub
     configuration URL, its credentials Secret and the minimum of runners."""
@@ -623,9 +637,9 @@ RUNNER_SCALE_SET_ID_ANNOTATION: Final = "runner-scale-set-id"
 RUNNER_GROUP_NAME_ANNOTATION: Final = "actions.github.com/runner-group-name"
 RUNNER_SCALE_SET_NAME_ANNOTATION: Final = "actions.github.com/runner-scale-set-name"
 RUNNER_SPEC_HASH_ANNOTATION: Final = "actions.github.com/runner-spec-hash"
-"""ARC's hash of the AutoscalingRunnerSet's spec on its AL: it moves with the runner
-template too, and a template change must restart the listener (its patch IDs start
-over, which the set controller's cleanup marker relies on)."""
+"""ARC 0.14's hash annotation on an EphemeralRunnerSet and an AutoscalingListener
+(0.15 writes :data:`INTEGRITY_HASH_ANNOTATION` instead). ARC rebuilds the object when
+the value differs from the one it computes."""
 VALUES_HASH_ANNOTATION: Final = "actions.github.com/values-hash"
 CLEANUP_SECRET_ANNOTATION: Final = "actions.github.com/cleanup-github-secret-name"  # noqa: S105
 

@@ -185,7 +185,8 @@ def main() -> None:
 @click.option(
     "--listener-namespace",
     default=None,
-    help="Namespace of the AutoscalingListeners (ARC: the controller's; default: each ARS's own).",
+    help="Namespace of the AutoscalingListeners (default: --namespace, else, in a Pod, "
+    "its own, as ARC's; outside a cluster, each AutoscalingRunnerSet's own).",
 )
 @click.option(
     "--runner-max-failures",
@@ -360,12 +361,21 @@ def reconcile(
             runner_max_failures=runner_max_failures,
             failed_runner_ttl=failed_runner_ttl,
             autoscaling_runner_set_controller=autoscaling_runner_set_controller,
-            listener_namespace=listener_namespace or None,
+            listener_namespace=_listener_namespace(listener_namespace, namespace),
             exclude_label_prefixes=exclude_label_prefixes,
             listener_controller=listener_controller,
             listener=listener,
         )
         _run_until_stopped(api, options, (address, probe_address), factory, stop)
+
+
+def _listener_namespace(option: str | None, namespace: str | None) -> str | None:
+    """Where listeners go: ``--listener-namespace``; else ``--namespace``; else, in a
+    Pod, the Pod's namespace. ARC puts them in its controller's namespace and looks them
+    up there: a controller switched between ours and ARC's then finds the listener the
+    other made, instead of starting a second one for the scale set. Outside a cluster,
+    None: each in its AutoscalingRunnerSet's namespace."""
+    return option or namespace or pod_namespace(default="") or None
 
 
 def _stop_on_signals(stop: threading.Event) -> None:

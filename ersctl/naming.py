@@ -29,9 +29,21 @@ def proxy_secret_name(namespace: str, set_name: str) -> str:
     return f"{set_name}-{fnv_hash(namespace.encode())[:8]}-runner-proxy"
 
 
-def listener_name(namespace: str, scale_set_name: str) -> str:
-    """ARC's name of an AutoscalingRunnerSet's AutoscalingListener:
-    ``<set>-<first 8 of the namespace's hash>-listener``."""
+def listener_name(namespace: str, runner_group: str, config_url: str, scale_set_name: str) -> str:
+    """ARC's name of an AutoscalingRunnerSet's AutoscalingListener (ARC >= 0.13.1, its
+    ``scaleSetListenerName``): ``<set>-<first 8 of the hash of
+    "<namespace>@<spec.runnerGroup>@<spec.githubConfigUrl>">-listener``, the group and URL
+    as written in the spec (an unset group is ""). Two scale sets of one name in one
+    namespace for another group or organization get two names (ARC puts every listener
+    in the controller's namespace, where the namespace-only hash collided)."""
+    suffix = fnv_hash(f"{namespace}@{runner_group}@{config_url}".encode())[:8]
+    return f"{scale_set_name}-{suffix}-listener"
+
+
+def legacy_listener_name(namespace: str, scale_set_name: str) -> str:
+    """``<set>-<first 8 of the namespace's hash>-listener``: the listener's name before
+    ARC 0.13.1, and the name of its ServiceAccount, Role and RoleBinding until ARC 0.15
+    named those after the listener itself."""
     return f"{scale_set_name}-{fnv_hash(namespace.encode())[:8]}-listener"
 
 

@@ -100,6 +100,18 @@ class Controller:
         self.services.close()
 
 
+def listener_blocker(options: ControllerOptions) -> str:
+    """Why no listener Pod this controller makes can start, "" when nothing is known
+    to stop one: without an image, an AutoscalingRunnerSet would report Running while
+    nothing ever scales it."""
+    if options.listener_controller and not options.listener.image:
+        return (
+            "no listener image: --listener-image is not set and the controller's own "
+            "image is unknown (it runs outside a Pod, or cannot read its Pod)"
+        )
+    return ""
+
+
 def build_controller(
     api: client.ApiClient,
     options: ControllerOptions,
@@ -158,6 +170,7 @@ def build_controller(
             services=services,
             listener_namespace=options.listener_namespace,
             exclude_label_prefixes=options.exclude_label_prefixes,
+            listener_blocker=listener_blocker(options),
             teardown_poll=options.teardown_poll,
             workers=options.autoscaling_workers,
         )

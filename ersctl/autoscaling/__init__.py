@@ -5,16 +5,17 @@ listener controller reads:
 
 # AutoscalingListener objects written by the AutoscalingRunnerSet controller
 
-Contract between the ARS controller (branch issue-13-ars) and the AL controller
-(branch issue-13-al). ARC 0.14's AL spec fields, plus what is noted as ours.
-Python: `ersctl.autoscaling.runnerset_desired.new_listener(...)` builds the body (ARS side).
+Contract between the ARS controller and the AL controller: ARC's AL spec fields (0.14
+and 0.15), plus what is noted as ours. Python:
+`ersctl.autoscaling.listener_desired.new_listener(...)` builds the body (ARS side).
 
 ## Identity
 
 - `apiVersion: actions.github.com/v1alpha1`, `kind: AutoscalingListener`.
-- `metadata.name`: `<ARS name>-<first 8 of fnv_hash(ARS namespace)>-listener`
-  (ARC's `scaleSetListenerName`; `ersctl.naming.listener_name(namespace, name)`,
-  using the existing `ersctl.naming.fnv_hash`).
+- `metadata.name`: `<ARS name>-<first 8 of fnv_hash("<ns>@<spec.runnerGroup>@<spec.githubConfigUrl>")>-listener`
+  (ARC >= 0.13.1's `scaleSetListenerName`; `ersctl.naming.listener_name`). Any other
+  AL naming the same ARS in its spec is deleted before this one is made (one session
+  per scale set: `ersctl.autoscaling.listener_desired.strays`).
 - `metadata.namespace`: the listener namespace: `ersctl reconcile --listener-namespace`
   (ARC: the controller's namespace); when not given, the ARS's own namespace.
 - `metadata.ownerReferences`: a controller reference to the ARS (apiVersion
@@ -38,11 +39,10 @@ The ARS's `spec.autoscalingListener.labels`, then all labels of the ARS, then, o
 ## Annotations
 
 The ARS's `spec.autoscalingListener.annotations`, then:
-- `actions.github.com/runner-spec-hash`: a hash of the whole ARS `spec` (ARC's
-  `ListenerSpecHash`; ours is `fnv_hash` of canonical JSON, not ARC's spew hash).
-  It changes with the runner template too: **roll the listener Pod when it changes**
-  (the ERS controller resets its cleanup marker on a revision advance on the
-  assumption that a template change restarts the listener, DESIGN.md step 4).
+- `actions.github.com/integrity-hash` (ARC 0.15's key) and
+  `actions.github.com/runner-spec-hash` (0.14's): our hash of the AL's spec, which
+  never equals ARC's (so ARC, switched back, rebuilds the AL with its own image). The
+  runner template is not in it: a template change does not restart the listener.
 - `actions.github.com/values-hash`: copied from the ARS's annotation (Helm's), or "".
 
 ## spec (ARC 0.14's AutoscalingListenerSpec field names)
@@ -54,7 +54,7 @@ The ARS's `spec.autoscalingListener.annotations`, then:
 | `runnerScaleSetId` | int, from the ARS annotation `runner-scale-set-id` |
 | `autoscalingRunnerSetNamespace` | ARS namespace |
 | `autoscalingRunnerSetName` | ARS name |
-| `ephemeralRunnerSetName` | the actual name of the ERS the ARS owns (ARC 0.14: `generateName: <ARS>-`, so it is not derivable: read it here) |
+| `ephemeralRunnerSetName` | the actual name of the ERS the ARS owns (the ARS's own name for one we make, as ARC 0.15; ARC 0.14 generated it: read it here) |
 | `minRunners` | ARS `spec.minRunners`, 0 when unset |
 | `maxRunners` | ARS `spec.maxRunners`, 2147483647 when unset (ARC's MaxInt32) |
 | `image` | **never written** (the AL controller's own `--listener-image` applies to an AL that names none; an adopted ARC AL's image is removed by the in-place patch) |
@@ -63,6 +63,8 @@ The ARS's `spec.autoscalingListener.annotations`, then:
 | `githubServerTLS` | ARS `spec.githubServerTLS` when set (certificateFrom.configMapKeyRef {name, key}) |
 | `template` | ARS `spec.listenerTemplate` when set (PodTemplateSpec) |
 | `metrics` | ARS `spec.listenerMetrics` when set (ARC's AL field name `metrics`: counters/gauges/histograms) |
+| `vaultConfig` | ARS `spec.vaultConfig` when set |
+| `serviceAccountMetadata`, `roleMetadata`, `roleBindingMetadata`, `configSecretMetadata` | ARS `spec.listenerServiceAccountMetadata`... when set (their labels and annotations reach those objects) |
 
 Fields absent on the ARS are absent on the AL (not null).
 
@@ -70,12 +72,14 @@ Fields absent on the ARS are absent on the AL (not null).
 
 - The ARS controller creates the AL once the scale set is registered (annotation
   `runner-scale-set-id` set) and the ERS exists; it **patches the AL in place** (JSON
-  merge patch of `spec`, the labels above and the two annotations) when they drift from
-  the desired ones (min/max change, template change, credentials Secret renamed...). It
-  never writes AL `status`. The AL controller rolls the listener Pod on any such change.
+  merge patch of `spec`, the labels above and the annotations) when they drift from
+  the desired ones (min/max change, listener template change, credentials Secret
+  renamed...). It never writes AL `status`. The AL controller rolls the listener Pod
+  when what the Pod runs from changed (config, proxy, Pod spec, ServiceAccount
+  annotations) and patches its labels and annotations in place otherwise.
 - Teardown (ARS deleted, or the ARS controller needs the listener stopped): the ARS
-  controller **deletes the AL and waits until a GET returns 404** before it drains the
-  ERS. The AL controller should hold its own finalizer
+  controller **deletes every AL of the ARS, wherever it is, and waits until a GET of
+  each returns 404** before it drains the ERS. The AL controller should hold its own finalizer
   (`autoscalinglistener.actions.github.com/finalizer`, ARC's) while it deletes the
   listener Pod and its Secret/SA/Role/RoleBinding, then drop it.
 - Events: the ARS controller is enqueued by AL events mapped through

@@ -1,5 +1,5 @@
 """Pure builders of what the listener controller creates for an AutoscalingListener (AL),
-named, labelled and shaped as ARC 0.14's resource builder makes them:
+named, labelled and shaped as ARC's resource builder makes them:
 
 - the config Secret ``<al>-config`` (AL namespace), key ``config.json``: the listener
   configuration ARC's controller writes, byte for byte (:func:`listener_config_json`):
@@ -12,22 +12,22 @@ named, labelled and shaped as ARC 0.14's resource builder makes them:
   ``gha_controller_running_listeners`` gauge reads), the metrics port, restartPolicy
   Never, and the AL's ``spec.template`` merged in as ARC merges it
   (:func:`merge_template`);
-- the ServiceAccount ``<scale set>-<hash>-listener`` (AL namespace), and the Role and
-  RoleBinding of that name in the scale set's namespace, granting exactly what the
-  listener sends (:func:`listener_rules`);
-- the proxy Secret ``<scale set>-<hash>-listener-proxy`` (AL namespace) when the AL has
-  a ``proxy``, its values the listener's ``http_proxy``/``https_proxy``/``no_proxy``.
+- the proxy Secret (AL namespace) when the AL has a ``proxy``, its values the
+  listener's ``http_proxy``/``https_proxy``/``no_proxy``;
+- the ServiceAccount, Role and RoleBinding: ``ersctl.autoscaling.listener_rbac``.
 
-Everything in the AL's namespace carries a controller ownerReference to it; the Role and
-RoleBinding live in another namespace, where an ownerReference cannot point, and carry
-ARC's listener labels instead. Invalid input raises :class:`~ersctl.api.FieldError`
-naming the AL's field. Nothing here does I/O.
+Their names (:class:`ListenerNames`) are ARC 0.15's, each after the AL itself, or, for
+a listener ARC 0.14 made, 0.14's (``<scale set>-<hash of its namespace>-listener``), so
+a listener taken over keeps its ServiceAccount, Role, RoleBinding and proxy Secret
+rather than gaining a second set. Everything in the AL's namespace carries a controller
+ownerReference to it and ARC's ``integrity-hash`` annotation (our hash of what ARC
+hashes; ARC's own value cannot be reproduced). Invalid input raises
+:class:`~ersctl.api.FieldError` naming the AL's field. Nothing here does I/O.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -35,8 +35,8 @@ from typing import Any, Final
 from ersctl.api import (
     AL_KIND,
     COMPONENT_LABEL,
+    INTEGRITY_HASH_ANNOTATION,
     LISTENER_COMPONENT,
-    RUNNER_SPEC_HASH_ANNOTATION,
     SCALE_SET_NAME_LABEL,
     SCALE_SET_NAMESPACE_LABEL,
     AutoscalingListener,
@@ -44,88 +44,28 @@ from ersctl.api import (
     JsonObject,
     controller_reference,
 )
-from ersctl.naming import fnv_hash
+from ersctl.autoscaling.listener_template import CONFIG_VOLUME, CONTAINER, merge_template
+from ersctl.naming import legacy_listener_name
 from ersctl.runner.pods import b64, string_map, template_hash
 
-CONTAINER: Final = "listener"
 CONFIG_KEY: Final = "config.json"
 CONFIG_DIR: Final = "/etc/gha-listener"
-CONFIG_VOLUME: Final = "listener-config"
 CONFIG_PATH_ENV: Final = "LISTENER_CONFIG_PATH"
 ENTRYPOINT: Final = "/ghalistener"
+OS_LABEL: Final = "kubernetes.io/os"
 TERMINATION_GRACE_SECONDS: Final = 60
 LISTENER_HASH_ANNOTATION: Final = "actions.github.com/listener-hash"
-"""Ours, on the Pod: a hash of what it started from: its config, the Pod itself (image,
-template, labels) and the AL's :data:`RUNNER_SPEC_HASH_ANNOTATION`. A Pod whose hash
-differs from the wanted one is rolled: the listener reads its config once, at start,
-and a reconcile that rewrote the Secret may have died before deleting the Pod."""
-RULES_HASH_LABEL: Final = "role-policy-rules-hash"
-LISTENER_NAME_LABEL: Final = "auto-scaling-listener-name"
-LISTENER_NAMESPACE_LABEL: Final = "auto-scaling-listener-namespace"
+"""Ours, on the Pod: a hash of what it started from: its config, its proxy variables,
+its spec (image, template) and its ServiceAccount's annotations (a workload identity
+bound there reaches a Pod only when it starts). A Pod whose hash differs from the
+wanted one is rolled: the listener reads all of it once, at start, and a reconcile
+that rewrote the Secret may have died before deleting the Pod. The Pod's labels and
+annotations are not in it: they are patched in place, as ARC does. Neither is the
+runner template: a template change leaves the listener running (see
+``ersctl.autoscaling.listener_reconciler`` on why the set's cleanup marker stays
+sound). ARC's ``integrity-hash`` annotation carries the same value; only ours is
+read, since a Pod ARC made carries ARC's value under ARC's key."""
 PROXY_VARIABLES: Final = ("http_proxy", "https_proxy", "no_proxy")
-
-# ARC's mergeListenerPodWithTemplate: the pod-level fields a template replaces, present
-# or not (an absent one clears ours, terminationGracePeriodSeconds included, as ARC).
-_REPLACED_POD_FIELDS: Final = (
-    "initContainers",
-    "ephemeralContainers",
-    "terminationGracePeriodSeconds",
-    "activeDeadlineSeconds",
-    "dnsPolicy",
-    "nodeSelector",
-    "nodeName",
-    "hostNetwork",
-    "hostPID",
-    "hostIPC",
-    "shareProcessNamespace",
-    "securityContext",
-    "hostname",
-    "subdomain",
-    "affinity",
-    "schedulerName",
-    "tolerations",
-    "hostAliases",
-    "priorityClassName",
-    "priority",
-    "dnsConfig",
-    "readinessGates",
-    "runtimeClassName",
-    "enableServiceLinks",
-    "preemptionPolicy",
-    "overhead",
-    "topologySpreadConstraints",
-    "setHostnameAsFQDN",
-    "os",
-    "hostUsers",
-    "schedulingGates",
-    "resourceClaims",
-)
-# ARC's mergeListenerContainer: list fields appended, the rest replaced.
-_APPENDED_CONTAINER_FIELDS: Final = (
-    "env",
-    "args",
-    "ports",
-    "envFrom",
-    "volumeMounts",
-    "volumeDevices",
-)
-_REPLACED_CONTAINER_FIELDS: Final = (
-    "imagePullPolicy",
-    "workingDir",
-    "resources",
-    "livenessProbe",
-    "readinessProbe",
-    "startupProbe",
-    "lifecycle",
-    "terminationMessagePath",
-    "terminationMessagePolicy",
-    "securityContext",
-    "resizePolicy",
-    "restartPolicy",
-    "stdin",
-    "stdinOnce",
-    "tty",
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,120 +98,61 @@ class GitHubAccess:
 # -- names ------------------------------------------------------------------------------
 
 
-def scale_set_listener_name(al: AutoscalingListener) -> str:
-    """``<scale set>-<first 8 of its namespace's hash>-listener``: the ServiceAccount,
-    Role and RoleBinding (ARC names them so; its AL has the same name)."""
-    return f"{al.scale_set_name}-{fnv_hash(al.scale_set_namespace.encode())[:8]}-listener"
+@dataclass(frozen=True, kw_only=True)
+class ListenerNames:
+    """The names of what a listener is made of (:func:`listener_names`)."""
+
+    service_account: str
+    role: str
+    role_binding: str
+    proxy_secret: str
+    config_secret: str
 
 
-def config_secret_name(al: AutoscalingListener) -> str:
-    return f"{al.name}-config"
+def listener_names(al: AutoscalingListener, *, legacy: bool = False) -> ListenerNames:
+    """ARC 0.15's names: the ServiceAccount, Role and RoleBinding named after the AL,
+    the proxy Secret ``<al>-proxy``, the config Secret ``<al>-config``. ``legacy``:
+    ARC 0.14's, ``<scale set>-<hash of its namespace>-listener`` (and ``...-proxy``)."""
+    base = legacy_listener_name(al.scale_set_namespace, al.scale_set_name) if legacy else al.name
+    return ListenerNames(
+        service_account=base,
+        role=base,
+        role_binding=base,
+        proxy_secret=f"{base}-proxy",
+        config_secret=f"{al.name}-config",
+    )
 
 
-def proxy_secret_name(al: AutoscalingListener) -> str:
-    return f"{scale_set_listener_name(al)}-proxy"
+def made_for(obj: Mapping[str, Any], al: AutoscalingListener) -> bool:
+    """Was ``obj`` (a ServiceAccount, Role, RoleBinding or Secret) made for ``al``'s
+    scale set? By ARC's scale-set labels, or a controller ownerReference to ``al``."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if (labels.get(SCALE_SET_NAMESPACE_LABEL), labels.get(SCALE_SET_NAME_LABEL)) == (
+        al.scale_set_namespace,
+        al.scale_set_name,
+    ):
+        return True
+    refs = meta.get("ownerReferences") or []
+    return any(ref.get("controller") and ref.get("uid") == al.uid for ref in refs)
 
 
 # -- the config Secret ---------------------------------------------------------------------
 
 
-def listener_config_json(
-    al: AutoscalingListener, access: GitHubAccess, settings: ListenerSettings
-) -> str:
-    """The config ARC's controller writes for ``al``: its keys in ARC's order, Go's
-    encoding (no spaces, ``<``/``>``/``&`` escaped, a final newline)."""
-    metrics_on = settings.metrics_addr not in ("", "0")
-    config: JsonObject = {
-        "configure_url": al.github_config_url,
-        "vault_type": "",
-        "vault_lookup_key": "",
-        "github_app_id": access.app_id,
-        "github_app_installation_id": access.installation_id,
-        "github_app_private_key": access.private_key,
-        "github_token": access.token,
-        "ephemeral_runner_set_namespace": al.scale_set_namespace,
-        "ephemeral_runner_set_name": al.runner_set_name,
-        "max_runners": al.max_runners,
-        "min_runners": al.min_runners,
-        "runner_scale_set_id": al.runner_scale_set_id,
-        "runner_scale_set_name": al.scale_set_name,
-        "server_root_ca": access.root_ca,
-        "log_level": settings.log_level,
-        "log_format": settings.log_format,
-        "metrics_addr": settings.metrics_addr if metrics_on else "",
-        "metrics_endpoint": settings.metrics_endpoint if metrics_on else "",
-        "metrics": _metrics_block(al),
-    }
-    return go_json(config) + "\n"
-
-
-def _metrics_block(al: AutoscalingListener) -> JsonObject | None:
-    """ARC's MetricsConfig as Go encodes it: kinds in struct order, names sorted, a
-    histogram's ``buckets`` only when it has some."""
-    block = al.section("metrics")
-    if block is None:
-        return None
-    out: JsonObject = {}
-    for kind in ("counters", "gauges", "histograms"):
-        metrics = block.get(kind)
-        if metrics is None:
-            continue
-        if not isinstance(metrics, dict):
-            raise FieldError(f"spec.metrics.{kind}", "must map metric names to settings")
-        out[kind] = {name: _metric(kind, name, metrics[name]) for name in sorted(metrics)}
-    return out
-
-
-def _metric(kind: str, name: str, value: object) -> JsonObject:
-    path = f"spec.metrics.{kind}.{name}"
-    if not isinstance(value, dict):
-        raise FieldError(path, "must be an object with labels")
-    labels = value.get("labels")
-    if not isinstance(labels, list) or not all(isinstance(v, str) for v in labels):
-        raise FieldError(f"{path}.labels", "must be a list of label names")
-    metric: JsonObject = {"labels": labels}
-    buckets = value.get("buckets")
-    if kind == "histograms" and buckets:
-        if not isinstance(buckets, list) or not all(
-            isinstance(b, int | float) and not isinstance(b, bool) for b in buckets
-        ):
-            raise FieldError(f"{path}.buckets", "must be a list of numbers")
-        metric["buckets"] = [float(b) for b in buckets]
-    return metric
-
-
-def go_json(value: object) -> str:
-    """``value`` as Go's ``encoding/json`` writes it: compact, HTML characters escaped,
-    integral floats without a fraction (``1``, not ``1.0``)."""
-    text = json.dumps(_go_numbers(value), separators=(",", ":"), ensure_ascii=False)
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
-        text = text.replace(char, escaped)
-    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
-def _go_numbers(value: object) -> object:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _go_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_go_numbers(v) for v in value]
-    return value
-
-
 def config_secret(al: AutoscalingListener, config_json: str) -> JsonObject:
-    """The config Secret holding ``config_json``, controlled by ``al``, with the labels
-    and annotations of ``spec.configSecretMetadata``."""
-    labels, annotations = _resource_meta(al, "configSecretMetadata")
-    metadata = _metadata(al, config_secret_name(al), labels={**al.labels, **labels})
-    if annotations:
-        metadata["annotations"] = annotations
+    """The config Secret holding ``config_json``, controlled by ``al``, with the AL's
+    labels and those and the annotations of ``spec.configSecretMetadata``."""
+    labels, annotations = resource_meta(al, "configSecretMetadata")
+    data = {CONFIG_KEY: b64(config_json)}
+    metadata = metadata_of(al, listener_names(al).config_secret, labels={**al.labels, **labels})
+    metadata["annotations"] = {**annotations, INTEGRITY_HASH_ANNOTATION: template_hash(data)}
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
         "metadata": metadata,
-        "data": {CONFIG_KEY: b64(config_json)},
+        "data": data,
     }
 
 
@@ -281,16 +162,19 @@ def config_secret(al: AutoscalingListener, config_json: str) -> JsonObject:
 def listener_pod(
     al: AutoscalingListener,
     *,
+    names: ListenerNames,
     config_json: str,
     settings: ListenerSettings,
     proxy: Mapping[str, str] | None = None,
+    service_account_annotations: Mapping[str, str] | None = None,
 ) -> JsonObject:
     """The listener Pod of ``al`` (see the module docstring), started from
-    ``config_json`` and the ``proxy`` variables its environment takes from the proxy
-    Secret (both in its hash: the listener reads them once, at start). FieldError
-    naming the field when the AL has no image to run or its template is malformed."""
+    ``config_json``, the ``proxy`` variables its environment takes from the proxy
+    Secret and the identity its ServiceAccount's annotations bind (all in its hash:
+    the listener gets them once, at start). FieldError naming the field when the AL
+    has no image to run or its template is malformed."""
     env: list[JsonObject] = [{"name": CONFIG_PATH_ENV, "value": f"{CONFIG_DIR}/{CONFIG_KEY}"}]
-    env += proxy_env(al)
+    env += proxy_env(al, names)
     container: JsonObject = {
         "name": CONTAINER,
         "image": al.image or settings.image,
@@ -302,9 +186,10 @@ def listener_pod(
     if port is not None:
         container["ports"] = [{"containerPort": port, "protocol": "TCP", "name": "metrics"}]
     spec: JsonObject = {
-        "serviceAccountName": scale_set_listener_name(al),
+        "serviceAccountName": names.service_account,
+        "nodeSelector": {OS_LABEL: "linux"},
         "containers": [container],
-        "volumes": [{"name": CONFIG_VOLUME, "secret": {"secretName": config_secret_name(al)}}],
+        "volumes": [{"name": CONFIG_VOLUME, "secret": {"secretName": names.config_secret}}],
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
     }
@@ -316,16 +201,18 @@ def listener_pod(
     pod: JsonObject = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _metadata(al, al.name, labels=pod_labels(al)),
+        "metadata": metadata_of(al, al.name, labels=pod_labels(al)),
         "spec": spec,
     }
     template = al.section("template")
     if template is not None:
         merge_template(pod, template)
     wanted = template_hash(
-        config_json, dict(proxy or {}), pod, al.annotations.get(RUNNER_SPEC_HASH_ANNOTATION, "")
+        config_json, dict(proxy or {}), pod["spec"], dict(service_account_annotations or {})
     )
-    pod["metadata"].setdefault("annotations", {})[LISTENER_HASH_ANNOTATION] = wanted
+    pod["metadata"].setdefault("annotations", {}).update(
+        {LISTENER_HASH_ANNOTATION: wanted, INTEGRITY_HASH_ANNOTATION: wanted}
+    )
     if not container.get("image"):
         raise FieldError("spec.image", "is empty, and so is the controller's --listener-image")
     return pod
@@ -340,83 +227,11 @@ def pod_labels(al: AutoscalingListener) -> dict[str, str]:
     return {
         **al.labels,
         COMPONENT_LABEL: LISTENER_COMPONENT,
-        **_scale_set_labels(al),
+        **scale_set_labels(al),
     }
 
 
-def merge_template(pod: JsonObject, template: Mapping[str, Any]) -> None:
-    """Merge an AL's ``spec.template`` into ``pod`` as ARC does: labels and annotations
-    only where the Pod has none of that key; the container named ``listener`` merged
-    into ours (image and command when set, lists appended, the rest replaced); other
-    containers and volumes appended; ``restartPolicy`` and ``imagePullSecrets`` when
-    set; the other pod fields ARC lists taken from the template, present or not.
-    FieldError naming the field when the template is malformed."""
-    meta = _object_at(template, "metadata", "spec.template")
-    for key in ("labels", "annotations"):
-        ours = pod["metadata"].setdefault(key, {})
-        for name, value in string_map(meta, key, "spec.template.metadata").items():
-            ours.setdefault(name, value)
-    tmpl_spec = _object_at(template, "spec", "spec.template")
-    containers = tmpl_spec.get("containers") or []
-    if not isinstance(containers, list):
-        raise FieldError("spec.template.spec.containers", "must be a list")
-    for index, container in enumerate(containers):
-        path = f"spec.template.spec.containers[{index}]"
-        if not isinstance(container, dict) or not isinstance(container.get("name"), str):
-            raise FieldError(path, "must be a container with a name")
-        if container["name"] == CONTAINER:
-            _merge_container(pod["spec"]["containers"][0], container, path)
-        elif not container.get("image"):
-            # The API server would refuse the Pod; say which field of the AL it is.
-            raise FieldError(f"{path}.image", "is required for a container besides the listener")
-        elif any(c["name"] == container["name"] for c in pod["spec"]["containers"]):
-            raise FieldError(f"{path}.name", f"{container['name']!r} is taken by another container")
-        else:
-            pod["spec"]["containers"].append(copy.deepcopy(container))
-    spec = pod["spec"]
-    for key in ("restartPolicy", "imagePullSecrets"):
-        if tmpl_spec.get(key):
-            spec[key] = copy.deepcopy(tmpl_spec[key])
-    volumes = tmpl_spec.get("volumes") or []
-    if not isinstance(volumes, list):
-        raise FieldError("spec.template.spec.volumes", "must be a list")
-    taken = {CONFIG_VOLUME}
-    for index, volume in enumerate(volumes):
-        volume_name = str(volume.get("name")) if isinstance(volume, dict) else ""
-        if volume_name in taken:
-            # The API server would refuse the Pod (volume names are its list's keys).
-            raise FieldError(
-                f"spec.template.spec.volumes[{index}].name",
-                f"{volume_name!r} is taken (by the listener's config volume or another volume)",
-            )
-        taken.add(volume_name)
-    spec["volumes"] += copy.deepcopy(volumes)
-    for key in _REPLACED_POD_FIELDS:
-        if key in tmpl_spec and tmpl_spec[key] is not None:
-            spec[key] = copy.deepcopy(tmpl_spec[key])
-        else:
-            spec.pop(key, None)
-
-
-def _merge_container(base: JsonObject, tmpl: Mapping[str, Any], path: str) -> None:
-    if tmpl.get("image"):
-        base["image"] = tmpl["image"]
-    if tmpl.get("command"):
-        base["command"] = copy.deepcopy(tmpl["command"])
-    for key in _APPENDED_CONTAINER_FIELDS:
-        extra = tmpl.get(key) or []
-        if not isinstance(extra, list):
-            raise FieldError(f"{path}.{key}", "must be a list")
-        if extra:
-            base[key] = [*(base.get(key) or []), *copy.deepcopy(extra)]
-    for key in _REPLACED_CONTAINER_FIELDS:
-        if key in tmpl and tmpl[key] is not None:
-            base[key] = copy.deepcopy(tmpl[key])
-        else:
-            base.pop(key, None)
-
-
-def proxy_env(al: AutoscalingListener) -> list[JsonObject]:
+def proxy_env(al: AutoscalingListener, names: ListenerNames) -> list[JsonObject]:
     """ARC's proxy variables of the listener container, from the proxy Secret by
     ``secretKeyRef``, each only when its part of ``spec.proxy`` is set."""
     proxy = al.section("proxy")
@@ -427,26 +242,26 @@ def proxy_env(al: AutoscalingListener) -> list[JsonObject]:
         proxy.get("https") is not None,
         bool(proxy.get("noProxy")),
     )
-    name = proxy_secret_name(al)
     return [
-        {"name": var, "valueFrom": {"secretKeyRef": {"name": name, "key": var}}}
+        {"name": var, "valueFrom": {"secretKeyRef": {"name": names.proxy_secret, "key": var}}}
         for var, used in zip(PROXY_VARIABLES, present, strict=True)
         if used
     ]
 
 
-def proxy_secret(al: AutoscalingListener, variables: Mapping[str, str]) -> JsonObject:
+def proxy_secret(
+    al: AutoscalingListener, names: ListenerNames, variables: Mapping[str, str]
+) -> JsonObject:
     """The listener's proxy Secret holding ``variables`` (``http_proxy``...)."""
-    labels = {
-        SCALE_SET_NAMESPACE_LABEL: al.scale_set_namespace,
-        SCALE_SET_NAME_LABEL: al.scale_set_name,
-    }
+    data = {key: b64(value) for key, value in variables.items()}
+    metadata = metadata_of(al, names.proxy_secret, labels=scale_set_labels(al))
+    metadata["annotations"] = {INTEGRITY_HASH_ANNOTATION: template_hash(data)}
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
-        "metadata": _metadata(al, proxy_secret_name(al), labels=labels),
-        "data": {key: b64(value) for key, value in variables.items()},
+        "metadata": metadata,
+        "data": data,
     }
 
 
@@ -457,83 +272,8 @@ def _metrics_port(address: str) -> int | None:
     return int(port) if sep and port.isdigit() else None
 
 
-# -- RBAC ----------------------------------------------------------------------------------
-
-
-def listener_rules(al: AutoscalingListener) -> list[JsonObject]:
-    """What the listener sends, and no more: a merge patch of ``spec.replicas`` and
-    ``spec.patchID`` on its own EphemeralRunnerSet (by name), and a merge patch of the
-    job fields on runners' ``/status`` (their names are generated, so the namespace
-    narrows it). ARC also grants ``patch`` on the runners themselves, which neither
-    listener sends (tests/autoscaling: the Role against the listener's requests)."""
-    return [
-        {
-            "apiGroups": ["actions.github.com"],
-            "resources": ["ephemeralrunnersets"],
-            "resourceNames": [al.runner_set_name],
-            "verbs": ["patch"],
-        },
-        {
-            "apiGroups": ["actions.github.com"],
-            "resources": ["ephemeralrunners/status"],
-            "verbs": ["patch"],
-        },
-    ]
-
-
-def service_account(al: AutoscalingListener) -> JsonObject:
-    labels, annotations = _resource_meta(al, "serviceAccountMetadata")
-    metadata = _metadata(
-        al, scale_set_listener_name(al), labels={**al.labels, **_scale_set_labels(al), **labels}
-    )
-    if annotations:
-        metadata["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata}
-
-
-def role(al: AutoscalingListener) -> JsonObject:
-    rules = listener_rules(al)
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": _rbac_metadata(al, "roleMetadata", {RULES_HASH_LABEL: template_hash(rules)}),
-        "rules": rules,
-    }
-
-
-def role_binding(al: AutoscalingListener) -> JsonObject:
-    name = scale_set_listener_name(al)
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": _rbac_metadata(al, "roleBindingMetadata", {}),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": al.namespace}],
-    }
-
-
-def _rbac_metadata(al: AutoscalingListener, meta_field: str, extra: dict[str, str]) -> JsonObject:
-    """In the scale set's namespace, where no ownerReference to the AL can point: ARC's
-    labels name the listener instead (and the finalizer deletes them)."""
-    labels, annotations = _resource_meta(al, meta_field)
-    metadata: JsonObject = {
-        "name": scale_set_listener_name(al),
-        "namespace": al.scale_set_namespace,
-        "labels": {
-            **al.labels,
-            **_scale_set_labels(al),
-            LISTENER_NAMESPACE_LABEL: al.namespace,
-            LISTENER_NAME_LABEL: al.name,
-            **extra,
-            **labels,
-        },
-    }
-    if annotations:
-        metadata["annotations"] = annotations
-    return metadata
-
-
-def _scale_set_labels(al: AutoscalingListener) -> dict[str, str]:
+def scale_set_labels(al: AutoscalingListener) -> dict[str, str]:
+    """ARC's labels naming the scale set a listener object was made for."""
     return {
         SCALE_SET_NAMESPACE_LABEL: al.scale_set_namespace,
         SCALE_SET_NAME_LABEL: al.scale_set_name,
@@ -549,7 +289,7 @@ def owner_reference(al: AutoscalingListener) -> JsonObject:
     return controller_reference(al, AL_KIND)
 
 
-def _metadata(al: AutoscalingListener, name: str, *, labels: dict[str, str]) -> JsonObject:
+def metadata_of(al: AutoscalingListener, name: str, *, labels: dict[str, str]) -> JsonObject:
     metadata: JsonObject = {
         "name": name,
         "namespace": al.namespace,
@@ -560,18 +300,9 @@ def _metadata(al: AutoscalingListener, name: str, *, labels: dict[str, str]) -> 
     return metadata
 
 
-def _resource_meta(al: AutoscalingListener, field: str) -> tuple[dict[str, str], dict[str, str]]:
+def resource_meta(al: AutoscalingListener, field: str) -> tuple[dict[str, str], dict[str, str]]:
     meta = al.section(field) or {}
     return (
         string_map(meta, "labels", f"spec.{field}"),
         string_map(meta, "annotations", f"spec.{field}"),
     )
-
-
-def _object_at(doc: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
-    value = doc.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise FieldError(f"{where}.{key}", "must be an object")
-    return value

@@ -4,7 +4,8 @@
 
 1. Gone -> done. Being deleted -> teardown in ARC's order: the Pod first (no new
    patches once it is gone; waited for, 1 s apart), then the config Secret, the proxy
-   Secret, the RoleBinding, the Role and the ServiceAccount; then the finalizer goes.
+   Secret, the RoleBinding, the Role and the ServiceAccount, under ARC 0.15's names and,
+   when they were made for this scale set, ARC 0.14's; then the finalizer goes.
 2. Everything the listener is made of is computed before anything is written: the
    credentials from the scale set's ``githubConfigSecret`` (in
    ``spec.autoscalingRunnerSetNamespace``), the CA of ``githubServerTLS``, the proxy
@@ -12,18 +13,31 @@
    ``FieldError`` naming the AL's field: a Warning Event (``InvalidListener``), a retry
    with backoff, and nothing else changes.
 3. The finalizer ``autoscalinglistener.actions.github.com/finalizer`` (ARC's).
-4. The ServiceAccount, Role (its rules brought back when they differ, by ARC's
-   ``role-policy-rules-hash`` label) and RoleBinding; the proxy Secret; the config
-   Secret, rewritten when its content differs (rotated credentials, min/max, the
-   metrics block).
+4. The ServiceAccount, Role and RoleBinding, the proxy Secret and the config Secret
+   (``ersctl.autoscaling.listener_objects.ListenerNames``: ARC 0.15's names, or ARC
+   0.14's for a listener whose ServiceAccount 0.14 made, so a listener taken over keeps
+   its own); each created, or brought to the AL: labels and annotations merged in
+   (``spec.serviceAccountMetadata`` and the others reach them, a workload-identity
+   annotation included), a Role's rules and a Secret's data rewritten when they differ
+   (rotated credentials, min/max, the metrics block).
 5. The Pod: created when absent, unless an exited one is still backing off
    (``ersctl.autoscaling.listener_restarts``); an exited Pod is deleted, its exit
    counted in the AL's status, a Warning Event (``ListenerExited``) says when the next
-   one starts; a Pod started from another config, template or scale-set spec (ARC's
-   ``runner-spec-hash`` annotation) is rolled (Normal Event ``ListenerRolled``): the
-   listener reads its config once.
+   one starts; a Pod started from another config, proxy, spec or ServiceAccount
+   annotations is rolled (Normal Event ``ListenerRolled``): the listener reads them
+   once. Labels and annotations alone are patched onto the running Pod.
 6. Steady: look again after :data:`RECHECK_SECONDS`, as the credentials Secret is not
    watched (a rotated token must reach the listener without a watch on every Secret).
+
+A change of the runner template only does not reach the listener (it is not in the
+AL), so the Pod keeps running, as ARC's does. The set controller's cleanup marker
+(``status.finishedRunnerCleanupPatchID``) stays sound without that restart: it is
+reset to 0 when a new revision is applied so that the rebuild of the idle runners is
+not suppressed, not because the listener restarts. A listener that keeps running keeps
+counting its patch IDs up from where it was, so its next patch carries an ID no marker
+holds, and a marker of 0 suppresses nothing; the one collision the reset has to live
+with, a restarted listener counting again from 0 through a stale marker, needs a
+restart, which this avoids.
 
 Nothing here logs or records a credential, only object names.
 """
@@ -35,10 +49,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ersctl.api import AL_FINALIZER, AutoscalingListener, FieldError
+from ersctl.api import AL_FINALIZER, AutoscalingListener, FieldError, metadata_patch
 from ersctl.autoscaling import listener_objects as objects
-from ersctl.autoscaling.listener_objects import ListenerSettings
-from ersctl.autoscaling.listener_ports import ListenerInputs, ListenerStore, ObjectStore
+from ersctl.autoscaling import listener_rbac
+from ersctl.autoscaling.listener_config import listener_config_json
+from ersctl.autoscaling.listener_objects import ListenerNames, ListenerSettings
+from ersctl.autoscaling.listener_ports import Json, ListenerInputs, ListenerStore, ObjectStore
 from ersctl.autoscaling.listener_restarts import (
     LISTENER_EXITED,
     Exit,
@@ -102,21 +118,53 @@ class ListenerReconciler:
         if listener.is_deleting:
             return self._teardown(listener)
         # Everything is computed (and bad input found) before anything is written.
+        names, live_account = self._names(listener)
         access = self._inputs.github_access(listener)
-        config = objects.listener_config_json(listener, access, self._settings)
+        config = listener_config_json(listener, access, self._settings)
         variables = self._inputs.proxy_variables(listener)
+        account = listener_rbac.service_account(listener, names)
+        identity = {
+            **((live_account or {}).get("metadata") or {}).get("annotations", {}),
+            **account["metadata"]["annotations"],
+        }
         pod = objects.listener_pod(
-            listener, config_json=config, settings=self._settings, proxy=variables
+            listener,
+            names=names,
+            config_json=config,
+            settings=self._settings,
+            proxy=variables,
+            service_account_annotations=identity,
         )
         listener = self._ensure_finalizer(listener)
-        proxy = None if variables is None else objects.proxy_secret(listener, variables)
-        self._ensure_rbac(listener)
-        if proxy is not None:
-            self._ensure_secret(proxy)
-        config_changed = self._ensure_secret(objects.config_secret(listener, config))
+        self._bring("serviceaccounts", account, live_account)
+        self._ensure("roles", listener_rbac.role(listener, names), fields=("rules",))
+        self._ensure(
+            "rolebindings", listener_rbac.role_binding(listener, names), fields=("subjects",)
+        )
+        if variables is not None:
+            self._ensure(
+                "secrets", objects.proxy_secret(listener, names, variables), fields=("data",)
+            )
+        config_changed = self._ensure(
+            "secrets", objects.config_secret(listener, config), fields=("data",)
+        )
         return self._sync_pod(listener, pod, config_changed=config_changed)
 
     # -- what the Pod needs ---------------------------------------------------------------
+
+    def _names(self, listener: AutoscalingListener) -> tuple[ListenerNames, Json | None]:
+        """The names of the listener's objects, and its ServiceAccount if it exists:
+        ARC 0.15's, unless only ARC 0.14's ServiceAccount exists for this scale set."""
+        current = objects.listener_names(listener)
+        account = self._objects.get("serviceaccounts", listener.namespace, current.service_account)
+        if account is not None:
+            return current, account
+        legacy = objects.listener_names(listener, legacy=True)
+        if legacy.service_account != current.service_account:
+            old = self._objects.get("serviceaccounts", listener.namespace, legacy.service_account)
+            if old is not None and objects.made_for(old, listener):
+                return legacy, old
+        return current, None
 
     def _ensure_finalizer(self, listener: AutoscalingListener) -> AutoscalingListener:
         if listener.has_finalizer(AL_FINALIZER):
@@ -129,41 +177,32 @@ class ListenerReconciler:
         }
         return self._listeners.patch_listener(listener, patch)
 
-    def _ensure_rbac(self, listener: AutoscalingListener) -> None:
-        self._ensure("serviceaccounts", objects.service_account(listener))
-        role = objects.role(listener)
-        existing = self._ensure("roles", role)
-        labels = (existing.get("metadata") or {}).get("labels") or {}
-        wanted = role["metadata"]["labels"][objects.RULES_HASH_LABEL]
-        if labels.get(objects.RULES_HASH_LABEL) != wanted:
-            # Rules written by another version: bring them back to what the listener uses.
-            meta = role["metadata"]
-            patch = {"metadata": {"labels": meta["labels"]}, "rules": role["rules"]}
-            self._objects.patch("roles", meta["namespace"], meta["name"], patch)
-        self._ensure("rolebindings", objects.role_binding(listener))
-
-    def _ensure(self, plural: str, body: dict[str, Any]) -> dict[str, Any]:
-        """The object ``body`` describes: the existing one, else ``body`` created."""
+    def _ensure(self, plural: str, body: Json, *, fields: tuple[str, ...] = ()) -> bool:
+        """:meth:`_bring` the object ``body`` describes, read first."""
         meta = body["metadata"]
         existing = self._objects.get(plural, meta["namespace"], meta["name"])
-        if existing is not None:
-            return existing
-        log.info("creating %s %s/%s", plural, meta["namespace"], meta["name"])
-        return self._objects.create(plural, body)
+        return self._bring(plural, body, existing, fields=fields)
 
-    def _ensure_secret(self, body: dict[str, Any]) -> bool:
-        """Create the Secret, or rewrite its data when it differs; True when written."""
-        meta = body["metadata"]
-        existing = self._objects.get("secrets", meta["namespace"], meta["name"])
+    def _bring(
+        self, plural: str, body: Json, existing: Json | None, *, fields: tuple[str, ...] = ()
+    ) -> bool:
+        """Create the object ``body`` describes, or bring ``existing`` to it: its labels
+        and annotations merged in, each of ``fields`` (``rules``, ``data``...) replaced
+        when it differs. True when ``fields`` were written (or the object created)."""
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         if existing is None:
-            self._objects.create("secrets", body)
+            log.info("creating %s %s/%s", plural, namespace, name)
+            self._objects.create(plural, body)
             return True
-        if existing.get("data") == body["data"]:
-            return False
-        log.info("updating secret %s/%s", meta["namespace"], meta["name"])
-        patch = {"metadata": {"labels": meta.get("labels")}, "data": body["data"]}
-        self._objects.patch("secrets", meta["namespace"], meta["name"], patch)
-        return True
+        changed = {key: body[key] for key in fields if existing.get(key) != body[key]}
+        patch: Json = dict(changed)
+        metadata = metadata_patch(existing, body)
+        if metadata:
+            patch["metadata"] = metadata
+        if patch:
+            log.info("updating %s %s/%s", plural, namespace, name)
+            self._objects.patch(plural, namespace, name, patch)
+        return bool(changed)
 
     # -- the Pod ----------------------------------------------------------------------------
 
@@ -181,16 +220,21 @@ class ListenerReconciler:
             return self._record_exit(listener, exited)
         started_with = (meta.get("annotations") or {}).get(objects.LISTENER_HASH_ANNOTATION)
         wanted_hash = wanted["metadata"]["annotations"][objects.LISTENER_HASH_ANNOTATION]
+        # A Pod without our hash (ARC's, taken over) keeps running unless its config
+        # changed; from then on it carries the hash of what it is taken as.
         if (started_with is not None and started_with != wanted_hash) or (
             started_with is None and config_changed
         ):
-            message = "the listener changed (its credentials, runner bounds, metrics, template or scale set)"
+            message = "the listener changed (its credentials, runner bounds, metrics, proxy, template or identity)"
             self._events.event(listener, type="Normal", reason=REASON_ROLLED, message=message)
             log.info("listener %s: %s; restarting its pod", listener.key, message)
             self._objects.delete(
                 "pods", listener.namespace, listener.name, uid=str(meta.get("uid") or "")
             )
             return Result()
+        metadata = metadata_patch(pod, wanted)
+        if metadata:
+            self._objects.patch("pods", listener.namespace, listener.name, {"metadata": metadata})
         return Result(requeue_after=RECHECK_SECONDS)
 
     def _create_pod(self, listener: AutoscalingListener, body: dict[str, Any]) -> Result:
@@ -242,19 +286,41 @@ class ListenerReconciler:
                 log.info("listener %s is being deleted: deleting its pod", listener.key)
                 self._objects.delete("pods", listener.namespace, listener.name)
             return Result(requeue_after=TEARDOWN_RETRY)
-        name = objects.scale_set_listener_name(listener)
-        proxy = listener.section("proxy") is not None
-        for plural, namespace, object_name, made in (
-            ("secrets", listener.namespace, objects.config_secret_name(listener), True),
-            ("secrets", listener.namespace, objects.proxy_secret_name(listener), proxy),
-            ("rolebindings", listener.scale_set_namespace, name, True),
-            ("roles", listener.scale_set_namespace, name, True),
-            ("serviceaccounts", listener.namespace, name, True),
-        ):
-            if made and namespace:
-                self._objects.delete(plural, namespace, object_name)
+        current = objects.listener_names(listener)
+        self._objects.delete("secrets", listener.namespace, current.config_secret)
+        self._delete_made(listener, current, checked=False)
+        legacy = objects.listener_names(listener, legacy=True)
+        if legacy != current:
+            # ARC 0.14's names, deleted only when made for this scale set: the name is
+            # the scale set's, and nothing else should ever hold it, but a guess is not
+            # a reason to delete someone's object.
+            self._delete_made(listener, legacy, checked=True)
         kept = [f for f in listener.finalizers if f != AL_FINALIZER]
         patch = {"metadata": {"finalizers": kept, "resourceVersion": listener.resource_version}}
         self._listeners.patch_listener(listener, patch)
         log.info("listener %s: torn down", listener.key)
         return Result()
+
+    def _delete_made(
+        self, listener: AutoscalingListener, names: ListenerNames, *, checked: bool
+    ) -> None:
+        """Delete the proxy Secret, RoleBinding, Role and ServiceAccount of ``names``
+        (``checked``: each only when it was made for this scale set)."""
+        here, there = listener.namespace, listener.scale_set_namespace
+        # The proxy Secret only with a proxy (ARC's rule; one left over from a proxy
+        # since removed goes with the AL, its owner).
+        proxy = listener.section("proxy") is not None
+        targets = [
+            ("secrets", here if proxy else "", names.proxy_secret),
+            ("rolebindings", there, names.role_binding),
+            ("roles", there, names.role),
+            ("serviceaccounts", here, names.service_account),
+        ]
+        for plural, namespace, name in targets:
+            if not namespace:
+                continue
+            if checked:
+                found = self._objects.get(plural, namespace, name)
+                if found is None or not objects.made_for(found, listener):
+                    continue
+            self._objects.delete(plural, namespace, name)

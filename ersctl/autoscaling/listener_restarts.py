@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from ersctl.api import parse_time
-from ersctl.autoscaling.listener_objects import CONTAINER
+from ersctl.autoscaling.listener_template import CONTAINER
 from ersctl.kube.queue import Backoff
 
 LISTENER_EXITED: Final = "ListenerExited"

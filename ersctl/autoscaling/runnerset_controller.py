@@ -4,14 +4,15 @@ Its primary resource is ``autoscalingrunnersets`` (spec and metadata changes; it
 status writes enqueue nothing); it owns EphemeralRunnerSets (every event: their status
 counts feed the ARS's) and is told about AutoscalingListeners through their
 ``spec.autoscalingRunnerSetNamespace/Name`` (ARC puts a listener in the controller's
-namespace, where no ownerReference can reach the ARS). Secrets, and the ServiceAccounts,
+namespace, where no ownerReference can reach the ARS): their spec and metadata
+changes, and each listener exit the listener controller records. Secrets, and the ServiceAccounts,
 Roles and RoleBindings whose cleanup-protection finalizer a teardown removes, are read
 uncached and not watched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ersctl.api import (
@@ -22,13 +23,19 @@ from ersctl.api import (
     AutoscalingRunnerSet,
     EphemeralRunnerSet,
 )
+from ersctl.autoscaling import listener_desired
 from ersctl.autoscaling.runnerset_ports import ArsGoneError, ScaleSetServices
 from ersctl.autoscaling.runnerset_reconciler import AutoscalingRunnerSetReconciler
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.copies import json_copy
 from ersctl.kube.errors import NotFoundError
 from ersctl.kube.manager import Manager
-from ersctl.kube.predicates import SPEC_OR_METADATA_PREDICATE, AlwaysPass
+from ersctl.kube.predicates import (
+    SPEC_OR_METADATA_PREDICATE,
+    AlwaysPass,
+    UpdateFilter,
+    spec_or_metadata_changed,
+)
 from ersctl.kube.reconcile import Request
 from ersctl.kube.store import OWNER_UID_INDEX, Store, metadata
 from ersctl.kube.writer import Writer
@@ -36,6 +43,18 @@ from ersctl.kube.writer import Writer
 CONTROLLER_NAME: Final = "autoscalingrunnerset"
 
 JsonObject = dict[str, Any]
+
+
+def listener_update_matters(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """An AL update matters to its ARS when its spec or metadata changed, or when its
+    listener exited again (the ARS then checks that its scale set still exists)."""
+    exit_time = "lastListenerExitTime"
+    return spec_or_metadata_changed(old, new) or (old.get("status") or {}).get(exit_time) != (
+        new.get("status") or {}
+    ).get(exit_time)
+
+
+LISTENER_PREDICATE: Final = UpdateFilter(listener_update_matters)
 
 
 def listener_owner(obj: Any) -> Iterable[Request]:
@@ -85,6 +104,18 @@ class KubeObjects:
             ]
         found.sort(key=lambda ers: (ers.creation_timestamp, ers.name))
         return found
+
+    def get_runner_set(self, namespace: str, name: str) -> EphemeralRunnerSet | None:
+        raw = self._api.get_object(ERS_PLURAL, namespace, name)
+        return None if raw is None else EphemeralRunnerSet(raw)
+
+    def listeners_of(self, ars: AutoscalingRunnerSet) -> list[AutoscalingListener]:
+        # Filtered before the copy: a reconcile copies its own listeners, not everyone's.
+        return [
+            AutoscalingListener(json_copy(raw))
+            for raw in self._listeners.values()
+            if listener_desired.serves(raw, ars)
+        ]
 
     def get_listener(
         self, namespace: str, name: str, *, live: bool = False
@@ -152,6 +183,7 @@ def add_autoscaling_runner_set_controller(
     services: ScaleSetServices,
     listener_namespace: str | None = None,
     exclude_label_prefixes: tuple[str, ...] = (),
+    listener_blocker: str = "",
     teardown_poll: float = 5.0,
     workers: int | None = None,
 ) -> AutoscalingRunnerSetReconciler:
@@ -170,6 +202,7 @@ def add_autoscaling_runner_set_controller(
         events=manager.events,
         listener_namespace=listener_namespace,
         exclude_label_prefixes=exclude_label_prefixes,
+        listener_blocker=listener_blocker,
         teardown_poll=teardown_poll,
     )
     manager.add_controller(
@@ -182,7 +215,7 @@ def add_autoscaling_runner_set_controller(
         predicates={
             ARS_PLURAL: SPEC_OR_METADATA_PREDICATE,
             ERS_PLURAL: AlwaysPass(),
-            AL_PLURAL: SPEC_OR_METADATA_PREDICATE,
+            AL_PLURAL: LISTENER_PREDICATE,
         },
     )
     return reconciler

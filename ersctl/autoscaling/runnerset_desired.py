@@ -1,12 +1,13 @@
 """What an AutoscalingRunnerSet (ARS) asks for, as documents: its EphemeralRunnerSet
-(ERS), its AutoscalingListener (AL), its scale set's labels and its status. Pure.
+(ERS), its scale set's labels and its status (its AutoscalingListener:
+``ersctl.autoscaling.listener_desired``). Pure.
 
 Names, labels and annotations are ARC's (``controllers/actions.github.com``'s resource
 builder), so dashboards, selectors and ARC's own controller see the same objects. The
-hashes are ours (:func:`ersctl.naming.content_hash`): ARC hashes Go's rendering of its
-structs, which no Python program reproduces, so a hash decides nothing on its own: the
-runner template is compared by content (:func:`runner_spec_changed`), which is what lets
-an ERS made by ARC be adopted without rebuilding a runner.
+hash values are ours (:func:`ersctl.naming.content_hash`): ARC hashes Go's rendering of
+its structs, which no Python program reproduces, so a hash decides nothing on its own:
+the runner template is compared by meaning (:func:`runner_spec_changed`), which is what
+lets an ERS made by ARC be adopted without rebuilding a runner.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ersctl.api import (
-    AL_KIND,
     API_VERSION,
     ARS_KIND,
     COMPONENT_LABEL,
     ENTERPRISE_LABEL,
     ERS_KIND,
-    LISTENER_COMPONENT,
+    INTEGRITY_HASH_ANNOTATION,
     MAX_PATCH_ID,
     ORGANIZATION_LABEL,
     PART_OF_LABEL,
@@ -32,14 +32,14 @@ from ersctl.api import (
     RUNNER_SPEC_HASH_ANNOTATION,
     SCALE_SET_NAME_LABEL,
     SCALE_SET_NAMESPACE_LABEL,
-    VALUES_HASH_ANNOTATION,
     AutoscalingRunnerSet,
     EphemeralRunnerSet,
     FieldError,
     JsonObject,
     controller_reference,
 )
-from ersctl.naming import content_hash, listener_name
+from ersctl.autoscaling import template_equality
+from ersctl.naming import content_hash
 from ghalistener.actions.config import parse_config_url
 from ghalistener.actions.errors import ConfigUrlError
 
@@ -145,7 +145,7 @@ def owner_reference(ars: AutoscalingRunnerSet) -> JsonObject:
     return controller_reference(ars, ARS_KIND)
 
 
-def _extra_metadata(ars: AutoscalingRunnerSet, key: str, section: str) -> dict[str, str]:
+def extra_metadata(ars: AutoscalingRunnerSet, key: str, section: str) -> dict[str, str]:
     """The ``labels`` or ``annotations`` (``section``) of the ARS's ResourceMeta field
     ``key`` (``ephemeralRunnerSetMetadata``, ``autoscalingListener``): strings only."""
     meta = ars.optional_section(key) or {}
@@ -155,7 +155,7 @@ def _extra_metadata(ars: AutoscalingRunnerSet, key: str, section: str) -> dict[s
     return {str(k): str(v) for k, v in values.items() if isinstance(v, str)}
 
 
-def _common_labels(ars: AutoscalingRunnerSet, component: str) -> dict[str, str]:
+def common_labels(ars: AutoscalingRunnerSet, component: str) -> dict[str, str]:
     labels = dict(ars.raw.get("metadata", {}).get("labels") or {})
     labels.update(
         {
@@ -193,39 +193,40 @@ def runner_spec(ars: AutoscalingRunnerSet, scale_set_id: int) -> JsonObject:
 
 
 def runner_spec_hash(spec: Mapping[str, Any]) -> str:
-    """The value of ARC's ``runner-spec-hash`` annotation on the ERS, for ``spec``."""
-    return content_hash({key: spec.get(key) for key in _RUNNER_SPEC_KEYS})
+    """Our value of ARC's hash annotations on the ERS, for ``spec`` (by meaning: ARC's
+    spelling of the same spec hashes alike)."""
+    return content_hash(template_equality.normalized(_only_decided(spec)))
 
 
-def runner_set_annotations(ars: AutoscalingRunnerSet, spec: Mapping[str, Any]) -> dict[str, str]:
+def _set_annotations(ars: AutoscalingRunnerSet) -> dict[str, str]:
+    """ARC's runner-group and scale-set name annotations, copied from the ARS."""
     annotations = ars.raw.get("metadata", {}).get("annotations") or {}
     return {
-        RUNNER_GROUP_NAME_ANNOTATION: str(annotations.get(RUNNER_GROUP_NAME_ANNOTATION, "")),
-        RUNNER_SCALE_SET_NAME_ANNOTATION: str(
-            annotations.get(RUNNER_SCALE_SET_NAME_ANNOTATION, "")
-        ),
-        RUNNER_SPEC_HASH_ANNOTATION: runner_spec_hash(spec),
+        key: str(annotations.get(key, ""))
+        for key in (RUNNER_GROUP_NAME_ANNOTATION, RUNNER_SCALE_SET_NAME_ANNOTATION)
     }
 
 
 def new_runner_set(ars: AutoscalingRunnerSet, scale_set_id: int) -> JsonObject:
-    """The ERS to create for ``ars``: ``generateName: <ars>-`` as ARC 0.14 names it,
-    owned by the ARS, 0 replicas and patch ID 0 until the listener says otherwise."""
+    """The ERS to create for ``ars``, named after it as ARC 0.15 names it (one set per
+    scale set, updated in place), owned by it, 0 replicas and patch ID 0 until the
+    listener says otherwise."""
     spec = runner_spec(ars, scale_set_id)
     body: JsonObject = {
         "apiVersion": API_VERSION,
         "kind": ERS_KIND,
         "metadata": {
-            "generateName": f"{ars.name}-",
+            "name": ars.name,
             "namespace": ars.namespace,
             # The ARS's ephemeralRunnerSetMetadata first: ARC's own keys win.
             "labels": {
-                **_extra_metadata(ars, "ephemeralRunnerSetMetadata", "labels"),
-                **_common_labels(ars, RUNNER_SET_COMPONENT),
+                **extra_metadata(ars, "ephemeralRunnerSetMetadata", "labels"),
+                **common_labels(ars, RUNNER_SET_COMPONENT),
             },
             "annotations": {
-                **_extra_metadata(ars, "ephemeralRunnerSetMetadata", "annotations"),
-                **runner_set_annotations(ars, spec),
+                **extra_metadata(ars, "ephemeralRunnerSetMetadata", "annotations"),
+                **_set_annotations(ars),
+                INTEGRITY_HASH_ANNOTATION: runner_spec_hash(spec),
             },
             "ownerReferences": [owner_reference(ars)],
         },
@@ -238,12 +239,12 @@ def new_runner_set(ars: AutoscalingRunnerSet, scale_set_id: int) -> JsonObject:
 
 
 def runner_spec_changed(ers: EphemeralRunnerSet, desired: Mapping[str, Any]) -> bool:
-    """Does the ERS's runner spec differ from ``desired`` in a key the ARS decides?
-    (By content, not by hash: an ERS ARC made carries ARC's hash.)"""
+    """Does the ERS's runner spec mean something else than ``desired`` in a key the
+    ARS decides? By meaning (``ersctl.autoscaling.template_equality``), not by text or
+    hash: ARC's Go client spells a spec its own way, and reading its spelling as a
+    change would rebuild every idle runner at a switch."""
     live = ers.raw.get("spec", {}).get("ephemeralRunnerSpec") or {}
-    # An empty section is an absent one: ARC's Go writes a template's empty metadata
-    # as {}, and a rebuild of every runner must not hang on that.
-    return any((live.get(key) or None) != (desired.get(key) or None) for key in _RUNNER_SPEC_KEYS)
+    return not template_equality.equal(_only_decided(live), _only_decided(desired))
 
 
 def runner_set_update(
@@ -257,29 +258,46 @@ def runner_set_update(
     concurrent write (another advance) is refused, not doubled. Labels and the
     annotations ARC keeps are merged in (keys others added stay); ``replicas`` and
     ``patchID`` are the listener's and never written here.
+
+    ARC's hash annotations (0.15's ``integrity-hash``, 0.14's ``runner-spec-hash``) are
+    rewritten only with the spec: a set adopted unchanged keeps the value ARC computed,
+    so ARC, switched back, finds its own hash and rebuilds nothing. Ours never equals
+    ARC's (it hashes Go's rendering of its structs), so a spec changed here is one ARC
+    applies again, once, after a switch back.
     """
     desired = new_runner_set(ars, scale_set_id)
     patch: JsonObject = {}
     spec = desired["spec"]["ephemeralRunnerSpec"]
+    live_annotations = ers.annotations
+    annotations = {
+        key: value
+        for key, value in desired["metadata"]["annotations"].items()
+        if key != INTEGRITY_HASH_ANNOTATION and live_annotations.get(key) != value
+    }
     if runner_spec_changed(ers, spec):
         live = ers.raw.get("spec", {}).get("ephemeralRunnerSpec") or {}
         patch["spec"] = {
             "ephemeralRunnerSpec": merge_diff(live, {**live, **_only_decided(spec)}),
             "actionableRevision": ers.actionable_revision + 1,
         }
+        new_hash = runner_spec_hash(spec)
+        annotations[INTEGRITY_HASH_ANNOTATION] = new_hash
+        if RUNNER_SPEC_HASH_ANNOTATION in live_annotations:
+            annotations[RUNNER_SPEC_HASH_ANNOTATION] = new_hash
     runner_meta = desired["spec"].get("ephemeralRunnerMetadata")
-    if runner_meta != (ers.raw.get("spec", {}).get("ephemeralRunnerMetadata") or None):
+    live_meta = ers.raw.get("spec", {}).get("ephemeralRunnerMetadata")
+    if not template_equality.equal(runner_meta, live_meta):
         patch.setdefault("spec", {})["ephemeralRunnerMetadata"] = runner_meta
-    metadata = {}
-    for section in ("labels", "annotations"):
-        live_map = ers.raw.get("metadata", {}).get(section) or {}
-        changed = {
-            key: value
-            for key, value in desired["metadata"][section].items()
-            if live_map.get(key) != value
-        }
-        if changed:
-            metadata[section] = changed
+    labels = {
+        key: value
+        for key, value in desired["metadata"]["labels"].items()
+        if ers.labels.get(key) != value
+    }
+    metadata = {
+        section: changed
+        for section, changed in (("labels", labels), ("annotations", annotations))
+        if changed
+    }
     if metadata:
         patch["metadata"] = metadata
     if not patch:
@@ -309,75 +327,6 @@ def merge_diff(live: Mapping[str, Any], desired: Mapping[str, Any]) -> JsonObjec
         elif old != new:
             patch[key] = new
     return patch
-
-
-def new_listener(
-    ars: AutoscalingRunnerSet,
-    *,
-    scale_set_id: int,
-    runner_set_name: str,
-    namespace: str,
-) -> JsonObject:
-    """The AL of ``ars`` (the contract in ``ersctl.autoscaling``): ARC's name, labels and spec fields, in
-    ``namespace`` (the controller's listener namespace; owned by the ARS only when that
-    is the ARS's own: a cross-namespace ownerReference would get it garbage-collected).
-    No ``image``: the listener controller uses its own ``--listener-image`` for an AL
-    that names none."""
-    high = ars.max_runners
-    spec: JsonObject = {
-        "githubConfigUrl": ars.github_config_url,
-        "githubConfigSecret": ars.github_config_secret,
-        "runnerScaleSetId": scale_set_id,
-        "autoscalingRunnerSetNamespace": ars.namespace,
-        "autoscalingRunnerSetName": ars.name,
-        "ephemeralRunnerSetName": runner_set_name,
-        "minRunners": ars.min_runners,
-        "maxRunners": NO_MAX_RUNNERS if high is None else high,
-    }
-    for ars_key, al_key in (
-        ("proxy", "proxy"),
-        ("githubServerTLS", "githubServerTLS"),
-        ("listenerTemplate", "template"),
-        ("listenerMetrics", "metrics"),
-    ):
-        section = ars.optional_section(ars_key)
-        if section is not None:
-            spec[al_key] = section
-    annotations = ars.raw.get("metadata", {}).get("annotations") or {}
-    metadata: JsonObject = {
-        "name": listener_name(ars.namespace, ars.name),
-        "namespace": namespace,
-        "labels": {
-            **_extra_metadata(ars, "autoscalingListener", "labels"),
-            **_common_labels(ars, LISTENER_COMPONENT),
-        },
-        "annotations": {
-            **_extra_metadata(ars, "autoscalingListener", "annotations"),
-            RUNNER_SPEC_HASH_ANNOTATION: content_hash(ars.raw.get("spec") or {}),
-            VALUES_HASH_ANNOTATION: str(annotations.get(VALUES_HASH_ANNOTATION, "")),
-        },
-    }
-    if namespace == ars.namespace:
-        metadata["ownerReferences"] = [owner_reference(ars)]
-    return {"apiVersion": API_VERSION, "kind": AL_KIND, "metadata": metadata, "spec": spec}
-
-
-def listener_update(live: Mapping[str, Any], desired: Mapping[str, Any]) -> JsonObject | None:
-    """The merge patch bringing the AL ``live`` to ``desired`` (its spec whole, the
-    labels and annotations the ARS decides), or None when nothing differs."""
-    patch: JsonObject = {}
-    spec = merge_diff(live.get("spec") or {}, desired["spec"])
-    if spec:
-        patch["spec"] = spec
-    metadata: JsonObject = {}
-    for section in ("labels", "annotations"):
-        live_map = (live.get("metadata") or {}).get(section) or {}
-        changed = {k: v for k, v in desired["metadata"][section].items() if live_map.get(k) != v}
-        if changed:
-            metadata[section] = changed
-    if metadata:
-        patch["metadata"] = metadata
-    return patch or None
 
 
 def runner_counts(ers: EphemeralRunnerSet | None) -> JsonObject:

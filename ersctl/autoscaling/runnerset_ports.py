@@ -50,9 +50,18 @@ class Objects(Protocol):
         API server rather than the cache), oldest first."""
         ...
 
+    def get_runner_set(self, namespace: str, name: str) -> EphemeralRunnerSet | None:
+        """An ERS by name, read from the API server (whoever owns it)."""
+        ...
+
     def get_listener(
         self, namespace: str, name: str, *, live: bool = False
     ) -> AutoscalingListener | None: ...
+
+    def listeners_of(self, ars: AutoscalingRunnerSet) -> list[AutoscalingListener]:
+        """Every AL the controller watches, in any namespace, that names ``ars`` in its
+        spec (the cache)."""
+        ...
 
     def patch_ars(self, ars: AutoscalingRunnerSet, patch: JsonObject) -> AutoscalingRunnerSet:
         """Raises :class:`ArsGoneError` when the ARS no longer exists."""

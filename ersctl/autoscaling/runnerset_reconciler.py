@@ -3,55 +3,56 @@
 One reconcile, in order (each step that writes returns; the write's watch event, or a
 requeue, brings the next step):
 
-1. Deleting: tear down top-down (:meth:`_teardown`): the listener first (no new
-   patches), then the EphemeralRunnerSets (their controller lets busy runners finish),
-   then the scale set on GitHub, then ARC's cleanup-protection finalizer on every
-   object the ARS's annotations name (the credentials Secret; from ARC's chart also its
-   ServiceAccounts, Roles and RoleBindings), then our finalizer. Each stage is
+1. Deleting: tear down top-down (:meth:`_teardown`): every listener of the ARS first,
+   wherever it is (no new patches), then the EphemeralRunnerSets (their controller lets
+   busy runners finish), then the scale set on GitHub, then ARC's cleanup-protection
+   finalizer on every object the ARS's annotations name
+   (``ersctl.autoscaling.cleanup_protection``), then our finalizer. Each stage is
    confirmed with an uncached read before the next starts: a lagging cache must never
    let the scale set go while runners still use it.
-2. Bad input (URL, Secret, template, min/max, runner group, a name taken in another
+2. Our finalizer, first, as ARC adds it: whatever comes next, deleting the ARS runs the
+   teardown (an ARS refused for bad input still releases what ARC's chart protected).
+3. Bad input (URL, Secret, template, min/max, runner group, a name taken in another
    group): a Warning Event naming the field and ``status.state``; nothing else changes.
-3. Our finalizer, then the scale set: found by ARC's ``runner-scale-set-id`` annotation
-   or by name in its runner group, registered when missing; its name, runner group and
-   labels updated by ARC's rules (an empty ``spec.runnerGroup`` or
-   ``spec.runnerScaleSetName`` leaves the scale set's as it is).
-4. The credentials Secret gets ARC's cleanup-protection finalizer while used.
-5. The EphemeralRunnerSet (ERS) it owns: created (``generateName: <ars>-``) or brought
-   to the template; a changed runner spec advances ``spec.actionableRevision``.
-6. The AutoscalingListener (AL): created (after checking the scale set still exists)
-   or patched in place when min/max, the template or the credentials change.
-7. Status: the set's counts, ``phase`` and ``state``.
+4. The scale set: found by ARC's ``runner-scale-set-id`` annotation or by name in its
+   runner group, registered when missing; its name, runner group and labels updated by
+   ARC's rules (an empty ``spec.runnerGroup`` or ``spec.runnerScaleSetName`` leaves the
+   scale set's as it is).
+5. The credentials Secret gets ARC's cleanup-protection finalizer while used.
+6. The EphemeralRunnerSet (ERS) it owns: created, named after the ARS (ARC 0.15), or
+   brought to the template in place; a changed runner spec (by meaning:
+   ``ersctl.autoscaling.template_equality``) advances ``spec.actionableRevision``.
+7. The AutoscalingListener (AL), at ARC's key (``ersctl.autoscaling.listener_desired``):
+   any other listener of the ARS is deleted first (one session per scale set); then
+   created (after checking the scale set still exists) or patched in place. A listener
+   that keeps exiting has its scale set checked again, and one gone from GitHub is
+   registered again (ARC's #4571, extended to a listener already crash-looping).
+8. Status: the set's counts, ``phase`` and ``state``; ``Failed`` with the reason when
+   no listener Pod can start (no listener image).
 
 An ARS made by ARC's Helm chart is adopted by the same steps: its annotations name the
-scale set (no second registration), its ERS is found by ownerReference and kept (its
-runner spec compared by content, so no runner is rebuilt for a hash ARC computed).
+scale set (no second registration), its ERS is found by ownerReference and kept
+(whatever its name: ARC 0.14 generated it), its listener found at ARC's key.
 """
 
 from __future__ import annotations
 
 import logging
-from enum import StrEnum
-from typing import Final
 
 from ersctl.api import (
     ARS_FINALIZER,
-    CLEANUP_PROTECTED,
-    CLEANUP_PROTECTED_SECRET,
-    CLEANUP_PROTECTION_FINALIZER,
-    CLEANUP_SECRET_ANNOTATION,
     RUNNER_GROUP_NAME_ANNOTATION,
     RUNNER_SCALE_SET_ID_ANNOTATION,
     RUNNER_SCALE_SET_NAME_ANNOTATION,
-    AutoscalingListener,
     AutoscalingRunnerSet,
-    CleanupProtected,
     EphemeralRunnerSet,
     FieldError,
     JsonObject,
     KubeObject,
 )
+from ersctl.autoscaling import cleanup_protection
 from ersctl.autoscaling import runnerset_desired as desired
+from ersctl.autoscaling.runnerset_listener import ListenerStep
 from ersctl.autoscaling.runnerset_ports import (
     ArsGoneError,
     EventRecorder,
@@ -61,60 +62,32 @@ from ersctl.autoscaling.runnerset_ports import (
     ScaleSetService,
     ScaleSetServices,
 )
-from ersctl.kube.errors import ConflictError, ForbiddenError, NotFoundError, NotLeaderError
+from ersctl.autoscaling.runnerset_states import NORMAL, WARNING, Phase, Reason
+from ersctl.kube.errors import ConflictError, NotLeaderError
 from ersctl.kube.reconcile import Request, Result
-from ersctl.naming import listener_name
 from ersctl.platform.errors import Failure
 from ersctl.scaleset.ports import CredentialsFieldError, ServiceError
 
 log = logging.getLogger(__name__)
 
-NORMAL: Final = "Normal"
-WARNING: Final = "Warning"
 
-
-class Phase(StrEnum):
-    PENDING = "Pending"
-    RUNNING = "Running"
-    FAILED = "Failed"
-    DELETING = "Deleting"
-
-
-class Reason(StrEnum):
-    """Event reasons, and the ``status.state`` values they stand for."""
-
-    RUNNING = "Running"
-    INVALID_SPEC = "InvalidSpec"
-    SECRET_UNUSABLE = "CredentialsUnusable"  # noqa: S105
-    RUNNER_GROUP_NOT_FOUND = "RunnerGroupNotFound"
-    NAME_TAKEN = "ScaleSetNameTaken"
-    GITHUB_FAILED = "GitHubCallFailed"
-    RECONCILE_FAILED = "ReconcileFailed"
-    SCALE_SET_CREATED = "ScaleSetCreated"
-    SCALE_SET_FOUND = "ScaleSetFound"
-    SCALE_SET_UPDATED = "ScaleSetUpdated"
-    SCALE_SET_GONE = "ScaleSetGone"
-    SCALE_SET_DELETED = "ScaleSetDeleted"
-    RUNNER_SET_CREATED = "RunnerSetCreated"
-    RUNNER_SET_REMOVED = "ExtraRunnerSetDeleted"
-    TEMPLATE_CHANGED = "RunnerTemplateChanged"
-    LISTENER_CREATED = "ListenerCreated"
-    LISTENER_UPDATED = "ListenerUpdated"
-    WAITING_FOR_LISTENER = "WaitingForListener"
-    STOPPING_LISTENER = "StoppingListener"
-    DRAINING_RUNNERS = "DrainingRunners"
+class RunnerSetNameTakenError(Failure):
+    """The ERS name the ARS would create belongs to another owner."""
 
 
 class AutoscalingRunnerSetReconciler:
     """Implements ``ersctl.kube.reconcile.Reconciler`` for AutoscalingRunnerSets.
-    Holds no per-reconcile state (thread-safe across keys).
+    Holds no per-reconcile state (thread-safe across keys; the listener step remembers,
+    per ARS, the listener exit it last checked the scale set for).
 
     ``listener_namespace``: where AutoscalingListeners are made (ARC: the controller's
     namespace); None puts each in its ARS's namespace. ``exclude_label_prefixes``: ARS
-    labels with these prefixes are not propagated (ARC's flag). ``retry_after``: the requeue delay when the credentials Secret is unusable (Secrets
-    are not watched, so a fix enqueues nothing). ``teardown_poll``: the requeue delay
-    while waiting for the listener or the runner sets to go (their delete events
-    normally come first).
+    labels with these prefixes are not propagated (ARC's flag). ``listener_blocker``: why no
+    listener Pod can start here ("" when nothing is known to stop one), reported as the
+    ARS's ``Failed`` phase instead of ``Running``. ``retry_after``: the requeue delay
+    when the credentials Secret is unusable (Secrets are not watched, so a fix enqueues
+    nothing). ``teardown_poll``: the requeue delay while waiting for a listener or the
+    runner sets to go (their delete events normally come first).
     """
 
     def __init__(
@@ -125,6 +98,7 @@ class AutoscalingRunnerSetReconciler:
         events: EventRecorder,
         listener_namespace: str | None = None,
         exclude_label_prefixes: tuple[str, ...] = (),
+        listener_blocker: str = "",
         retry_after: float = 30.0,
         teardown_poll: float = 5.0,
     ) -> None:
@@ -132,9 +106,16 @@ class AutoscalingRunnerSetReconciler:
         self._exclude_label_prefixes = exclude_label_prefixes
         self._services = services
         self._events = events
-        self._listener_namespace = listener_namespace
         self._retry_after = retry_after
         self._teardown_poll = teardown_poll
+        self._listener = ListenerStep(
+            objects=objects,
+            services=services,
+            event=self._event,
+            namespace=listener_namespace,
+            blocker=listener_blocker,
+            poll=teardown_poll,
+        )
 
     def reconcile(self, request: Request) -> Result:
         """Reconcile one ARS. Raises (after a Warning Event) to requeue with backoff."""
@@ -155,6 +136,8 @@ class AutoscalingRunnerSetReconciler:
             return self._refuse(ars, Reason.RUNNER_GROUP_NOT_FOUND, f"spec.runnerGroup: {exc}")
         except ScaleSetNameTakenError as exc:
             return self._refuse(ars, Reason.NAME_TAKEN, f"spec.runnerScaleSetName: {exc}")
+        except RunnerSetNameTakenError as exc:
+            return self._refuse(ars, Reason.RUNNER_SET_NAME_TAKEN, str(exc), retry=True)
         except (ConflictError, NotLeaderError):
             raise  # the cache was behind, or the lease is gone: retry quietly
         except ArsGoneError:
@@ -183,7 +166,6 @@ class AutoscalingRunnerSetReconciler:
     def _reconcile(self, ars: AutoscalingRunnerSet) -> Result:
         if ars.is_deleting:
             return self._teardown(ars) if ars.has_finalizer(ARS_FINALIZER) else Result()
-        desired.validate(ars)
         if not ars.has_finalizer(ARS_FINALIZER):
             self._objects.patch_ars(
                 ars,
@@ -195,21 +177,22 @@ class AutoscalingRunnerSetReconciler:
                 },
             )
             return Result()
+        desired.validate(ars)
         # GitHub is called (and the credentials Secret read) only by a step with
         # something to do: a steady ARS costs no request but its status write.
         if not ars.scale_set_id:
             with self._services.scale_sets_for(ars) as service:
                 self._register(ars, service)
             return Result()
-        if self._update_scale_set(ars) or self._protect_secret(ars):
+        if self._update_scale_set(ars) or cleanup_protection.protect_secret(self._objects, ars):
             return Result()
         ers = self._runner_set(ars)
-        listener = None if ers is None else self._ensure_listener(ars, ers)
-        if listener is None:
-            self._set_state(ars, Phase.PENDING, Reason.WAITING_FOR_LISTENER, "", ers)
-        else:
-            self._set_state(ars, Phase.RUNNING, Reason.RUNNING, "", ers)
-        return Result()
+        if ers is None:
+            self._set_state(ars, Phase.PENDING, Reason.WAITING_FOR_LISTENER, "")
+            return Result()
+        outcome = self._listener.reconcile(ars, ers)
+        self._set_state(ars, outcome.phase, outcome.reason, outcome.message, ers)
+        return Result(requeue_after=outcome.requeue_after)
 
     # -- the scale set on GitHub ---------------------------------------------------------
 
@@ -273,66 +256,6 @@ class AutoscalingRunnerSetReconciler:
         self._event(ars, NORMAL, Reason.SCALE_SET_UPDATED, f"scale set {updated.id}: {what}")
         return True
 
-    # -- the credentials Secret and ARC's cleanup protection ----------------------------
-
-    def _protect_secret(self, ars: AutoscalingRunnerSet) -> bool:
-        """ARC's cleanup-protection finalizer on the credentials Secret while the ARS uses
-        it (so deleting it cannot strand the teardown); moved when the ARS names another
-        Secret. True when the ARS was patched (its annotation names the Secret)."""
-        secret = ars.github_config_secret
-        protected = ars.annotations.get(CLEANUP_SECRET_ANNOTATION)
-        if protected == secret:
-            return False
-        if protected:
-            self._release(CLEANUP_PROTECTED_SECRET, ars.namespace, protected)
-        live = self._objects.get_builtin("secrets", ars.namespace, secret)
-        if live is None:
-            raise CredentialsFieldError("spec.githubConfigSecret", f"Secret {secret} not found")
-        finalizers = (live.get("metadata") or {}).get("finalizers") or []
-        if CLEANUP_PROTECTION_FINALIZER not in finalizers:
-            self._objects.patch_builtin(
-                "secrets",
-                ars.namespace,
-                secret,
-                {
-                    "metadata": {
-                        "finalizers": [*finalizers, CLEANUP_PROTECTION_FINALIZER],
-                        "resourceVersion": (live.get("metadata") or {}).get("resourceVersion"),
-                    }
-                },
-            )
-        self._objects.patch_ars(
-            ars, {"metadata": {"annotations": {CLEANUP_SECRET_ANNOTATION: secret}}}
-        )
-        return True
-
-    def _release(self, target: CleanupProtected, namespace: str, name: str) -> None:
-        """Take ARC's cleanup-protection finalizer, and no other, off one object an ARS
-        named. Gone already is fine; any other failure raises (the ARS keeps its
-        finalizer and the teardown is retried)."""
-        try:
-            live = self._objects.get_builtin(target.plural, namespace, name)
-        except ForbiddenError:
-            if not target.forbidden_is_gone:
-                raise
-            return
-        meta = (live or {}).get("metadata") or {}
-        finalizers = meta.get("finalizers") or []
-        if CLEANUP_PROTECTION_FINALIZER not in finalizers:
-            return
-        kept = [f for f in finalizers if f != CLEANUP_PROTECTION_FINALIZER]
-        try:
-            # Locked by resourceVersion: a finalizer another controller added meanwhile
-            # is never dropped by a merge patch written from an older list.
-            self._objects.patch_builtin(
-                target.plural,
-                namespace,
-                name,
-                {"metadata": {"finalizers": kept, "resourceVersion": meta.get("resourceVersion")}},
-            )
-        except NotFoundError:
-            return  # deleted between the read and the patch
-
     # -- the EphemeralRunnerSet ----------------------------------------------------------
 
     def _runner_set(self, ars: AutoscalingRunnerSet) -> EphemeralRunnerSet | None:
@@ -340,20 +263,19 @@ class AutoscalingRunnerSetReconciler:
         owned = [ers for ers in self._objects.owned_runner_sets(ars) if not ers.is_deleting]
         if not owned:
             # The cache may not show a set created a moment ago: ask the server before
-            # creating (generateName would happily make a second one).
+            # creating.
             owned = [
                 ers
                 for ers in self._objects.owned_runner_sets(ars, live=True)
                 if not ers.is_deleting
             ]
         if not owned:
-            created = self._objects.create_runner_set(desired.new_runner_set(ars, ars.scale_set_id))
-            self._event(ars, NORMAL, Reason.RUNNER_SET_CREATED, f"created {created.name}")
+            self._create_runner_set(ars)
             return None
         *extra, ers = owned
         for old in extra:
-            # ARC (before revisions) rolled a template out by a new set per template;
-            # an adopted leftover drains like any deleted set (busy runners finish).
+            # ARC 0.14 rolled a template out by a new set per template; an adopted
+            # leftover drains like any deleted set (busy runners finish).
             self._objects.delete_runner_set(old)
             self._event(ars, NORMAL, Reason.RUNNER_SET_REMOVED, f"deleted {old.name}")
         patch = desired.runner_set_update(ers, ars, ars.scale_set_id)
@@ -369,55 +291,45 @@ class AutoscalingRunnerSetReconciler:
                 )
         return ers
 
-    # -- the AutoscalingListener ---------------------------------------------------------
-
-    def _listener_key(self, ars: AutoscalingRunnerSet) -> tuple[str, str]:
-        namespace = self._listener_namespace or ars.namespace
-        return namespace, listener_name(ars.namespace, ars.name)
-
-    def _ensure_listener(
-        self, ars: AutoscalingRunnerSet, ers: EphemeralRunnerSet
-    ) -> AutoscalingListener | None:
-        namespace, name = self._listener_key(ars)
-        want = desired.new_listener(
-            ars,
-            scale_set_id=ars.scale_set_id,
-            runner_set_name=ers.name,
-            namespace=namespace,
-        )
-        live = self._objects.get_listener(namespace, name)
-        if live is None:
-            # The listener bakes the scale set id in and crash-loops when it is gone
-            # (deleted in GitHub's settings): register again rather than start it.
-            with self._services.scale_sets_for(ars) as service:
-                gone = service.get(ars.scale_set_id) is None
-            if gone:
-                self._objects.patch_ars(
-                    ars, {"metadata": {"annotations": {RUNNER_SCALE_SET_ID_ANNOTATION: None}}}
-                )
-                self._event(
-                    ars, WARNING, Reason.SCALE_SET_GONE, f"scale set {ars.scale_set_id} is gone"
-                )
-                return None
-            created = self._objects.create_listener(want)
-            self._event(ars, NORMAL, Reason.LISTENER_CREATED, f"created {namespace}/{name}")
-            return created
-        if live.is_deleting:
-            return None
-        patch = desired.listener_update(live.raw, want)
-        if patch is not None:
-            live = self._objects.patch_listener(live, patch)
-            self._event(ars, NORMAL, Reason.LISTENER_UPDATED, f"updated {namespace}/{name}")
-        return live
+    def _create_runner_set(self, ars: AutoscalingRunnerSet) -> None:
+        """Create the ERS named after the ARS. One of that name that nothing owns (left
+        by a deleted ARS with ``--cascade=orphan``) is adopted, as ARC 0.15, which finds
+        its set by name, would use it; one another object owns is refused by name."""
+        body = desired.new_runner_set(ars, ars.scale_set_id)
+        try:
+            created = self._objects.create_runner_set(body)
+        except ConflictError:
+            existing = self._objects.get_runner_set(ars.namespace, ars.name)
+            if existing is None or existing.is_deleting:
+                raise  # gone meanwhile, or going: try again
+            owner = existing.controller_owner()
+            if owner is not None and owner.get("uid") != ars.uid:
+                raise RunnerSetNameTakenError(
+                    f"EphemeralRunnerSet {existing.key} belongs to {owner.get('kind')} "
+                    f"{owner.get('name')}: delete it, and this scale set makes its own"
+                ) from None
+            refs = [*existing.owner_references, desired.owner_reference(ars)]
+            self._objects.patch_runner_set(
+                existing,
+                {
+                    "metadata": {
+                        "ownerReferences": refs,
+                        "resourceVersion": existing.resource_version,
+                    }
+                },
+            )
+            self._event(ars, NORMAL, Reason.RUNNER_SET_ADOPTED, f"adopted {existing.name}")
+            return
+        self._event(ars, NORMAL, Reason.RUNNER_SET_CREATED, f"created {created.name}")
 
     # -- teardown ------------------------------------------------------------------------
 
     def _teardown(self, ars: AutoscalingRunnerSet) -> Result:
-        namespace, name = self._listener_key(ars)
-        listener = self._objects.get_listener(namespace, name, live=True)
-        if listener is not None:
-            if not listener.is_deleting:
-                self._objects.delete_listener(listener)
+        listeners = self._listener.listeners_of(ars)
+        if listeners:
+            for listener in listeners:
+                if not listener.is_deleting:
+                    self._objects.delete_listener(listener)
             self._set_state(ars, Phase.DELETING, Reason.STOPPING_LISTENER, "")
             return Result(requeue_after=self._teardown_poll)
         sets = self._objects.owned_runner_sets(ars, live=True)
@@ -437,14 +349,12 @@ class AutoscalingRunnerSetReconciler:
             self._event(ars, NORMAL, Reason.SCALE_SET_DELETED, "deleted the scale set on GitHub")
         # Last before our own finalizer, as ARC does: what ARC's chart (or we) protected
         # for this ARS would otherwise hold `helm uninstall` and the namespace forever.
-        for target in CLEANUP_PROTECTED:
-            named = ars.annotations.get(target.annotation)
-            if named:
-                self._release(target, ars.namespace, named)
+        cleanup_protection.release_all(self._objects, ars)
         kept = [f for f in ars.finalizers if f != ARS_FINALIZER]
         self._objects.patch_ars(
             ars, {"metadata": {"finalizers": kept, "resourceVersion": ars.resource_version}}
         )
+        self._listener.forget(ars)
         return Result()
 
     # -- status and events ---------------------------------------------------------------

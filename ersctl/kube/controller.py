@@ -23,7 +23,7 @@ from ersctl.kube.errors import NotLeaderError
 from ersctl.kube.metrics import ControllerMetrics
 from ersctl.kube.predicates import AlwaysPass, Predicate
 from ersctl.kube.queue import Backoff, WorkQueue
-from ersctl.kube.reconcile import Reconciler, Request
+from ersctl.kube.reconcile import Reconciler, Request, RetryLater
 from ersctl.kube.store import metadata, object_key
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,8 @@ class Controller:
             log.warning("%s %s: %s", self.name, request, exc)
             return
         except Exception as exc:
-            delay = self.queue.add_rate_limited(request)
+            wait = exc.after if isinstance(exc, RetryLater) else 0.0
+            delay = self.queue.add_rate_limited(request, at_least=wait)
             self._metrics.observe_reconcile(
                 self.name, result="error", seconds=time.monotonic() - started
             )

@@ -83,8 +83,15 @@ class SyncInterrupted(Exception):
     """A stop was asked for before the caches synced (:meth:`Manager.caches`)."""
 
 
+GRACEFUL_SHUTDOWN: Final = 30.0
+"""Seconds a stopping manager gives the reconciles in flight, all controllers together
+(controller-runtime's default). The Pod's ``terminationGracePeriodSeconds`` must be
+longer, or the kubelet kills a reconcile mid-way (ARC's chart since #4556: 35)."""
+
+
 class Manager:
-    """See the module docstring. Build, add controllers, then :meth:`run` once."""
+    """See the module docstring. Build, add controllers, then :meth:`run` once.
+    ``graceful_shutdown``: see :data:`GRACEFUL_SHUTDOWN`."""
 
     def __init__(
         self,
@@ -98,6 +105,7 @@ class Manager:
         watch_timeout: int = 300,
         relist_backoff: Backoff | None = None,
         metrics: ControllerMetrics | None = None,
+        graceful_shutdown: float = GRACEFUL_SHUTDOWN,
     ) -> None:
         self._api_client = api_client
         self.namespace = namespace
@@ -107,6 +115,7 @@ class Manager:
         self._backoff = backoff
         self._watch_timeout = watch_timeout
         self._relist_backoff = relist_backoff
+        self._graceful_shutdown = graceful_shutdown
         self._informers: dict[str, Informer] = {}
         self._controllers: list[tuple[Controller, str]] = []  # (controller, primary plural)
         self._elector = (
@@ -191,8 +200,14 @@ class Manager:
                     stop.wait(0.1)
         finally:
             self._halt.set()
+            # One window for all: every controller stops handing out keys at once, and
+            # the reconciles in flight share one deadline (waited for controller after
+            # controller, the Pod's grace period would run out before the last).
+            deadline = time.monotonic() + self._graceful_shutdown
             for controller, _ in self._controllers:
-                controller.shutdown()
+                controller.queue.shutdown()
+            for controller, _ in self._controllers:
+                controller.shutdown(timeout=max(0.0, deadline - time.monotonic()))
             self.events.flush()  # counts still waiting for their heartbeat
             self._stop_informers(threads)
         if self._lost.is_set():

@@ -83,12 +83,13 @@ class WorkQueue(Generic[K]):
             heapq.heappush(self._heap, (ready, next(self._seq), key))
             self._cond.notify()
 
-    def add_rate_limited(self, key: K) -> float:
-        """Queue ``key`` after its backoff delay; returns that delay in seconds."""
+    def add_rate_limited(self, key: K, *, at_least: float = 0.0) -> float:
+        """Queue ``key`` after its backoff delay, or after ``at_least`` seconds when that
+        is longer; returns the delay in seconds."""
         with self._cond:
             failures = self._failures.get(key, 0)
             self._failures[key] = failures + 1
-        delay = self._backoff.delay(failures)
+        delay = max(self._backoff.delay(failures), at_least)
         self.add_after(key, delay)
         return delay
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ersctl.api import KubeObject
+from ersctl.platform.errors import Failure
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,17 @@ class Result:
     """
 
     requeue_after: float | None = None
+
+
+class RetryLater(Failure):
+    """A reconcile failed for a reason that passes with time, and the failure says how
+    long: the runtime requeues the key after ``after`` seconds (or its backoff, when
+    longer) rather than at the backoff's pace alone (a rate-limited GitHub, whose limit
+    resets at a known time: hammering it sooner only extends the wait)."""
+
+    def __init__(self, message: str, *, after: float) -> None:
+        super().__init__(message)
+        self.after = after
 
 
 class Reconciler(Protocol):

@@ -35,7 +35,7 @@ from ersctl.scaleset.ports import (
     CredentialsFieldError,
     RunnerNameTakenError,
     RunnerService,
-    ServiceError,
+    service_error,
 )
 from ghalistener.actions.auth import Credentials
 from ghalistener.actions.client import ActionsClient
@@ -85,14 +85,17 @@ def controller_client(
     retry: RetryPolicy | None = None,
 ) -> ActionsClient:
     """The controller's GitHub client for one set or runner: its proxy and CA honoured
-    (``retry``: the default policy unless a test wants one that never sleeps)."""
+    (``retry``: the default policy unless a test wants one that never sleeps). A
+    rate-limited answer is never retried here: the error says when the limit resets,
+    and the reconcile is requeued for then (``ersctl.scaleset.ports.RateLimitedError``)."""
+    policy = dataclasses.replace(retry or RetryPolicy(), retry_rate_limited=False)
     return ActionsClient(
         config_url=config_url,
         credentials=credentials,
         proxy=network.proxy,
         root_ca=network.root_ca,
         system_info=SystemInfo(subsystem="controller"),
-        retry=retry,
+        retry=policy,
     )
 
 
@@ -331,7 +334,7 @@ class _Service:
         except RunnerExistsError as exc:
             raise RunnerNameTakenError(f"{action}: {exc}") from exc
         except ActionsError as exc:
-            raise ServiceError(f"{action}: {exc}") from exc
+            raise service_error(action, exc) from exc
 
     def get_runner_by_name(self, name: str) -> RunnerReference | None:
         action = f"looking up runner {name} of {self._key}"
@@ -339,7 +342,7 @@ class _Service:
         try:
             return client.get_runner_by_name(name)
         except ActionsError as exc:
-            raise ServiceError(f"{action}: {exc}") from exc
+            raise service_error(action, exc) from exc
 
     def remove_runner(self, runner_id: int) -> bool:
         action = f"removing runner {runner_id} of {self._key}"
@@ -351,7 +354,7 @@ class _Service:
         except RunnerNotFoundError:
             return True
         except ActionsError as exc:
-            raise ServiceError(f"{action}: {exc}") from exc
+            raise service_error(action, exc) from exc
         return True
 
 

@@ -8,7 +8,8 @@ updates and deletes scale sets through a :class:`ScaleSetService`. Pure: protoco
 values and the errors of the contract.
 
 Errors every method may raise: :class:`ServiceError` (the service refused or failed
-the call; the message names it and never holds a secret) and
+the call; the message names it and never holds a secret; :class:`RateLimitedError`
+when that was its rate limit, which says when to try again) and
 ``ersctl.kube.errors.NotLeaderError`` (the leader lease is lost: refused without a
 call). Entering ``service_for`` raises :class:`CredentialsFieldError` naming the field
 when the object's credentials Secret or configuration URL is absent or unusable.
@@ -18,10 +19,13 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet, FieldError
+from ersctl.kube.reconcile import RetryLater
 from ersctl.platform.errors import Failure
+from ghalistener.actions.errors import ActionsError
+from ghalistener.actions.errors import RateLimitedError as ActionsRateLimitedError
 from ghalistener.actions.types import JitConfig, RunnerReference
 
 
@@ -34,6 +38,24 @@ class CredentialsFieldError(FieldError):
 
 class ServiceError(Failure):
     """The scale-set service refused or failed a call (``__cause__`` says how)."""
+
+
+class RateLimitedError(ServiceError, RetryLater):
+    """The service refused the call for its rate limit: the reconcile is requeued after
+    the limit resets (the client does not retry it: a worker asleep in a retry serves
+    no other object), or after :data:`RATE_LIMIT_WAIT` when the service does not say."""
+
+
+RATE_LIMIT_WAIT: Final = 60.0
+
+
+def service_error(action: str, error: ActionsError) -> ServiceError:
+    """The :class:`ServiceError` of ``action`` that failed with ``error``."""
+    message = f"{action}: {error}"
+    if isinstance(error, ActionsRateLimitedError):
+        wait = RATE_LIMIT_WAIT if error.retry_after is None else error.retry_after
+        return RateLimitedError(message, after=wait)
+    return ServiceError(message)
 
 
 class RunnerNameTakenError(ServiceError):

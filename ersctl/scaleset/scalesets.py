@@ -20,6 +20,7 @@ from ersctl.scaleset.ports import (
     ScaleSetNameTakenError,
     ScaleSetService,
     ServiceError,
+    service_error,
 )
 from ghalistener.actions.errors import ActionsError, RequestError
 from ghalistener.actions.types import (
@@ -63,7 +64,7 @@ class ScaleSetAdmin:
         try:
             group = self._lease.client(action).get_runner_group_by_name(name)
         except ActionsError as exc:
-            raise ServiceError(f"{action}: {exc}") from exc
+            raise service_error(action, exc) from exc
         if group is None:
             raise RunnerGroupNotFoundError(f"runner group {name!r} not found")
         return group.id
@@ -73,7 +74,7 @@ class ScaleSetAdmin:
         try:
             found = self._lease.client(action).get_runner_scale_set(runner_group_id, name)
         except ActionsError as exc:
-            raise ServiceError(f"{action}: {exc}") from exc
+            raise service_error(action, exc) from exc
         return None if found is None else _value(found)
 
     def get(self, scale_set_id: int) -> ScaleSet | None:
@@ -86,7 +87,7 @@ class ScaleSetAdmin:
         except ActionsError as exc:
             if _not_found(exc):
                 return None
-            raise ServiceError(f"{action}: {exc}") from exc
+            raise service_error(action, exc) from exc
 
     def create(self, *, name: str, runner_group_id: int, labels: list[str]) -> ScaleSet:
         action = f"registering scale set {name!r} for {self._key}"
@@ -106,7 +107,7 @@ class ScaleSetAdmin:
                 raise ScaleSetNameTakenError(
                     f"scale set name {name!r} is taken in another runner group"
                 ) from exc
-            raise ServiceError(f"{action}: {exc}") from exc
+            raise service_error(action, exc) from exc
 
     def update(
         self,
@@ -132,7 +133,7 @@ class ScaleSetAdmin:
         try:
             return _value(self._lease.client(action).update_runner_scale_set(scale_set_id, wanted))
         except ActionsError as exc:
-            raise ServiceError(f"{action}: {exc}") from exc
+            raise service_error(action, exc) from exc
 
     def delete(self, scale_set_id: int) -> bool:
         action = f"deleting scale set {scale_set_id} of {self._key}"
@@ -141,7 +142,7 @@ class ScaleSetAdmin:
         except ActionsError as exc:
             if _not_found(exc):
                 return True
-            raise ServiceError(f"{action}: {exc}") from exc
+            raise service_error(action, exc) from exc
         return True
 
 

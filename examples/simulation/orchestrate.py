@@ -177,7 +177,6 @@ class _Simulation:
         self.kubelet = ListenerKubelet(
             api, kubeconfig=kubeconfig, workdir=workdir / "listener-pods", namespace=NAMESPACE
         )
-        self._starts_at_edit = 0  # listener starts before the last template edit
         self.listener = Program(
             name="ghalistener",
             log_path=workdir / "ghalistener.log",
@@ -420,18 +419,16 @@ class _Simulation:
 
     def _listener_settled(self) -> bool:
         """Whether a listener kill or restart can land on a listener of its own: one runs
-        (a kill during the previous one's restart backoff killed nothing, yet was marked),
-        and it is not the one a template edit is about to roll (a restart fired between the
-        edit and its roll, on a slow machine, deleted the old Pod, and the roll and the
-        restart became one new Pod: the restart tested nothing)."""
+        (a kill during the previous one's restart backoff killed nothing, yet was marked).
+        A template edit does not restart the listener, so it cannot swallow a restart."""
         if not self.config.autoscaling:
             return True
-        return bool(self.kubelet.running()) and len(self.kubelet.started) > self._starts_at_edit
+        return bool(self.kubelet.running())
 
     def _edit_template(self) -> None:
         """What a platform team's edit of the runner template does: the ARS controller
-        advances the set's revision, idle runners are rebuilt, busy ones keep their job."""
-        self._starts_at_edit = len(self.kubelet.started)
+        advances the set's revision, idle runners are rebuilt, busy ones keep their job;
+        the listener keeps running."""
         env = [{"name": "SIMULATED_TEMPLATE_EDIT", "value": "1"}]
         container = {**runner_pod_spec()["containers"][0], "env": env}
         patch = {"spec": {"template": {"spec": {"containers": [container]}}}}

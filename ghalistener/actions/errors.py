@@ -9,6 +9,7 @@
     +-- RootCaError                  a CA bundle to trust holds no PEM certificate
     +-- MessageParseError            the service sent a body we cannot understand
     +-- RequestError                 an HTTP exchange failed (status is None: no response at all)
+        +-- RateLimitedError         refused for the rate limit (429, or 403 with a limit reset)
         +-- JobStillRunningError     remove-runner refused: the runner is busy
         +-- RunnerNotFoundError      the runner does not exist (any more)
         +-- RunnerExistsError        a runner with that name is already registered
@@ -82,8 +83,10 @@ class RequestError(ActionsError):
         github_request_id: str | None = None,
         type_name: str | None = None,
         body: str = "",
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
+        self.retry_after = retry_after
         self.message = message
         self.method = method
         self.url = url
@@ -101,6 +104,12 @@ class RequestError(ActionsError):
         if self.github_request_id:
             parts.append(f"X-GitHub-Request-Id {self.github_request_id}")
         return f"{self.message} ({', '.join(parts)})"
+
+
+class RateLimitedError(RequestError):
+    """The service refused the call for its rate limit. ``retry_after``: seconds until
+    it says the limit resets (``Retry-After``, ``X-RateLimit-Reset``), None when it
+    does not say."""
 
 
 class JobStillRunningError(RequestError):

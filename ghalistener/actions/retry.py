@@ -1,7 +1,9 @@
 """The one HTTP retry policy of the client (tenacity), built in one place.
 
 Retried: connection and read failures (no response; not TLS certificate failures),
-429, and 5xx except 501.
+429, and 5xx except 501; a rate-limited answer (:func:`is_rate_limited`) only when the
+policy's ``retry_rate_limited`` says so (the controller's does not: a worker sleeping
+in a client retry serves no other key, so it requeues the key instead).
 Never retried: any other status, including the long poll's 202 (a normal answer).
 Backoff: exponential with full jitter, capped at ``max_wait`` seconds between tries,
 at most ``max_retries`` retries after the first try. The last outcome is surfaced:
@@ -10,6 +12,7 @@ the last response (mapped to an error by the caller) or the last transport error
 
 from __future__ import annotations
 
+import email.utils
 import logging
 import ssl
 from collections.abc import Callable, Collection
@@ -32,6 +35,37 @@ Sleeper = Callable[[float], None]
 def is_retryable_status(status: int) -> bool:
     """True for 429 and 5xx other than 501 (Not Implemented will not get better)."""
     return status == 429 or (500 <= status <= 599 and status != 501)
+
+
+def is_rate_limited(response: httpx.Response) -> bool:
+    """Did the service refuse for its rate limit? 429, or GitHub's 403 that says when
+    the limit resets (a 403 without that is a refusal, not a limit)."""
+    if response.status_code == 429:
+        return True
+    headers = response.headers
+    return response.status_code == 403 and (
+        "retry-after" in headers or headers.get("x-ratelimit-remaining") == "0"
+    )
+
+
+def rate_limit_wait(response: httpx.Response, *, now: float) -> float | None:
+    """Seconds until the rate limit resets, from ``Retry-After`` (seconds or an HTTP
+    date) or ``X-RateLimit-Reset`` (epoch seconds); None when neither says. ``now``:
+    epoch seconds."""
+    retry_after = response.headers.get("retry-after", "").strip()
+    if retry_after.isdigit():
+        return float(retry_after)
+    if retry_after:
+        try:
+            moment = email.utils.parsedate_to_datetime(retry_after)
+        except (TypeError, ValueError):
+            moment = None
+        if moment is not None:
+            return max(0.0, moment.timestamp() - now)
+    reset = response.headers.get("x-ratelimit-reset", "").strip()
+    if reset.isdigit():
+        return max(0.0, float(reset) - now)
+    return None
 
 
 def is_retryable_error(error: BaseException) -> bool:
@@ -60,12 +94,14 @@ class RetryPolicy:
     ``sleep`` is the seam for tests: pass ``lambda _: None`` (or a recorder) so retries
     are instant. The listener passes ``StopSignal.sleep`` (``ghalistener.stopping``):
     whatever it raises ends the retries and propagates (a stop cuts a backoff short).
-    ``initial_wait`` is the base of the exponential backoff.
+    ``initial_wait`` is the base of the exponential backoff. ``retry_rate_limited``:
+    False returns a rate-limited answer at once, for the caller to requeue.
     """
 
     max_retries: int = 4
     initial_wait: float = 1.0
     max_wait: float = 30.0
+    retry_rate_limited: bool = True
     sleep: Sleeper = field(default=_default_sleep, repr=False)
 
     def run(
@@ -87,6 +123,8 @@ class RetryPolicy:
         """
 
         def retryable(response: httpx.Response) -> bool:
+            if not self.retry_rate_limited and is_rate_limited(response):
+                return False
             status = response.status_code
             return is_retryable_status(status) or status in also_retry
 

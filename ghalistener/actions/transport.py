@@ -15,6 +15,7 @@ import json
 import logging
 import re
 import ssl
+import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final
 
@@ -24,13 +25,14 @@ from ersctl.platform.redaction import REDACTED, Redactor
 from ghalistener.actions.errors import (
     BODY_EXCERPT_LIMIT,
     JobStillRunningError,
+    RateLimitedError,
     RequestError,
     RootCaError,
     RunnerExistsError,
     RunnerNotFoundError,
 )
 from ghalistener.actions.proxy import ProxyServer, ProxySettings
-from ghalistener.actions.retry import RetryPolicy
+from ghalistener.actions.retry import RetryPolicy, is_rate_limited, rate_limit_wait
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +111,9 @@ def error_from_response(
     """
     excerpt = body_excerpt(response, redactor)
     type_name, said = _service_exception(response, excerpt)
-    cls = error_type or _class_for_type_name(type_name) or RequestError
+    limited = is_rate_limited(response)
+    fallback = RateLimitedError if limited else RequestError
+    cls = error_type or _class_for_type_name(type_name) or fallback
     if message and said:
         text = f"{message}: {said}"
     else:
@@ -123,6 +127,7 @@ def error_from_response(
         github_request_id=response.headers.get("X-GitHub-Request-Id"),
         type_name=type_name,
         body=excerpt,
+        retry_after=rate_limit_wait(response, now=time.time()) if limited else None,
     )
 
 

@@ -9,8 +9,9 @@ import pytest
 
 from ghalistener.actions.auth import PatCredentials
 from ghalistener.actions.client import ActionsClient
-from ghalistener.actions.errors import RequestError
-from ghalistener.actions.retry import RetryPolicy
+from ghalistener.actions.errors import RateLimitedError, RequestError
+from ghalistener.actions.retry import RetryPolicy, is_rate_limited, rate_limit_wait
+from ghalistener.actions.transport import error_from_response
 from tests.actions.conftest import Clock, GitHubMock, Sleeps
 
 SCALE_SET = {"id": 7, "name": "arc-runners"}
@@ -137,3 +138,46 @@ def test_each_retried_attempt_is_one_warning_naming_the_request(
         r.fields["request"].startswith("GET ") and PATH in r.fields["request"]  # type: ignore[attr-defined]
         for r in retries
     )
+
+
+def _answer(status: int, headers: dict[str, str]) -> httpx.Response:
+    return httpx.Response(status, headers=headers, request=httpx.Request("GET", "https://x/y"))
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "limited", "wait"),
+    [
+        pytest.param(429, {"Retry-After": "30"}, True, 30.0, id="429-seconds"),
+        pytest.param(
+            429, {"Retry-After": "Thu, 01 Jan 2026 00:01:00 GMT"}, True, 60.0, id="429-date"
+        ),
+        pytest.param(429, {}, True, None, id="429-unsaid"),
+        pytest.param(
+            403,
+            {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1767225720"},
+            True,
+            120.0,
+            id="403-primary-limit",
+        ),
+        pytest.param(403, {}, False, None, id="403-refused"),
+    ],
+)
+def test_a_rate_limit_is_told_from_a_refusal_and_its_reset_read(
+    status: int, headers: dict[str, str], limited: bool, wait: float | None
+) -> None:
+    now = 1767225600.0  # 2026-01-01T00:00:00Z
+    response = _answer(status, headers)
+    assert is_rate_limited(response) is limited
+    if limited:
+        assert rate_limit_wait(response, now=now) == wait
+        error = error_from_response(response)
+        assert isinstance(error, RateLimitedError)
+        assert error.retry_after is not None or wait is None
+
+
+def test_a_policy_that_does_not_retry_rate_limits_returns_the_429_at_once() -> None:
+    sleeps: list[float] = []
+    policy = RetryPolicy(retry_rate_limited=False, sleep=sleeps.append)
+    answers = iter([_answer(429, {"Retry-After": "5"}), _answer(503, {}), _answer(200, {})])
+    assert policy.run(lambda: next(answers)).status_code == 429
+    assert sleeps == []

@@ -99,6 +99,24 @@ def test_deleting_a_chart_made_ars_releases_every_object_it_names_and_nothing_el
     _release_held(env, held)
 
 
+def test_an_ars_refused_for_bad_input_still_releases_what_the_chart_protected(
+    env: Env,
+) -> None:
+    # A typo in the chart's values: the controller never gets as far as GitHub, and
+    # `helm uninstall` must still not hang on the objects the chart protected.
+    _chart_release(env, registered=False)
+    env.patch_ars(
+        NAME, {"metadata": {"finalizers": None}, "spec": {"githubConfigUrl": "not a url"}}
+    )
+    env.start()
+    eventually(lambda: env.state(NAME) == "InvalidSpec", what="the ARS refused")
+
+    env.kube.delete_object(api.ARS_PLURAL, env.namespace, NAME)
+
+    eventually(lambda: env.ars(NAME) is None, what="the ARS gone", timeout=10)
+    assert _finalizers(env) == _released()
+
+
 def test_an_annotation_naming_an_object_that_is_gone_does_not_hold_the_teardown(
     env: Env,
 ) -> None:

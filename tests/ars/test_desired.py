@@ -1,4 +1,5 @@
-"""The pure rules of ``ersctl.autoscaling.runnerset_desired``: what an ARS asks for."""
+"""The pure rules of ``ersctl.autoscaling.runnerset_desired`` and ``listener_desired``:
+what an ARS asks for."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 import pytest
 
 from ersctl import api
+from ersctl.autoscaling import listener_desired
 from ersctl.autoscaling import runnerset_desired as desired
-from ersctl.naming import listener_name
+from ersctl.naming import fnv_hash
 
 URL = "https://github.com/octo-org"
 TEMPLATE = {"spec": {"containers": [{"name": "runner", "image": "runner:1"}]}}
@@ -46,7 +48,7 @@ def test_the_runner_spec_carries_the_template_proxy_and_tls() -> None:
         "proxy": proxy,
         "githubServerTLS": tls,
     }
-    assert body["metadata"]["generateName"] == "arc-"
+    assert body["metadata"]["name"] == "arc"  # ARC 0.15: one set per ARS, named after it
     assert body["metadata"]["ownerReferences"][0]["uid"] == "u-1"
     assert (body["spec"]["replicas"], body["spec"]["patchID"]) == (0, 0)
 
@@ -100,12 +102,32 @@ def test_arcs_scale_set_update_rules(
 
 
 def test_the_listener_is_owned_only_in_its_sets_namespace() -> None:
-    same = desired.new_listener(ars(), scale_set_id=1, runner_set_name="arc-x", namespace="runners")
-    other = desired.new_listener(ars(), scale_set_id=1, runner_set_name="arc-x", namespace="ctl")
+    same = listener_desired.new_listener(
+        ars(), scale_set_id=1, runner_set_name="arc-x", namespace="runners"
+    )
+    other = listener_desired.new_listener(
+        ars(), scale_set_id=1, runner_set_name="arc-x", namespace="ctl"
+    )
     assert same["metadata"]["ownerReferences"][0]["kind"] == api.ARS_KIND
     assert "ownerReferences" not in other["metadata"]
-    assert other["metadata"]["name"] == listener_name("runners", "arc")
     assert other["spec"]["maxRunners"] == 2**31 - 1
+
+
+@pytest.mark.parametrize("group", ["", "gpu"])
+def test_the_listener_is_named_by_arcs_hash_of_namespace_group_and_url(group: str) -> None:
+    # ARC >= 0.13.1 (#4299): fnv(namespace@runnerGroup@configURL), the fields as written.
+    al = listener_desired.new_listener(
+        ars(runnerGroup=group), scale_set_id=1, runner_set_name="arc", namespace="ctl"
+    )
+    suffix = fnv_hash(f"runners@{group}@{URL}".encode())[:8]
+    assert al["metadata"]["name"] == f"arc-{suffix}-listener"
+    assert listener_desired.listener_key(ars(runnerGroup=group), "ctl") == (
+        "ctl",
+        f"arc-{suffix}-listener",
+    )
+    # A scale set of the same name in the same namespace for another organization.
+    other = ars(runnerGroup=group, githubConfigUrl="https://github.com/other-org")
+    assert listener_desired.listener_key(other, "ctl")[1] != al["metadata"]["name"]
 
 
 def test_a_long_organization_label_is_cut_as_arc_cuts_it() -> None:
@@ -117,8 +139,28 @@ def test_the_ars_resource_metadata_reaches_its_set_and_listener_under_arcs_keys(
     meta = {"labels": {"team": "ci", api.COMPONENT_LABEL: "mine"}, "annotations": {"a": "1"}}
     source = ars(ephemeralRunnerSetMetadata=meta, autoscalingListener=meta)
     ers = desired.new_runner_set(source, 1)["metadata"]
-    al = desired.new_listener(source, scale_set_id=1, runner_set_name="x", namespace="runners")
+    al = listener_desired.new_listener(
+        source, scale_set_id=1, runner_set_name="x", namespace="runners"
+    )
     for made, component in ((ers, "runner-set"), (al["metadata"], "runner-scale-set-listener")):
         assert made["labels"]["team"] == "ci"
         assert made["labels"][api.COMPONENT_LABEL] == component
         assert made["annotations"]["a"] == "1"
+
+
+@pytest.mark.parametrize(
+    "key", [api.INTEGRITY_HASH_ANNOTATION, api.RUNNER_SPEC_HASH_ANNOTATION], ids=["0.15", "0.14"]
+)
+def test_arcs_hash_on_a_set_stays_while_its_spec_does_and_goes_with_it(key: str) -> None:
+    # ARC, switched back, finds its own value and rebuilds nothing; once the spec is
+    # ours, so is the hash (ARC then applies the spec again, once).
+    live = api.EphemeralRunnerSet(desired.new_runner_set(ars(), 42))
+    live.raw["metadata"]["annotations"][key] = "arcs-own"
+    live.raw["metadata"]["resourceVersion"] = "7"
+    assert desired.runner_set_update(live, ars(), 42) is None
+    patch = desired.runner_set_update(live, ars(template=TEMPLATE_2), 42)
+    assert patch is not None
+    assert patch["metadata"]["annotations"][key] not in ("arcs-own", None)
+
+
+TEMPLATE_2 = {"spec": {"containers": [{"name": "runner", "image": "runner:2"}]}}

@@ -4,6 +4,8 @@ each, and its status."""
 
 from __future__ import annotations
 
+import time
+
 from ersctl import api
 from ersctl.autoscaling.runnerset_desired import SCALE_SET_LABELS_ANNOTATION
 from ersctl.naming import fnv_hash
@@ -29,7 +31,7 @@ def test_an_ars_registers_its_scale_set_and_makes_its_runner_set_and_listener(en
     assert api.ARS_FINALIZER in ars["metadata"]["finalizers"]
 
     ers = env.runner_set("arc")
-    assert ers["metadata"]["name"].startswith("arc-")
+    assert ers["metadata"]["name"] == "arc"  # ARC 0.15: named after its ARS
     assert ers["metadata"]["ownerReferences"][0]["kind"] == api.ARS_KIND
     runner_spec = ers["spec"]["ephemeralRunnerSpec"]
     assert runner_spec["githubConfigUrl"] == env.config_url
@@ -38,10 +40,11 @@ def test_an_ars_registers_its_scale_set_and_makes_its_runner_set_and_listener(en
     assert runner_spec["spec"]["containers"] == runner_template()["spec"]["containers"]
     assert ers["metadata"]["labels"]["app.kubernetes.io/component"] == "runner-set"
     assert ers["metadata"]["labels"]["actions.github.com/scale-set-name"] == "arc"
-    assert api.RUNNER_SPEC_HASH_ANNOTATION in ers["metadata"]["annotations"]
+    assert api.INTEGRITY_HASH_ANNOTATION in ers["metadata"]["annotations"]
 
     listener = env.listener()
-    assert listener["metadata"]["name"] == f"arc-{fnv_hash(env.namespace.encode())[:8]}-listener"
+    suffix = fnv_hash(f"{env.namespace}@@{env.config_url}".encode())[:8]
+    assert listener["metadata"]["name"] == f"arc-{suffix}-listener"
     assert listener["metadata"]["labels"]["app.kubernetes.io/component"] == (
         "runner-scale-set-listener"
     )
@@ -93,16 +96,25 @@ def test_min_and_max_reach_the_listener_in_place(env: Env) -> None:
     eventually(
         lambda: env.listener()["spec"]["maxRunners"] == 2**31 - 1, what="unset max is MaxInt32"
     )
-    # A runner template change is a listener spec change too (the set's cleanup marker
-    # assumes a rollout restarts the listener): its hash annotation moves.
-    before = env.listener()["metadata"]["annotations"][api.RUNNER_SPEC_HASH_ANNOTATION]
+
+
+def test_a_runner_template_change_leaves_the_listener_alone(env: Env) -> None:
+    # As ARC: the listener does not depend on the runner template, so its Pod is not
+    # restarted for one (the listener controller sees no change of its AL at all).
+    env.launch("arc")
+    before = env.listener()["metadata"]["resourceVersion"]
     env.patch_ars("arc", {"spec": {"template": runner_template("example/runner:2")}})
     eventually(
-        lambda: (
-            env.listener()["metadata"]["annotations"][api.RUNNER_SPEC_HASH_ANNOTATION] != before
-        ),
-        what="the listener's spec hash follows the ARS",
+        lambda: env.runner_set("arc")["spec"].get("actionableRevision") == 1,
+        what="the set's revision advanced",
     )
+    env.patch_ars("arc", {"spec": {"minRunners": 1}})  # a change the listener does take
+    eventually(lambda: env.listener()["spec"]["minRunners"] == 1, what="min on the AL")
+    history = [
+        r for r in env.sent.records() if "autoscalinglisteners" in r.path and r.method == "PATCH"
+    ]
+    assert len(history) == 1, history  # the min/max patch only
+    assert before != env.listener()["metadata"]["resourceVersion"]
 
 
 def test_a_template_change_advances_the_sets_actionable_revision(env: Env) -> None:
@@ -225,3 +237,17 @@ def test_labels_with_an_excluded_prefix_are_not_propagated(env: Env) -> None:
         assert "argocd.argoproj.io/instance" not in labels
     kept = (env.ars("arc") or {})["metadata"]["labels"]
     assert kept["argocd.argoproj.io/instance"] == "runners", "the ARS's own labels stay"
+
+
+def test_a_rate_limited_registration_is_requeued_not_retried(env: Env) -> None:
+    # ARC's #4726: no client retry (a worker asleep in one serves no other scale set),
+    # and the next try waits for the limit to reset (60 s when GitHub does not say).
+    fault = env.sim.faults.inject(endpoint="create_scale_set", status=429, times=5)
+    env.create_secret()
+    env.create_ars("arc")
+    env.start()
+    (event,) = eventually(lambda: env.events("GitHubCallFailed", "Warning"), what="a Warning")
+    assert "429" in event["message"]
+    time.sleep(1.0)  # what a backoff from 5 ms would have filled with tries
+    assert fault.times == 4, "one request: neither the client nor the work queue retried"
+    assert env.annotation(api.RUNNER_SCALE_SET_ID_ANNOTATION) is None

@@ -4,6 +4,7 @@ and both fixes; with it off, the same cluster starts as before."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 from ersctl import api
 from ersctl.crds import load_crds
 from ersctl.testing.apiserver import ApiServer
+from tests.ars.conftest import Env
 from tests.controller.objects import ers_doc
 from tests.polling import eventually, run_until
 
@@ -188,3 +190,30 @@ def test_each_controller_runs_the_workers_its_option_asks_for(tmp_path: Path) ->
         "autoscalingrunnerset": 5,
         "autoscalinglistener": 6,
     }
+
+
+def test_in_a_pod_listeners_go_to_its_namespace_as_arcs_do(env: Env, tmp_path: Path) -> None:
+    # ARC's controller looks its listeners up in its own namespace: ours puts them
+    # there too, so a switch back finds the listener rather than making a second one.
+    controller_namespace = env.kube.create_namespace("arc-systems")
+    env.create_secret()
+    env.create_ars("arc")
+    kubeconfig = env.kube.write_kubeconfig(tmp_path / "kubeconfig")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ersctl", "reconcile", "--kubeconfig", str(kubeconfig),
+         "--no-leader-elect", "--no-runner-controller", "--no-listener-controller",
+         "--metrics-addr", "0"],
+        env={**os.environ, "POD_NAMESPACE": controller_namespace},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        eventually(
+            lambda: env.kube.list_objects(api.AL_PLURAL, controller_namespace),
+            what="the listener in the controller's namespace",
+            timeout=30,
+        )
+        assert env.listeners() == []
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0

@@ -178,6 +178,20 @@ class ListenerHarness:
                 {"data": {**dropped, **encoded}},
             )
 
+    def write_proxy_credentials(self, password: str, *, user: str = "listener") -> None:
+        """Create or replace the proxy credentials Secret ``proxy-credentials`` in the
+        scale set's namespace (a rotation replaces it)."""
+        data = {"username": b64(user), "password": b64(password)}
+        existing = self.kube.get_object("secrets", self.scale_set_namespace, "proxy-credentials")
+        if existing is None:
+            meta = {"name": "proxy-credentials", "namespace": self.scale_set_namespace}
+            body = {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": data}
+            self.kube.create_object("secrets", body)
+        else:
+            self.kube.patch_object(
+                "secrets", self.scale_set_namespace, "proxy-credentials", {"data": data}
+            )
+
     def config_json(self) -> str:
         secret = self.kube.get_object("secrets", self.namespace, f"{self.name}-config")
         assert secret is not None, "no config Secret"

@@ -13,14 +13,13 @@ import pytest
 
 from ersctl.api import AL_FINALIZER
 from ersctl.api import FieldError as ApiFieldError
-from ersctl.naming import fnv_hash
+from ersctl.naming import legacy_listener_name
 from tests.autoscaling.conftest import (
     CONFIG_URL,
     IMAGE,
     RUNNER_SET,
     SCALE_SET,
     ListenerHarness,
-    b64,
     exited,
     listener_settings,
     running,
@@ -34,7 +33,8 @@ from tests.listener.arc_configs import (
 
 
 def sa_name(harness: ListenerHarness) -> str:
-    return f"{SCALE_SET}-{fnv_hash(harness.scale_set_namespace.encode())[:8]}-listener"
+    """ARC 0.15's name of the listener's ServiceAccount, Role and RoleBinding: its own."""
+    return harness.name
 
 
 def test_a_listener_gets_arcs_pod_config_secret_service_account_role_and_binding(
@@ -329,8 +329,14 @@ def test_changed_runner_bounds_roll_the_listener_pod(
     "patch",
     [
         pytest.param(
-            {"metadata": {"annotations": {"actions.github.com/runner-spec-hash": "v2"}}},
-            id="runner-template",
+            {
+                "spec": {
+                    "serviceAccountMetadata": {
+                        "annotations": {"iam.gke.io/gcp-service-account": "gha@p.iam"}
+                    }
+                }
+            },
+            id="workload-identity",
         ),
         pytest.param(
             {
@@ -360,6 +366,29 @@ def test_a_changed_template_image_or_scale_set_spec_rolls_the_listener_pod(
     after = harness.pod()
     assert after is not None and after["metadata"]["uid"] != before["metadata"]["uid"]
     assert len(harness.events("ListenerRolled")) == 1
+
+
+def test_a_label_or_hash_annotation_change_is_patched_onto_the_running_pod(
+    harness: ListenerHarness,
+) -> None:
+    # As ARC: metadata is not what the listener runs from. (The ARS writes the hash
+    # annotations; a runner template change does not reach the AL at all.)
+    harness.create_listener()
+    harness.settle()
+    before = harness.pod()
+    patch = {
+        "metadata": {
+            "labels": {"team": "ci"},
+            "annotations": {"actions.github.com/runner-spec-hash": "v2"},
+        }
+    }
+    harness.kube.patch_object("autoscalinglisteners", harness.namespace, harness.name, patch)
+    harness.settle()
+    after = harness.pod()
+    assert before is not None and after is not None
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert after["metadata"]["labels"]["team"] == "ci"
+    assert harness.events("ListenerRolled") == []
 
 
 def test_a_pod_started_from_an_older_config_is_rolled_even_when_the_secret_is_current(
@@ -545,25 +574,6 @@ PROXY = {
 TLS = {"certificateFrom": {"configMapKeyRef": {"name": "ghes-ca", "key": "ca.crt"}}}
 
 
-def write_proxy_credentials(harness: ListenerHarness, password: str) -> None:
-    data = {"username": b64("listener"), "password": b64(password)}
-    existing = harness.kube.get_object("secrets", harness.scale_set_namespace, "proxy-credentials")
-    if existing is None:
-        harness.kube.create_object(
-            "secrets",
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": "proxy-credentials", "namespace": harness.scale_set_namespace},
-                "data": data,
-            },
-        )
-    else:
-        harness.kube.patch_object(
-            "secrets", harness.scale_set_namespace, "proxy-credentials", {"data": data}
-        )
-
-
 def proxy_values(harness: ListenerHarness) -> dict[str, str]:
     name = f"{sa_name(harness)}-proxy"
     secret = harness.kube.get_object("secrets", harness.namespace, name)
@@ -574,7 +584,7 @@ def proxy_values(harness: ListenerHarness) -> dict[str, str]:
 def test_a_proxy_reaches_the_listener_through_arcs_proxy_secret_and_a_rotation_rolls_it(
     harness: ListenerHarness,
 ) -> None:
-    write_proxy_credentials(harness, "s3cret")
+    harness.write_proxy_credentials("s3cret")
     harness.create_listener(proxy=PROXY)
     harness.settle()
     assert proxy_values(harness) == {
@@ -590,7 +600,7 @@ def test_a_proxy_reaches_the_listener_through_arcs_proxy_secret_and_a_rotation_r
         {"name": var, "valueFrom": {"secretKeyRef": {"name": secret, "key": var}}}
         for var in ("https_proxy", "no_proxy")
     ]
-    write_proxy_credentials(harness, "r0tated")
+    harness.write_proxy_credentials("r0tated")
     harness.settle()
     assert proxy_values(harness)["https_proxy"] == "http://listener:r0tated@proxy.corp:3128"
     after = harness.pod()
@@ -648,3 +658,82 @@ def test_a_missing_ca_or_proxy_secret_is_a_warning_naming_the_field(
     (event,) = harness.events("InvalidListener")
     assert event["message"] == message.format(ns=harness.scale_set_namespace)
     _nothing_made(harness)
+
+
+# -- a listener ARC 0.14 made ------------------------------------------------------------
+
+
+def _arc_0_14_rbac(harness: ListenerHarness, *, for_this_scale_set: bool = True) -> str:
+    """The ServiceAccount, Role and RoleBinding ARC 0.14 names ``<scale set>-<hash of its
+    namespace>-listener`` (its listener already had the name of ARC >= 0.13.1), labelled
+    for the scale set unless not ``for_this_scale_set``; their name."""
+    name = legacy_listener_name(harness.scale_set_namespace, SCALE_SET)
+    labels = (
+        {
+            "actions.github.com/scale-set-name": SCALE_SET,
+            "actions.github.com/scale-set-namespace": harness.scale_set_namespace,
+        }
+        if for_this_scale_set
+        else {"owner": "someone-else"}
+    )
+    rbac = "rbac.authorization.k8s.io/v1"
+    for plural, kind, namespace, extra in (
+        ("serviceaccounts", "ServiceAccount", harness.namespace, {}),
+        ("roles", "Role", harness.scale_set_namespace, {"rules": []}),
+        (
+            "rolebindings",
+            "RoleBinding",
+            harness.scale_set_namespace,
+            {
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                "subjects": [
+                    {"kind": "ServiceAccount", "name": name, "namespace": harness.namespace}
+                ],
+            },
+        ),
+    ):
+        harness.kube.create_object(
+            plural,
+            {
+                "apiVersion": "v1" if plural == "serviceaccounts" else rbac,
+                "kind": kind,
+                "metadata": {"name": name, "namespace": namespace, "labels": labels},
+                **extra,
+            },
+        )
+    return name
+
+
+def test_a_listener_arc_0_14_made_keeps_its_service_account_role_and_binding(
+    harness: ListenerHarness,
+) -> None:
+    legacy = _arc_0_14_rbac(harness)
+    harness.create_listener()
+    harness.settle()
+    pod = harness.pod()
+    assert pod is not None and pod["spec"]["serviceAccountName"] == legacy
+    assert harness.kube.get_object("serviceaccounts", harness.namespace, harness.name) is None
+    assert harness.kube.get_object("roles", harness.scale_set_namespace, harness.name) is None
+    role = harness.kube.get_object("roles", harness.scale_set_namespace, legacy)
+    assert role is not None and role["rules"], "its rules brought to what the listener sends"
+
+    harness.kube.delete_object("autoscalinglisteners", harness.namespace, harness.name)
+    harness.settle()
+    assert harness.listener() is None
+    assert harness.kube.get_object("serviceaccounts", harness.namespace, legacy) is None
+    assert harness.kube.get_object("roles", harness.scale_set_namespace, legacy) is None
+    assert harness.kube.get_object("rolebindings", harness.scale_set_namespace, legacy) is None
+
+
+def test_objects_of_arc_0_14s_names_not_made_for_the_scale_set_are_neither_used_nor_deleted(
+    harness: ListenerHarness,
+) -> None:
+    legacy = _arc_0_14_rbac(harness, for_this_scale_set=False)
+    harness.create_listener()
+    harness.settle()
+    pod = harness.pod()
+    assert pod is not None and pod["spec"]["serviceAccountName"] == harness.name
+    harness.kube.delete_object("autoscalinglisteners", harness.namespace, harness.name)
+    harness.settle()
+    assert harness.kube.get_object("serviceaccounts", harness.namespace, legacy) is not None
+    assert harness.kube.get_object("roles", harness.scale_set_namespace, legacy) is not None

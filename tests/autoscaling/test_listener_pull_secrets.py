@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ersctl.api import AutoscalingListener
-from ersctl.autoscaling.listener_objects import listener_pod
+from ersctl.autoscaling.listener_objects import listener_names, listener_pod
 from tests.autoscaling.conftest import listener_body, listener_settings
 
 SETTINGS = listener_settings(image_pull_secrets=("regcred", "mirror"))
@@ -21,16 +21,19 @@ def listener(**spec: Any) -> AutoscalingListener:
 
 
 def test_a_listener_naming_no_pull_secret_gets_the_controllers() -> None:
-    pod = listener_pod(listener(), config_json="{}", settings=SETTINGS)
+    al = listener()
+    pod = listener_pod(al, names=listener_names(al), config_json="{}", settings=SETTINGS)
     assert pod["spec"]["imagePullSecrets"] == [{"name": "regcred"}, {"name": "mirror"}]
 
 
 def test_a_listener_naming_its_own_pull_secret_keeps_it() -> None:
     al = listener(imagePullSecrets=[{"name": "own"}])
-    pod = listener_pod(al, config_json="{}", settings=SETTINGS)
+    pod = listener_pod(al, names=listener_names(al), config_json="{}", settings=SETTINGS)
     assert pod["spec"]["imagePullSecrets"] == [{"name": "own"}]
 
 
 def test_without_any_the_pod_names_none() -> None:
-    pod = listener_pod(listener(), config_json="{}", settings=listener_settings())
+    al = listener()
+    settings = listener_settings()
+    pod = listener_pod(al, names=listener_names(al), config_json="{}", settings=settings)
     assert "imagePullSecrets" not in pod["spec"]

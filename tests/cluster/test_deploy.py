@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from ersctl import api
-from ersctl.autoscaling import listener_objects
+from ersctl.autoscaling import listener_rbac
 from ersctl.autoscaling.runnerset_desired import validate as validate_ars
 from ersctl.cli import main as ersctl_main
 from ersctl.crds import SAFE_LOADER, load_crds
@@ -254,7 +254,7 @@ def test_the_controller_holds_every_permission_of_the_listener_role_it_grants(
             },
         }
     )
-    granted = grants(listener_objects.role(listener)["rules"])
+    granted = grants(listener_rbac.listener_rules(listener))
     assert granted
     for group, resource, verb, names in granted:
         assert (group, resource, verb) in unrestricted or (group, resource, verb, names) in held, (
@@ -592,14 +592,17 @@ def test_reapplying_the_manifests_changes_nothing_the_controllers_wrote(
             eventually(
                 lambda: len(server.list_objects("ephemeralrunners", SET_NS)) == 2, timeout=WAIT
             )
-            eventually(lambda: len(server.list_objects("pods", SET_NS)) == 3, timeout=WAIT)
+            eventually(lambda: len(server.list_objects("pods", SET_NS)) == 2, timeout=WAIT)
+            # The listener's, in the controller's namespace (its Pod's), as ARC's, next
+            # to the controller's own.
+            eventually(lambda: len(server.list_objects("pods", CONTROLLER_NS)) == 2, timeout=WAIT)
         finally:
             controller.send_signal(signal.SIGTERM)
             controller.wait(timeout=WAIT)
             github.stop()
             sim.close()
         assert controller.returncode == 0, log.read_text(errors="replace")[-3000:]
-        assert server.list_objects("autoscalinglisteners", SET_NS)
+        assert server.list_objects("autoscalinglisteners", CONTROLLER_NS)
         written = ars()
         assert api.ARS_FINALIZER in written["metadata"]["finalizers"]
         assert written["metadata"]["annotations"][api.RUNNER_SCALE_SET_ID_ANNOTATION]

@@ -373,7 +373,8 @@ def one_scale_set_life(
     server.create_object("autoscalingrunnersets", ars)
 
     def listeners() -> list[dict[str, Any]]:
-        return server.list_objects("autoscalinglisteners", NS)
+        # In the controller's namespace (its Pod's), where ARC's controller looks too.
+        return server.list_objects("autoscalinglisteners", CONTROLLER_NS)
 
     eventually(lambda: len(listeners()) == 1, timeout=WAIT)
     server.patch_object("autoscalingrunnersets", NS, "arc-scale", {"spec": {"minRunners": 1}})

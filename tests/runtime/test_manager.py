@@ -250,3 +250,31 @@ def test_deleting_a_runner_that_is_already_gone_succeeds(kube: KubeApi) -> None:
 
     manager = Manager(kube.api_client())
     manager.writer.delete_runner(EphemeralRunner(runner_body("never-existed", None)))
+
+
+def test_a_stop_waits_for_reconciles_in_flight_within_one_window_for_every_controller(
+    kube: KubeApi,
+) -> None:
+    # Stuck reconciles in two controllers: the stop gives them the one window, not one
+    # window each (the Pod's grace period is one, too: ARC's #4556 sizes it above 30 s).
+    stuck = threading.Event()
+    manager = Manager(kube.api_client(), namespace=kube.namespace, graceful_shutdown=0.5)
+    reconcilers = [Recording(lambda r, n: Result(requeue_after=stuck.wait(60) and None))]
+    reconcilers.append(Recording(lambda r, n: Result(requeue_after=stuck.wait(60) and None)))
+    for name, reconciler in zip(("first", "second"), reconcilers, strict=True):
+        manager.add_controller(
+            name,
+            reconciler,
+            primary=ERS_PLURAL,
+            owns=[ER_PLURAL],
+            predicates=ERS_CONTROLLER_PREDICATES,
+        )
+    kube.create_object(ERS_PLURAL, ers_body("set"))
+    running = Running(manager).start()
+    eventually(lambda: all(r.count() == 1 for r in reconcilers), what="both reconciles stuck")
+    started = time.monotonic()
+    running.stop.set()
+    running.thread.join(30)
+    assert not running.thread.is_alive()
+    assert time.monotonic() - started < 5.0  # not 10 s a controller
+    stuck.set()
