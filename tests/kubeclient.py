@@ -71,11 +71,11 @@ def request(
     return json_object(answer)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class Sent:
-    """One request an ``ApiClient`` sent, and the status it got (None: no answer); read
-    as the embedded server's request log names a request (verb, resource, name,
-    subresource), so a test can ask either."""
+    """One request an ``ApiClient`` sent, and the status it got (None: no answer, or not
+    yet); read as the embedded server's request log names a request (verb, resource,
+    name, subresource), so a test can ask either."""
 
     method: str
     path: str
@@ -143,26 +143,26 @@ class SentRequests:
         def recording(
             method: str, url: str, headers: Any = None, body: Any = None, **kw: Any
         ) -> Any:
-            status: int | None = None
+            # Recorded before it is sent: the server may apply it, and a test see its
+            # effect, before the answer is back; a record made only then lagged the
+            # effect, and a count taken after seeing the effect missed it.
+            split = urlsplit(url)
+            sent = Sent(
+                method=method,
+                path=split.path,
+                query=parse_qs(split.query),
+                content_type=str((headers or {}).get("Content-Type", "")),
+                body=body,
+                status=None,
+            )
+            self._append(sent)
             try:
                 response = send(method, url, headers, body, **kw)
-                status = int(response.status)
+                sent.status = int(response.status)
                 return response
             except client.ApiException as exc:
-                status = exc.status
+                sent.status = exc.status
                 raise
-            finally:
-                split = urlsplit(url)
-                self._append(
-                    Sent(
-                        method=method,
-                        path=split.path,
-                        query=parse_qs(split.query),
-                        content_type=str((headers or {}).get("Content-Type", "")),
-                        body=body,
-                        status=status,
-                    )
-                )
 
         rest.request = recording  # type: ignore[method-assign,assignment]
 
