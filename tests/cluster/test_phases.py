@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ersctl.api import EphemeralRunner, ERPhase
+from ersctl.runner.modes import Mode
 from ersctl.runner.phases import (
     FailurePolicy,
     Finished,
@@ -139,14 +140,24 @@ def pod(
             er("Running"),
             pod("Failed", exit_code=1, reason="Error"),
             PodFailed(
-                pod_uid="pod-1", reason="Error", message="the runner container exited with code 1"
+                pod_uid="pod-1",
+                reason="Error",
+                message="the runner container exited with code 1",
+                mode=Mode.EXITED,
+                detail="the runner container exited with code 1",
             ),
             id="runner exits 1 -> a failure",
         ),
         pytest.param(
             er("Running"),
             pod("Failed", reason="Evicted"),
-            PodFailed(pod_uid="pod-1", reason="Evicted", message=""),
+            PodFailed(
+                pod_uid="pod-1",
+                reason="Evicted",
+                message="",
+                mode=Mode.EVICTED,
+                detail="the runner pod was evicted (Evicted)",
+            ),
             id="evicted before the runner ended -> a failure",
         ),
         pytest.param(
