@@ -40,11 +40,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from ersctl.api import EphemeralRunner, ERPhase, format_time, parse_time
+from ersctl.api import EphemeralRunner, format_time, parse_time
 from ersctl.runner.modes import Mode
 from ersctl.runner.phases import (
     Decision,
-    Finished,
     PodFailed,
     PodState,
     SyncStatus,
@@ -205,11 +204,6 @@ def protection_due(runner: EphemeralRunner, pod: PodState, policy: HealthPolicy)
         and not pod.deleting
         and pod.runner_exit_code is None
     )
-
-
-def exited_unused(runner: EphemeralRunner, decision: Finished) -> bool:
-    """The runner exited 0 without a job: its registration may outlive it (ARC #4709)."""
-    return decision.phase == ERPhase.SUCCEEDED and not runner.has_job
 
 
 def deregistration_left(runner: EphemeralRunner, *, now: datetime, policy: HealthPolicy) -> float:

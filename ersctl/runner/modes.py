@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Final
 
+from ersctl.api import REASON_EXITED_WITHOUT_JOB
+
 
 class Mode(StrEnum):
     """How a runner failed, or what kept it from ever running a job: the ``mode`` label
@@ -52,7 +54,7 @@ EVENT_REASONS: Final[Mapping[Mode, str]] = {
     Mode.REGISTRATION_LOST: "RunnerRegistrationLost",
     Mode.POD_DELETED: "RunnerPodDeleted",
     Mode.NODE_LOST: "RunnerNodeLost",
-    Mode.EXITED_WITHOUT_JOB: "RunnerExitedWithoutJob",
+    Mode.EXITED_WITHOUT_JOB: REASON_EXITED_WITHOUT_JOB,
     Mode.DEREGISTRATION_TIMEOUT: "RegistrationAbandoned",
 }
 """The Event reason each mode is reported with (on the EphemeralRunner)."""

@@ -39,6 +39,7 @@ from typing import Any, Final
 from ersctl.api import (
     ER_FINALIZER,
     ER_REGISTRATION_FINALIZER,
+    REASON_EXITED_WITHOUT_JOB,
     EphemeralRunner,
     ERPhase,
     FieldError,
@@ -47,7 +48,7 @@ from ersctl.kube.errors import ConflictError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.runner import pods
 from ersctl.runner.healing import BUSY_RETRY, RunnerHealer
-from ersctl.runner.health import HealthPolicy, exited_unused
+from ersctl.runner.health import HealthPolicy
 from ersctl.runner.phases import (
     REASON_TOO_MANY_FAILURES,
     Decision,
@@ -330,7 +331,7 @@ class RunnerReconciler:
         if decision.phase == ERPhase.OUTDATED:
             self._warn(runner, decision.reason, decision.message)
         self._delete_resources(runner)
-        if exited_unused(runner, decision):
+        if decision.reason == REASON_EXITED_WITHOUT_JOB:
             self._health.exited_unused(runner)
 
     def _record_failure(self, runner: EphemeralRunner, failed: PodFailed) -> Result:

@@ -119,19 +119,19 @@ def pod(
             id="readiness lost while idle -> synced, still Pending",
         ),
         pytest.param(
-            er("Running"),
+            er("Running", job="job-1"),
             pod("Succeeded", exit_code=0),
             Finished(phase=ERPhase.SUCCEEDED),
             id="runner exits 0 -> Succeeded",
         ),
         pytest.param(
-            er("Running"),
+            er("Running", job="job-1"),
             pod("Running", exit_code=0),
             Finished(phase=ERPhase.SUCCEEDED),
             id="runner exits 0 while a sidecar runs -> Succeeded",
         ),
         pytest.param(
-            er("Running"),
+            er("Running", job="job-1"),
             pod("Succeeded"),
             Finished(phase=ERPhase.SUCCEEDED),
             id="pod Succeeded without container status -> Succeeded",
@@ -195,8 +195,12 @@ def pod(
         pytest.param(
             er("Pending", ready=True),
             pod("Succeeded", exit_code=0),
-            Finished(phase=ERPhase.SUCCEEDED),
-            id="an idle runner that exits 0 -> Succeeded (its registration is gone)",
+            Finished(
+                phase=ERPhase.SUCCEEDED,
+                reason="RunnerExitedWithoutJob",
+                message="the runner exited without running a job",
+            ),
+            id="an idle runner that exits 0 -> Succeeded, saying it ran no job",
         ),
     ],
 )

@@ -368,6 +368,7 @@ def test_a_runner_that_exits_without_a_job_is_removed_from_github_at_once(h: Har
 
     runner = h.runner()
     assert runner is not None and runner.phase == "Succeeded"
+    assert runner.exited_unused  # its set counts it as a failure
     assert h.sim_runners() == {}  # not left listed until its runner is deleted
     (event,) = h.events("RunnerExitedWithoutJob")
     assert event["type"] == "Normal" and faults(h, "exited_without_job") == 1
