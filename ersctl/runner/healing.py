@@ -115,21 +115,26 @@ class RunnerHealer:
             self._pods.patch_pod(runner.namespace, runner.name, patch)
             log.info("runner %s is busy: its pod is protected from disruption", runner.key)
 
-    def exited_unused(self, runner: EphemeralRunner) -> None:
-        """The runner exited 0 without a job: remove its registration now (ARC #4709),
-        or it would stay listed at GitHub until its runner is deleted. Best effort: the
-        registration finalizer tries again then."""
+    def exited_unused(self, runner: EphemeralRunner) -> bool:
+        """Whether a runner that exited 0 with no job recorded never ran one: GitHub
+        still lists it idle. Then its registration is removed now (ARC #4709); it would
+        stay listed until its runner is deleted. Unknown to GitHub (an ephemeral runner
+        is removed after its job), or busy: it ran one, the listener was late saying so.
+        Best effort: on a service error it counts as used (the registration finalizer
+        removes the registration when the set deletes the runner)."""
         try:
-            removed = self._registrations.unregister(runner)
+            found = self._registrations.lookup(runner)
+            if found is None or found.busy or not self._registrations.unregister(runner):
+                return False
         except (ServiceError, FieldError) as exc:
             log.warning("runner %s keeps its registration until deleted: %s", runner.key, exc)
-            return
-        if removed:  # False: busy after all (its job not recorded yet): it ends by itself
-            detail = (
-                f"the runner exited without running a job; removed runner "
-                f"{runner.runner_id} from the service"
-            )
-            self.report(runner, Mode.EXITED_WITHOUT_JOB, detail, warning=False)
+            return False
+        detail = (
+            f"the runner exited without running a job; removed runner {runner.runner_id} "
+            "from the service"
+        )
+        self.report(runner, Mode.EXITED_WITHOUT_JOB, detail, warning=False)
+        return True
 
     def deregister(self, runner: EphemeralRunner) -> bool:
         """Remove a deleted ``runner``'s registration: True when it may go, False while

@@ -40,10 +40,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from ersctl.api import EphemeralRunner, format_time, parse_time
+from ersctl.api import EphemeralRunner, ERPhase, format_time, parse_time
 from ersctl.runner.modes import Mode
 from ersctl.runner.phases import (
     Decision,
+    Finished,
     PodFailed,
     PodState,
     SyncStatus,
@@ -204,6 +205,13 @@ def protection_due(runner: EphemeralRunner, pod: PodState, policy: HealthPolicy)
         and not pod.deleting
         and pod.runner_exit_code is None
     )
+
+
+def exit_to_check(runner: EphemeralRunner, decision: Finished) -> bool:
+    """The runner exited 0 with no job recorded: GitHub tells whether it ran one (the
+    listener may not have recorded it yet) or never did (its registration is still
+    there: ARC #4709 removes it)."""
+    return decision.phase == ERPhase.SUCCEEDED and not runner.has_job
 
 
 def deregistration_left(runner: EphemeralRunner, *, now: datetime, policy: HealthPolicy) -> float:

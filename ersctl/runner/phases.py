@@ -6,10 +6,8 @@ the container named ``runner`` in ``status.containerStatuses``. The runner
 container's exit code decides when it is known; without a container status the Pod
 phase decides (``Succeeded`` = exit 0, ``Failed`` = a failure, as for an evicted Pod).
 
-- runner exited 0 -> the ER is **Succeeded** (one job done; the set cleans it up); one
-  that exited 0 without a job says so in its ``status.reason``
-  (``RunnerExitedWithoutJob``): its registration is removed at once (ARC #4709), and its
-  set counts it as a failure;
+- runner exited 0 -> the ER is **Succeeded** (one job done; the set cleans it up; one
+  that never ran a job is told apart by ``ersctl.runner.healing``);
 - runner exited :data:`~ersctl.runner.pods.DEPRECATED_VERSION_EXIT_CODE` -> **Outdated**
   (the runner image is too old; the set stops scaling until the template changes);
 - runner exited otherwise, or the Pod failed -> a failure: the Pod is deleted, the
@@ -39,7 +37,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ersctl.api import REASON_EXITED_WITHOUT_JOB, EphemeralRunner, ERPhase, parse_time
+from ersctl.api import EphemeralRunner, ERPhase, parse_time
 from ersctl.api import format_time as format_time  # re-exported: the runner's clock format
 from ersctl.runner.modes import Mode
 from ersctl.runner.pods import (
@@ -215,12 +213,6 @@ def decide(runner: EphemeralRunner, pod: PodState) -> Decision:
     code = pod.runner_exit_code
     if code is None and pod.phase == "Succeeded":
         code = 0
-    if code == 0 and not runner.has_job:
-        return Finished(
-            phase=ERPhase.SUCCEEDED,
-            reason=REASON_EXITED_WITHOUT_JOB,
-            message="the runner exited without running a job",
-        )
     if code == 0:
         return Finished(phase=ERPhase.SUCCEEDED)
     if code == DEPRECATED_VERSION_EXIT_CODE:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -48,7 +49,7 @@ from ersctl.kube.errors import ConflictError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.runner import pods
 from ersctl.runner.healing import BUSY_RETRY, RunnerHealer
-from ersctl.runner.health import HealthPolicy
+from ersctl.runner.health import HealthPolicy, exit_to_check
 from ersctl.runner.phases import (
     REASON_TOO_MANY_FAILURES,
     Decision,
@@ -321,6 +322,9 @@ class RunnerReconciler:
         return Result(requeue_after=decision.requeue_after)
 
     def _finish(self, runner: EphemeralRunner, decision: Finished) -> None:
+        if exit_to_check(runner, decision) and self._health.exited_unused(runner):
+            message = "the runner exited without running a job"
+            decision = replace(decision, reason=REASON_EXITED_WITHOUT_JOB, message=message)
         self._set_status(
             runner,
             phase=decision.phase,
@@ -331,8 +335,6 @@ class RunnerReconciler:
         if decision.phase == ERPhase.OUTDATED:
             self._warn(runner, decision.reason, decision.message)
         self._delete_resources(runner)
-        if decision.reason == REASON_EXITED_WITHOUT_JOB:
-            self._health.exited_unused(runner)
 
     def _record_failure(self, runner: EphemeralRunner, failed: PodFailed) -> Result:
         detail = failed.detail or f"the runner pod failed ({failed.reason})"

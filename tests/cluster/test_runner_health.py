@@ -374,12 +374,18 @@ def test_a_runner_that_exits_without_a_job_is_removed_from_github_at_once(h: Har
     assert event["type"] == "Normal" and faults(h, "exited_without_job") == 1
 
 
-def test_a_runner_that_ran_its_job_is_not_reported_as_unused(h: Harness) -> None:
+@pytest.mark.parametrize("recorded", [True, False], ids=["job recorded", "listener late"])
+def test_a_runner_that_ran_its_job_is_not_reported_as_unused(h: Harness, recorded: bool) -> None:
     a_runner_with_its_pod(h, RUNNING)
-    with_job(h)
-    h.sim.complete_job(runner_id=h.sim_runners()[RUNNER])
+    start_a_job(h, h.sim_runners()[RUNNER])
+    if recorded:
+        h.record_job_started("job-1")
+    h.sim.complete_job(runner_id=h.sim_runners()[RUNNER])  # GitHub removes it after its job
     h.set_pod_status(exited_status(0))
     h.settle()
+
+    runner = h.runner()
+    assert runner is not None and runner.phase == "Succeeded" and not runner.exited_unused
     assert not h.events("RunnerExitedWithoutJob") and faults(h, "exited_without_job") == 0
 
 

@@ -18,6 +18,7 @@ from ersctl.runner.health import (
     Replace,
     assess,
     deregistration_left,
+    exit_to_check,
     online_verdict,
     protection_due,
     vanished_pod,
@@ -361,6 +362,13 @@ def test_a_deleted_runner_waits_for_its_deregistration_from_its_deletion_on() ->
 def test_a_health_policy_without_time_for_a_rule_is_rejected() -> None:
     with pytest.raises(ValueError, match="timeouts must be > 0"):
         HealthPolicy(start_timeout=0)
+
+
+def test_only_a_runner_exiting_0_without_a_recorded_job_is_checked_at_github() -> None:
+    success = Finished(phase=ERPhase.SUCCEEDED)
+    assert exit_to_check(er(), success)
+    assert not exit_to_check(er("Running", job="job-1"), success)
+    assert not exit_to_check(er(), Finished(phase=ERPhase.OUTDATED))
 
 
 def test_a_finished_runner_still_finishes_first() -> None:
