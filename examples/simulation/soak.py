@@ -1,9 +1,9 @@
 """What ``examples/soak.py`` does with good options: configure, run, check, report.
 
 The soak is one simulation (``simulation.orchestrate``) with two leader-elected
-controller replicas, the runner controller, a short failed-runner TTL and the fault
-schedule of ``simulation.faults.soak_plan``; its trace is checked by
-``simulation.invariants``.
+controller replicas, the runner controller, a short failed-runner TTL, short runner
+health timeouts and the fault schedule of ``simulation.faults.soak_plan``; its trace is
+checked by ``simulation.invariants``.
 """
 
 from __future__ import annotations
