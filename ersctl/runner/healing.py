@@ -7,10 +7,10 @@ GitHub once it ran ``--runner-online-timeout`` without a job, a lost node's Pod
 force-deleted with its runner, a runner whose registration is spent deleted. It also
 protects busy runners' Pods from consolidation (:meth:`RunnerHealer.protect`), notices
 a Pod deleted under a live runner (:meth:`RunnerHealer.vanished`), removes the
-registration of a runner that exited unused (:meth:`RunnerHealer.exited_unused`) and
+registration of a runner that exited unused (:meth:`RunnerHealer.finished`) and
 lets a deleted runner go when GitHub keeps failing to remove it
 (:meth:`RunnerHealer.deregister`). Each mode is reported with its Event reason
-(``phases.EVENT_REASONS``) and counted in ``ersctl_runner_faults_total{mode}``.
+(``modes.EVENT_REASONS``) and counted in ``ersctl_runner_faults_total{mode}``.
 
 In memory, per runner (key and uid): the runners GitHub said were online (each is looked
 up once) and the uid of the Pod last seen. A new leader starts without them: it looks
@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from typing import Final
 
-from ersctl.api import EphemeralRunner, FieldError
+from ersctl.api import REASON_EXITED_WITHOUT_JOB, EphemeralRunner, FieldError
 from ersctl.kube.reconcile import EventRecorder, Result
 from ersctl.runner import health
 from ersctl.runner.health import Abandon, CheckOnline, HealthPolicy, NodeLost, Replace
 from ersctl.runner.modes import EVENT_REASONS, Mode
-from ersctl.runner.phases import Decision, PodState
+from ersctl.runner.phases import Decision, Finished, PodState
 from ersctl.runner.pods import DISRUPTION_ANNOTATIONS
 from ersctl.runner.ports import PodStore, RunnerMetricsSink, RunnerStore
 from ersctl.runner.registration import Registrations
@@ -115,7 +116,15 @@ class RunnerHealer:
             self._pods.patch_pod(runner.namespace, runner.name, patch)
             log.info("runner %s is busy: its pod is protected from disruption", runner.key)
 
-    def exited_unused(self, runner: EphemeralRunner) -> bool:
+    def finished(self, runner: EphemeralRunner, decision: Finished) -> Finished:
+        """``decision`` for a runner whose Pod ended, saying in its reason
+        (``RunnerExitedWithoutJob``) that it exited 0 without ever running a job."""
+        if health.exit_to_check(runner, decision) and self._exited_unused(runner):
+            message = "the runner exited without running a job"
+            return replace(decision, reason=REASON_EXITED_WITHOUT_JOB, message=message)
+        return decision
+
+    def _exited_unused(self, runner: EphemeralRunner) -> bool:
         """Whether a runner that exited 0 with no job recorded never ran one: GitHub
         still lists it idle. Then its registration is removed now (ARC #4709); it would
         stay listed until its runner is deleted. Unknown to GitHub (an ephemeral runner

@@ -16,13 +16,12 @@
    a new Secret owned by the ER. ``status.runnerId``/``runnerName`` follow the Secret.
 5. Failures: with ``max_failures`` recorded the ER turns Failed (and its registration
    is removed); otherwise a new Pod waits out the backoff since the latest failure.
-6. The Pod: created when absent (unless it was deleted under a runner with a job:
-   ``ersctl.runner.healing``); otherwise its state and the runner's job fields decide
-   (``ersctl.runner.phases``, and the timed rules of ``ersctl.runner.health``): an idle
-   runner is Pending, one with a job Running, and a busy runner's Pod is protected
-   from disruption. A Pod that fails while its runner holds a job is not replaced (a
-   JIT registration serves one job): the ER is deleted, as ARC does, and the set makes
-   another. A runner that exits 0 without a job has its registration removed at once.
+6. The Pod: created when absent (unless deleted under a runner with a job); otherwise
+   its state, the runner's job fields (``ersctl.runner.phases``) and the timed rules
+   (``ersctl.runner.health``, acted on by ``ersctl.runner.healing``) decide: an idle
+   runner is Pending, one with a job Running (its Pod protected from disruption). A Pod
+   that fails while its runner holds a job is not replaced (a JIT registration serves
+   one job): the ER is deleted, as ARC does, and the set makes another.
 
 Phase and finalizer writes carry the ER's resourceVersion, so a decision made on a
 stale read fails with a conflict and is retried on fresh state. Nothing here logs,
@@ -33,14 +32,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from ersctl.api import (
     ER_FINALIZER,
     ER_REGISTRATION_FINALIZER,
-    REASON_EXITED_WITHOUT_JOB,
     EphemeralRunner,
     ERPhase,
     FieldError,
@@ -49,7 +46,7 @@ from ersctl.kube.errors import ConflictError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.runner import pods
 from ersctl.runner.healing import BUSY_RETRY, RunnerHealer
-from ersctl.runner.health import HealthPolicy, exit_to_check
+from ersctl.runner.health import HealthPolicy
 from ersctl.runner.phases import (
     REASON_TOO_MANY_FAILURES,
     Decision,
@@ -162,7 +159,10 @@ class RunnerReconciler:
         runner = self._record_registration(runner, secret)
         if pod is not None:
             return self._follow(runner, PodState.from_pod(pod))
-        return self._health.vanished(runner) or self._new_pod(runner, secret=secret)
+        abandoned = self._health.vanished(runner)
+        if abandoned is not None:
+            return abandoned
+        return self._new_pod(runner, secret=secret)
 
     # -- deletion -------------------------------------------------------------------
 
@@ -322,13 +322,10 @@ class RunnerReconciler:
         return Result(requeue_after=decision.requeue_after)
 
     def _finish(self, runner: EphemeralRunner, decision: Finished) -> None:
-        if exit_to_check(runner, decision) and self._health.exited_unused(runner):
-            message = "the runner exited without running a job"
-            decision = replace(decision, reason=REASON_EXITED_WITHOUT_JOB, message=message)
+        decision = self._health.finished(runner, decision)
         self._set_status(
             runner,
             phase=decision.phase,
-            ready=False,
             reason=decision.reason,
             message=decision.message,
         )
@@ -339,9 +336,8 @@ class RunnerReconciler:
     def _record_failure(self, runner: EphemeralRunner, failed: PodFailed) -> Result:
         detail = failed.detail or f"the runner pod failed ({failed.reason})"
         if runner.has_job:
-            # A JIT registration serves one job: the Pod cannot be replaced. Delete the
-            # runner (as ARC does); its finalizer removes the registration once the
-            # service lets the job go, and the set makes a fresh runner if needed.
+            # A JIT registration serves one job: no new Pod. Delete the runner (as ARC
+            # does): its finalizer waits for the service to let the job go.
             message = f"{detail} during job {runner.job_id}; deleting the runner"
             return self._health.abandon(runner, failed.mode, message, REASON_FAILED_WITH_JOB)
         self._pods.delete_pod(runner.namespace, runner.name, uid=failed.pod_uid)
@@ -381,13 +377,7 @@ class RunnerReconciler:
     # -- helpers ----------------------------------------------------------------------
 
     def _set_status(
-        self,
-        runner: EphemeralRunner,
-        *,
-        phase: str,
-        reason: str,
-        message: str,
-        ready: bool = False,
+        self, runner: EphemeralRunner, *, phase: str, reason: str, message: str, ready: bool = False
     ) -> None:
         status = {"phase": phase, "ready": ready, "reason": reason, "message": message}
         self._runners.patch_runner_status(runner, _locked(runner, {"status": status}))

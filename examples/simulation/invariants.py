@@ -25,11 +25,11 @@ Definitions (the rows mean exactly this):
   being deleted) after its failure, against ``--failed-runner-ttl`` + a leader failover
   (a SIGKILLed leader's timers die with it: the Lease duration + 2 retry periods) + 5 s
   (the reconcile the TTL schedules, and the agent seeing the deletion).
-- *no zombie runner*: the longest a live runner without a job could not take one (no
-  running Pod, or its runner not online at GitHub: a Pod deleted, a lost node, an image
-  that does not pull, a runner never online), against the runner health rules' longest
-  wait (a timeout and the failure backoff after it) + a leader failover (the Lease
-  duration + 2 retry periods) + 5 s.
+- *no zombie runner*: the longest a live runner (not being deleted, not done) had no
+  running Pod or a runner GitHub did not see online (a Pod deleted, a lost node, an
+  image that does not pull, a runner never online or whose registration is gone),
+  against the runner health rules' longest wait (a timeout and the failure backoff
+  after it) + a leader failover (the Lease duration + 2 retry periods) + 5 s.
 - *capacity restored*: after the last fault, the seconds until the set's pending and
   running runners first reach its desired count, against the zombie bound + the
   failed-runner TTL (a runner that turned Failed holds its slot that long).

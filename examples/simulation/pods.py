@@ -25,8 +25,8 @@ an eviction, a drain or a lost node (``simulation.disruptions``). All are record
 (:attr:`PodAgent.injected_runners`, :attr:`PodAgent.failed_jobs`), so the report tells
 them from failures the system under test caused.
 
-Zombies (the soak's invariant): every step, each live runner without a job that could
-not take one (no running Pod, or its runner not online at the service) is timed;
+Zombies (the soak's invariant): every step, each live runner (not being deleted, not
+done) without a running Pod or whose runner the service does not see online is timed;
 :attr:`PodAgent.zombie_ages` keeps the longest stretch of each.
 
 Starting and exiting a runner Pod is ``ersctl.testing.podsim.RunnerPods`` (the runner
@@ -85,8 +85,9 @@ START_FAULTS: Final = {
     FaultKind.EXIT_WITHOUT_JOB: StartFault.EXIT_UNUSED,
 }
 """The soak's faults that :meth:`PodAgent.disturb_next_start` does."""
-PULL_FAILURE_SECONDS: Final = 8.0
-"""How long an image fails to pull: twice the soak's ``--runner-start-timeout``."""
+PULL_FAILURE_SECONDS: Final = 60.0
+"""How long an image fails to pull: far past the soak's ``--runner-start-timeout`` and its
+zombie bound, so only the start timeout's replacement Pod ends it in time."""
 
 
 @dataclass(kw_only=True)
@@ -152,7 +153,8 @@ class PodAgent:
         self._start_faults: list[StartFault] = []
         self._zombie_since: dict[str, float] = {}
         self.zombie_ages: dict[str, float] = {}
-        """Per runner ever seen unable to take a job: its longest such stretch (seconds)."""
+        """Per runner ever seen a zombie (see the module docstring): its longest such
+        stretch (seconds)."""
 
     def fail_next_start(self, pods: int = 1) -> None:
         """Fail the next ``pods`` Pods of the next runner to start (see the module docstring)."""
@@ -303,12 +305,13 @@ class PodAgent:
     def _observe_zombies(
         self, runners: list[EphemeralRunner], running: set[str], now: float
     ) -> None:
-        """Time each live runner without a job that could not take one now."""
+        """Time each live runner whose Pod does not run or whose runner GitHub does not
+        see online (a runner whose job ended is so too, until its Pod exits: briefly)."""
         online = self._service.online_runners()
         stuck = {
             runner.name
             for runner in runners
-            if not (runner.is_deleting or runner.is_done or runner.has_job)
+            if not (runner.is_deleting or runner.is_done)
             and (runner.name not in running or runner.name not in online)
         }
         for name in stuck:

@@ -36,8 +36,8 @@ RUNNER_MAX_FAILURES = 2
 """Failed Pods before a runner turns Failed: 2 (5 s apart) so a broken runner turns
 Failed within the run, and its collection after the TTL is seen."""
 START_TIMEOUT = 4.0
-"""``--runner-start-timeout`` (and ``--runner-online-timeout``): half the time an injected
-image pull failure lasts, so the rule, not the image, ends it."""
+"""``--runner-start-timeout`` (and ``--runner-online-timeout``): far shorter than an
+injected image pull failure lasts, so the rule, not the image, ends it."""
 NODE_LOST_TIMEOUT = 3.0
 HEALTH_OPTIONS = (
     *("--runner-start-timeout", str(START_TIMEOUT)),

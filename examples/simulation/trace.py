@@ -217,8 +217,8 @@ class SoakTrace:
     failed_runner_ttl: float = 0.0
     lease_duration: float = 0.0
     zombie_ages: tuple[tuple[str, float], ...] = ()
-    """Per runner ever seen unable to take a job while it had none: its longest such
-    stretch (``simulation.pods.PodAgent.zombie_ages``)."""
+    """Per runner ever seen without a running Pod or not online at GitHub while live:
+    its longest such stretch (``simulation.pods.PodAgent.zombie_ages``)."""
     health_deadline: float = 0.0
     """The longest wait the runner health rules were given (timeouts and backoff)."""
 

@@ -179,6 +179,10 @@ def test_runner_pods_are_cached_with_only_what_the_controller_reads(h: Harness) 
     h.kube.patch_object(
         "pods", h.namespace, "arc-runner-listed", {"status": STUCK}, subresource="status"
     )
+    h.kube.create_object("pods", runner_pod("arc-runner-unscheduled"))
+    h.kube.patch_object(
+        "pods", h.namespace, "arc-runner-unscheduled", {"status": UNSCHEDULED}, subresource="status"
+    )
     with running_manager(h, SentRequests()) as manager:
         cache = manager.store(PODS)
         eventually(lambda: cache.get(h.namespace, "arc-runner-listed") is not None, timeout=10)
@@ -194,7 +198,7 @@ def test_runner_pods_are_cached_with_only_what_the_controller_reads(h: Harness) 
             timeout=10,
         )
 
-        for name in ("arc-runner-listed", "arc-runner-watched"):
+        for name in ("arc-runner-listed", "arc-runner-unscheduled", "arc-runner-watched"):
             cached, served = cache.get(h.namespace, name), h.pod(name)
             assert cached is not None and served is not None and "spec" in served
             assert "spec" not in cached and "labels" not in cached["metadata"]
@@ -210,6 +214,11 @@ def test_runner_pods_are_cached_with_only_what_the_controller_reads(h: Harness) 
             "init container setup exited with code 1 (Error)",
         )
         assert stuck.not_ready_since is not None
+        unscheduled = PodState.from_pod(h.pod("arc-runner-unscheduled") or {})
+        assert (unscheduled.waiting_reason, unscheduled.waiting_message) == (
+            "Unschedulable",
+            "0/3 nodes are available: 3 Insufficient cpu.",
+        )
     assert listed["metadata"]["uid"]
 
 
@@ -245,6 +254,17 @@ STUCK = {
     ],
 }
 """A Pod that cannot start: its init container failed, a sidecar's image does not pull."""
+UNSCHEDULED = {
+    "phase": "Pending",
+    "conditions": [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/3 nodes are available: 3 Insufficient cpu.",
+        }
+    ],
+}
 
 
 def runner_pod(name: str) -> dict[str, Any]:
