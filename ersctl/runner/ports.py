@@ -89,7 +89,7 @@ class RunnerMetricsSink(Protocol):
     def runner_finished(self, namespace: str, phase: str) -> None: ...
 
     def runner_fault(self, namespace: str, mode: str) -> None:
-        """A health rule found a runner failing in ``mode`` (``phases.Mode``)."""
+        """A health rule found a runner failing in ``mode`` (``modes.Mode``)."""
         ...
 
 
