@@ -47,7 +47,7 @@ class Disruptions:
     def __init__(self, *, api: ApiServer, agent: PodAgent) -> None:
         self._api = api
         self._agent = agent
-        self._lost: dict[str, str] = {}  # Pod (= runner) name -> uid, still terminating
+        self._lost: set[str] = set()  # Pods (= runners) of a lost node, still terminating
 
     def apply(self, kind: FaultKind) -> bool:
         """Do the disruption of ``kind`` (one of :data:`AT_A_RUNNER`)."""
@@ -59,11 +59,9 @@ class Disruptions:
         return disrupt()
 
     def evict(self) -> bool:
-        victim = self._victim()
-        if victim is None:
+        name = self._take_down()
+        if name is None:
             return False
-        uid, name = victim
-        self._agent.take_down(uid)
         with unless_gone():
             self._api.patch_object(
                 "pods", NAMESPACE, name, {"status": EVICTED}, subresource="status"
@@ -71,26 +69,22 @@ class Disruptions:
         return True
 
     def drain(self) -> bool:
-        victim = self._victim(unprotected=True)
-        if victim is None:
+        name = self._take_down(unprotected=True)
+        if name is None:
             return False
-        uid, name = victim
-        self._agent.take_down(uid)
         with unless_gone():
             self._api.delete_object("pods", NAMESPACE, name)
         return True
 
     def lose_node(self) -> bool:
-        victim = self._victim()
-        if victim is None:
+        name = self._take_down()
+        if name is None:
             return False
-        uid, name = victim
-        self._agent.take_down(uid)
         with unless_gone():
             patch = {"metadata": {"finalizers": [LOST_NODE_FINALIZER]}}
             self._api.patch_object("pods", NAMESPACE, name, patch)
             self._api.delete_object("pods", NAMESPACE, name)
-            self._lost[name] = uid
+            self._lost.add(name)
         return True
 
     def step(self) -> None:
@@ -101,9 +95,19 @@ class Disruptions:
                     self._api.patch_object(
                         "pods", NAMESPACE, name, {"metadata": {"finalizers": []}}
                     )
-                del self._lost[name]
+                self._lost.discard(name)
 
-    def _victim(self, *, unprotected: bool = False) -> tuple[str, str] | None:
+    def _take_down(self, *, unprotected: bool = False) -> str | None:
+        """Kill the runner of the oldest running runner Pod (without the do-not-disrupt
+        annotations when ``unprotected``); its name, or None when none qualifies."""
+        victim = self._victim(unprotected=unprotected)
+        if victim is None:
+            return None
+        uid, name = victim
+        self._agent.take_down(uid)
+        return name
+
+    def _victim(self, *, unprotected: bool) -> tuple[str, str] | None:
         for uid, name in self._agent.running():
             pod = self._api.get_object("pods", NAMESPACE, name)
             meta = (pod or {}).get("metadata") or {}

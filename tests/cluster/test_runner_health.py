@@ -19,6 +19,7 @@ from ersctl.scaleset.ports import ServiceError
 from ersctl.testing.podsim import exited_status, running_status
 from tests.cluster.conftest import HEALTH, Harness
 from tests.cluster.test_runner_controller import RUNNER, start_a_job
+from tests.cluster.test_runner_manager import UNSCHEDULED
 
 RUNNING = running_status()
 
@@ -178,17 +179,7 @@ def test_an_idle_runner_evicted_by_node_pressure_is_retried_but_one_with_a_job_d
             id="CreateContainerConfigError",
         ),
         pytest.param(
-            {
-                "phase": "Pending",
-                "conditions": [
-                    {
-                        "type": "PodScheduled",
-                        "status": "False",
-                        "reason": "Unschedulable",
-                        "message": "0/3 nodes are available: 3 Insufficient cpu.",
-                    }
-                ],
-            },
+            UNSCHEDULED,
             "Unschedulable: 0/3 nodes are available: 3 Insufficient cpu.",
             id="Unschedulable",
         ),
