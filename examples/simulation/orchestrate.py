@@ -345,8 +345,11 @@ class _Simulation:
             now = time.time() - self.origin
             while queue and queue[0].at <= now:
                 self._enqueue(queue.pop(0))
-            while faults and faults[0].at <= now and self._fire(faults[0], now):
-                faults.pop(0)
+            for fault in [f for f in faults if f.at <= now]:
+                # One that cannot land yet waits without holding back the ones after it
+                # (they would all land at once when it does).
+                if self._fire(fault, now):
+                    faults.remove(fault)
             self._step_cluster()
             if now >= next_sample:
                 next_sample = now + self.config.sample_every
