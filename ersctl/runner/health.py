@@ -17,15 +17,18 @@ passes (:func:`assess`):
   alone for good; offline, its Pod is a failure (``Mode.NOT_ONLINE``); unknown, its
   registration is spent (a job took it while nobody recorded it, or someone removed it)
   and the runner is deleted (``Mode.REGISTRATION_LOST``; the set makes another);
-- a Pod whose node stopped answering (phase Unknown, or not ready, since
-  ``node_lost_timeout`` seconds; or still terminating ``node_lost_timeout`` seconds after
-  its grace period ended) cannot be replaced under its name, and its runner may still
-  hold a session: unless GitHub says the runner is busy, the Pod is force-deleted and
-  the runner deleted (:class:`NodeLost`);
+- a Pod whose node stopped answering (phase Unknown ``node_lost_timeout`` seconds after
+  it stopped being ready, or still terminating ``node_lost_timeout`` seconds after its
+  grace period ended) cannot be replaced under its name, and its runner may still hold
+  a session: unless GitHub says the runner is busy, the Pod is force-deleted and the
+  runner deleted (:class:`NodeLost`);
 - a Pod deleted while its runner lives (:func:`vanished_pod`): with a job, the runner's
   JIT registration is spent and a new Pod under it would never run a job (ARC #4588),
   so the runner is deleted; without one, a new Pod is made at once (not a failure: a
   drain is not the runner's fault);
+- a runner that exited 0 with no job recorded (:func:`exit_to_check`) is looked up at
+  GitHub: still listed idle, it never ran one, and its registration is removed (ARC
+  #4709);
 - a deleted runner whose registration GitHub keeps failing to remove is let go
   ``deregistration_timeout`` seconds after its deletion (:func:`deregistration_left`),
   naming its runner id so a person can remove it at GitHub; a busy one never is.
