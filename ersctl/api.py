@@ -120,6 +120,11 @@ class ERPhase(StrEnum):
     OUTDATED = "Outdated"
 
 
+REASON_EXITED_WITHOUT_JOB: Final = "RunnerExitedWithoutJob"
+"""``status.reason`` of a runner that exited 0 without running a job (its phase is
+Succeeded): a broken entrypoint looks like this, so its set counts it as a failure."""
+
+
 class FieldError(ValueError):
     """A field of a Kubernetes object is missing or holds the wrong type.
 
@@ -446,6 +451,17 @@ class EphemeralRunner(KubeObject):
     @property
     def is_done(self) -> bool:
         return self.phase in (ERPhase.SUCCEEDED, ERPhase.FAILED, ERPhase.OUTDATED)
+
+    @property
+    def exited_unused(self) -> bool:
+        """Succeeded without ever running a job (:data:`REASON_EXITED_WITHOUT_JOB`, and
+        no job recorded since: a listener that was late with the job says otherwise)."""
+        reason = _str_field(self.raw, "status.reason")
+        return (
+            self.phase == ERPhase.SUCCEEDED
+            and reason == REASON_EXITED_WITHOUT_JOB
+            and not self.has_job
+        )
 
     @property
     def patch_id(self) -> PatchID:

@@ -47,6 +47,7 @@ from ersctl.platform.logs import configure_logging
 from ersctl.platform.probes import Verdict
 from ersctl.platform.serving import ProbeServer, parse_address
 from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
+from ersctl.runner.health import HealthPolicy
 from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.runnerset.table import render_table, rows_for
@@ -196,6 +197,49 @@ def main() -> None:
     help="Failed runner Pods before an EphemeralRunner turns Failed.",
 )
 @click.option(
+    "--runner-start-timeout",
+    type=click.FloatRange(min=1.0),
+    default=HealthPolicy.start_timeout,
+    show_default=True,
+    help="Seconds a runner Pod may take to start its runner container (an image that "
+    "does not pull, an unschedulable Pod) before it counts as failed: a Warning Event "
+    "names the cause and a new Pod follows after the failure backoff.",
+)
+@click.option(
+    "--runner-online-timeout",
+    type=click.FloatRange(min=1.0),
+    default=HealthPolicy.online_timeout,
+    show_default=True,
+    help="Seconds after its container started by which an idle runner must be online "
+    "at GitHub (looked up once); offline, its Pod counts as failed; unknown to GitHub, "
+    "the runner is deleted and replaced.",
+)
+@click.option(
+    "--runner-node-lost-timeout",
+    type=click.FloatRange(min=1.0),
+    default=HealthPolicy.node_lost_timeout,
+    show_default=True,
+    help="Seconds a runner Pod may stay in phase Unknown, or terminating past its grace "
+    "period, before its node counts as lost: the Pod is force-deleted and the runner "
+    "replaced, unless GitHub says it is running a job.",
+)
+@click.option(
+    "--runner-deregistration-timeout",
+    type=click.FloatRange(min=1.0),
+    default=HealthPolicy.deregistration_timeout,
+    show_default=True,
+    help="Seconds a deleted runner waits for GitHub to remove its registration while "
+    "GitHub keeps failing; then it is let go with a Warning naming its runner id.",
+)
+@click.option(
+    "--busy-runner-protection/--no-busy-runner-protection",
+    default=True,
+    show_default=True,
+    help="Annotate busy runners' Pods karpenter.sh/do-not-disrupt and "
+    "cluster-autoscaler.kubernetes.io/safe-to-evict=false, so consolidation leaves "
+    "their nodes alone until the job ends.",
+)
+@click.option(
     "--failed-runner-ttl",
     type=click.FloatRange(min=1.0),
     default=DEFAULT_FAILED_RUNNER_TTL,
@@ -289,6 +333,11 @@ def reconcile(
     autoscaling_runner_set_controller: bool,
     listener_namespace: str | None,
     runner_max_failures: int,
+    runner_start_timeout: float,
+    runner_online_timeout: float,
+    runner_node_lost_timeout: float,
+    runner_deregistration_timeout: float,
+    busy_runner_protection: bool,
     failed_runner_ttl: float,
     listener_controller: bool,
     listener_image: str,
@@ -359,6 +408,13 @@ def reconcile(
             runner_controller=runner_controller,
             runner_workers=runner_workers,
             runner_max_failures=runner_max_failures,
+            runner_health=HealthPolicy(
+                start_timeout=runner_start_timeout,
+                online_timeout=runner_online_timeout,
+                node_lost_timeout=runner_node_lost_timeout,
+                deregistration_timeout=runner_deregistration_timeout,
+                protect_busy=busy_runner_protection,
+            ),
             failed_runner_ttl=failed_runner_ttl,
             autoscaling_runner_set_controller=autoscaling_runner_set_controller,
             listener_namespace=_listener_namespace(listener_namespace, namespace),

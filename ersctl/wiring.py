@@ -29,6 +29,7 @@ from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
 from ersctl.kube.metrics import ControllerMetrics
 from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.runner.controller import add_runner_controller
+from ersctl.runner.health import HealthPolicy
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.reconciler import RunnerReconciler
 from ersctl.runnerset import failures
@@ -69,6 +70,8 @@ class ControllerOptions:
     runner_workers: int = DEFAULT_RUNNER_WORKERS
     """The runner controller's own workers (``workers`` is every other controller's)."""
     runner_max_failures: int = 5
+    runner_health: HealthPolicy = field(default_factory=HealthPolicy)
+    """The runner controller's timed health rules and busy-runner protection."""
     failed_runner_ttl: float = failures.DEFAULT_TTL
     """Seconds a Failed runner is kept before it is removed and its slot refilled."""
     autoscaling_runner_set_controller: bool = False
@@ -161,7 +164,12 @@ def build_controller(
     if options.runner_controller:
         policy = FailurePolicy(max_failures=options.runner_max_failures)
         runner = add_runner_controller(
-            manager, api, services=services, policy=policy, workers=options.runner_workers
+            manager,
+            api,
+            services=services,
+            policy=policy,
+            health=options.runner_health,
+            workers=options.runner_workers,
         )
     autoscaling = None
     if options.autoscaling_runner_set_controller:

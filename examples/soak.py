@@ -14,8 +14,10 @@ quiet in between, at that rate on average), and the faults of
 ``simulation.faults.soak_plan`` land at moments drawn from ``--seed``: SIGKILL of the
 leader replica and of the listener, API server 409s, 5xx, latency and dropped watches
 (410), GitHub 5xx, token expiry (401), lost sessions and a redelivered message, runner
-Pods failing at start, for good, and mid-job. At the end the AutoscalingRunnerSet is
-deleted.
+Pods failing at start, for good, and mid-job, and the runner health faults (a Pod
+evicted, drained, or lost with its node; an image that does not pull for a while; a
+runner never online; one exiting without a job), against short runner health timeouts.
+At the end the AutoscalingRunnerSet is deleted.
 
 Prints the command and the seed, then the invariants as a table (definitions in
 ``simulation.invariants``) and the simulation's report; ``--json`` writes all of it.

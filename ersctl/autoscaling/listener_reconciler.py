@@ -99,11 +99,16 @@ class ListenerReconciler:
         self._settings = settings
         self._policy = policy or RestartPolicy()
         self._clock = clock
+        # Listener key -> uid of the last exited Pod counted: until the Pod cache shows
+        # that Pod deleted, every reconcile (its own status write's event first) sees it
+        # exited again, and counting it each time took one exit to an 80 s backoff.
+        self._counted: dict[str, str] = {}
 
     def reconcile(self, request: Request) -> Result:
         """See the module docstring. Raises to be retried with backoff."""
         listener = self._listeners.get_listener(request.namespace, request.name)
         if listener is None:
+            self._counted.pop(str(request), None)
             return Result()
         try:
             return self._reconcile(listener)
@@ -216,8 +221,12 @@ class ListenerReconciler:
         if meta.get("deletionTimestamp"):
             return Result()  # its deletion event brings us back
         exited = exit_of(pod)
+        if exited is not None and self._counted.get(listener.key) == exited.pod_uid:
+            return Result()  # counted and deleted already: its deletion event brings us back
         if exited is not None:
-            return self._record_exit(listener, exited)
+            result = self._record_exit(listener, exited)
+            self._counted[listener.key] = exited.pod_uid
+            return result
         started_with = (meta.get("annotations") or {}).get(objects.LISTENER_HASH_ANNOTATION)
         wanted_hash = wanted["metadata"]["annotations"][objects.LISTENER_HASH_ANNOTATION]
         # A Pod without our hash (ARC's, taken over) keeps running unless its config

@@ -30,9 +30,10 @@ from ersctl.kube.manager import Manager
 from ersctl.kube.ownwrites import OwnWrites
 from ersctl.kube.predicates import AlwaysPass
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
+from ersctl.runner.health import HealthPolicy
 from ersctl.runner.metrics import RunnerMetrics
-from ersctl.runner.phases import FailurePolicy
-from ersctl.runner.pods import RUNNER_CONTAINER, RUNNER_POD_LABEL
+from ersctl.runner.phases import STARTING_REASONS, FailurePolicy
+from ersctl.runner.pods import DISRUPTION_ANNOTATIONS, RUNNER_CONTAINER, RUNNER_POD_LABEL
 from ersctl.runner.ports import RunnerServices
 from ersctl.runner.reconciler import RunnerReconciler
 from ersctl.runner.stores import KubeRunnerResources
@@ -72,41 +73,62 @@ POD_METADATA_READ: Final = (
     "namespace",
     "uid",
     "resourceVersion",
+    "creationTimestamp",
     "deletionTimestamp",
     "ownerReferences",
 )
-"""What anything reads of a cached runner Pod's metadata: its key, uid and deletion (the
-reconciler), resourceVersion (the informer), ownerReferences (the owner index and the
-event mapping to its runner)."""
+"""What anything reads of a cached runner Pod's metadata: its key, uid, age and deletion
+(the reconciler and its health rules), resourceVersion (the informer), ownerReferences
+(the owner index and the event mapping to its runner)."""
 POD_STATUS_READ: Final = ("phase", "reason", "message")
+POD_CONDITIONS_READ: Final = ("Ready", "PodScheduled")
+"""The conditions read: readiness (and since when it is lost), and the scheduler's."""
 
 
 def pod_state_only(pod: dict[str, Any]) -> dict[str, Any]:
     """A runner Pod as the cache keeps it: what ``PodState.from_pod`` and the runtime
-    read (:data:`POD_METADATA_READ`; the status's phase, reason and message, its Ready
-    condition and the runner container's status), nothing else.
+    read (:data:`POD_METADATA_READ`, the disruption annotations; the status's phase,
+    reason and message, :data:`POD_CONDITIONS_READ`, the runner container's status, the
+    init containers' and any other container's that waits for a cause), nothing else.
 
     Most of a Pod is never read: its spec (the whole runner template, unshared: each
-    names its own JIT Secret), labels, annotations and the other conditions and
-    containers. A cached runner Pod took 13.6 KiB with them, 3.6 without (measured).
+    names its own JIT Secret), labels, the other annotations, conditions and containers.
+    A cached runner Pod took 13.6 KiB with them, 3.6 without (measured).
     """
     metadata = pod.get("metadata") or {}
     status = pod.get("status") or {}
     kept: dict[str, Any] = {k: status[k] for k in POD_STATUS_READ if k in status}
-    ready = [c for c in status.get("conditions") or () if _field(c, "type") == "Ready"]
-    if ready:
-        kept["conditions"] = ready
-    runner = [
-        cs for cs in status.get("containerStatuses") or () if _field(cs, "name") == RUNNER_CONTAINER
+    conditions = [
+        c for c in status.get("conditions") or () if _field(c, "type") in POD_CONDITIONS_READ
     ]
-    if runner:
-        kept["containerStatuses"] = runner
+    if conditions:
+        kept["conditions"] = conditions
+    containers = [cs for cs in status.get("containerStatuses") or () if _read_container(cs)]
+    if containers:
+        kept["containerStatuses"] = containers
+    if status.get("initContainerStatuses"):
+        kept["initContainerStatuses"] = status["initContainerStatuses"]
+    kept_meta = {k: metadata[k] for k in POD_METADATA_READ if k in metadata}
+    annotations = metadata.get("annotations") or {}
+    protection = {k: annotations[k] for k in DISRUPTION_ANNOTATIONS if k in annotations}
+    if protection:
+        kept_meta["annotations"] = protection
     return {
         "apiVersion": pod.get("apiVersion", "v1"),
         "kind": pod.get("kind", "Pod"),
-        "metadata": {k: metadata[k] for k in POD_METADATA_READ if k in metadata},
+        "metadata": kept_meta,
         "status": kept,
     }
+
+
+def _read_container(status: object) -> bool:
+    """The runner container's status, or another's that waits for a reason worth
+    reporting (an image that does not pull...)."""
+    if _field(status, "name") == RUNNER_CONTAINER:
+        return True
+    state = _field(status, "state")
+    waiting = _field(state, "waiting")
+    return _field(waiting, "reason") not in (None, *STARTING_REASONS)
 
 
 def _field(item: object, name: str) -> object:
@@ -157,10 +179,13 @@ class CachedPods:
             self._created[key] = (self._clock(), answer)
         return answer
 
-    def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
+    def delete_pod(self, namespace: str, name: str, *, uid: str = "", force: bool = False) -> None:
         with self._lock:
             self._created.pop((namespace, name), None)
-        self._writer.delete_pod(namespace, name, uid=uid)
+        self._writer.delete_pod(namespace, name, uid=uid, force=force)
+
+    def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        self._writer.patch_pod(namespace, name, patch)
 
 
 class CachedRunners:
@@ -203,6 +228,7 @@ def add_runner_controller(
     *,
     services: RunnerServices,
     policy: FailurePolicy | None = None,
+    health: HealthPolicy | None = None,
     workers: int = DEFAULT_WORKERS,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> RunnerReconciler:
@@ -224,6 +250,7 @@ def add_runner_controller(
         services=services,
         events=manager.events,
         policy=policy,
+        health=health,
         clock=clock,
         metrics=RunnerMetrics(manager.metrics.registry),
     )

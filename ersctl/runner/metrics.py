@@ -1,8 +1,9 @@
 """Prometheus counters of the runner controller, on the controller's registry.
 
 They complement the runtime's per-controller reconcile metrics (count, duration,
-errors, queue depth): registrations made, Pods created, Pod failures, and runners
-finished by final phase. Labelled by namespace only: runner names are unbounded.
+errors, queue depth): registrations made, Pods created, Pod failures, runners
+finished by final phase, and runner faults by mode (README "Runner health"). Labelled
+by namespace (and the bounded phase or mode) only: runner names are unbounded.
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ class RunnerMetrics:
             registry=registry,
         )
 
+        self.faults = Counter(
+            f"{PREFIX}_faults",
+            "Runner faults a health rule acted on, by mode (exited, evicted, rejected, "
+            "pod_failed, init_failed, start_timeout, not_online, registration_lost, "
+            "pod_deleted, node_lost, exited_without_job, deregistration_timeout).",
+            ["namespace", "mode"],
+            registry=registry,
+        )
+
     def registered(self, namespace: str) -> None:
         self.registrations.labels(namespace).inc()
 
@@ -51,3 +61,6 @@ class RunnerMetrics:
 
     def runner_finished(self, namespace: str, phase: str) -> None:
         self.finished.labels(namespace, phase).inc()
+
+    def runner_fault(self, namespace: str, mode: str) -> None:
+        self.faults.labels(namespace, mode).inc()

@@ -50,6 +50,12 @@ RUNNER_POD_LABEL: Final = "actions-ephemeral-runner"
 POD_TEMPLATE_HASH_LABEL: Final = "pod-template-hash"
 RUNNER_TEMPLATE_HASH_LABEL: Final = "runner-template-hash"
 """ARC's label of a runner template's hash: left out of the pod's own hash, as ARC does."""
+DISRUPTION_ANNOTATIONS: Final[Mapping[str, str]] = {
+    "karpenter.sh/do-not-disrupt": "true",
+    "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
+}
+"""What a busy runner's Pod carries, so neither Karpenter nor the cluster autoscaler
+consolidates its node away mid-job (ARC #2562); idle runners' Pods carry neither."""
 
 
 def controller_reference(runner: EphemeralRunner) -> JsonObject:

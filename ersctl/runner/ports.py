@@ -44,8 +44,13 @@ class PodStore(Protocol):
         """Create; ``ConflictError`` when the name is taken."""
         ...
 
-    def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
-        """Delete (only the Pod with ``uid`` when given). NotFound is success."""
+    def delete_pod(self, namespace: str, name: str, *, uid: str = "", force: bool = False) -> None:
+        """Delete (only the Pod with ``uid`` when given; ``force``: no grace period, as
+        for a Pod whose node is gone). NotFound is success."""
+        ...
+
+    def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        """Merge ``patch`` into the Pod. NotFound is success (it is gone)."""
         ...
 
 
@@ -83,6 +88,10 @@ class RunnerMetricsSink(Protocol):
 
     def runner_finished(self, namespace: str, phase: str) -> None: ...
 
+    def runner_fault(self, namespace: str, mode: str) -> None:
+        """A health rule found a runner failing in ``mode`` (``modes.Mode``)."""
+        ...
+
 
 class NoRunnerMetrics:
     """A :class:`RunnerMetricsSink` that counts nothing (the default)."""
@@ -97,4 +106,7 @@ class NoRunnerMetrics:
         """Ignore."""
 
     def runner_finished(self, namespace: str, phase: str) -> None:
+        """Ignore."""
+
+    def runner_fault(self, namespace: str, mode: str) -> None:
         """Ignore."""

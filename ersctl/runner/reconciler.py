@@ -4,7 +4,8 @@
 
 1. Gone -> done. Being deleted -> :meth:`RunnerReconciler._finalize`: the registration
    finalizer first removes the runner from the service (RunnerNotFound counts as done;
-   JobStillRunning waits and retries later, it never forces a busy runner off), then
+   JobStillRunning waits and retries later, it never forces a busy runner off; a
+   service that keeps failing is given up on after ``--runner-deregistration-timeout``), then
    the ER finalizer deletes the Pod and the Secret, and in Kubernetes container mode
    the job Pods and Secrets the container hooks made for it (retried every 5 s until
    they are gone, as ARC does), and lets the ER go.
@@ -15,10 +16,12 @@
    a new Secret owned by the ER. ``status.runnerId``/``runnerName`` follow the Secret.
 5. Failures: with ``max_failures`` recorded the ER turns Failed (and its registration
    is removed); otherwise a new Pod waits out the backoff since the latest failure.
-6. The Pod: created when absent; otherwise its state and the runner's job fields
-   decide (``ersctl.runner.phases``): an idle runner is Pending, one with a job Running.
-   A Pod that fails while its runner holds a job is not replaced (a JIT registration
-   serves one job): the ER is deleted, as ARC does, and the set makes another.
+6. The Pod: created when absent (unless deleted under a runner with a job); otherwise
+   its state, the runner's job fields (``ersctl.runner.phases``) and the timed rules
+   (``ersctl.runner.health``, acted on by ``ersctl.runner.healing``) decide: an idle
+   runner is Pending, one with a job Running (its Pod protected from disruption). A Pod
+   that fails while its runner holds a job is not replaced (a JIT registration serves
+   one job): the ER is deleted, as ARC does, and the set makes another.
 
 Phase and finalizer writes carry the ER's resourceVersion, so a decision made on a
 stale read fails with a conflict and is retried on fresh state. Nothing here logs,
@@ -42,14 +45,17 @@ from ersctl.api import (
 from ersctl.kube.errors import ConflictError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.runner import pods
+from ersctl.runner.healing import BUSY_RETRY, RunnerHealer
+from ersctl.runner.health import HealthPolicy
 from ersctl.runner.phases import (
     REASON_TOO_MANY_FAILURES,
+    Decision,
     FailurePolicy,
     Finished,
     PodFailed,
     PodState,
     SyncStatus,
-    decide,
+    Wait,
     format_time,
     seconds_until_next_pod,
 )
@@ -73,8 +79,6 @@ from ghalistener.actions.types import JitConfig
 log = logging.getLogger(__name__)
 
 FINALIZERS: Final = (ER_FINALIZER, ER_REGISTRATION_FINALIZER)
-BUSY_RETRY: Final = 30.0
-"""Seconds between attempts to remove a runner that is still running a job (ARC: 30 s)."""
 POD_EXISTS_RETRY: Final = 5.0
 HOOK_CLEANUP_RETRY: Final = 5.0
 """Seconds between looks at container hook resources still being deleted (ARC: 5 s)."""
@@ -96,6 +100,7 @@ class RunnerReconciler:
         services: RunnerServices,
         events: EventRecorder,
         policy: FailurePolicy | None = None,
+        health: HealthPolicy | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         metrics: RunnerMetricsSink | None = None,
     ) -> None:
@@ -113,12 +118,22 @@ class RunnerReconciler:
         self._registrations = Registrations(
             services=services, get_secret=secrets.get_secret, events=events
         )
+        self._health = RunnerHealer(
+            runners=runners,
+            pods=pods,
+            registrations=self._registrations,
+            events=events,
+            metrics=self._metrics,
+            policy=health or HealthPolicy(),
+            clock=clock,
+        )
 
     def reconcile(self, request: Request) -> Result:
         """See the module docstring. Raises to be retried with backoff."""
         runner = self._runners.get_runner(request.namespace, request.name)
         if runner is None:
             self._secret_gone.pop(str(request), None)
+            self._health.forget(str(request))
             return Result()
         try:
             return self._reconcile(runner)
@@ -139,18 +154,21 @@ class RunnerReconciler:
         if pod is not None and runner.runner_id:
             # The common case, a runner with its Pod: only the Pod's state matters, so
             # the Secret is not read (a steady-state reconcile is one GET of the runner).
-            return self._apply(runner, decide(runner, PodState.from_pod(pod)))
+            return self._follow(runner, PodState.from_pod(pod))
         secret = self._ensure_registration(runner)
         runner = self._record_registration(runner, secret)
         if pod is not None:
-            return self._apply(runner, decide(runner, PodState.from_pod(pod)))
+            return self._follow(runner, PodState.from_pod(pod))
+        abandoned = self._health.vanished(runner)
+        if abandoned is not None:
+            return abandoned
         return self._new_pod(runner, secret=secret)
 
     # -- deletion -------------------------------------------------------------------
 
     def _finalize(self, runner: EphemeralRunner) -> Result:
         if runner.has_finalizer(ER_REGISTRATION_FINALIZER):
-            if not self._registrations.unregister(runner):
+            if not self._health.deregister(runner):
                 log.info("runner %s is still running a job; retrying removal", runner.key)
                 return Result(requeue_after=BUSY_RETRY)
             runner = self._remove_finalizer(runner, ER_REGISTRATION_FINALIZER)
@@ -278,7 +296,21 @@ class RunnerReconciler:
         log.info("created pod for runner %s", runner.key)
         return Result()
 
-    def _apply(self, runner: EphemeralRunner, decision: object) -> Result:
+    def _follow(self, runner: EphemeralRunner, pod: PodState) -> Result:
+        """Act on the state of ``runner``'s existing ``pod``."""
+        decision = self._health.assess(runner, pod)
+        if isinstance(decision, Result):
+            return decision
+        if isinstance(decision, Wait | SyncStatus):
+            self._health.protect(runner, pod)
+        return self._apply(runner, decision)
+
+    def _apply(self, runner: EphemeralRunner, decision: Decision) -> Result:
+        if isinstance(decision, PodFailed):
+            return self._record_failure(runner, decision)
+        if isinstance(decision, Finished):
+            self._finish(runner, decision)
+            return Result()
         if isinstance(decision, SyncStatus):
             self._set_status(
                 runner,
@@ -287,24 +319,27 @@ class RunnerReconciler:
                 reason=decision.reason,
                 message=decision.message,
             )
-        elif isinstance(decision, Finished):
-            self._set_status(
-                runner,
-                phase=decision.phase,
-                ready=False,
-                reason=decision.reason,
-                message=decision.message,
-            )
-            if decision.phase == ERPhase.OUTDATED:
-                self._warn(runner, decision.reason, decision.message)
-            self._delete_resources(runner)
-        elif isinstance(decision, PodFailed):
-            return self._record_failure(runner, decision)
-        return Result()
+        return Result(requeue_after=decision.requeue_after)
+
+    def _finish(self, runner: EphemeralRunner, decision: Finished) -> None:
+        decision = self._health.finished(runner, decision)
+        self._set_status(
+            runner,
+            phase=decision.phase,
+            reason=decision.reason,
+            message=decision.message,
+        )
+        if decision.phase == ERPhase.OUTDATED:
+            self._warn(runner, decision.reason, decision.message)
+        self._delete_resources(runner)
 
     def _record_failure(self, runner: EphemeralRunner, failed: PodFailed) -> Result:
+        detail = failed.detail or f"the runner pod failed ({failed.reason})"
         if runner.has_job:
-            return self._abandon(runner, failed)
+            # A JIT registration serves one job: no new Pod. Delete the runner (as ARC
+            # does): its finalizer waits for the service to let the job go.
+            message = f"{detail} during job {runner.job_id}; deleting the runner"
+            return self._health.abandon(runner, failed.mode, message, REASON_FAILED_WITH_JOB)
         self._pods.delete_pod(runner.namespace, runner.name, uid=failed.pod_uid)
         count = len({*runner.failures, failed.pod_uid})
         status: dict[str, Any] = {
@@ -315,29 +350,12 @@ class RunnerReconciler:
         }
         runner = self._runners.patch_runner_status(runner, {"status": status})
         self._metrics.pod_failed(runner.namespace)
-        self._events.event(
-            runner,
-            type="Warning",
-            reason="RunnerPodFailed",
-            message=f"runner pod failed ({failed.reason}); failure {count} of "
-            f"{self._policy.max_failures}",
-        )
+        message = f"{detail}; failure {count} of {self._policy.max_failures}"
+        self._health.report(runner, failed.mode, message)
         if self._policy.exhausted(count):
             self._mark_failed(runner, count)
             return Result()
         return Result(requeue_after=self._policy.delay(count))
-
-    def _abandon(self, runner: EphemeralRunner, failed: PodFailed) -> Result:
-        """A Pod that died holding a job cannot be replaced: a JIT registration serves
-        one job. Delete the runner (as ARC does); its finalizer removes the registration
-        once the service lets the job go, and the set makes a fresh runner if needed."""
-        message = (
-            f"the runner pod failed ({failed.reason}) during job {runner.job_id}; "
-            "deleting the runner"
-        )
-        self._warn(runner, REASON_FAILED_WITH_JOB, message)
-        self._runners.delete_runner(runner)
-        return Result()
 
     def _mark_failed(self, runner: EphemeralRunner, count: int) -> None:
         # The last Pod's reason goes along: the set's Event about this runner, once it is
@@ -359,13 +377,7 @@ class RunnerReconciler:
     # -- helpers ----------------------------------------------------------------------
 
     def _set_status(
-        self,
-        runner: EphemeralRunner,
-        *,
-        phase: str,
-        reason: str,
-        message: str,
-        ready: bool = False,
+        self, runner: EphemeralRunner, *, phase: str, reason: str, message: str, ready: bool = False
     ) -> None:
         status = {"phase": phase, "ready": ready, "reason": reason, "message": message}
         self._runners.patch_runner_status(runner, _locked(runner, {"status": status}))

@@ -9,6 +9,8 @@
 - :meth:`Registrations.unregister` removes it: RunnerNotFound counts as done (an
   ephemeral runner deregisters itself after its job); JobStillRunning answers False, so
   the caller retries later and never forces a busy runner off.
+- :meth:`Registrations.lookup` asks whether the service knows the runner, and whether
+  it is online and busy (the health rules' one question to GitHub).
 
 Errors: ``ersctl.api.FieldError`` for unusable credentials or spec fields,
 ``ersctl.scaleset.ports.ServiceError`` for service failures. No JIT config is
@@ -26,7 +28,7 @@ from ersctl.kube.reconcile import EventRecorder
 from ersctl.runner import pods
 from ersctl.runner.ports import RunnerServices
 from ersctl.scaleset.ports import RunnerNameTakenError, RunnerService
-from ghalistener.actions.types import JitConfig
+from ghalistener.actions.types import JitConfig, RunnerReference
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,15 @@ class Registrations:
                 return False
         log.info("removed runner %s (id %d) from the service", runner.key, runner_id)
         return True
+
+    def lookup(self, runner: EphemeralRunner) -> RunnerReference | None:
+        """The service's runner named like ``runner`` in its scale set; None when the
+        service knows none (another scale set's runner of that name is not it)."""
+        with self._services.service_for(runner) as service:
+            found = service.get_runner_by_name(runner.name)
+        if found is None or found.runner_scale_set_id not in (0, scale_set_id(runner)):
+            return None
+        return found
 
     def _unrecorded_id(self, runner: EphemeralRunner) -> int:
         """The id of a registration the status never recorded (a crash before it did)."""

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 from kubernetes import client
 
 from ersctl.api import EphemeralRunner
 from ersctl.kube.apireader import ApiReader
-from ersctl.kube.calls import json_body, kube_call, server_of
+from ersctl.kube.calls import json_body, kube_call, merge_patch, server_of
 from ersctl.kube.errors import ConflictError, NotFoundError, check_fence
 from ersctl.kube.writer import Writer
 from ersctl.runner.pods import HOOK_LINK_LABEL
@@ -32,6 +33,7 @@ class KubeRunnerResources:
     def __init__(
         self, api_client: client.ApiClient, *, fence: Callable[[], bool] | None = None
     ) -> None:
+        self._api_client = api_client
         self._core = client.CoreV1Api(api_client)
         self._server = server_of(api_client)
         self._api = ApiReader(api_client)
@@ -79,12 +81,15 @@ class KubeRunnerResources:
             )
         return json_body(resp, action=action, server=self._server)
 
-    def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
-        action = f"delete pods/{namespace}/{name}"
+    def delete_pod(self, namespace: str, name: str, *, uid: str = "", force: bool = False) -> None:
+        action = f"{'force-' if force else ''}delete pods/{namespace}/{name}"
         check_fence(self._fence, action)
-        options = (
-            client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)) if uid else None
-        )
+        options = None
+        if uid or force:
+            options = client.V1DeleteOptions(
+                grace_period_seconds=0 if force else None,
+                preconditions=client.V1Preconditions(uid=uid) if uid else None,
+            )
         try:
             with kube_call(action, server=self._server):
                 # Raw response: the client's models reject Pods some kubelets and emulators
@@ -94,6 +99,16 @@ class KubeRunnerResources:
                 )
         except (NotFoundError, ConflictError):
             return  # gone, or already replaced by another Pod (the uid precondition)
+
+    def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        action = f"patch pods/{namespace}/{name}"
+        check_fence(self._fence, action)
+        path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}"
+        try:
+            with kube_call(action, server=self._server):
+                merge_patch(self._api_client, path, patch)
+        except NotFoundError:
+            return  # gone meanwhile: nothing left to protect
 
     # -- Secrets --------------------------------------------------------------------------
 

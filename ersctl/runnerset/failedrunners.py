@@ -59,6 +59,7 @@ class FailedRunners:
             failed=states.failed,
             succeeded=states.finished,
             window=self._policy.window,
+            now=self._clock(),
         )
         self._report(ers, history)
 

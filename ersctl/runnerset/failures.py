@@ -8,7 +8,8 @@ capacity shrinks silently (ARC issues #3619, #4102). So a Failed runner is kept 
 service and deleted; the set refills the slot through its ordinary scale-up.
 
 A set whose runners keep failing (a bad image, a broken template) would then churn Pods
-at full speed: every collected runner is replaced by one that fails the same way. A
+at full speed: every collected runner is replaced by one that fails the same way (a
+runner that exits 0 without running a job counts as failed too: ``exited_unused``). A
 :class:`FailureHistory` keeps the outcome of the set's recent runners of the applied
 revision; when most of them failed (:meth:`FailedRunnerPolicy.failing`), replacements
 wait an exponentially growing, capped delay after the latest collection of a Failed
@@ -94,7 +95,8 @@ class FailureHistory:
     outcomes: tuple[Outcome, ...] = ()
     seen: frozenset[str] = field(default_factory=frozenset)
     collected_at: float = 0.0
-    """When a Failed runner of this revision was last collected (0: never)."""
+    """When a Failed runner of this revision was last collected, or one that exited
+    unused was first seen (0: never): when the slot of a failed runner last opened."""
 
     @property
     def failed(self) -> int:
@@ -112,8 +114,12 @@ def record(
     failed: Iterable[EphemeralRunner],
     succeeded: Iterable[EphemeralRunner],
     window: int,
+    now: float = 0.0,
 ) -> FailureHistory:
     """``history`` with the runners not recorded yet added (failed ones in failure order).
+
+    A runner that exited 0 without a job is recorded as failed, and its slot counts as
+    opened ``now`` (its set deletes it with the finished runners, not after the TTL).
 
     A different ``revision`` starts from an empty history: failures of a replaced runner
     spec say nothing about the new one. Runners created for an older revision are not
@@ -124,11 +130,18 @@ def record(
         history = FailureHistory(revision=revision)
     failed, succeeded = list(failed), list(succeeded)
     listed = {runner.name for runner in (*failed, *succeeded)}
+    # Exiting 0 without a job is what a broken entrypoint does: counted as a success, a
+    # set of such runners would replace them at full speed, for ever.
+    unused = [runner for runner in succeeded if runner.exited_unused]
+    failed += unused
+    succeeded = [runner for runner in succeeded if not runner.exited_unused]
+    if any(_fresh(history, runner, revision) for runner in unused):
+        history = replace(history, collected_at=max(history.collected_at, now))
     fresh = [
         _outcome(runner, failed=is_failed)
         for runners, is_failed in ((failed, True), (succeeded, False))
         for runner in runners
-        if runner.name not in history.seen and runner.actionable_revision >= revision
+        if _fresh(history, runner, revision)
     ]
     if not fresh:
         return replace(history, seen=history.seen & listed)
@@ -136,6 +149,11 @@ def record(
     outcomes = (*history.outcomes, *fresh)[-window:]
     seen = (history.seen & listed) | {outcome.runner for outcome in fresh}
     return replace(history, outcomes=outcomes, seen=frozenset(seen))
+
+
+def _fresh(history: FailureHistory, runner: EphemeralRunner, revision: int) -> bool:
+    """Not recorded yet, and made for the applied revision (or a newer one)."""
+    return runner.name not in history.seen and runner.actionable_revision >= revision
 
 
 def failed_at(runner: EphemeralRunner) -> float:
@@ -214,14 +232,20 @@ class FailureHistories:
         failed: Iterable[EphemeralRunner],
         succeeded: Iterable[EphemeralRunner],
         window: int,
+        now: float = 0.0,
     ) -> tuple[FailureHistory, FailureHistory]:
-        """Record the listed runners (:func:`record`); returns (before, after)."""
+        """Record the listed runners (:func:`record`, at ``now``); returns (before, after)."""
         with self._lock:
             owner, before = self._histories.get(key, (uid, FailureHistory(revision=revision)))
             if owner != uid:
                 before = FailureHistory(revision=revision)
             after = record(
-                before, revision=revision, failed=failed, succeeded=succeeded, window=window
+                before,
+                revision=revision,
+                failed=failed,
+                succeeded=succeeded,
+                window=window,
+                now=now,
             )
             self._histories[key] = (uid, after)
             return before, after

@@ -11,6 +11,9 @@ Modules, from pure to I/O:
 - ``invariants``: the soak's invariants checked on a trace, as a table. Pure.
 - ``live``: the progress line on the terminal.
 - ``agent``: the runner agent that plays the cluster and the runner binary.
+- ``pods``: the runner agent when ersctl's runner controller runs: kubelet and runner
+  binary per runner Pod, with the soak's start faults, and its zombie timing.
+- ``disruptions``: runner Pods evicted, drained or lost with their node (the soak's).
 - ``cluster``: the objects a run starts from and the agent's in-process view of them.
 - ``github_side``: the GitHub simulator, its HTTP server and the agent's service port.
 - ``processes``: the programs under test as subprocesses (start, stop, restart, kill).

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -167,8 +168,16 @@ class DirectCluster:
         self._patch(name, {"metadata": {"finalizers": None}})
 
     def _patch(self, name: str, patch: dict[str, Any], *, subresource: str | None = None) -> None:
-        try:
+        with unless_gone():
             self._api.patch_object(ER_PLURAL, NAMESPACE, name, patch, subresource=subresource)
-        except StatusError as exc:
-            if exc.code != 404:
-                raise
+
+
+@contextmanager
+def unless_gone() -> Iterator[None]:
+    """A write to an object deleted meanwhile (404) is no error: there is nothing left
+    to write to, and whoever wrote sees it gone on the next pass."""
+    try:
+        yield
+    except StatusError as exc:
+        if exc.code != 404:
+            raise

@@ -50,6 +50,20 @@ class FaultKind(StrEnum):
     collected after the failed-runner TTL."""
     POD_JOB_FAILURE = "pod-fails-mid-job"
     """A busy runner's Pod fails mid-job: the job fails at GitHub, the runner is deleted."""
+    POD_EVICTED = "pod-evicted"
+    """The kubelet evicts a running runner Pod (its job, if any, fails at GitHub)."""
+    POD_DRAINED = "pod-drained"
+    """A drain deletes a runner Pod not annotated do-not-disrupt (a busy one's job fails)."""
+    NODE_LOST = "node-lost"
+    """A running runner Pod's node is lost: the Pod is deleted and stays terminating, and
+    its runner is dead (its job, if any, fails at GitHub)."""
+    IMAGE_PULL_FAILURE = "image-pull-failure"
+    """The next starting runner Pod's image does not pull for a while (longer than the
+    start timeout)."""
+    RUNNER_NEVER_ONLINE = "runner-never-online"
+    """The next starting runner Pod runs, but its runner never comes online at GitHub."""
+    EXIT_WITHOUT_JOB = "exit-without-job"
+    """The next starting runner comes online and exits 0 without running a job."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +97,7 @@ def fault_plan(window: float, *, autoscaling: bool = False) -> tuple[Fault, ...]
     return tuple(Fault(at=round(frac * window, 2), kind=kind) for frac, kind in shape)
 
 
-SOAK_KINDS: tuple[FaultKind, ...] = (
+_SYSTEM_KINDS: tuple[FaultKind, ...] = (
     FaultKind.LEADER_KILL,
     FaultKind.LISTENER_KILL,
     FaultKind.API_CONFLICTS,
@@ -98,7 +112,18 @@ SOAK_KINDS: tuple[FaultKind, ...] = (
     FaultKind.RUNNER_BROKEN,
     FaultKind.POD_JOB_FAILURE,
 )
-"""What the soak injects (``soak.py``): every kind at least once per run."""
+HEALTH_KINDS: tuple[FaultKind, ...] = (
+    FaultKind.POD_EVICTED,
+    FaultKind.POD_DRAINED,
+    FaultKind.NODE_LOST,
+    FaultKind.IMAGE_PULL_FAILURE,
+    FaultKind.RUNNER_NEVER_ONLINE,
+    FaultKind.EXIT_WITHOUT_JOB,
+)
+"""The runner health faults (the runner controller's timed rules must clear each)."""
+SOAK_KINDS: tuple[FaultKind, ...] = (*_SYSTEM_KINDS, *HEALTH_KINDS)
+"""What the soak injects (``soak.py``): every kind at least once per run, each of
+:data:`HEALTH_KINDS` up to :attr:`SoakFaults.health_repeats` times in a long one."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,16 +140,22 @@ class SoakFaults:
         (FaultKind.LEADER_KILL, 25.0),
         (FaultKind.LISTENER_KILL, 45.0),
         (FaultKind.RUNNER_BROKEN, 20.0),
+        *((kind, 8.0) for kind in HEALTH_KINDS),
     )
     margin: float = 0.05
     """Faults land inside ``[margin, 1 - margin]`` of the window (none at the very end)."""
+    health_repeats: int = 3
+    """Each of :data:`HEALTH_KINDS` lands this often in a window of
+    ``health_repeats * health_every`` seconds or more (at least once in any)."""
+    health_every: float = 90.0
 
 
 def soak_plan(window: float, *, seed: int, faults: SoakFaults = SoakFaults()) -> tuple[Fault, ...]:
     """Faults at seeded random moments inside ``window``, in time order: each of
-    :data:`SOAK_KINDS` once, then random kinds at random times up to about one per
-    ``faults.every`` seconds, keeping each kind's ``apart`` spacing (a candidate too close
-    to one of its kind is dropped). The same window and seed give the same plan."""
+    :data:`SOAK_KINDS` once (the health kinds more often in a long window), then random
+    kinds at random times up to about one per ``faults.every`` seconds, keeping each
+    kind's ``apart`` spacing (a candidate too close to one of its kind is dropped). The
+    same window and seed give the same plan."""
     rng = random.Random(f"soak-faults/{seed}")
     low, high = faults.margin * window, (1 - faults.margin) * window
     spacing = dict(faults.apart)
@@ -134,12 +165,14 @@ def soak_plan(window: float, *, seed: int, faults: SoakFaults = SoakFaults()) ->
         gap = spacing.get(kind, 0.0)
         return all(abs(f.at - at) >= gap for f in planned if f.kind == kind)
 
+    repeats = max(1, min(faults.health_repeats, int(window // faults.health_every)))
     for kind in SOAK_KINDS:
-        for _ in range(20):  # every kind once: retry the moment, not the kind
-            at = round(rng.uniform(low, high), 2)
-            if fits(kind, at):
-                planned.append(Fault(at=at, kind=kind))
-                break
+        for _ in range(repeats if kind in HEALTH_KINDS else 1):
+            for _ in range(20):  # every kind once: retry the moment, not the kind
+                at = round(rng.uniform(low, high), 2)
+                if fits(kind, at):
+                    planned.append(Fault(at=at, kind=kind))
+                    break
     extra = max(0, int(window / faults.every) - len(planned))
     for _ in range(extra):
         kind, at = rng.choice(SOAK_KINDS), round(rng.uniform(low, high), 2)

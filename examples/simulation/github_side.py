@@ -115,6 +115,10 @@ class GitHubSide:
     def complete_job(self, job_id: str, runner_id: int, *, succeeded: bool = True) -> None:
         self.sim.complete_job(int(job_id), result="succeeded" if succeeded else "failed")
 
+    def online_runners(self) -> set[str]:
+        """Names of the registered runners the service sees online."""
+        return {str(r["name"]) for r in self.sim.find_runners() if r.get("status") == "online"}
+
     def unregister(self, runner_id: int) -> None:
         try:
             self.sim.remove_runner(runner_id)

@@ -22,8 +22,17 @@ Definitions (the rows mean exactly this):
 - *no stuck finalizer*: no object still being deleted once the run drained, and nothing
   left in the cluster or at GitHub after the AutoscalingRunnerSet's deletion.
 - *no Failed runner older than the TTL*: the longest a Failed runner was seen (not yet
-  being deleted) after its failure, against ``--failed-runner-ttl`` + 5 s (the reconcile
-  the TTL schedules, and the agent seeing the deletion).
+  being deleted) after its failure, against ``--failed-runner-ttl`` + a leader failover
+  (a SIGKILLed leader's timers die with it: the Lease duration + 2 retry periods) + 5 s
+  (the reconcile the TTL schedules, and the agent seeing the deletion).
+- *no zombie runner*: the longest a live runner (not being deleted, not done) had no
+  running Pod or a runner GitHub did not see online (a Pod deleted, a lost node, an
+  image that does not pull, a runner never online or whose registration is gone),
+  against the runner health rules' longest wait (a timeout and the failure backoff
+  after it) + a leader failover (the Lease duration + 2 retry periods) + 5 s.
+- *capacity restored*: after the last fault, the seconds until the set's pending and
+  running runners first reach its desired count, against the zombie bound + the
+  failed-runner TTL (a runner that turned Failed holds its slot that long).
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from simulation.trace import SoakTrace, Trace, busy_deletions, unseen_deletions
 
 FAILOVER_SLACK = 2.0
 FAILED_RUNNER_GRACE = 5.0
+HEALTH_GRACE = 5.0
 WASTED_SHARE = 0.01
 
 DEFINITIONS = (__doc__ or "").split("\n\n", 1)[-1].strip()
@@ -72,7 +82,8 @@ def check(trace: Trace, *, retry_period: float) -> list[Row]:
     wasted = [name for name in unused if name not in soak.injected_runners]
     allowed = int(WASTED_SHARE * jobs)
     oldest = max((age for _, age in soak.failed_runner_ages), default=0.0)
-    failed_bound = soak.failed_runner_ttl + FAILED_RUNNER_GRACE
+    failover = soak.lease_duration + 2 * retry_period
+    failed_bound = soak.failed_runner_ttl + failover + FAILED_RUNNER_GRACE
     left = (*soak.stuck, *(trace.teardown or ()))
     return [
         _count("jobs lost", lost, 0),
@@ -109,10 +120,44 @@ def check(trace: Trace, *, retry_period: float) -> list[Row]:
         Row(
             name="no Failed runner older than the TTL",
             value=f"oldest {oldest:.1f}s ({len(soak.failed_runner_ages)} Failed runners)",
-            bound=f"<= {failed_bound:g}s (TTL {soak.failed_runner_ttl:g}s + {FAILED_RUNNER_GRACE:g}s)",
+            bound=f"<= {failed_bound:g}s (TTL {soak.failed_runner_ttl:g}s + {failover + FAILED_RUNNER_GRACE:g}s)",
             ok=oldest <= failed_bound,
         ),
+        *_health_rows(trace, soak, retry_period=retry_period),
     ]
+
+
+def _health_rows(trace: Trace, soak: SoakTrace, *, retry_period: float) -> list[Row]:
+    zombie_bound = soak.health_deadline + soak.lease_duration + 2 * retry_period + HEALTH_GRACE
+    worst = max(soak.zombie_ages, key=lambda item: item[1], default=("", 0.0))
+    capacity_bound = zombie_bound + soak.failed_runner_ttl
+    restored = capacity_restored(trace)
+    return [
+        Row(
+            name="no zombie runner",
+            value=f"longest {worst[1]:.1f}s" + (f" ({worst[0]})" if worst[0] else ""),
+            bound=f"<= {zombie_bound:g}s",
+            ok=worst[1] <= zombie_bound,
+        ),
+        Row(
+            name="capacity restored",
+            value="never" if restored is None else f"{restored:.1f}s after the last fault",
+            bound=f"<= {capacity_bound:g}s",
+            ok=restored is not None and restored <= capacity_bound,
+        ),
+    ]
+
+
+def capacity_restored(trace: Trace) -> float | None:
+    """Seconds from the last fault until a sample shows the set's pending and running
+    runners at its desired count (None: never; 0 without faults)."""
+    last = max((mark.at for mark in trace.marks), default=None)
+    if last is None:
+        return 0.0
+    for sample in trace.samples:
+        if sample.at >= last and sample.pending + sample.running >= sample.replicas:
+            return sample.at - last
+    return None
 
 
 def _count(name: str, found: list[str], bound: int) -> Row:

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -50,11 +51,12 @@ from simulation.cluster import (
     runner_pod_spec,
     write_listener_config,
 )
+from simulation.disruptions import AT_A_RUNNER, Disruptions
 from simulation.faults import Fault, FaultKind, fault_plan
 from simulation.github_side import SCALE_SET_NAME, GitHubSide
 from simulation.listeners import ListenerKubelet
 from simulation.live import LiveLine, Progress
-from simulation.pods import PodAgent
+from simulation.pods import START_FAULTS, PodAgent, StartFault
 from simulation.processes import CtrlC, Program, ProgramExited
 from simulation.replicas import LeaseTiming, Replicas
 from simulation.trace import (
@@ -107,6 +109,10 @@ class SimulationConfig:
     """``ersctl reconcile --runner-max-failures`` (None: its default)."""
     fault_schedule: tuple[Fault, ...] | None = None
     """These faults instead of ``--faults``' plan (the soak's, ``faults.soak_plan``)."""
+    controller_options: tuple[str, ...] = ()
+    """More ``ersctl reconcile`` options (the soak's short runner health timeouts)."""
+    health_deadline: float = 0.0
+    """The longest wait of the runner health rules the soak allows (its invariants' bound)."""
 
     @property
     def schedule(self) -> tuple[Fault, ...]:
@@ -171,6 +177,9 @@ class _Simulation:
         self.marks: list[Mark] = []
         self.restarts: list[threading.Thread] = []
         self.agent = self._agent()
+        self.disruptions = (
+            Disruptions(api=api, agent=self.agent) if isinstance(self.agent, PodAgent) else None
+        )
         kubeconfig = api.write_kubeconfig(workdir / "kubeconfig")
         self.ers_name = ERS_NAME
         self.applied_at: float | None = None
@@ -203,6 +212,7 @@ class _Simulation:
                 "--runner-controller" if config.runner_controller else "--no-runner-controller",
                 *self._autoscaling_options(),
                 *_failure_options(config),
+                *config.controller_options,
             ],
             env=dict(config.controller_env),
             workdir=workdir,
@@ -334,10 +344,12 @@ class _Simulation:
             now = time.time() - self.origin
             while queue and queue[0].at <= now:
                 self._enqueue(queue.pop(0))
-            while faults and faults[0].at <= now and self._fire(faults[0], now):
-                faults.pop(0)
-            self.agent.step()
-            self.kubelet.step()
+            for fault in [f for f in faults if f.at <= now]:
+                # One that cannot land yet waits without holding back the ones after it
+                # (they would all land at once when it does).
+                if self._fire(fault, now):
+                    faults.remove(fault)
+            self._step_cluster()
             if now >= next_sample:
                 next_sample = now + self.config.sample_every
                 sample = self._sample(now)
@@ -349,6 +361,14 @@ class _Simulation:
                 return False
             self._check_programs()
             time.sleep(self.config.tick)
+
+    def _step_cluster(self) -> None:
+        """Advance what plays the cluster: the runner agent, the disruptions' Pod garbage
+        collection, the listener's kubelet."""
+        self.agent.step()
+        if self.disruptions is not None:
+            self.disruptions.step()
+        self.kubelet.step()
 
     def _enqueue(self, job: JobArrival) -> None:
         self.github.enqueue(job)
@@ -376,6 +396,8 @@ class _Simulation:
             self.leader_kills.append((time.time(), killed))
         if fault.kind in _AT_A_LISTENER and not self._listener_settled():
             return False
+        if fault.kind in AT_A_RUNNER and not self._disrupt(fault.kind):
+            return False  # no runner Pod runs yet to disrupt
         self.marks.append(Mark(at=round(now, 2), label=fault.label))
         self.live.note(f"[{now:5.1f}s] fault: {fault.label}")
         self._actions()[fault.kind]()
@@ -394,6 +416,8 @@ class _Simulation:
                 self.config.runner_max_failures or DEFAULT_MAX_FAILURES
             ),
             FaultKind.POD_JOB_FAILURE: lambda: self._pod_agent().fail_a_busy_runner(),
+            **{kind: lambda: None for kind in AT_A_RUNNER},  # done in _fire, which may defer
+            **{kind: partial(self._disturb_start, start) for kind, start in START_FAULTS.items()},
             FaultKind.GITHUB_5XX: lambda: self.github.fail_next(code=503, times=2),
             FaultKind.TOKEN_EXPIRY: self.github.expire_tokens,
             FaultKind.API_CONFLICTS: lambda: self.api.inject_fault(
@@ -406,6 +430,15 @@ class _Simulation:
             ),
             FaultKind.TEMPLATE_EDIT: self._edit_template,
         }
+
+    def _disrupt(self, kind: FaultKind) -> bool:
+        """Evict, drain or lose the node of a running runner Pod; False when none runs."""
+        if self.disruptions is None:
+            raise ProgramExited("runner Pod faults need the runner controller's Pods")
+        return self.disruptions.apply(kind)
+
+    def _disturb_start(self, fault: StartFault) -> None:
+        self._pod_agent().disturb_next_start(fault)
 
     def _pod_agent(self) -> PodAgent:
         if not isinstance(self.agent, PodAgent):
@@ -441,8 +474,7 @@ class _Simulation:
         deadline = time.time() + timeout
         while True:
             self.ctrl_c.check()
-            self.agent.step()
-            self.kubelet.step()
+            self._step_cluster()
             left = self._left_over()
             if not left or time.time() > deadline:
                 self.teardown = left
@@ -574,6 +606,8 @@ class _Simulation:
             drained=self.drained,
             failed_runner_ttl=self.config.failed_runner_ttl or DEFAULT_FAILED_RUNNER_TTL,
             lease_duration=float(lease.duration) if lease else 0.0,
+            zombie_ages=tuple(sorted(pods.zombie_ages.items()) if pods else ()),
+            health_deadline=self.config.health_deadline,
         )
 
 

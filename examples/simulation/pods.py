@@ -18,9 +18,16 @@ Faults (the soak's): :meth:`PodAgent.fail_next_start` fails the Pods of the next
 to start (exit code 1 before the runner connects: a bad node, a crashing entrypoint), once
 or until the runner turns Failed; :meth:`PodAgent.fail_a_busy_runner` fails the Pod of a
 runner in the middle of its job, and the job fails at the service, as GitHub fails a job
-whose runner died (it does not queue it again). Both are recorded
+whose runner died (it does not queue it again); :meth:`PodAgent.disturb_next_start` makes
+the next starting Pod's image fail to pull for a while, its runner never come online, or
+its runner exit 0 without a job; :meth:`PodAgent.take_down` kills a running runner for
+an eviction, a drain or a lost node (``simulation.disruptions``). All are recorded
 (:attr:`PodAgent.injected_runners`, :attr:`PodAgent.failed_jobs`), so the report tells
 them from failures the system under test caused.
+
+Zombies (the soak's invariant): every step, each live runner (not being deleted, not
+done) without a running Pod or whose runner the service does not see online is timed;
+:attr:`PodAgent.zombie_ages` keeps the longest stretch of each.
 
 Starting and exiting a runner Pod is ``ersctl.testing.podsim.RunnerPods`` (the runner
 controller's own kubelet stand-in). It also records, from the ERs, what the report needs: when each runner's ER appeared,
@@ -31,14 +38,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from enum import StrEnum
+from typing import Any, Final, Protocol
 
 from ersctl.api import ER_KIND, ER_PLURAL, EphemeralRunner, ERPhase
+from ersctl.runner.pods import RUNNER_CONTAINER
 from ersctl.runnerset.failures import failed_at
 from ersctl.testing.apiserver import ApiServer, StatusError
-from ersctl.testing.podsim import PodNotStartable, RunnerPods
+from ersctl.testing.podsim import PodNotStartable, RunnerPods, running_status
 from simulation.agent import AgentTiming
-from simulation.cluster import NAMESPACE
+from simulation.cluster import NAMESPACE, unless_gone
+from simulation.faults import FaultKind
 from simulation.trace import RunnerTrace, runner_traces
 
 
@@ -49,9 +59,35 @@ class RunnerService(Protocol):
 
     def complete_job(self, job_id: str, runner_id: int, *, succeeded: bool = True) -> None: ...
 
+    def online_runners(self) -> set[str]:
+        """Names of the registered runners the service sees online."""
+        ...
+
 
 class RunnerGone(Exception):
     """The runner's registration no longer exists at the service (it cannot connect)."""
+
+
+class StartFault(StrEnum):
+    """What :meth:`PodAgent.disturb_next_start` does to the next starting runner Pod."""
+
+    IMAGE_PULL = "image-pull"
+    """Its image does not pull for :data:`PULL_FAILURE_SECONDS` (ImagePullBackOff)."""
+    NEVER_ONLINE = "never-online"
+    """It runs, but its runner never connects to the service."""
+    EXIT_UNUSED = "exit-unused"
+    """Its runner connects, then exits 0 without taking a job."""
+
+
+START_FAULTS: Final = {
+    FaultKind.IMAGE_PULL_FAILURE: StartFault.IMAGE_PULL,
+    FaultKind.RUNNER_NEVER_ONLINE: StartFault.NEVER_ONLINE,
+    FaultKind.EXIT_WITHOUT_JOB: StartFault.EXIT_UNUSED,
+}
+"""The soak's faults that :meth:`PodAgent.disturb_next_start` does."""
+PULL_FAILURE_SECONDS: Final = 60.0
+"""How long an image fails to pull: far past the soak's ``--runner-start-timeout`` and its
+zombie bound, so only the start timeout's replacement Pod ends it in time."""
 
 
 @dataclass(kw_only=True)
@@ -64,6 +100,8 @@ class _Pod:
     job_id: str | None = None
     job_ends_at: float | None = None
     done: bool = False
+    pull_until: float | None = None
+    """The image pulls from then on (an injected pull failure)."""
 
 
 @dataclass(kw_only=True)
@@ -112,6 +150,11 @@ class PodAgent:
         self.failed_ages: dict[str, float] = {}
         """Per runner seen Failed (not yet being deleted): the most seconds it was seen
         Failed after its failure (``ersctl.runnerset.failures.failed_at``)."""
+        self._start_faults: list[StartFault] = []
+        self._zombie_since: dict[str, float] = {}
+        self.zombie_ages: dict[str, float] = {}
+        """Per runner ever seen a zombie (see the module docstring): its longest such
+        stretch (seconds)."""
 
     def fail_next_start(self, pods: int = 1) -> None:
         """Fail the next ``pods`` Pods of the next runner to start (see the module docstring)."""
@@ -121,10 +164,35 @@ class PodAgent:
         """Fail the Pod of the next runner seen running a job its ER records."""
         self._job_failures += 1
 
+    def disturb_next_start(self, fault: StartFault) -> None:
+        """Do ``fault`` to the next runner Pod that starts."""
+        self._start_faults.append(fault)
+
+    def running(self) -> list[tuple[str, str]]:
+        """(uid, name) of the runner Pods whose runner runs, oldest first."""
+        return [
+            (uid, state.name)
+            for uid, state in self._pods.items()
+            if state.started and not state.dead and not state.done
+        ]
+
+    def take_down(self, uid: str) -> None:
+        """The runner of Pod ``uid`` dies by an injected fault: its job, if any, fails at
+        the service (as GitHub fails a job whose runner is gone), and both are recorded."""
+        state = self._pods.get(uid)
+        if state is None or state.done:
+            return
+        self.injected_runners.add(state.name)
+        if state.job_id is not None:
+            self.failed_jobs.append((state.name, state.job_id))
+            self._service.complete_job(state.job_id, state.runner_id, succeeded=False)
+        state.done = True
+
     def step(self) -> None:
         """Observe the ERs, then advance every runner Pod by at most one transition."""
-        self._observe_runners(self._clock())
+        runners = self._observe_runners(self._clock())
         present: set[str] = set()
+        running: set[str] = set()
         for pod in self._api.list_objects("pods", NAMESPACE):
             meta = pod.get("metadata") or {}
             if not _runner_owned(meta):
@@ -134,8 +202,11 @@ class PodAgent:
             state = self._pods.setdefault(uid, _Pod(name=str(meta.get("name")), seen_at=now))
             if meta.get("deletionTimestamp"):
                 self._on_gone(state)
-            else:
-                self._advance(state, now)
+                continue
+            self._advance(state, now)
+            if _runs(pod):
+                running.add(state.name)
+        self._observe_zombies(runners, running, self._clock())
         for uid in [uid for uid in self._pods if uid not in present]:
             # Forget a Pod once gone: uids are never reused, so each step only walks live Pods.
             self._on_gone(self._pods.pop(uid))
@@ -146,7 +217,11 @@ class PodAgent:
         if state.done or state.dead:
             return
         if not state.started:
-            if now >= state.seen_at + self._timing.startup_delay and not self._fail_start(state):
+            if state.pull_until is not None and now < state.pull_until:
+                return
+            if now < state.seen_at + self._timing.startup_delay:
+                return
+            if not self._fail_start(state) and not self._disturb_start(state, now):
                 self._start(state)
         elif state.job_id is None:
             job_id = self._service.take_job(state.runner_id)
@@ -156,6 +231,25 @@ class PodAgent:
             self._service.complete_job(state.job_id, state.runner_id)
             state.done = True
             self._exit(state.name, 0)
+
+    def _disturb_start(self, state: _Pod, now: float) -> bool:
+        """Start this Pod as a queued start fault says; False when none is queued."""
+        if not self._start_faults or state.pull_until is not None:
+            return False
+        fault = self._start_faults.pop(0)
+        self.injected_runners.add(state.name)
+        if fault is StartFault.IMAGE_PULL:
+            state.pull_until = now + PULL_FAILURE_SECONDS
+            self._set_status(state.name, _IMAGE_PULL_BACK_OFF)
+        elif fault is StartFault.NEVER_ONLINE:
+            state.started = state.dead = True
+            self._set_status(state.name, running_status())
+        else:
+            self._start(state)
+            if not state.dead:
+                state.done = True
+                self._exit(state.name, 0)
+        return True
 
     def _start(self, state: _Pod) -> None:
         state.started = True
@@ -199,16 +293,37 @@ class PodAgent:
         state.done = True
 
     def _exit(self, name: str, code: int) -> None:
-        try:
+        with unless_gone():  # a Pod deleted meanwhile has nothing left to report
             self._pods_sim.exit(name, code)
-        except StatusError as exc:
-            if exc.code != 404:  # a Pod deleted meanwhile has nothing left to report
-                raise
 
-    def _observe_runners(self, now: float) -> None:
+    def _set_status(self, name: str, status: dict[str, Any]) -> None:
+        with unless_gone():
+            self._api.patch_object(
+                "pods", NAMESPACE, name, {"status": status}, subresource="status"
+            )
+
+    def _observe_zombies(
+        self, runners: list[EphemeralRunner], running: set[str], now: float
+    ) -> None:
+        """Time each live runner whose Pod does not run or whose runner GitHub does not
+        see online (a runner whose job ended is so too, until its Pod exits: briefly)."""
+        online = self._service.online_runners()
+        stuck = {
+            runner.name
+            for runner in runners
+            if not (runner.is_deleting or runner.is_done)
+            and (runner.name not in running or runner.name not in online)
+        }
+        for name in stuck:
+            since = self._zombie_since.setdefault(name, now)
+            self.zombie_ages[name] = max(now - since, self.zombie_ages.get(name, 0.0))
+        for name in set(self._zombie_since) - stuck:
+            del self._zombie_since[name]
+
+    def _observe_runners(self, now: float) -> list[EphemeralRunner]:
         present: set[str] = set()
-        for obj in self._api.list_objects(ER_PLURAL, NAMESPACE):
-            er = EphemeralRunner(obj)
+        runners = [EphemeralRunner(obj) for obj in self._api.list_objects(ER_PLURAL, NAMESPACE)]
+        for er in runners:
             present.add(er.name)
             seen = self._runners.setdefault(
                 er.name, _RunnerSeen(name=er.name, seen_at=now, patch_id=er.patch_id)
@@ -226,10 +341,36 @@ class PodAgent:
             # The runner controller may release an ER between two looks: gone is deleted.
             if seen.deleted_at is None and seen.name not in present:
                 seen.deleted_at = now
+        return runners
 
     def traces(self, *, origin: float) -> tuple[RunnerTrace, ...]:
         """One record per runner (ER) ever seen, times relative to ``origin``."""
         return runner_traces(self._runners.values(), origin=origin)
+
+
+_IMAGE_PULL_BACK_OFF: Final = {
+    "phase": "Pending",
+    "containerStatuses": [
+        {
+            "name": RUNNER_CONTAINER,
+            "ready": False,
+            "state": {
+                "waiting": {
+                    "reason": "ImagePullBackOff",
+                    "message": 'Back-off pulling image "ghcr.io/actions/actions-runner:latest"',
+                }
+            },
+        }
+    ],
+}
+
+
+def _runs(pod: dict[str, Any]) -> bool:
+    """The Pod's runner container runs."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or ():
+        if status.get("name") == RUNNER_CONTAINER:
+            return "running" in (status.get("state") or {})
+    return False
 
 
 def _runner_owned(meta: dict[str, object]) -> bool:

@@ -1,9 +1,9 @@
 """What ``examples/soak.py`` does with good options: configure, run, check, report.
 
 The soak is one simulation (``simulation.orchestrate``) with two leader-elected
-controller replicas, the runner controller, a short failed-runner TTL and the fault
-schedule of ``simulation.faults.soak_plan``; its trace is checked by
-``simulation.invariants``.
+controller replicas, the runner controller, a short failed-runner TTL, short runner
+health timeouts and the fault schedule of ``simulation.faults.soak_plan``; its trace is
+checked by ``simulation.invariants``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ersctl.platform.cli import fail
+from ersctl.runner.phases import FailurePolicy
 from simulation.agent import AgentTiming
 from simulation.faults import soak_plan
 from simulation.invariants import DEFINITIONS, check, format_table
@@ -34,6 +35,20 @@ brings the set back to its minimum, where a runner nobody needed is scaled down 
 RUNNER_MAX_FAILURES = 2
 """Failed Pods before a runner turns Failed: 2 (5 s apart) so a broken runner turns
 Failed within the run, and its collection after the TTL is seen."""
+START_TIMEOUT = 4.0
+"""``--runner-start-timeout`` (and ``--runner-online-timeout``): far shorter than an
+injected image pull failure lasts, so the rule, not the image, ends it."""
+NODE_LOST_TIMEOUT = 3.0
+HEALTH_OPTIONS = (
+    *("--runner-start-timeout", str(START_TIMEOUT)),
+    *("--runner-online-timeout", str(START_TIMEOUT)),
+    *("--runner-node-lost-timeout", str(NODE_LOST_TIMEOUT)),
+    *("--runner-deregistration-timeout", "10"),
+)
+"""Short runner health timeouts, so every rule acts within the run."""
+HEALTH_DEADLINE = max(START_TIMEOUT, NODE_LOST_TIMEOUT) + FailurePolicy().delay(1)
+"""The longest a health fault keeps a runner from taking a job: a timeout, then the
+failure backoff before the next Pod."""
 
 
 _DURATIONS = Durations(median=3.0, sigma=0.5, shortest=0.5, longest=8.0)
@@ -79,6 +94,8 @@ def soak_config(args: argparse.Namespace) -> SimulationConfig:
         failed_runner_ttl=args.failed_runner_ttl,
         runner_max_failures=RUNNER_MAX_FAILURES,
         fault_schedule=soak_plan(window, seed=args.seed),
+        controller_options=HEALTH_OPTIONS,
+        health_deadline=HEALTH_DEADLINE,
     )
 
 
@@ -103,8 +120,8 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         f"2 controller replicas (Lease {config.lease.duration}s, renew deadline "
         f"{config.lease.renew_deadline:g}s, retry {config.lease.retry_period:g}s), "
         f"--failed-runner-ttl {config.failed_runner_ttl:g}, "
-        f"--runner-max-failures {config.runner_max_failures}; "
-        f"{len(config.schedule)} faults"
+        f"--runner-max-failures {config.runner_max_failures}, "
+        f"{' '.join(config.controller_options)}; {len(config.schedule)} faults"
     )
     print(DEFINITIONS, end="\n\n")
     print(format_table(rows))

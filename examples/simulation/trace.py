@@ -216,6 +216,11 @@ class SoakTrace:
     """Every job done and the set back at its minimum before the drain deadline."""
     failed_runner_ttl: float = 0.0
     lease_duration: float = 0.0
+    zombie_ages: tuple[tuple[str, float], ...] = ()
+    """Per runner ever seen without a running Pod or not online at GitHub while live:
+    its longest such stretch (``simulation.pods.PodAgent.zombie_ages``)."""
+    health_deadline: float = 0.0
+    """The longest wait the runner health rules were given (timeouts and backoff)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -263,6 +263,26 @@ def test_an_exited_listener_comes_back_after_an_exponential_backoff_with_an_even
     assert (event["type"], event["involvedObject"]["kind"]) == ("Warning", "AutoscalingListener")
 
 
+@pytest.mark.embedded_only("a watch delay keeps the deleted Pod in the cache")
+def test_an_exit_is_counted_once_while_the_cache_still_shows_the_exited_pod(
+    harness: ListenerHarness,
+) -> None:
+    harness.create_listener()
+    harness.settle()
+    harness.set_pod_status(exited(1))
+    harness.wait_for_cache()
+    assert harness.kube.embedded is not None
+    harness.kube.embedded.set_watch_delay("pods", 5.0)  # the deletion reaches the cache late
+    try:
+        assert harness.reconcile().requeue_after == 5.0
+        assert harness.pods.store.get(harness.namespace, harness.name) is not None
+        harness.reconcile()  # what the event of its own status write brings
+    finally:
+        harness.kube.embedded.set_watch_delay("pods", 0.0)
+    listener = harness.listener()
+    assert listener is not None and listener.listener_restarts == 1  # not 2: one exit
+
+
 def test_the_backoff_is_capped_and_a_listener_that_ran_long_starts_over(
     harness: ListenerHarness,
 ) -> None:

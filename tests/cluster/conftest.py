@@ -8,7 +8,7 @@ import base64
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,6 +22,7 @@ from ersctl.api import ER_PLURAL, GROUP, VERSION, EphemeralRunner, job_status_fi
 from ersctl.kube.apireader import ApiReader
 from ersctl.kube.events import EventRecorder
 from ersctl.kube.reconcile import Request, Result
+from ersctl.runner.health import HealthPolicy
 from ersctl.runner.metrics import RunnerMetrics
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.reconciler import RunnerReconciler
@@ -41,13 +42,21 @@ from tests.kubeclient import SentRequests
 CREDENTIALS = "github-credentials"
 TOKEN = "ghp_pat_that_must_never_be_logged"
 NO_SCHEDULER = "gha-scaleset-tests-no-scheduler"
+HEALTH = HealthPolicy(
+    start_timeout=600.0, online_timeout=900.0, node_lost_timeout=300.0, deregistration_timeout=900.0
+)
+"""The harness's health rules, whose deadlines the tests pass by moving the clock: longer
+than any other wait a test moves it by (a failure backoff), since the Pods made after a
+move are stamped with the API server's real time, as if made that long ago."""
 
 
 @dataclass
 class Clock:
-    """An injected wall clock the tests move by hand."""
+    """An injected wall clock the tests move by hand, from the real now (the API server
+    stamps the objects it stores with its own clock, in whole seconds: the health rules
+    compare the two)."""
 
-    now: datetime = field(default_factory=lambda: datetime(2026, 1, 1, 12, 0, tzinfo=UTC))
+    now: datetime = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0))
 
     def __call__(self) -> datetime:
         return self.now
@@ -71,6 +80,8 @@ class Harness:
     """Every service client the reconciler's ``SecretRunnerServices`` built, in order."""
     sent: SentRequests
     """What the reconciler's Kubernetes client sent."""
+    build: Callable[[HealthPolicy], RunnerReconciler]
+    """A reconciler like :attr:`reconciler` with other health rules."""
 
     @property
     def namespace(self) -> str:
@@ -246,17 +257,22 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
     )
     clock = Clock()
     registry = CollectorRegistry()
-    reconciler = RunnerReconciler(
-        runners=resources,
-        pods=resources,
-        secrets=resources,
-        hooks=resources,
-        services=services,
-        events=EventRecorder(api_client),
-        policy=FailurePolicy(max_failures=3),
-        clock=clock,
-        metrics=RunnerMetrics(registry),
-    )
+    metrics = RunnerMetrics(registry)
+
+    def build(health: HealthPolicy) -> RunnerReconciler:
+        return RunnerReconciler(
+            runners=resources,
+            pods=resources,
+            secrets=resources,
+            hooks=resources,
+            services=services,
+            events=EventRecorder(api_client),
+            policy=FailurePolicy(max_failures=3),
+            health=health,
+            clock=clock,
+            metrics=metrics,
+        )
+
     try:
         yield Harness(
             kube=kube,
@@ -264,10 +280,11 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
             scale_set_id=scale_set_id,
             config_url=f"{github.url}/my-org",
             clock=clock,
-            reconciler=reconciler,
+            reconciler=build(HEALTH),
             registry=registry,
             clients=factory.built,
             sent=sent,
+            build=build,
         )
     finally:
         services.close()

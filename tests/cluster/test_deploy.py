@@ -285,7 +285,7 @@ def test_the_controller_gets_exactly_the_calls_it_makes(rendered: list[dict[str,
         ("actions.github.com", "ephemeralrunners/status", "patch"),
         ("actions.github.com", "ephemeralrunnersets/finalizers", "update"),
         ("actions.github.com", "ephemeralrunners/finalizers", "update"),
-        *(("", "pods", v) for v in ("get", "list", "watch", "create", "delete")),
+        *(("", "pods", v) for v in ("get", "list", "watch", "create", "patch", "delete")),
         *(
             ("actions.github.com", "autoscalinglisteners", v)
             for v in ("get", "list", "watch", "patch")

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ersctl.api import EphemeralRunner, ERPhase
+from ersctl.runner.modes import Mode
 from ersctl.runner.phases import (
     FailurePolicy,
     Finished,
@@ -118,19 +119,19 @@ def pod(
             id="readiness lost while idle -> synced, still Pending",
         ),
         pytest.param(
-            er("Running"),
+            er("Running", job="job-1"),
             pod("Succeeded", exit_code=0),
             Finished(phase=ERPhase.SUCCEEDED),
             id="runner exits 0 -> Succeeded",
         ),
         pytest.param(
-            er("Running"),
+            er("Running", job="job-1"),
             pod("Running", exit_code=0),
             Finished(phase=ERPhase.SUCCEEDED),
             id="runner exits 0 while a sidecar runs -> Succeeded",
         ),
         pytest.param(
-            er("Running"),
+            er("Running", job="job-1"),
             pod("Succeeded"),
             Finished(phase=ERPhase.SUCCEEDED),
             id="pod Succeeded without container status -> Succeeded",
@@ -139,14 +140,24 @@ def pod(
             er("Running"),
             pod("Failed", exit_code=1, reason="Error"),
             PodFailed(
-                pod_uid="pod-1", reason="Error", message="the runner container exited with code 1"
+                pod_uid="pod-1",
+                reason="Error",
+                message="the runner container exited with code 1",
+                mode=Mode.EXITED,
+                detail="the runner container exited with code 1",
             ),
             id="runner exits 1 -> a failure",
         ),
         pytest.param(
             er("Running"),
             pod("Failed", reason="Evicted"),
-            PodFailed(pod_uid="pod-1", reason="Evicted", message=""),
+            PodFailed(
+                pod_uid="pod-1",
+                reason="Evicted",
+                message="",
+                mode=Mode.EVICTED,
+                detail="the runner pod was evicted (Evicted)",
+            ),
             id="evicted before the runner ended -> a failure",
         ),
         pytest.param(
@@ -185,7 +196,7 @@ def pod(
             er("Pending", ready=True),
             pod("Succeeded", exit_code=0),
             Finished(phase=ERPhase.SUCCEEDED),
-            id="an idle runner that exits 0 -> Succeeded (its registration is gone)",
+            id="an idle runner that exits 0 -> Succeeded (GitHub says whether it ran a job)",
         ),
     ],
 )

@@ -27,7 +27,7 @@ from ersctl.runner.controller import (
     add_runner_controller,
 )
 from ersctl.runner.phases import FailurePolicy, PodState
-from ersctl.runner.pods import RUNNER_POD_LABEL
+from ersctl.runner.pods import DISRUPTION_ANNOTATIONS, RUNNER_POD_LABEL
 from ersctl.runnerset.metrics import LISTENER_SELECTOR
 from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.podsim import RunnerPods
@@ -161,8 +161,14 @@ def no_new_requests(sent: SentRequests, *, polls: int = 5) -> Callable[[], bool]
 
 
 def successful_reconciles(manager: Manager) -> float:
-    labels = {"controller": CONTROLLER_NAME, "result": "success"}
-    return manager.metrics.value("ersctl_reconcile_total", labels)
+    """Reconciles that did not raise: done, or done with a timed look to come (an idle
+    runner's online deadline)."""
+    return sum(
+        manager.metrics.value(
+            "ersctl_reconcile_total", {"controller": CONTROLLER_NAME, "result": result}
+        )
+        for result in ("success", "requeue_after")
+    )
 
 
 def test_runner_pods_are_cached_with_only_what_the_controller_reads(h: Harness) -> None:
@@ -171,7 +177,11 @@ def test_runner_pods_are_cached_with_only_what_the_controller_reads(h: Harness) 
     # cache's memory. One Pod arrives by the first list, the other by the watch.
     listed = h.kube.create_object("pods", runner_pod("arc-runner-listed"))
     h.kube.patch_object(
-        "pods", h.namespace, "arc-runner-listed", {"status": EXITED}, subresource="status"
+        "pods", h.namespace, "arc-runner-listed", {"status": STUCK}, subresource="status"
+    )
+    h.kube.create_object("pods", runner_pod("arc-runner-unscheduled"))
+    h.kube.patch_object(
+        "pods", h.namespace, "arc-runner-unscheduled", {"status": UNSCHEDULED}, subresource="status"
     )
     with running_manager(h, SentRequests()) as manager:
         cache = manager.store(PODS)
@@ -188,14 +198,27 @@ def test_runner_pods_are_cached_with_only_what_the_controller_reads(h: Harness) 
             timeout=10,
         )
 
-        for name in ("arc-runner-listed", "arc-runner-watched"):
+        for name in ("arc-runner-listed", "arc-runner-unscheduled", "arc-runner-watched"):
             cached, served = cache.get(h.namespace, name), h.pod(name)
             assert cached is not None and served is not None and "spec" in served
             assert "spec" not in cached and "labels" not in cached["metadata"]
             assert PodState.from_pod(cached) == PodState.from_pod(served)
-            assert PodState.from_pod(served).runner_exit_code == 3
+            assert cached["metadata"]["annotations"] == DISRUPTION_ANNOTATIONS
             for field in POD_METADATA_READ:
                 assert cached["metadata"].get(field) == served["metadata"].get(field)
+        exited = PodState.from_pod(h.pod("arc-runner-watched") or {})
+        assert exited.runner_exit_code == 3 and exited.protected and exited.created_at
+        stuck = PodState.from_pod(h.pod("arc-runner-listed") or {})
+        assert (stuck.waiting_reason, stuck.init_failure) == (
+            "ImagePullBackOff",
+            "init container setup exited with code 1 (Error)",
+        )
+        assert stuck.not_ready_since is not None
+        unscheduled = PodState.from_pod(h.pod("arc-runner-unscheduled") or {})
+        assert (unscheduled.waiting_reason, unscheduled.waiting_message) == (
+            "Unschedulable",
+            "0/3 nodes are available: 3 Insufficient cpu.",
+        )
     assert listed["metadata"]["uid"]
 
 
@@ -214,12 +237,48 @@ EXITED = {
 }
 
 
+STUCK = {
+    "phase": "Pending",
+    "conditions": [
+        {"type": "PodScheduled", "status": "True"},
+        {"type": "Initialized", "status": "False"},
+        {"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+    ],
+    "initContainerStatuses": [
+        {"name": "setup", "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}
+    ],
+    "containerStatuses": [
+        {"name": "dind", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "no"}}},
+        {"name": "other", "state": {"waiting": {"reason": "PodInitializing"}}},
+        {"name": "runner", "state": {"waiting": {"reason": "PodInitializing"}}},
+    ],
+}
+"""A Pod that cannot start: its init container failed, a sidecar's image does not pull."""
+UNSCHEDULED = {
+    "phase": "Pending",
+    "conditions": [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/3 nodes are available: 3 Insufficient cpu.",
+        }
+    ],
+}
+
+
 def runner_pod(name: str) -> dict[str, Any]:
-    """A Pod the runner Pod informer selects (no runner owns it: none is reconciled)."""
+    """A Pod the runner Pod informer selects (no runner owns it: none is reconciled),
+    annotated as a busy runner's is, and with an annotation nobody reads."""
+    annotations = {**DISRUPTION_ANNOTATIONS, "example.com/unread": "x"}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "labels": {RUNNER_POD_LABEL: "True"}},
+        "metadata": {
+            "name": name,
+            "labels": {RUNNER_POD_LABEL: "True"},
+            "annotations": annotations,
+        },
         "spec": {
             "schedulerName": NO_SCHEDULER,
             "containers": [{"name": "runner", "image": "ghcr.io/actions/actions-runner"}],

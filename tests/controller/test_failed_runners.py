@@ -181,3 +181,33 @@ def test_a_set_whose_runners_keep_failing_backs_off_shows_it_and_a_new_revision_
     recovered = condition(cluster)
     assert recovered is not None and recovered["status"] == "False"
     assert [e["type"] for e in cluster.events("RunnersRecovered")] == ["Normal"]
+
+
+def test_runners_that_exit_without_a_job_back_their_set_off_as_failed_ones_do(
+    cluster: Cluster,
+) -> None:
+    # A broken entrypoint that exits 0: each runner Succeeded, none ran a job. Counted as
+    # successes, they would be replaced at full speed for ever.
+    clock = Clock(T0)
+    cluster.use_reconciler(failed_runners=FailedRunnerPolicy(ttl=60), clock=clock)
+    cluster.create_ers(replicas=3, patch_id=0)
+    names = [cluster.add_runner(runner_id=10 + i) for i in range(3)]
+    for name in names:
+        cluster.set_runner_status(
+            name,
+            phase="Succeeded",
+            reason=api.REASON_EXITED_WITHOUT_JOB,
+            message="the runner exited without running a job",
+        )
+    clock.set(5)
+
+    assert cluster.reconcile().action == "cleanup-finished"
+    for name in names:
+        cluster.release_runner(name)
+    clock.set(6)
+    outcome = cluster.reconcile()
+
+    assert outcome.action == "backed-off", "10 s after the unused runners were seen"
+    assert outcome.result.requeue_after == pytest.approx(9)
+    failing = condition(cluster)
+    assert failing is not None and "RunnerExitedWithoutJob" in failing["message"]

@@ -98,3 +98,27 @@ def test_a_new_revision_starts_afresh_and_ignores_runners_of_older_revisions() -
 
     assert (fresh.revision, fresh.outcomes) == (2, ())
     assert POLICY.replacements_allowed_at(fresh) == 0.0
+
+
+def unused(name: str, *, job_id: str = "") -> api.EphemeralRunner:
+    """A runner that exited 0 without a job, as the runner controller records it."""
+    item = runner("Succeeded", name=name, job_id=job_id)
+    item.status["reason"] = api.REASON_EXITED_WITHOUT_JOB
+    return item
+
+
+def test_runners_exiting_without_a_job_count_as_failed_and_open_their_slot_when_seen() -> None:
+    now = epoch("2030-01-01T00:00:00Z")
+    result = FailureHistory()
+    for i in range(3):
+        result = record(
+            result, revision=0, failed=[], succeeded=[unused(f"u{i}")], window=10, now=now + i
+        )
+
+    assert result.failed == 3 and POLICY.failing(result)
+    assert POLICY.replacements_allowed_at(result) == now + 2 + 10  # the latest one's slot
+    # A job the listener recorded late: it ran one after all.
+    late = record(
+        FailureHistory(), revision=0, failed=[], succeeded=[unused("j", job_id="7")], window=10
+    )
+    assert late.failed == 0 and late.collected_at == 0.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from simulation.faults import SOAK_KINDS, FaultKind, SoakFaults, soak_plan
+from simulation.faults import HEALTH_KINDS, SOAK_KINDS, FaultKind, SoakFaults, soak_plan
 
 
 def test_the_same_seed_gives_the_same_plan_and_another_seed_another() -> None:
@@ -30,3 +30,11 @@ def test_a_long_window_gets_about_one_fault_per_period_and_keeps_kinds_apart() -
         assert len(moments) >= 2, kind
         assert all(b - a >= gap for a, b in itertools.pairwise(moments)), kind
     assert sum(1 for f in plan if f.kind is FaultKind.LEADER_KILL) <= 500 / 25 + 1
+
+
+def test_a_long_window_gets_every_runner_health_fault_three_times_a_short_one_once() -> None:
+    long_plan, short_plan = soak_plan(400.0, seed=1), soak_plan(25.0, seed=3)
+
+    for kind in HEALTH_KINDS:
+        assert sum(1 for fault in long_plan if fault.kind == kind) >= 3, kind
+        assert sum(1 for fault in short_plan if fault.kind == kind) >= 1, kind

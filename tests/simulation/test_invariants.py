@@ -6,8 +6,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from simulation.invariants import Row, check, format_table
-from simulation.trace import Failover, JobTrace, RunnerTrace, SoakTrace, Trace
+from simulation.invariants import Row, capacity_restored, check, format_table
+from simulation.trace import Failover, JobTrace, Mark, RunnerTrace, Sample, SoakTrace, Trace
 
 TTL = 10.0
 
@@ -138,8 +138,9 @@ def test_objects_stuck_in_deletion_or_left_after_teardown_fail_the_finalizer_row
 
 
 def test_a_failed_runner_seen_past_the_ttl_and_its_grace_fails_its_row() -> None:
-    kept = _soak(_healthy(), failed_runner_ages=(("r7", TTL + 4.0),))
-    overdue = _soak(_healthy(), failed_runner_ages=(("r7", TTL + 6.0),))
+    # The grace: a failover (the Lease 5 s + 2 retry periods of 1 s) + 5 s.
+    kept = _soak(_healthy(), failed_runner_ages=(("r7", TTL + 11.5),))
+    overdue = _soak(_healthy(), failed_runner_ages=(("r7", TTL + 12.5),))
 
     assert _failing(kept) == set()
     assert _failing(overdue) == {"no Failed runner older than the TTL"}
@@ -150,3 +151,36 @@ def test_the_table_says_ok_or_fail_per_row() -> None:
 
     assert table.splitlines()[0].split()[:4] == ["invariant", "value", "bound", "result"]
     assert [line.split()[-1] for line in table.splitlines()[1:]].count("FAIL") == 1
+
+
+def test_a_runner_unable_to_take_a_job_past_the_health_bound_is_a_zombie() -> None:
+    # Bound: the health deadline 9 + the Lease 5 + 2 retry periods + 5 s grace = 21 s.
+    trace = _soak(_healthy(), health_deadline=9.0, zombie_ages=(("r1", 20.9), ("r2", 3.0)))
+    row = _rows(trace)["no zombie runner"]
+    assert (row.value, row.bound, row.ok) == ("longest 20.9s (r1)", "<= 21s", True)
+
+    assert "no zombie runner" in _failing(_soak(trace, zombie_ages=(("r1", 21.5),)))
+
+
+def sample(at: float, *, replicas: int, pending: int = 0, running: int = 0) -> Sample:
+    return Sample(
+        at=at, assigned_jobs=0, replicas=replicas, patch_id=0, marker=0, pending=pending,
+        running=running,
+    )  # fmt: skip
+
+
+def test_capacity_is_restored_when_pending_and_running_runners_reach_the_desired_count() -> None:
+    trace = replace(
+        _soak(_healthy(), health_deadline=9.0),
+        marks=(Mark(at=10.0, label="node-lost"),),
+        samples=(
+            sample(9.0, replicas=3, pending=3),  # before the last fault: not counted
+            sample(12.0, replicas=3, pending=1, running=1),  # a slot still held
+            sample(40.0, replicas=4, pending=2, running=2),
+        ),
+    )
+    row = _rows(trace)["capacity restored"]
+    assert (row.value, row.bound, row.ok) == ("30.0s after the last fault", "<= 31s", True)
+    assert capacity_restored(replace(trace, samples=trace.samples[:2])) is None
+    assert "capacity restored" in _failing(replace(trace, samples=trace.samples[:2]))
+    assert capacity_restored(replace(trace, marks=())) == 0.0

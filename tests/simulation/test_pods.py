@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 from simulation.agent import AgentTiming
 from simulation.cluster import NAMESPACE
-from simulation.pods import PodAgent
+from simulation.disruptions import Disruptions
+from simulation.pods import PULL_FAILURE_SECONDS, PodAgent, StartFault
 
 from ersctl.api import EphemeralRunner
-from ersctl.runner.pods import build_jit_secret, build_runner_pod
+from ersctl.runner.pods import DISRUPTION_ANNOTATIONS, build_jit_secret, build_runner_pod
 from ersctl.testing.apiserver import ApiServer
 from ersctl.testing.podsim import RunnerPods
 
@@ -40,6 +41,9 @@ class FakeRunnerService:
 
     def complete_job(self, job_id: str, runner_id: int, *, succeeded: bool = True) -> None:
         self.completed.append((job_id, succeeded))
+
+    def online_runners(self) -> set[str]:
+        return {"r1"} if self.connected else set()  # r1 is runner 7, the only one
 
 
 class Clock:
@@ -206,3 +210,118 @@ def test_a_mid_job_failure_fails_the_job_of_a_runner_whose_job_is_recorded(
     assert service.completed == [("job-1", False)]
     assert pod_agent.failed_jobs == [("r1", "job-1")]
     assert pod_agent.killed_jobs == []  # injected, not the controllers' doing
+
+
+def _status(api: ApiServer) -> dict[str, Any]:
+    return dict(_pod(api).get("status") or {})
+
+
+def test_an_image_that_does_not_pull_keeps_the_next_pod_pending_for_a_while(
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+) -> None:
+    pod_agent, service, clock = agent
+    pod_agent.disturb_next_start(StartFault.IMAGE_PULL)
+    for clock.now in (0.0, 1.0, 1.0 + PULL_FAILURE_SECONDS - 0.1):
+        pod_agent.step()
+
+    (runner,) = _status(apiserver)["containerStatuses"]
+    assert runner["state"]["waiting"]["reason"] == "ImagePullBackOff"
+    assert service.connected == [] and pod_agent.injected_runners == {"r1"}
+    assert pod_agent.zombie_ages["r1"] == pytest.approx(PULL_FAILURE_SECONDS + 0.9)
+    clock.now = 1.0 + PULL_FAILURE_SECONDS
+    pod_agent.step()  # pulled at last: the runner starts
+    assert service.connected == ["jit-r1"] and _status(apiserver)["phase"] == "Running"
+
+
+def test_a_runner_never_online_runs_its_pod_without_connecting(
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+) -> None:
+    pod_agent, service, clock = agent
+    service.queue.append("job-1")
+    pod_agent.disturb_next_start(StartFault.NEVER_ONLINE)
+    for clock.now in (0.0, 1.0, 2.0, 3.0):
+        pod_agent.step()
+
+    assert _status(apiserver)["phase"] == "Running"
+    assert service.connected == [] and service.queue == ["job-1"]  # never takes it
+    assert pod_agent.zombie_ages["r1"] == 3.0  # a Pod that runs, a runner not online
+
+
+def test_a_runner_can_exit_zero_without_a_job(
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+) -> None:
+    pod_agent, service, clock = agent
+    service.queue.append("job-1")
+    pod_agent.disturb_next_start(StartFault.EXIT_UNUSED)
+    for clock.now in (0.0, 1.0, 2.0):
+        pod_agent.step()
+
+    assert (_status(apiserver)["phase"], _exit_code(_pod(apiserver))) == ("Succeeded", 0)
+    assert service.connected == ["jit-r1"] and service.queue == ["job-1"]
+
+
+def running_job(pod_agent: PodAgent, clock: Clock) -> None:
+    for clock.now in (0.0, 1.0, 1.5):
+        pod_agent.step()
+
+
+@pytest.mark.parametrize("disruption", ["evict", "drain", "lose_node"])
+def test_a_disrupted_busy_runner_fails_its_job_as_injected(
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock], disruption: str
+) -> None:
+    pod_agent, service, clock = agent
+    service.queue.append("job-1")
+    running_job(pod_agent, clock)
+    disruptions = Disruptions(api=apiserver, agent=pod_agent)
+
+    assert getattr(disruptions, disruption)() is True
+    clock.now = 2.0
+    pod_agent.step()
+
+    assert service.completed == [("job-1", False)]
+    assert pod_agent.failed_jobs == [("r1", "job-1")] and pod_agent.killed_jobs == []
+    assert pod_agent.running() == []
+
+
+def test_an_eviction_fails_the_pod_a_lost_node_leaves_it_terminating_until_its_runner_goes(
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+) -> None:
+    pod_agent, _, clock = agent
+    running_job(pod_agent, clock)
+    disruptions = Disruptions(api=apiserver, agent=pod_agent)
+
+    assert disruptions.lose_node()
+    assert _pod(apiserver)["metadata"]["deletionTimestamp"]
+    disruptions.step()
+    assert apiserver.get_object("pods", NAMESPACE, "r1") is not None  # its runner lives
+    apiserver.delete_object("ephemeralrunners", NAMESPACE, "r1")
+    disruptions.step()
+    assert apiserver.get_object("pods", NAMESPACE, "r1") is None  # the Pod GC's part
+
+
+def test_an_eviction_fails_the_pod_without_ending_its_runner_container(
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+) -> None:
+    pod_agent, _, clock = agent
+    running_job(pod_agent, clock)
+
+    assert Disruptions(api=apiserver, agent=pod_agent).evict()
+
+    status = _status(apiserver)
+    assert (status["phase"], status["reason"]) == ("Failed", "Evicted")
+    assert _exit_code(_pod(apiserver)) is None
+
+
+def test_a_drain_leaves_a_pod_protected_from_disruption_alone(
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+) -> None:
+    pod_agent, _, clock = agent
+    running_job(pod_agent, clock)
+    apiserver.patch_object(
+        "pods", NAMESPACE, "r1", {"metadata": {"annotations": dict(DISRUPTION_ANNOTATIONS)}}
+    )
+    disruptions = Disruptions(api=apiserver, agent=pod_agent)
+
+    assert disruptions.drain() is False  # nothing it may take
+    assert apiserver.get_object("pods", NAMESPACE, "r1") is not None
+    assert disruptions.evict() is True  # node pressure respects no annotation
