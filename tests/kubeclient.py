@@ -42,6 +42,25 @@ new_watch: Callable[[], WatchStream] = watch.Watch
 """A fresh ``kubernetes.watch.Watch``, typed."""
 
 
+def unlike(wanted: Any, stored: Any, path: str = "") -> list[str]:
+    """The paths where ``stored`` does not hold what ``wanted`` sets: every field of
+    ``wanted`` with its value, lists item by item, anything else only in ``stored``.
+    For what a manifest sets and a real API server keeps, filling in defaults beside."""
+    if isinstance(wanted, dict) and isinstance(stored, dict):
+        return [
+            found
+            for key, value in wanted.items()
+            for found in unlike(value, stored.get(key), f"{path}.{key}")
+        ]
+    if isinstance(wanted, list) and isinstance(stored, list) and len(wanted) == len(stored):
+        return [
+            found
+            for index, (item, kept) in enumerate(zip(wanted, stored, strict=True))
+            for found in unlike(item, kept, f"{path}[{index}]")
+        ]
+    return [] if wanted == stored else [path or "."]
+
+
 def request(
     api_client: client.ApiClient,
     method: str,

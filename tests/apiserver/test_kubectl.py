@@ -7,8 +7,6 @@ finalizer, watch, and sorted events. Against the test's Kubernetes API; the test
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,53 +21,12 @@ from ersctl import api
 from ersctl.crds import CRD_FILES
 from ersctl.testing.apiserver.semantics import TOTAL_ANNOTATION_SIZE_LIMIT
 from tests.kubeapi import KubeApi, fresh_name
+from tests.kubectl import Kubectl, needs_kubectl
 
-KUBECTL = shutil.which("kubectl")
 EXAMPLES = Path(__file__).parents[2] / "examples"
 SAMPLE = EXAMPLES / "ephemeralrunnerset.yaml"
 
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
-
-
-class Kubectl:
-    """kubectl with its own kubeconfig and discovery cache."""
-
-    def __init__(self, kubeconfig: Path, cache: Path) -> None:
-        self.kubeconfig = kubeconfig
-        self.cache = cache
-
-    def command(self, *args: str) -> list[str]:
-        return [str(KUBECTL), f"--cache-dir={self.cache}", *args]
-
-    @property
-    def env(self) -> dict[str, str]:
-        return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
-
-    def __call__(
-        self, *args: str, check: bool = True, stdin: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            self.command("--request-timeout=20s", *args),
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=60,
-            check=False,
-        )
-        if check:
-            assert result.returncode == 0, result.stderr
-        return result
-
-    def json(self, *args: str) -> dict[str, Any]:
-        doc: dict[str, Any] = json.loads(self(*args, "-o", "json").stdout)
-        return doc
-
-
-@pytest.fixture
-def kubectl(kube: KubeApi, tmp_path: Path) -> Kubectl:
-    """kubectl for the test's API, its namespace the default."""
-    return Kubectl(kube.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path / "kube-cache")
+pytestmark = needs_kubectl
 
 
 def sample(**changes: Any) -> str:

@@ -15,8 +15,10 @@ import yaml
 
 from ersctl.crds import load_crds
 from ersctl.testing.apiserver import errors, patching
+from ersctl.testing.apiserver.controllers import Worker
 from ersctl.testing.apiserver.gc import GarbageCollector
 from ersctl.testing.apiserver.hooks import Fault, Faults, RequestLog
+from ersctl.testing.apiserver.namespaces import NamespaceController
 from ersctl.testing.apiserver.records import DeleteOptions
 from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType
 from ersctl.testing.apiserver.serving import Backend, KubeHTTPServer
@@ -53,7 +55,8 @@ class ApiServer:
         history_limit: int = 10_000,
     ) -> None:
         """``gc``: also do what kube-controller-manager does for the API: collect the
-        garbage (dependents of deleted owners) and empty and remove deleted namespaces.
+        garbage (dependents of deleted owners), empty and remove deleted namespaces
+        (Terminating meanwhile), keep a ServiceAccount ``default`` in every namespace.
         Without it the server behaves as a bare kube-apiserver (as envtest runs one):
         dependents stay, a deleted namespace stays Terminating with its contents.
         ``history_limit``: watch events retained per resource; a watch from an older
@@ -62,8 +65,14 @@ class ApiServer:
         self.request_log = RequestLog()
         self._faults = Faults()
         self._registry = Registry()
-        self._store = Store(self._registry, history_limit=history_limit, namespace_controller=gc)
-        self._gc = GarbageCollector(self._store) if gc else None
+        self._store = Store(self._registry, history_limit=history_limit)
+        self._worker = Worker() if gc else None
+        self._controllers: list[GarbageCollector | NamespaceController] = []
+        if self._worker is not None:
+            self._controllers = [
+                GarbageCollector(self._store, self._worker),
+                NamespaceController(self._store, self._worker),
+            ]
         self._http: KubeHTTPServer | None = None
         self._thread: threading.Thread | None = None
         for name in INITIAL_NAMESPACES:
@@ -87,8 +96,10 @@ class ApiServer:
             daemon=True,
         )
         self._thread.start()
-        if self._gc is not None:
-            self._gc.start()
+        for controller in self._controllers:
+            controller.start()
+        if self._worker is not None:
+            self._worker.start()
         return self
 
     def stop(self) -> None:
@@ -101,8 +112,10 @@ class ApiServer:
         self._http.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        if self._gc is not None:
-            self._gc.stop()
+        for controller in self._controllers:
+            controller.stop()
+        if self._worker is not None:
+            self._worker.stop()
         self._http = None
 
     def __enter__(self) -> ApiServer:
@@ -206,8 +219,9 @@ class ApiServer:
         self._store.close_watchers(None if resource is None else self._resolve(resource))
 
     def wait_for_gc(self, timeout: float = 5.0) -> bool:
-        """Wait until the garbage collector has nothing queued. False on timeout."""
-        return True if self._gc is None else self._gc.wait_idle(timeout)
+        """Wait until the controllers (garbage collector, namespace controller) have
+        nothing queued or scheduled. False on timeout."""
+        return True if self._worker is None else self._worker.wait_idle(timeout)
 
     # -- direct access -----------------------------------------------------------
 

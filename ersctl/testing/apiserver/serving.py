@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ersctl.testing.apiserver import discovery, errors
+from ersctl.testing.apiserver import discovery, errors, openapi_proto, routing
 from ersctl.testing.apiserver.hooks import Faults, RequestLog, RequestRecord
 from ersctl.testing.apiserver.messages import Call, Response, WatchResponse
 from ersctl.testing.apiserver.openapi import Documents
@@ -76,6 +76,8 @@ class KubeHTTPServer(ThreadingHTTPServer):
 
 
 def _status_response(exc: errors.StatusError) -> Response:
+    if exc.plain:
+        return Response(exc.code, exc.message.encode(), "text/plain; charset=utf-8")
     return Response(exc.code, encode(exc.status))
 
 
@@ -221,18 +223,19 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         elif stripped.startswith("/openapi/"):
             return self._openapi(stripped)
         if doc is None:
-            raise errors.resource_not_found()
+            group = parsed.group if isinstance(parsed, GroupVersionPath) else None
+            raise routing.not_found(registry, group)
         return Response(200, encode(doc))
 
     def _openapi(self, path: str) -> Response:
         documents = self.server.backend.openapi
         if path == "/openapi/v2":
-            # Served as JSON only: kubectl asks for the protobuf form only when the v3
-            # documents fail it, and takes a 406 as "not there".
-            accept = self.headers.get("Accept", "")
-            if "protobuf" in accept and "json" not in accept and "*/*" not in accept:
-                raise errors.not_acceptable(["application/json"])
-            return Response(200, documents.v2())
+            media = openapi_proto.negotiate(self.headers.get("Accept", ""))
+            if media is None:  # as kube-openapi: a bare 406
+                raise errors.StatusError(406, "NotAcceptable", "", plain=True)
+            if media == "application/json":
+                return Response(200, documents.v2())
+            return Response(200, documents.v2_protobuf(), media)
         if path == "/openapi/v3":
             return Response(200, documents.v3_root())
         parts = path.removeprefix("/openapi/v3/").split("/")
