@@ -4,11 +4,15 @@ By default every test that needs the Kubernetes API gets its own embedded server
 (:class:`~ersctl.testing.apiserver.ApiServer`). With ``GHA_SCALESET_TEST_KUBECONFIG=path``
 set, those tests use the cluster that kubeconfig names instead, as controller-runtime's
 envtest does with ``USE_EXISTING_CLUSTER``: the project's CRDs are applied once per
-session, every test gets a fresh namespace, and what it created there is deleted when it
-ends (finalizers stripped first: no controller is left to remove them). Nothing relies
-on the cluster's garbage collector or namespace controller (a bare kube-apiserver has
-neither, so a namespace may stay Terminating after the run) except the tests marked
-``@pytest.mark.needs_gc("why")``, which run there only with
+session, every test gets a fresh namespace, and when it ends what it created there is
+deleted (every finalizer stripped first: no controller is left to remove the ones the
+project puts anywhere, the runners', the sets', the AutoscalingRunnerSet's, ARC's
+``actions.github.com/cleanup-protection``), then the namespace. On a bare kube-apiserver
+(no namespace controller) the cleanup clears the namespace's finalizer itself, as the
+controller would, so it goes too. At the end of the run the suite checks that every
+namespace it made is gone, and fails naming what is left (:class:`NamespaceLedger`).
+Nothing else relies on the cluster's garbage collector or namespace controller except
+the tests marked ``@pytest.mark.needs_gc("why")``, which run there only with
 ``GHA_SCALESET_TEST_CLUSTER_CONTROLLERS=1`` (a cluster with kube-controller-manager, such
 as kind).
 
@@ -25,6 +29,7 @@ import os
 import secrets
 import ssl
 import string
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,8 +51,8 @@ CONTROLLERS_ENV = "GHA_SCALESET_TEST_CLUSTER_CONTROLLERS"
 FIELD_MANAGER = "gha-scaleset-tests"
 
 # The resources the tests use, by plural: (group, version, namespaced). What a test
-# created in its namespaces is deleted at the end against a cluster, the custom objects
-# first (their finalizers stripped), then the rest, namespaced ones in this order.
+# created in its namespaces is deleted at the end against a cluster, in this order (the
+# custom objects first), each object's finalizers stripped first.
 RESOURCES: dict[str, tuple[str, str, bool]] = {
     api.ARS_PLURAL: (api.GROUP, api.VERSION, True),
     api.AL_PLURAL: (api.GROUP, api.VERSION, True),
@@ -62,8 +67,13 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "roles": ("rbac.authorization.k8s.io", "v1", True),
     "rolebindings": ("rbac.authorization.k8s.io", "v1", True),
     "deployments": ("apps", "v1", True),
+    "statefulsets": ("apps", "v1", True),
+    "replicasets": ("apps", "v1", True),
     "namespaces": ("", "v1", False),
 }
+LEFT_BEHIND_WAIT = 60.0
+"""Seconds the end-of-run check waits for the namespaces still being deleted (a namespace
+controller empties them one by one)."""
 
 
 def cluster_runs_controllers() -> bool:
@@ -84,6 +94,63 @@ def fresh_name(prefix: str = "test") -> str:
     return f"{prefix}-{''.join(secrets.choice(alphabet) for _ in range(6))}"
 
 
+class NamespaceLedger:
+    """Every namespace this test process made on an existing cluster, to check at the
+    end of the run that the cleanup left none behind."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, Callable[[], client.ApiClient]] = {}
+
+    def record(self, name: str, new_client: Callable[[], client.ApiClient]) -> None:
+        self._made[name] = new_client
+
+    def left_behind(self, timeout: float = LEFT_BEHIND_WAIT) -> list[str]:
+        """The namespaces still there after up to ``timeout`` seconds, each with its
+        phase and what is left in it (with finalizers); empty when all are gone."""
+        deadline = time.monotonic() + timeout
+        remaining = dict(self._made)
+        while remaining:
+            remaining = {
+                name: new_client
+                for name, new_client in remaining.items()
+                if _namespace_of(new_client, name) is not None
+            }
+            if not remaining or time.monotonic() > deadline:
+                break
+            time.sleep(1.0)
+        return [_describe(new_client, name) for name, new_client in sorted(remaining.items())]
+
+
+def _namespace_of(new_client: Callable[[], client.ApiClient], name: str) -> dict[str, Any] | None:
+    with new_client() as api_client:
+        try:
+            return request(api_client, "GET", f"/api/v1/namespaces/{name}")
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+
+def _describe(new_client: Callable[[], client.ApiClient], name: str) -> str:
+    """``name (phase): plural/object [finalizers], ...``, as far as it can be read."""
+    namespace = _namespace_of(new_client, name) or {}
+    phase = (namespace.get("status") or {}).get("phase", "gone")
+    left = []
+    with new_client() as api_client:
+        for plural, (group, version, namespaced) in RESOURCES.items():
+            if not namespaced:
+                continue
+            base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            try:
+                listed = request(api_client, "GET", f"{base}/namespaces/{name}/{plural}")
+            except ApiException:
+                continue
+            for item in listed.get("items") or ():
+                finalizers = item["metadata"].get("finalizers") or []
+                left.append(f"{plural}/{item['metadata']['name']} {finalizers}")
+    return f"{name} ({phase}): {', '.join(left) or 'nothing listed in it'}"
+
+
 class KubeApi:
     """One test's Kubernetes API: a client factory, a kubeconfig writer, and a fresh
     namespace (:attr:`namespace`) created before the test starts.
@@ -98,11 +165,18 @@ class KubeApi:
         new_client: Callable[[], client.ApiClient],
         kubeconfig: dict[str, Any],
         embedded: ApiServer | None,
+        ledger: NamespaceLedger | None = None,
+        finishes_namespaces: bool = True,
     ) -> None:
+        """``ledger``: where the namespaces made are recorded; ``finishes_namespaces``:
+        the API runs a namespace controller (else the cleanup clears a deleted
+        namespace's finalizer itself)."""
         self.url = url
         self.embedded = embedded
         self._new_client = new_client
         self._kubeconfig = kubeconfig
+        self._ledger = ledger
+        self._finishes_namespaces = finishes_namespaces
         self._client: client.ApiClient | None = None
         self._namespaces: list[str] = []
         self.namespace = self.create_namespace()
@@ -115,7 +189,16 @@ class KubeApi:
         )
 
     @classmethod
-    def for_cluster(cls, kubeconfig: Path) -> KubeApi:
+    def for_cluster(
+        cls,
+        kubeconfig: Path,
+        *,
+        ledger: NamespaceLedger | None = None,
+        controllers: bool | None = None,
+    ) -> KubeApi:
+        """The cluster ``kubeconfig`` names; ``controllers``: whether it runs
+        kube-controller-manager (default: as ``GHA_SCALESET_TEST_CLUSTER_CONTROLLERS``
+        says)."""
         doc = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
         with connect.api_client(str(kubeconfig)) as probe:
             url = str(probe.configuration.host)
@@ -124,6 +207,8 @@ class KubeApi:
             new_client=lambda: connect.api_client(str(kubeconfig)),
             kubeconfig=doc,
             embedded=None,
+            ledger=ledger,
+            finishes_namespaces=cluster_runs_controllers() if controllers is None else controllers,
         )
 
     def api_client(self) -> client.ApiClient:
@@ -132,21 +217,26 @@ class KubeApi:
 
     def http(self) -> httpx.Client:
         """A raw HTTP client (the caller closes it) with the official client's address,
-        TLS settings and credentials, for requests that client cannot send."""
+        TLS settings and credentials, for requests that client cannot send: the headers
+        of its auth settings (a kubeconfig's token or basic credentials, an exec
+        plugin's token, refreshed by the client as it would refresh it) and its client
+        certificate."""
         with self.api_client() as api_client:
             conf = api_client.configuration
-            token = conf.get_api_key_with_prefix("authorization")
-            verify: bool | ssl.SSLContext = bool(conf.verify_ssl)
-            if str(conf.host).startswith("https") and conf.verify_ssl:
+            headers = {
+                str(setting["key"]): str(setting["value"])
+                for setting in conf.auth_settings().values()
+                if setting["in"] == "header" and setting["value"]
+            }
+            verify: bool | ssl.SSLContext = False
+            if str(conf.host).startswith("https"):
                 verify = ssl.create_default_context(cafile=conf.ssl_ca_cert)
-                if conf.cert_file:
+                if not conf.verify_ssl:
+                    verify.check_hostname = False
+                    verify.verify_mode = ssl.CERT_NONE
+                if conf.cert_file:  # presented whether or not the server is verified
                     verify.load_cert_chain(conf.cert_file, conf.key_file)
-            return httpx.Client(
-                base_url=str(conf.host),
-                verify=verify,
-                headers={"Authorization": token} if token else {},
-                timeout=10,
-            )
+            return httpx.Client(base_url=str(conf.host), verify=verify, headers=headers, timeout=10)
 
     def write_kubeconfig(self, path: Path, *, namespace: str | None = None) -> Path:
         """A kubeconfig for this API whose current context defaults to ``namespace``
@@ -164,43 +254,50 @@ class KubeApi:
     def create_namespace(self, prefix: str = "test") -> str:
         """Create another fresh namespace, cleaned up with the test's own."""
         name = fresh_name(prefix)
+        self.clean_up_namespace(name)
         self.create_object(
             "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
         )
-        self._namespaces.append(name)
         return name
 
     def clean_up_namespace(self, name: str) -> None:
         """Clean up namespace ``name`` (created by the test itself) with the others."""
         self._namespaces.append(name)
+        if self._ledger is not None:
+            self._ledger.record(name, self._new_client)
 
     def close(self, *, clean_up: bool) -> None:
         """Close the client of the object calls; with ``clean_up`` (against an existing
         cluster: an embedded server is thrown away) first delete what the test left in
-        its namespaces, then the namespaces."""
+        its namespaces, every finalizer released, then the namespaces."""
         if clean_up:
             for namespace in self._namespaces:
                 self._empty(namespace)
-                with contextlib.suppress(ApiException):
-                    self._call("DELETE", self._path("namespaces", "", namespace))
+                self._delete_namespace(namespace)
         if self._client is not None:
             self._client.close()  # type: ignore[no-untyped-call]
 
     def _empty(self, namespace: str) -> None:
-        for plural in (api.AL_PLURAL, api.ER_PLURAL, api.ERS_PLURAL):
-            for item in self.list_objects(plural, namespace):
-                name = item["metadata"]["name"]
-                with contextlib.suppress(ApiException):
-                    if item["metadata"].get("finalizers"):
-                        self.patch_object(
-                            plural, namespace, name, {"metadata": {"finalizers": None}}
-                        )
-                    self.delete_object(plural, namespace, name)
         options = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
         for plural, (_, _, namespaced) in RESOURCES.items():
-            if namespaced:
-                with contextlib.suppress(ApiException):
-                    self._call("DELETE", self._path(plural, namespace), options)
+            if not namespaced:
+                continue
+            with contextlib.suppress(ApiException):  # a kind the cluster does not serve
+                for item in self.list_objects(plural, namespace):
+                    if item["metadata"].get("finalizers"):
+                        release = {"metadata": {"finalizers": None}}
+                        with contextlib.suppress(ApiException):  # gone meanwhile
+                            self.patch_object(plural, namespace, item["metadata"]["name"], release)
+                self._call("DELETE", self._path(plural, namespace), options)
+
+    def _delete_namespace(self, name: str) -> None:
+        """Delete the (emptied) namespace; without a namespace controller, clear its
+        ``kubernetes`` finalizer as that controller would, which removes it."""
+        with contextlib.suppress(ApiException):  # gone already
+            self._call("DELETE", self._path("namespaces", "", name))
+            if not self._finishes_namespaces:
+                body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+                self._call("PUT", f"{self._path('namespaces', '', name)}/finalize", body)
 
     # -- objects, through the official client -------------------------------------------
     # The embedded server's direct-access methods, by name and meaning, over HTTP, so a

@@ -80,5 +80,6 @@ from __future__ import annotations
 from ersctl.testing.apiserver.errors import StatusError
 from ersctl.testing.apiserver.hooks import RequestLog, RequestRecord
 from ersctl.testing.apiserver.server import ApiServer
+from ersctl.testing.apiserver.serving import Authentication, ServerTLS
 
-__all__ = ["ApiServer", "RequestLog", "RequestRecord", "StatusError"]
+__all__ = ["ApiServer", "Authentication", "RequestLog", "RequestRecord", "ServerTLS", "StatusError"]

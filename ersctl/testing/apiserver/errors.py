@@ -183,6 +183,11 @@ def bad_request(message: str) -> StatusError:
     return StatusError(400, "BadRequest", message)
 
 
+def unauthorized() -> StatusError:
+    """A request without credentials the server accepts."""
+    return StatusError(401, "Unauthorized", "Unauthorized")
+
+
 def forbidden(message: str) -> StatusError:
     return StatusError(403, "Forbidden", message)
 

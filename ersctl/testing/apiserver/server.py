@@ -3,6 +3,7 @@ object access."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import threading
@@ -21,7 +22,7 @@ from ersctl.testing.apiserver.hooks import Fault, Faults, RequestLog
 from ersctl.testing.apiserver.namespaces import NamespaceController
 from ersctl.testing.apiserver.records import DeleteOptions
 from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType
-from ersctl.testing.apiserver.serving import Backend, KubeHTTPServer
+from ersctl.testing.apiserver.serving import Authentication, Backend, KubeHTTPServer, ServerTLS
 from ersctl.testing.apiserver.store import Store
 
 JsonObject = dict[str, Any]
@@ -53,6 +54,8 @@ class ApiServer:
         crds: bool = True,
         gc: bool = True,
         history_limit: int = 10_000,
+        tls: ServerTLS | None = None,
+        authentication: Authentication | None = None,
     ) -> None:
         """``gc``: also do what kube-controller-manager does for the API: collect the
         garbage (dependents of deleted owners), empty and remove deleted namespaces
@@ -60,8 +63,12 @@ class ApiServer:
         Without it the server behaves as a bare kube-apiserver (as envtest runs one):
         dependents stay, a deleted namespace stays Terminating with its contents.
         ``history_limit``: watch events retained per resource; a watch from an older
-        resourceVersion gets 410 Expired, as from a real server's bounded watch cache."""
+        resourceVersion gets 410 Expired, as from a real server's bounded watch cache.
+        ``tls``: serve HTTPS; ``authentication``: what every request must carry (for
+        tests of clients' credentials; without it any request is served)."""
         self._address = (host, port)
+        self._tls = tls
+        self._authentication = authentication
         self.request_log = RequestLog()
         self._faults = Faults()
         self._registry = Registry()
@@ -87,8 +94,10 @@ class ApiServer:
         """Bind and serve on a background thread. Returns self."""
         if self._http is not None:
             return self
-        backend = Backend(self._store, self.request_log, self._faults)
-        self._http = KubeHTTPServer(self._address, backend)
+        backend = Backend(self._store, self.request_log, self._faults, self._authentication)
+        self._http = KubeHTTPServer(
+            self._address, backend, None if self._tls is None else self._tls.context
+        )
         self._thread = threading.Thread(
             target=self._http.serve_forever,
             kwargs={"poll_interval": 0.02},
@@ -131,11 +140,11 @@ class ApiServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT``; valid after :meth:`start`."""
+        """``http://127.0.0.1:PORT`` (``https`` with ``tls``); valid after :meth:`start`."""
         if self._http is None:
             raise RuntimeError("the API server is not started")
         host, port = self._http.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{'http' if self._tls is None else 'https'}://{host!s}:{port}"
 
     # -- clients -------------------------------------------------------------
 
@@ -143,10 +152,14 @@ class ApiServer:
         """A kubeconfig (context ``ersctl-testing``, namespace ``default``) for this
         server, as a document."""
         name = "ersctl-testing"
+        cluster: JsonObject = {"server": self.url}
+        if self._tls is not None:
+            ca = base64.b64encode(self._tls.ca_pem.encode()).decode()
+            cluster["certificate-authority-data"] = ca
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": name, "cluster": {"server": self.url}}],
+            "clusters": [{"name": name, "cluster": cluster}],
             "users": [{"name": name, "user": {}}],
             "contexts": [
                 {"name": name, "context": {"cluster": name, "user": name, "namespace": "default"}}
@@ -163,7 +176,11 @@ class ApiServer:
         return path
 
     def api_client(self) -> Any:
-        """A new ``kubernetes.client.ApiClient`` for this server (caller closes it)."""
+        """A new ``kubernetes.client.ApiClient`` for this server (caller closes it); a
+        server with ``tls`` or ``authentication`` is reached through a kubeconfig that
+        carries what it asks for instead."""
+        if self._tls is not None or self._authentication is not None:
+            raise RuntimeError("write a kubeconfig with the credentials this server asks for")
         configuration = kubernetes.client.Configuration()
         configuration.host = self.url
         return kubernetes.client.ApiClient(configuration=configuration)

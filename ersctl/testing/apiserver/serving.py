@@ -12,9 +12,11 @@ import contextlib
 import logging
 import select
 import socket
+import ssl
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -33,15 +35,47 @@ log = logging.getLogger(__name__)
 _POLL_SECONDS = 0.5
 
 
-class Backend:
-    """What the handler needs from the server: store, verbs, hooks."""
+@dataclass(frozen=True, kw_only=True)
+class ServerTLS:
+    """HTTPS: the server's context (its certificate and key, and the CA of the client
+    certificates it verifies, if any) and the PEM of the CA that signed its own
+    certificate, for the kubeconfigs it writes."""
 
-    def __init__(self, store: Store, request_log: RequestLog, faults: Faults) -> None:
+    context: ssl.SSLContext
+    ca_pem: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Authentication:
+    """What every request must carry (a test option, as a cluster asks for credentials:
+    a request without them is 401): the bearer ``token``, or over TLS a client
+    certificate the server's context verified (``client_certificates``)."""
+
+    token: str | None = None
+    client_certificates: bool = False
+
+    def admits(self, authorization: str, peer_certificate: object) -> bool:
+        if self.token is not None and authorization == f"Bearer {self.token}":
+            return True
+        return self.client_certificates and bool(peer_certificate)
+
+
+class Backend:
+    """What the handler needs from the server: store, verbs, hooks, authentication."""
+
+    def __init__(
+        self,
+        store: Store,
+        request_log: RequestLog,
+        faults: Faults,
+        authentication: Authentication | None = None,
+    ) -> None:
         self.store = store
         self.verbs = Verbs(store)
         self.openapi = Documents(store.registry)
         self.request_log = request_log
         self.faults = faults
+        self.authentication = authentication
 
 
 class KubeHTTPServer(ThreadingHTTPServer):
@@ -49,15 +83,26 @@ class KubeHTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that goes away mid-connection (a stopped or killed program) is normal.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
+        # A client that goes away mid-connection (a stopped or killed program), or one
+        # whose TLS handshake fails, is normal.
+        if not isinstance(sys.exc_info()[1], ConnectionError | ssl.SSLError):
             super().handle_error(request, client_address)
 
-    def __init__(self, address: tuple[str, int], backend: Backend) -> None:
+    def __init__(
+        self, address: tuple[str, int], backend: Backend, tls: ssl.SSLContext | None = None
+    ) -> None:
         super().__init__(address, KubeRequestHandler)
         self.backend = backend
+        self.tls = tls
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, address = super().get_request()
+        if self.tls is not None:
+            # The handshake happens on the request's own thread (KubeRequestHandler.setup).
+            conn = self.tls.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+        return conn, address
 
     def track(self, conn: socket.socket, alive: bool) -> None:
         with self._connections_lock:
@@ -88,6 +133,9 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
     server: KubeHTTPServer
 
     def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(10)
+            self.request.do_handshake()
         super().setup()
         self.server.track(self.connection, True)
 
@@ -135,6 +183,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         record: dict[str, Any] = {}
         try:
             body = self._read_body()
+            self._authenticate()
             result = self._dispatch(url.path, query, content_type, body, record)
         except errors.StatusError as exc:
             result = _status_response(exc)
@@ -157,6 +206,14 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             self._stream(result)
         else:
             self._send(result)
+
+    def _authenticate(self) -> None:
+        authentication = self.server.backend.authentication
+        if authentication is None:
+            return
+        peer = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
+        if not authentication.admits(self.headers.get("Authorization", ""), peer):
+            raise errors.unauthorized()
 
     def _dispatch(
         self,
