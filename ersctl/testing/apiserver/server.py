@@ -153,7 +153,7 @@ class ApiServer:
         server, as a document."""
         name = "ersctl-testing"
         cluster: JsonObject = {"server": self.url}
-        if self._tls is not None:
+        if self._tls is not None and self._tls.ca_pem:
             ca = base64.b64encode(self._tls.ca_pem.encode()).decode()
             cluster["certificate-authority-data"] = ca
         return {
@@ -168,11 +168,15 @@ class ApiServer:
             "preferences": {},
         }
 
-    def write_kubeconfig(self, path: Path) -> Path:
-        """Write :meth:`kubeconfig` to ``path``; returns the path."""
+    def write_kubeconfig(self, path: Path, *, token: str | None = None) -> Path:
+        """Write :meth:`kubeconfig` (its user presenting ``token``) to ``path``; returns
+        the path."""
+        doc = self.kubeconfig()
+        if token:
+            doc["users"][0]["user"] = {"token": token}
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False), encoding="utf-8")
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
         return path
 
     def api_client(self) -> Any:
