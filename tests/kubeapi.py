@@ -39,38 +39,18 @@ import yaml
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from ersctl import api
 from ersctl.crds import load_crds
 from ersctl.kube import connect
 from ersctl.testing.apiserver import ApiServer
-from tests.kubeclient import request
+from ersctl.testing.objects import RESOURCES, ApiObjects, request, resource_path
 from tests.polling import eventually
 
 ENV = "GHA_SCALESET_TEST_KUBECONFIG"
 CONTROLLERS_ENV = "GHA_SCALESET_TEST_CLUSTER_CONTROLLERS"
 FIELD_MANAGER = "gha-scaleset-tests"
 
-# The resources the tests use, by plural: (group, version, namespaced). What a test
-# created in its namespaces is deleted at the end against a cluster, in this order (the
-# custom objects first), each object's finalizers stripped first.
-RESOURCES: dict[str, tuple[str, str, bool]] = {
-    api.ARS_PLURAL: (api.GROUP, api.VERSION, True),
-    api.AL_PLURAL: (api.GROUP, api.VERSION, True),
-    api.ER_PLURAL: (api.GROUP, api.VERSION, True),
-    api.ERS_PLURAL: (api.GROUP, api.VERSION, True),
-    "pods": ("", "v1", True),
-    "secrets": ("", "v1", True),
-    "configmaps": ("", "v1", True),
-    "events": ("", "v1", True),
-    "serviceaccounts": ("", "v1", True),
-    "leases": ("coordination.k8s.io", "v1", True),
-    "roles": ("rbac.authorization.k8s.io", "v1", True),
-    "rolebindings": ("rbac.authorization.k8s.io", "v1", True),
-    "deployments": ("apps", "v1", True),
-    "statefulsets": ("apps", "v1", True),
-    "replicasets": ("apps", "v1", True),
-    "namespaces": ("", "v1", False),
-}
+# What a test created in its namespaces is deleted at the end against a cluster in the
+# order of RESOURCES (the custom objects first), each object's finalizers stripped first.
 LEFT_BEHIND_WAIT = 60.0
 """Seconds the end-of-run check waits for the namespaces still being deleted (a namespace
 controller empties them one by one)."""
@@ -151,9 +131,12 @@ def _describe(new_client: Callable[[], client.ApiClient], name: str) -> str:
     return f"{name} ({phase}): {', '.join(left) or 'nothing listed in it'}"
 
 
-class KubeApi:
-    """One test's Kubernetes API: a client factory, a kubeconfig writer, and a fresh
-    namespace (:attr:`namespace`) created before the test starts.
+class KubeApi(ApiObjects):
+    """One test's Kubernetes API: object access (:class:`ApiObjects`: the embedded
+    server's direct-access methods over HTTP, so a test reads and writes the same way
+    against either API), a client factory, a kubeconfig writer, and a fresh namespace
+    (:attr:`namespace`) created before the test starts, where objects that name none
+    are created.
 
     :attr:`embedded` is the embedded server, or None against an existing cluster.
     """
@@ -171,13 +154,12 @@ class KubeApi:
         """``ledger``: where the namespaces made are recorded; ``finishes_namespaces``:
         the API runs a namespace controller (else the cleanup clears a deleted
         namespace's finalizer itself)."""
+        super().__init__(new_client)
         self.url = url
         self.embedded = embedded
-        self._new_client = new_client
         self._kubeconfig = kubeconfig
         self._ledger = ledger
         self._finishes_namespaces = finishes_namespaces
-        self._client: client.ApiClient | None = None
         self._namespaces: list[str] = []
         self.namespace = self.create_namespace()
 
@@ -213,7 +195,7 @@ class KubeApi:
 
     def api_client(self) -> client.ApiClient:
         """A new ``kubernetes.client.ApiClient`` for this API (the caller closes it)."""
-        return self._new_client()
+        return self.new_client()
 
     def http(self) -> httpx.Client:
         """A raw HTTP client (the caller closes it) with the official client's address,
@@ -264,9 +246,9 @@ class KubeApi:
         """Clean up namespace ``name`` (created by the test itself) with the others."""
         self._namespaces.append(name)
         if self._ledger is not None:
-            self._ledger.record(name, self._new_client)
+            self._ledger.record(name, self.new_client)
 
-    def close(self, *, clean_up: bool) -> None:
+    def close(self, *, clean_up: bool = False) -> None:
         """Close the client of the object calls; with ``clean_up`` (against an existing
         cluster: an embedded server is thrown away) first delete what the test left in
         its namespaces, every finalizer released, then the namespaces."""
@@ -274,8 +256,7 @@ class KubeApi:
             for namespace in self._namespaces:
                 self._empty(namespace)
                 self._delete_namespace(namespace)
-        if self._client is not None:
-            self._client.close()  # type: ignore[no-untyped-call]
+        super().close()
 
     def _empty(self, namespace: str) -> None:
         options = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
@@ -288,80 +269,16 @@ class KubeApi:
                         release = {"metadata": {"finalizers": None}}
                         with contextlib.suppress(ApiException):  # gone meanwhile
                             self.patch_object(plural, namespace, item["metadata"]["name"], release)
-                self._call("DELETE", self._path(plural, namespace), options)
+                self.call("DELETE", resource_path(plural, namespace), options)
 
     def _delete_namespace(self, name: str) -> None:
         """Delete the (emptied) namespace; without a namespace controller, clear its
         ``kubernetes`` finalizer as that controller would, which removes it."""
         with contextlib.suppress(ApiException):  # gone already
-            self._call("DELETE", self._path("namespaces", "", name))
+            self.call("DELETE", resource_path("namespaces", "", name))
             if not self._finishes_namespaces:
                 body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-                self._call("PUT", f"{self._path('namespaces', '', name)}/finalize", body)
-
-    # -- objects, through the official client -------------------------------------------
-    # The embedded server's direct-access methods, by name and meaning, over HTTP, so a
-    # test reads and writes the same way against either API.
-
-    def get_object(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
-        """The object, or None when it does not exist."""
-        try:
-            return self._call("GET", self._path(resource, namespace, name))
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    def list_objects(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        """The objects (all namespaces when ``namespace`` is None), sorted by namespace
-        and name."""
-        items = list(self._call("GET", self._path(resource, namespace)).get("items") or ())
-        items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
-        return items
-
-    def create_object(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
-        """Create ``obj`` in its metadata's namespace (the test's own when it names none)."""
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-        if not namespace and RESOURCES[resource][2]:
-            namespace = self.namespace
-        return self._call("POST", self._path(resource, namespace), obj)
-
-    def patch_object(
-        self,
-        resource: str,
-        namespace: str,
-        name: str,
-        patch: dict[str, Any],
-        *,
-        subresource: str | None = None,
-    ) -> dict[str, Any]:
-        """A JSON merge patch (a ``metadata.resourceVersion`` in it is a precondition)."""
-        path = self._path(resource, namespace, name) + (f"/{subresource}" if subresource else "")
-        return self._call("PATCH", path, patch, content_type="application/merge-patch+json")
-
-    def delete_object(self, resource: str, namespace: str, name: str) -> None:
-        """Delete (an object with finalizers only gets a deletionTimestamp)."""
-        self._call("DELETE", self._path(resource, namespace, name))
-
-    def _path(self, resource: str, namespace: str | None, name: str | None = None) -> str:
-        group, version, namespaced = RESOURCES[resource]
-        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-        if namespaced and namespace:
-            path += f"/namespaces/{namespace}"
-        path += f"/{resource}"
-        return f"{path}/{name}" if name else path
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        body: object = None,
-        *,
-        content_type: str = "application/json",
-    ) -> dict[str, Any]:
-        if self._client is None:
-            self._client = self.api_client()
-        return request(self._client, method, path, body, content_type=content_type)
+                self.call("PUT", f"{resource_path('namespaces', '', name)}/finalize", body)
 
 
 def install_crds(api_client: client.ApiClient) -> None:
