@@ -24,10 +24,8 @@ the ``apiserver`` fixture (tests/conftest.py).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
-import ssl
 import string
 import time
 from collections.abc import Callable
@@ -37,12 +35,11 @@ from typing import Any
 import httpx
 import yaml
 from kubernetes import client
-from kubernetes.client import ApiException
 
 from ersctl.crds import load_crds
 from ersctl.kube import connect
 from ersctl.testing.apiserver import ApiServer
-from ersctl.testing.objects import RESOURCES, ApiObjects, request, resource_path
+from ersctl.testing.objects import ApiObjects, http_client, request
 from tests.polling import eventually
 
 ENV = "GHA_SCALESET_TEST_KUBECONFIG"
@@ -79,56 +76,23 @@ class NamespaceLedger:
     end of the run that the cleanup left none behind."""
 
     def __init__(self) -> None:
-        self._made: dict[str, Callable[[], client.ApiClient]] = {}
+        self._made: dict[str, ApiObjects] = {}
 
-    def record(self, name: str, new_client: Callable[[], client.ApiClient]) -> None:
-        self._made[name] = new_client
+    def record(self, name: str, objects: ApiObjects) -> None:
+        self._made[name] = objects
 
     def left_behind(self, timeout: float = LEFT_BEHIND_WAIT) -> list[str]:
         """The namespaces still there after up to ``timeout`` seconds, each with its
         phase and what is left in it (with finalizers); empty when all are gone."""
+        by_api: dict[int, tuple[ApiObjects, list[str]]] = {}
+        for name, objects in self._made.items():
+            by_api.setdefault(id(objects), (objects, []))[1].append(name)
+        left: list[str] = []
         deadline = time.monotonic() + timeout
-        remaining = dict(self._made)
-        while remaining:
-            remaining = {
-                name: new_client
-                for name, new_client in remaining.items()
-                if _namespace_of(new_client, name) is not None
-            }
-            if not remaining or time.monotonic() > deadline:
-                break
-            time.sleep(1.0)
-        return [_describe(new_client, name) for name, new_client in sorted(remaining.items())]
-
-
-def _namespace_of(new_client: Callable[[], client.ApiClient], name: str) -> dict[str, Any] | None:
-    with new_client() as api_client:
-        try:
-            return request(api_client, "GET", f"/api/v1/namespaces/{name}")
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-
-def _describe(new_client: Callable[[], client.ApiClient], name: str) -> str:
-    """``name (phase): plural/object [finalizers], ...``, as far as it can be read."""
-    namespace = _namespace_of(new_client, name) or {}
-    phase = (namespace.get("status") or {}).get("phase", "gone")
-    left = []
-    with new_client() as api_client:
-        for plural, (group, version, namespaced) in RESOURCES.items():
-            if not namespaced:
-                continue
-            base = f"/apis/{group}/{version}" if group else f"/api/{version}"
-            try:
-                listed = request(api_client, "GET", f"{base}/namespaces/{name}/{plural}")
-            except ApiException:
-                continue
-            for item in listed.get("items") or ():
-                finalizers = item["metadata"].get("finalizers") or []
-                left.append(f"{plural}/{item['metadata']['name']} {finalizers}")
-    return f"{name} ({phase}): {', '.join(left) or 'nothing listed in it'}"
+        for objects, names in by_api.values():
+            left += objects.await_gone(sorted(names), max(0.0, deadline - time.monotonic()))
+            objects.close()
+        return sorted(left)
 
 
 class KubeApi(ApiObjects):
@@ -199,26 +163,10 @@ class KubeApi(ApiObjects):
 
     def http(self) -> httpx.Client:
         """A raw HTTP client (the caller closes it) with the official client's address,
-        TLS settings and credentials, for requests that client cannot send: the headers
-        of its auth settings (a kubeconfig's token or basic credentials, an exec
-        plugin's token, refreshed by the client as it would refresh it) and its client
-        certificate."""
+        TLS settings and credentials, for requests that client cannot send
+        (``ersctl.testing.objects.http_client``)."""
         with self.api_client() as api_client:
-            conf = api_client.configuration
-            headers = {
-                str(setting["key"]): str(setting["value"])
-                for setting in conf.auth_settings().values()
-                if setting["in"] == "header" and setting["value"]
-            }
-            verify: bool | ssl.SSLContext = False
-            if str(conf.host).startswith("https"):
-                verify = ssl.create_default_context(cafile=conf.ssl_ca_cert)
-                if not conf.verify_ssl:
-                    verify.check_hostname = False
-                    verify.verify_mode = ssl.CERT_NONE
-                if conf.cert_file:  # presented whether or not the server is verified
-                    verify.load_cert_chain(conf.cert_file, conf.key_file)
-            return httpx.Client(base_url=str(conf.host), verify=verify, headers=headers, timeout=10)
+            return http_client(api_client)
 
     def write_kubeconfig(self, path: Path, *, namespace: str | None = None) -> Path:
         """A kubeconfig for this API whose current context defaults to ``namespace``
@@ -246,7 +194,7 @@ class KubeApi(ApiObjects):
         """Clean up namespace ``name`` (created by the test itself) with the others."""
         self._namespaces.append(name)
         if self._ledger is not None:
-            self._ledger.record(name, self.new_client)
+            self._ledger.record(name, self)
 
     def close(self, *, clean_up: bool = False) -> None:
         """Close the client of the object calls; with ``clean_up`` (against an existing
@@ -254,31 +202,8 @@ class KubeApi(ApiObjects):
         its namespaces, every finalizer released, then the namespaces."""
         if clean_up:
             for namespace in self._namespaces:
-                self._empty(namespace)
-                self._delete_namespace(namespace)
+                self.remove_namespace(namespace, finalize=not self._finishes_namespaces)
         super().close()
-
-    def _empty(self, namespace: str) -> None:
-        options = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
-        for plural, (_, _, namespaced) in RESOURCES.items():
-            if not namespaced:
-                continue
-            with contextlib.suppress(ApiException):  # a kind the cluster does not serve
-                for item in self.list_objects(plural, namespace):
-                    if item["metadata"].get("finalizers"):
-                        release = {"metadata": {"finalizers": None}}
-                        with contextlib.suppress(ApiException):  # gone meanwhile
-                            self.patch_object(plural, namespace, item["metadata"]["name"], release)
-                self.call("DELETE", resource_path(plural, namespace), options)
-
-    def _delete_namespace(self, name: str) -> None:
-        """Delete the (emptied) namespace; without a namespace controller, clear its
-        ``kubernetes`` finalizer as that controller would, which removes it."""
-        with contextlib.suppress(ApiException):  # gone already
-            self.call("DELETE", resource_path("namespaces", "", name))
-            if not self._finishes_namespaces:
-                body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-                self.call("PUT", f"{resource_path('namespaces', '', name)}/finalize", body)
 
 
 def install_crds(api_client: client.ApiClient) -> None:

@@ -5,14 +5,20 @@ so code written against one runs against the other (the tests' existing-cluster 
 the simulation on an existing cluster). Errors are the client's ``ApiException``.
 
 :func:`request` is one request to any path, for what the client's typed calls do not
-cover (any resource by plural, server-side apply)."""
+cover (any resource by plural, server-side apply); :func:`http_client` a raw HTTP
+client with the official client's address, TLS and credentials, for what it cannot
+send at all (malformed bodies, streams relayed as they come)."""
 
 from __future__ import annotations
 
+import contextlib
+import ssl
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 from kubernetes import client
 from kubernetes.client import ApiException
 
@@ -70,6 +76,38 @@ def request(
     if not isinstance(answer, dict):
         raise TypeError(f"expected a JSON object from {method} {path}")
     return answer
+
+
+def auth_headers(configuration: client.Configuration) -> dict[str, str]:
+    """The headers of the client's auth settings: a kubeconfig's token or basic
+    credentials, an exec plugin's token (refreshed, as the client refreshes it before
+    each call)."""
+    settings: dict[str, Any] = {**configuration.auth_settings()}
+    return {
+        str(setting["key"]): str(setting["value"])
+        for setting in settings.values()
+        if setting["in"] == "header" and setting["value"]
+    }
+
+
+def http_client(
+    api_client: client.ApiClient, *, timeout: httpx.Timeout | float = 10.0
+) -> httpx.Client:
+    """A raw HTTP client (the caller closes it) with ``api_client``'s address, TLS
+    settings, credentials (:func:`auth_headers`, as they are now) and client
+    certificate (presented whether or not the server's is verified)."""
+    conf = api_client.configuration
+    verify: bool | ssl.SSLContext = False
+    if str(conf.host).startswith("https"):
+        verify = ssl.create_default_context(cafile=conf.ssl_ca_cert)
+        if not conf.verify_ssl:
+            verify.check_hostname = False
+            verify.verify_mode = ssl.CERT_NONE
+        if conf.cert_file:
+            verify.load_cert_chain(conf.cert_file, conf.key_file)
+    return httpx.Client(
+        base_url=str(conf.host), verify=verify, headers=auth_headers(conf), timeout=timeout
+    )
 
 
 def resource_path(resource: str, namespace: str | None, name: str | None = None) -> str:
@@ -154,3 +192,52 @@ class ApiObjects:
     def delete_object(self, resource: str, namespace: str, name: str) -> None:
         """Delete (an object with finalizers only gets a deletionTimestamp)."""
         self.call("DELETE", resource_path(resource, namespace, name))
+
+    # -- a namespace and what is in it ----------------------------------------------------
+
+    def remove_namespace(self, name: str, *, finalize: bool) -> None:
+        """Delete everything in namespace ``name`` (of the kinds of :data:`RESOURCES`),
+        every finalizer released first, then the namespace. ``finalize``: the API runs
+        no namespace controller, so clear the namespace's ``kubernetes`` finalizer as it
+        would (which removes the emptied namespace); else the controller does, soon."""
+        options = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+        for plural, (_, _, namespaced) in RESOURCES.items():
+            if not namespaced:
+                continue
+            with contextlib.suppress(ApiException):  # a kind the server does not serve
+                for item in self.list_objects(plural, name):
+                    if item["metadata"].get("finalizers"):
+                        release = {"metadata": {"finalizers": None}}
+                        with contextlib.suppress(ApiException):  # gone meanwhile
+                            self.patch_object(plural, name, item["metadata"]["name"], release)
+                self.call("DELETE", resource_path(plural, name), options)
+        with contextlib.suppress(ApiException):  # gone already
+            self.call("DELETE", resource_path("namespaces", "", name))
+            if finalize:
+                body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+                self.call("PUT", f"{resource_path('namespaces', '', name)}/finalize", body)
+
+    def await_gone(self, names: list[str], timeout: float) -> list[str]:
+        """Wait up to ``timeout`` seconds for namespaces ``names`` to be gone; returns
+        each one still there, described: ``name (phase): plural/object [finalizers]``."""
+        deadline = time.monotonic() + timeout
+        remaining = list(names)
+        while remaining:
+            remaining = [n for n in remaining if self.get_object("namespaces", "", n) is not None]
+            if not remaining or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        return [self._describe(name) for name in remaining]
+
+    def _describe(self, name: str) -> str:
+        namespace = self.get_object("namespaces", "", name) or {}
+        phase = (namespace.get("status") or {}).get("phase", "gone")
+        left = []
+        for plural, (_, _, namespaced) in RESOURCES.items():
+            if not namespaced:
+                continue
+            with contextlib.suppress(ApiException):
+                for item in self.list_objects(plural, name):
+                    finalizers = item["metadata"].get("finalizers") or []
+                    left.append(f"{plural}/{item['metadata']['name']} {finalizers}")
+        return f"{name} ({phase}): {', '.join(left) or 'nothing listed in it'}"
