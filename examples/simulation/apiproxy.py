@@ -17,7 +17,6 @@ soak's API faults land on the programs' requests whatever the server.
 from __future__ import annotations
 
 import contextlib
-import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,8 +30,8 @@ from kubernetes import client
 
 from ersctl.testing.apiserver import RequestLog, RequestRecord, errors
 from ersctl.testing.apiserver.hooks import Fault, Faults
-from ersctl.testing.objects import auth_headers, http_client
 from ersctl.testing.apiserver.watching import encode, event_line
+from ersctl.testing.objects import auth_headers, http_client
 
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 # Hop-by-hop headers and what the proxy sets itself.
@@ -55,7 +54,7 @@ def describe(method: str, path: str, query: dict[str, list[str]]) -> dict[str, A
     namespace = None
     if len(rest) >= 3 and rest[0] == "namespaces":
         namespace, rest = rest[1], rest[2:]
-    resource, name, subresource = (rest + [None, None, None])[:3]
+    resource, name, subresource = [*rest, None, None, None][:3]
     watching = (query.get("watch") or [""])[0] in ("true", "1")
     if method == "GET":
         verb = "watch" if watching else ("get" if name else "list")
@@ -127,23 +126,33 @@ class ApiProxy:
 
     # -- the embedded server's hooks, at the proxy ---------------------------------------
 
-    def inject_fault(self, **filters: Any) -> Fault:
-        """As ``ApiServer.inject_fault`` (verb, resource, name, subresource, code, times,
-        latency), for the requests passing through."""
+    def inject_fault(
+        self,
+        *,
+        verb: str | None = None,
+        resource: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+        code: int = 500,
+        times: int = 1,
+        latency: float = 0.0,
+    ) -> Fault:
+        """As ``ApiServer.inject_fault``, for the requests passing through."""
         fault = Fault(
-            verb=filters.get("verb"),
-            resource=filters.get("resource"),
-            name=filters.get("name"),
-            subresource=filters.get("subresource"),
-            code=int(filters.get("code", 500)),
-            times=int(filters.get("times", 1)),
-            latency=float(filters.get("latency", 0.0)),
+            verb=verb,
+            resource=resource,
+            name=name,
+            subresource=subresource,
+            code=code,
+            times=times,
+            latency=latency,
         )
         self._faults.add(fault)
         return fault
 
-    def drop_watches(self) -> None:
-        """End every watch relayed now: each client watches again from where it was."""
+    def drop_watches(self, resource: str | None = None) -> None:
+        """End every watch relayed now (whatever ``resource``): each client watches
+        again from where it was."""
         with self._lock:
             streams, self._streams = list(self._streams), set()
         for stream in streams:
@@ -152,7 +161,9 @@ class ApiProxy:
 
     # -- the handler's work -----------------------------------------------------------------
 
-    def forward(self, method: str, target: str, headers: dict[str, str], body: bytes) -> httpx.Response:
+    def forward(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> httpx.Response:
         """Send the request upstream with the cluster's credentials; the answer streams."""
         headers = {k: v for k, v in headers.items() if k.lower() not in _NOT_FORWARDED}
         headers.update(auth_headers(self._api_client.configuration))
@@ -278,7 +289,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if chunk:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     self.wfile.flush()
-        except (httpx.HTTPError, OSError, socket.error):
+        except (httpx.HTTPError, OSError):
             self.close_connection = True  # the stream was dropped: end it as a server would
         with contextlib.suppress(OSError):
             self.wfile.write(b"0\r\n\r\n")

@@ -35,10 +35,10 @@ from typing import Protocol
 
 from ersctl.api import ER_KIND, ER_PLURAL, EphemeralRunner, ERPhase
 from ersctl.runnerset.failures import failed_at
-from ersctl.testing.apiserver import ApiServer, StatusError
+from ersctl.testing.apiserver import StatusError
 from ersctl.testing.podsim import PodNotStartable, RunnerPods
 from simulation.agent import AgentTiming
-from simulation.cluster import NAMESPACE
+from simulation.cluster import NAMESPACE, Kubernetes
 from simulation.trace import RunnerTrace, runner_traces
 
 
@@ -85,14 +85,16 @@ class PodAgent:
     def __init__(
         self,
         *,
-        api: ApiServer,
+        api: Kubernetes,
         pods: RunnerPods,
         service: RunnerService,
         timing: AgentTiming,
         job_duration: Callable[[str], float],
         clock: Callable[[], float],
+        namespace: str = NAMESPACE,
     ) -> None:
         self._api = api
+        self._namespace = namespace
         self._pods_sim = pods
         self._service = service
         self._timing = timing
@@ -125,7 +127,7 @@ class PodAgent:
         """Observe the ERs, then advance every runner Pod by at most one transition."""
         self._observe_runners(self._clock())
         present: set[str] = set()
-        for pod in self._api.list_objects("pods", NAMESPACE):
+        for pod in self._api.list_objects("pods", self._namespace):
             meta = pod.get("metadata") or {}
             if not _runner_owned(meta):
                 continue  # a listener's Pod: the listener kubelet runs it
@@ -207,7 +209,7 @@ class PodAgent:
 
     def _observe_runners(self, now: float) -> None:
         present: set[str] = set()
-        for obj in self._api.list_objects(ER_PLURAL, NAMESPACE):
+        for obj in self._api.list_objects(ER_PLURAL, self._namespace):
             er = EphemeralRunner(obj)
             present.add(er.name)
             seen = self._runners.setdefault(
