@@ -17,6 +17,7 @@ soak's API faults land on the programs' requests whatever the server.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -78,6 +79,11 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, proxy: ApiProxy) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.proxy = proxy
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A program killed mid-request (the soak's SIGKILLs) resets its connection.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class ApiProxy:
@@ -289,7 +295,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if chunk:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     self.wfile.flush()
-        except (httpx.HTTPError, OSError):
+        except (httpx.HTTPError, httpx.StreamError, OSError):
             self.close_connection = True  # the stream was dropped: end it as a server would
         with contextlib.suppress(OSError):
             self.wfile.write(b"0\r\n\r\n")
