@@ -172,6 +172,44 @@ def test_the_module_runs_as_a_server_that_reports_ready() -> None:
         assert process.wait(timeout=10) == 0
 
 
+def _queue(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "ghalistener.testing.github", "queue", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_the_queue_command_queues_jobs_on_a_running_simulators_scale_set_by_name() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ghalistener.testing.github", "--port", "0", "--scale-set", "arc"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip().removeprefix("ready ")
+        queued = _queue("--url", url, "--scale-set", "arc", "--count", "2")
+        unknown = _queue("--url", url, "--scale-set", "gpu")
+        jobs = httpx.get(f"{url}/_sim/state", timeout=5).json()["jobs"]
+    finally:
+        process.terminate()
+        assert process.wait(timeout=10) == 0
+    helped = subprocess.run(
+        [sys.executable, "-m", "ghalistener.testing.github", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+
+    assert queued.returncode == 0, queued.stderr
+    assert queued.stdout.startswith("queued 2 job(s) on scale set arc")
+    assert [job["state"] for job in jobs] == ["available", "available"]
+    assert (unknown.returncode, unknown.stderr) == (
+        1,
+        f"queue: no scale set 'gpu' at {url} (arc)\n",
+    )
+    assert "ghalistener.testing.github queue --url" in " ".join(helped.stdout.split())
+
+
 def test_closing_from_another_thread_ends_a_held_poll(
     sim: GitHubSimulator, client: ActionsClient
 ) -> None:
