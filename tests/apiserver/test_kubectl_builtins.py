@@ -64,6 +64,7 @@ def test_kubectl_get_shows_the_columns_of_the_built_in_kinds(
             "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": namespace}],
         },
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}},
         {
             "apiVersion": "v1",
             "kind": "Event",
@@ -89,8 +90,8 @@ def test_kubectl_get_shows_the_columns_of_the_built_in_kinds(
     assert rows["readers"][1] == "Role/reader"
     header, rows = table("configmap", "c")
     assert (header, rows["c"][1]) == (["NAME", "DATA", "AGE"], "1")
-    header, _ = table("serviceaccount")
-    assert header == ["NAME", "SECRETS", "AGE"]
+    header, rows = table("serviceaccount", "robot")
+    assert (header, rows["robot"][1]) == (["NAME", "SECRETS", "AGE"], "0")
     header, *events = kubectl.table("events")
     assert header == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     assert ["Warning", "Tested", "pod/x", "a test event"] in [row[1:] for row in events]
