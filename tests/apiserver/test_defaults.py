@@ -10,6 +10,7 @@ from typing import Any
 from kubernetes import client
 
 from tests.cluster.conftest import NO_SCHEDULER
+from tests.kubeapi import KubeApi
 from tests.kubeclient import request
 
 TEMPLATE: dict[str, Any] = {
@@ -157,3 +158,10 @@ def test_a_bindings_user_and_group_subjects_get_the_rbac_api_group(
         {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"},
         {"kind": "ServiceAccount", "name": "robot", "namespace": namespace},
     ]
+
+
+def test_a_namespace_is_labelled_with_its_name(kube: KubeApi) -> None:
+    namespace = kube.get_object("namespaces", "", kube.namespace)
+
+    assert namespace is not None
+    assert namespace["metadata"]["labels"]["kubernetes.io/metadata.name"] == kube.namespace
