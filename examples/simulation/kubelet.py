@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
@@ -40,7 +40,9 @@ from ersctl.api import ER_PLURAL
 from ersctl.testing.apiserver import StatusError
 from ersctl.testing.podsim import RunnerPods, kubelet_time
 from simulation.agent import AgentTiming
+from simulation.cluster import Kubernetes
 from simulation.github_side import GitHubSide
+from simulation.listeners import PodStore
 from simulation.pods import PodAgent
 from simulation.processes import Program
 
@@ -49,20 +51,6 @@ PROGRAMS = ("ersctl", "ghalistener")
 NODE_NAME = "local"
 POD_IP = "127.0.0.1"
 _BACKOFF_MAX = 30.0
-
-
-class Store(Protocol):
-    def list_objects(self, resource: str, namespace: str | None = None) -> list[Json]: ...
-
-    def patch_object(
-        self,
-        resource: str,
-        namespace: str,
-        name: str,
-        patch: Json,
-        *,
-        subresource: str | None = None,
-    ) -> Json: ...
 
 
 def _free_port() -> int:
@@ -149,7 +137,7 @@ class _Container:
 class ProgramKubelet:
     """Runs the first container of every Pod a ReplicaSet owns (all namespaces)."""
 
-    def __init__(self, store: Store, *, kubeconfig: Path, workdir: Path) -> None:
+    def __init__(self, store: PodStore, *, kubeconfig: Path, workdir: Path) -> None:
         self._store = store
         self._kubeconfig = kubeconfig
         self._workdir = workdir
@@ -312,7 +300,7 @@ class RunnerKubelets:
     ``simulation.pods.PodAgent`` against the GitHub simulator: a runner connects with
     its JIT config, takes a job and works on it ``job_seconds``, then exits 0."""
 
-    def __init__(self, store: Any, github: GitHubSide, *, job_seconds: float) -> None:
+    def __init__(self, store: Kubernetes, github: GitHubSide, *, job_seconds: float) -> None:
         self._store = store
         self._github = github
         self._job_seconds = job_seconds

@@ -26,8 +26,7 @@ from ersctl.api import GROUP, VERSION
 from ersctl.kube import connect
 from ersctl.kube.errors import NotFoundError
 from ersctl.platform.errors import Failure
-from ersctl.testing.apiserver import RequestLog, StatusError
-from ersctl.testing.apiserver.hooks import Fault
+from ersctl.testing.apiserver import StatusError
 from ersctl.testing.objects import ApiObjects
 from simulation.apiproxy import ApiProxy
 
@@ -75,6 +74,11 @@ class RemoteCluster:
         self._proxy_client = connect.api_client(self._path)
         self._objects = ApiObjects(lambda: connect.api_client(self._path))
         self._proxy = ApiProxy(self._proxy_client)
+        # The embedded server's hooks, at the proxy.
+        self.request_log = self._proxy.request_log
+        self.write_kubeconfig = self._proxy.write_kubeconfig
+        self.inject_fault = self._proxy.inject_fault
+        self.drop_watches = self._proxy.drop_watches
 
     def __enter__(self) -> RemoteCluster:
         try:
@@ -97,38 +101,7 @@ class RemoteCluster:
         self._objects.close()
         self._proxy_client.close()  # type: ignore[no-untyped-call]
 
-    # -- what the simulation uses of the embedded server ------------------------------------
-
-    @property
-    def request_log(self) -> RequestLog:
-        return self._proxy.request_log
-
-    def write_kubeconfig(self, path: Path) -> Path:
-        return self._proxy.write_kubeconfig(path)
-
-    def inject_fault(
-        self,
-        *,
-        verb: str | None = None,
-        resource: str | None = None,
-        name: str | None = None,
-        subresource: str | None = None,
-        code: int = 500,
-        times: int = 1,
-        latency: float = 0.0,
-    ) -> Fault:
-        return self._proxy.inject_fault(
-            verb=verb,
-            resource=resource,
-            name=name,
-            subresource=subresource,
-            code=code,
-            times=times,
-            latency=latency,
-        )
-
-    def drop_watches(self, resource: str | None = None) -> None:
-        self._proxy.drop_watches()
+    # -- the embedded server's direct access, over HTTP ------------------------------------
 
     def get_object(self, resource: str, namespace: str, name: str) -> Json | None:
         return _as_status(lambda: self._objects.get_object(resource, namespace, name))

@@ -23,28 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Protocol
+from typing import Any
+
+from simulation.cluster import Kubernetes
 
 JsonObject = dict[str, Any]
 HASH_LABEL = "pod-template-hash"
-
-
-class Store(Protocol):
-    def list_objects(self, resource: str, namespace: str | None = None) -> list[JsonObject]: ...
-
-    def create_object(self, resource: str, obj: JsonObject) -> JsonObject: ...
-
-    def patch_object(
-        self,
-        resource: str,
-        namespace: str,
-        name: str,
-        patch: JsonObject,
-        *,
-        subresource: str | None = None,
-    ) -> JsonObject: ...
-
-    def delete_object(self, resource: str, namespace: str, name: str) -> None: ...
 
 
 def template_hash(template: JsonObject) -> str:
@@ -159,7 +143,7 @@ def pod_for(replica_set: JsonObject) -> JsonObject:
 class Workloads:
     """The Deployment and ReplicaSet controllers over ``store`` (all namespaces)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Kubernetes) -> None:
         self._store = store
 
     def step(self) -> None:

@@ -1,7 +1,7 @@
-"""The worker that runs the embedded server's controllers (what kube-controller-manager
-does for the API: :mod:`.gc`, :mod:`.namespaces`): one thread taking work from a
-queue, so the store observers that find the work stay cheap (they run under the store
-lock) and the work itself commits through the store like any client's write.
+"""The embedded server's controllers (what kube-controller-manager does for the API:
+:mod:`.gc`, :mod:`.namespaces`): each a :class:`Controller`, a store observer that
+finds the work (cheap: it runs under the store lock), and one :class:`Worker` thread
+that does it, committing through the store like any client's write.
 
 Work is an action and the object it concerns; a 409 (the action raced with a client's
 write) queues it again, and nothing it raises stops the worker.
@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 from ersctl.testing.apiserver.errors import StatusError
 from ersctl.testing.apiserver.resources import ResourceType
+from ersctl.testing.apiserver.store import Store
+from ersctl.testing.apiserver.watching import WatchEvent
 
 log = logging.getLogger(__name__)
 
@@ -85,3 +87,28 @@ class Worker:
                 with self._idle:
                     self._pending -= 1
                     self._idle.notify_all()
+
+
+class Controller:
+    """A controller over a store: :meth:`start` registers :meth:`observe` for every
+    commit and lets :meth:`resync` look at what is there already; :meth:`stop` ends it."""
+
+    def __init__(self, store: Store, worker: Worker) -> None:
+        self._store = store
+        self._worker = worker
+
+    def start(self) -> None:
+        with self._store.lock:
+            self._store.observers.append(self.observe)
+            self.resync()
+
+    def stop(self) -> None:
+        with self._store.lock:
+            if self.observe in self._store.observers:
+                self._store.observers.remove(self.observe)
+
+    def observe(self, rt: ResourceType, event: WatchEvent) -> None:
+        """A commit (under the store lock: must not block)."""
+
+    def resync(self) -> None:
+        """The objects there at start (under the store lock)."""

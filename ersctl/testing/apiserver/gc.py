@@ -17,7 +17,7 @@ from collections import defaultdict
 from typing import Any
 
 from ersctl.kube.copies import json_copy
-from ersctl.testing.apiserver.controllers import Action, Worker
+from ersctl.testing.apiserver.controllers import Action, Controller, Worker
 from ersctl.testing.apiserver.errors import StatusError
 from ersctl.testing.apiserver.records import FOREGROUND_FINALIZER, DeleteOptions
 from ersctl.testing.apiserver.resources import ResourceType
@@ -28,31 +28,23 @@ JsonObject = dict[str, Any]
 Dependent = tuple[ResourceType, str, str]  # (type, namespace, name)
 
 
-class GarbageCollector:
+class GarbageCollector(Controller):
     """Deletes dependents of deleted owners on the controllers' worker, and finishes
     foreground deletions (owners held by the ``foregroundDeletion`` finalizer)."""
 
     def __init__(self, store: Store, worker: Worker) -> None:
-        self._store = store
-        self._worker = worker
+        super().__init__(store, worker)
         self._dependents: dict[str, set[Dependent]] = defaultdict(set)
         self._foreground: dict[str, Dependent] = {}  # owner uid -> owner
 
-    def start(self) -> None:
-        with self._store.lock:
-            self._store.observers.append(self._observe)
-            for rt in self._store.registry.all():
-                for entry in self._store.list_entries(rt, None)[0]:
-                    self._track(rt, entry.obj)
-
-    def stop(self) -> None:
-        with self._store.lock:
-            if self._observe in self._store.observers:
-                self._store.observers.remove(self._observe)
+    def resync(self) -> None:
+        for rt in self._store.registry.all():
+            for entry in self._store.list_entries(rt, None)[0]:
+                self._track(rt, entry.obj)
 
     # -- bookkeeping (store observer: runs under the store lock, must not block) --
 
-    def _observe(self, rt: ResourceType, event: WatchEvent) -> None:
+    def observe(self, rt: ResourceType, event: WatchEvent) -> None:
         meta = event.obj["metadata"]
         item = (rt, meta.get("namespace", ""), meta["name"])
         if event.old is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ersctl.testing.apiserver.controllers import Worker
+from ersctl.testing.apiserver.controllers import Controller, Worker
 from ersctl.testing.apiserver.errors import StatusError
 from ersctl.testing.apiserver.records import DeleteOptions
 from ersctl.testing.apiserver.resources import ResourceType
@@ -35,30 +35,22 @@ first discovers every resource type and lists each, which takes a moment; a clie
 deleting the namespace and its objects one by one finds them there meanwhile."""
 
 
-class NamespaceController:
+class NamespaceController(Controller):
     """Empties and removes deleted namespaces; keeps a ``default`` ServiceAccount in the
     others."""
 
     def __init__(self, store: Store, worker: Worker) -> None:
-        self._store = store
-        self._worker = worker
+        super().__init__(store, worker)
         self._namespaces = store.registry.resolve("namespaces")
         self._accounts = store.registry.resolve("serviceaccounts")
 
-    def start(self) -> None:
-        with self._store.lock:
-            self._store.observers.append(self._observe)
-            for entry in self._store.list_entries(self._namespaces, None)[0]:
-                self._namespace_changed(entry.obj)
-
-    def stop(self) -> None:
-        with self._store.lock:
-            if self._observe in self._store.observers:
-                self._store.observers.remove(self._observe)
+    def resync(self) -> None:
+        for entry in self._store.list_entries(self._namespaces, None)[0]:
+            self._namespace_changed(entry.obj)
 
     # -- store observer: under the store lock, must not block ---------------------------
 
-    def _observe(self, rt: ResourceType, event: WatchEvent) -> None:
+    def observe(self, rt: ResourceType, event: WatchEvent) -> None:
         meta = event.obj["metadata"]
         if is_namespace(rt):
             if event.type != "DELETED":

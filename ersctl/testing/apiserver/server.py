@@ -16,7 +16,7 @@ import yaml
 
 from ersctl.crds import load_crds
 from ersctl.testing.apiserver import errors, patching
-from ersctl.testing.apiserver.controllers import Worker
+from ersctl.testing.apiserver.controllers import Controller, Worker
 from ersctl.testing.apiserver.gc import GarbageCollector
 from ersctl.testing.apiserver.hooks import Fault, Faults, RequestLog
 from ersctl.testing.apiserver.namespaces import NamespaceController
@@ -74,7 +74,7 @@ class ApiServer:
         self._registry = Registry()
         self._store = Store(self._registry, history_limit=history_limit)
         self._worker = Worker() if gc else None
-        self._controllers: list[GarbageCollector | NamespaceController] = []
+        self._controllers: list[Controller] = []
         if self._worker is not None:
             self._controllers = [
                 GarbageCollector(self._store, self._worker),
