@@ -319,6 +319,10 @@ def paths(types: list[ResourceType], ref_prefix: str, *, v3: bool) -> JsonObject
 _INFO = {"title": "Kubernetes", "version": structure.KUBERNETES_VERSION}
 
 
+def _compact_json(doc: JsonObject) -> bytes:
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
 class Documents:
     """The OpenAPI documents of one server's registry, built when first asked for and
     rebuilt after the served types change. Thread-safe."""
@@ -333,12 +337,7 @@ class Documents:
         with self._lock:
             found = self._built.get((generation, key))
         if found is None:
-            built = build()
-            found = (
-                json.dumps(built, separators=(",", ":")).encode()
-                if encode is None
-                else encode(built)
-            )
+            found = (encode or _compact_json)(build())
             with self._lock:
                 self._built = {k: v for k, v in self._built.items() if k[0] == generation}
                 self._built[(generation, key)] = found
