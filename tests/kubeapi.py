@@ -46,8 +46,6 @@ ENV = "GHA_SCALESET_TEST_KUBECONFIG"
 CONTROLLERS_ENV = "GHA_SCALESET_TEST_CLUSTER_CONTROLLERS"
 FIELD_MANAGER = "gha-scaleset-tests"
 
-# What a test created in its namespaces is deleted at the end against a cluster in the
-# order of RESOURCES (the custom objects first), each object's finalizers stripped first.
 LEFT_BEHIND_WAIT = 60.0
 """Seconds the end-of-run check waits for the namespaces still being deleted (a namespace
 controller empties them one by one)."""

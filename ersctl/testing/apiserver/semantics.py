@@ -4,13 +4,16 @@ Mirrors kube-apiserver's generic registry and strategies:
 
 - create: server-set ``uid``, ``creationTimestamp``, ``generation: 1`` (custom
   resources and CRDs), ``generateName``; a custom resource with a status subresource
-  loses any ``status`` in the request; pods and namespaces get their initial status.
+  loses any ``status`` in the request; the built-in kinds' defaults
+  (:mod:`.defaults`); after the write is recorded in ``managedFields``
+  (:func:`admit_create`), a Pod's admission additions, and pods and namespaces get
+  their initial status.
 - update of the main resource: ``status`` is kept from the stored object when the type
   has a status subresource; ``uid``, ``creationTimestamp``, ``generation``,
   ``deletionTimestamp`` cannot be changed by the client; ``generation`` is bumped when
-  anything outside ``metadata`` (and ``status``) changes.
-- update of ``/status``: only ``status`` is taken from the request; everything else
-  stays as stored.
+  anything outside ``metadata`` (and ``status``) changes; defaults filled in again.
+- update of ``/status``: only ``status`` is taken from the request; of a namespace's
+  ``/finalize`` only ``spec.finalizers``; everything else stays as stored.
 """
 
 from __future__ import annotations
