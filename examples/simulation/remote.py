@@ -35,8 +35,9 @@ Json = dict[str, Any]
 GONE_WAIT = 60.0
 """Seconds the removal waits for the namespace to go (a namespace controller empties it)."""
 FINALIZE_AFTER = 10.0
-"""Seconds after which a namespace still Terminating is taken to have no controller to
-finish it (a bare API server), and its finalizer is cleared as that controller would."""
+"""Seconds after which a namespace still Terminating, with no condition a namespace
+controller writes while it works, is taken to have none (a bare API server): its
+finalizer is cleared as that controller would."""
 
 
 def run_namespace() -> str:
@@ -139,5 +140,7 @@ class RemoteCluster:
         self._objects.remove_namespace(namespace, finalize=False)
         if not self._objects.await_gone([namespace], FINALIZE_AFTER):
             return []
-        self._objects.remove_namespace(namespace, finalize=True)
+        left = self._objects.get_object("namespaces", "", namespace) or {}
+        if not (left.get("status") or {}).get("conditions"):  # nobody is emptying it
+            self._objects.remove_namespace(namespace, finalize=True)
         return self._objects.await_gone([namespace], GONE_WAIT - FINALIZE_AFTER)
