@@ -1,7 +1,7 @@
-"""The whole system end to end, with no GitHub account and no cluster.
+"""The whole system end to end, with no GitHub account and no cluster (or on one).
 
     python examples/simulate.py [--faults] [--runner-controller] [--without-ars]
-                                [--json report.json]
+                                [--kubeconfig PATH] [--json report.json]
                                 [--plot timeline.svg]
 
 Starts an embedded Kubernetes API server and the GitHub simulator's HTTP server in
@@ -20,6 +20,14 @@ with an AutoscalingRunnerSet its template edited mid-run and the ARS deleted at 
 (nothing may be left in the cluster or at GitHub). With
 ``--runner-controller``, ``ersctl reconcile --runner-controller`` registers the runners
 and runs their Pods itself, and the agent only plays the kubelet and the runner binary.
+
+``--kubeconfig PATH`` runs the same system on an existing cluster (its CRDs installed)
+instead of the embedded server: in a namespace of its own, the programs reaching the
+API server through a recording proxy (the report's API traffic, the faults), the
+simulation's kubelets playing the listener and runner Pods through the API (the Pods
+name a scheduler that does not exist, so no node runs them). At the end the
+AutoscalingRunnerSet is deleted and the namespace removed; the report says what, if
+anything, was left.
 
 Exit code 0 when every job completed and no runner was deleted while running one
 (and, without ``--faults``, the set is back at min_runners); 1 otherwise, or when a

@@ -2,6 +2,7 @@
 
     python examples/soak.py [--jobs 1000] [--seed 1] [--json result.json]
                             [--rate 2.5] [--waves] [--failed-runner-ttl 10] [--workdir DIR]
+                            [--kubeconfig PATH]
 
 The simulation of ``simulate.py`` (``examples/simulation``), at length and under fire:
 the embedded Kubernetes API server and the GitHub simulator over HTTP in this process;
@@ -17,7 +18,9 @@ leader replica and of the listener, API server 409s, 5xx, latency and dropped wa
 Pods failing at start, for good, and mid-job, and the runner health faults (a Pod
 evicted, drained, or lost with its node; an image that does not pull for a while; a
 runner never online; one exiting without a job), against short runner health timeouts.
-At the end the AutoscalingRunnerSet is deleted.
+At the end the AutoscalingRunnerSet is deleted. ``--kubeconfig PATH`` runs it on an
+existing cluster instead, as ``simulate.py --kubeconfig`` does (the API faults land at
+its recording proxy).
 
 Prints the command and the seed, then the invariants as a table (definitions in
 ``simulation.invariants``) and the simulation's report; ``--json`` writes all of it.
@@ -31,7 +34,15 @@ import argparse
 import shlex
 import sys
 
-from simulation.options import Parser, number, output_file, run_checked, whole, workdir_path
+from simulation.options import (
+    Parser,
+    kubeconfig_file,
+    number,
+    output_file,
+    run_checked,
+    whole,
+    workdir_path,
+)
 
 PROG = "soak.py"
 
@@ -58,6 +69,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="jobs in waves every 8 s with quiet gaps between them, at --rate on average",
     )
     parser.add_argument("--max-runners", type=whole(minimum=1), default=30)
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        type=kubeconfig_file,
+        help="run on the existing cluster this kubeconfig names (its CRDs installed), in a "
+        "namespace of its own removed at the end, instead of the embedded API server",
+    )
     parser.add_argument("--json", metavar="PATH", type=output_file, help="write the result as JSON")
     parser.add_argument(
         "--workdir", metavar="DIR", type=workdir_path, help="logs (default: a temp dir)"

@@ -1,6 +1,7 @@
 """Throwaway certificate authorities for TLS tests: a root, optionally an intermediate
 it signed, and a leaf for 127.0.0.1 (and any other host names asked for) with the
-server context that presents it."""
+server context that presents it; and a client certificate with the CA that signed it,
+for a server that authenticates its clients by certificate."""
 
 from __future__ import annotations
 
@@ -131,3 +132,42 @@ def server_certificates(
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_file, key_file)
     return ServerCertificates(root_pem=_pem(root), intermediate_pem=chain, server=context)
+
+
+@dataclass(frozen=True)
+class ClientCertificate:
+    """A client's certificate and key (files), and the PEM of the CA that signed it."""
+
+    ca_pem: str
+    cert_file: Path
+    key_file: Path
+
+
+def client_certificate(directory: Path, user: str = "tester") -> ClientCertificate:
+    """A CA and a client certificate it signed for ``user`` (its common name, as the
+    API server names the user), written to ``directory``."""
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = _ca("test client CA", ca_key, None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(_name(user))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / f"{user}.pem", directory / f"{user}.key"
+    cert_file.write_text(_pem(certificate))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return ClientCertificate(ca_pem=_pem(ca), cert_file=cert_file, key_file=key_file)

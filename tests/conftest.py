@@ -17,6 +17,7 @@ from tests.kubeapi import (
     CONTROLLERS_ENV,
     ENV,
     KubeApi,
+    NamespaceLedger,
     cluster_runs_controllers,
     existing_cluster,
     install_crds,
@@ -58,6 +59,21 @@ def cluster_kubeconfig() -> Path | None:
     return path
 
 
+@pytest.fixture(scope="session")
+def namespace_ledger() -> Iterator[NamespaceLedger]:
+    """The namespaces this test process made on the existing cluster; when the run
+    ends, every one must be gone: the suite fails (an error at the teardown of this
+    worker's last test) naming each one left and what is left in it."""
+    ledger = NamespaceLedger()
+    yield ledger
+    left = ledger.left_behind()
+    if left:
+        pytest.fail(
+            f"the run left {len(left)} namespace(s) on the cluster: " + "; ".join(left),
+            pytrace=False,
+        )
+
+
 @pytest.fixture
 def apiserver(request: pytest.FixtureRequest) -> Iterator[ApiServer]:
     """A started embedded :class:`ApiServer` (project CRDs loaded, GC on), stopped
@@ -76,7 +92,8 @@ def kube(request: pytest.FixtureRequest, cluster_kubeconfig: Path | None) -> Ite
     if cluster_kubeconfig is None:
         target = KubeApi.for_embedded(request.getfixturevalue("apiserver"))
     else:
-        target = KubeApi.for_cluster(cluster_kubeconfig)
+        ledger = request.getfixturevalue("namespace_ledger")
+        target = KubeApi.for_cluster(cluster_kubeconfig, ledger=ledger)
     try:
         yield target
     finally:

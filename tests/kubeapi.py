@@ -4,11 +4,15 @@ By default every test that needs the Kubernetes API gets its own embedded server
 (:class:`~ersctl.testing.apiserver.ApiServer`). With ``GHA_SCALESET_TEST_KUBECONFIG=path``
 set, those tests use the cluster that kubeconfig names instead, as controller-runtime's
 envtest does with ``USE_EXISTING_CLUSTER``: the project's CRDs are applied once per
-session, every test gets a fresh namespace, and what it created there is deleted when it
-ends (finalizers stripped first: no controller is left to remove them). Nothing relies
-on the cluster's garbage collector or namespace controller (a bare kube-apiserver has
-neither, so a namespace may stay Terminating after the run) except the tests marked
-``@pytest.mark.needs_gc("why")``, which run there only with
+session, every test gets a fresh namespace, and when it ends what it created there is
+deleted (every finalizer stripped first: no controller is left to remove the ones the
+project puts anywhere, the runners', the sets', the AutoscalingRunnerSet's, ARC's
+``actions.github.com/cleanup-protection``), then the namespace. On a bare kube-apiserver
+(no namespace controller) the cleanup clears the namespace's finalizer itself, as the
+controller would, so it goes too. At the end of the run the suite checks that every
+namespace it made is gone, and fails naming what is left (:class:`NamespaceLedger`).
+Nothing else relies on the cluster's garbage collector or namespace controller except
+the tests marked ``@pytest.mark.needs_gc("why")``, which run there only with
 ``GHA_SCALESET_TEST_CLUSTER_CONTROLLERS=1`` (a cluster with kube-controller-manager, such
 as kind).
 
@@ -20,11 +24,10 @@ the ``apiserver`` fixture (tests/conftest.py).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
-import ssl
 import string
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,38 +35,20 @@ from typing import Any
 import httpx
 import yaml
 from kubernetes import client
-from kubernetes.client import ApiException
 
-from ersctl import api
 from ersctl.crds import load_crds
 from ersctl.kube import connect
 from ersctl.testing.apiserver import ApiServer
-from tests.kubeclient import request
+from ersctl.testing.objects import ApiObjects, http_client, request
 from tests.polling import eventually
 
 ENV = "GHA_SCALESET_TEST_KUBECONFIG"
 CONTROLLERS_ENV = "GHA_SCALESET_TEST_CLUSTER_CONTROLLERS"
 FIELD_MANAGER = "gha-scaleset-tests"
 
-# The resources the tests use, by plural: (group, version, namespaced). What a test
-# created in its namespaces is deleted at the end against a cluster, the custom objects
-# first (their finalizers stripped), then the rest, namespaced ones in this order.
-RESOURCES: dict[str, tuple[str, str, bool]] = {
-    api.ARS_PLURAL: (api.GROUP, api.VERSION, True),
-    api.AL_PLURAL: (api.GROUP, api.VERSION, True),
-    api.ER_PLURAL: (api.GROUP, api.VERSION, True),
-    api.ERS_PLURAL: (api.GROUP, api.VERSION, True),
-    "pods": ("", "v1", True),
-    "secrets": ("", "v1", True),
-    "configmaps": ("", "v1", True),
-    "events": ("", "v1", True),
-    "serviceaccounts": ("", "v1", True),
-    "leases": ("coordination.k8s.io", "v1", True),
-    "roles": ("rbac.authorization.k8s.io", "v1", True),
-    "rolebindings": ("rbac.authorization.k8s.io", "v1", True),
-    "deployments": ("apps", "v1", True),
-    "namespaces": ("", "v1", False),
-}
+LEFT_BEHIND_WAIT = 60.0
+"""Seconds the end-of-run check waits for the namespaces still being deleted (a namespace
+controller empties them one by one)."""
 
 
 def cluster_runs_controllers() -> bool:
@@ -84,9 +69,36 @@ def fresh_name(prefix: str = "test") -> str:
     return f"{prefix}-{''.join(secrets.choice(alphabet) for _ in range(6))}"
 
 
-class KubeApi:
-    """One test's Kubernetes API: a client factory, a kubeconfig writer, and a fresh
-    namespace (:attr:`namespace`) created before the test starts.
+class NamespaceLedger:
+    """Every namespace this test process made on an existing cluster, to check at the
+    end of the run that the cleanup left none behind."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, ApiObjects] = {}
+
+    def record(self, name: str, objects: ApiObjects) -> None:
+        self._made[name] = objects
+
+    def left_behind(self, timeout: float = LEFT_BEHIND_WAIT) -> list[str]:
+        """The namespaces still there after up to ``timeout`` seconds, each with its
+        phase and what is left in it (with finalizers); empty when all are gone."""
+        by_api: dict[int, tuple[ApiObjects, list[str]]] = {}
+        for name, objects in self._made.items():
+            by_api.setdefault(id(objects), (objects, []))[1].append(name)
+        left: list[str] = []
+        deadline = time.monotonic() + timeout
+        for objects, names in by_api.values():
+            left += objects.await_gone(sorted(names), max(0.0, deadline - time.monotonic()))
+            objects.close()
+        return sorted(left)
+
+
+class KubeApi(ApiObjects):
+    """One test's Kubernetes API: object access (:class:`ApiObjects`: the embedded
+    server's direct-access methods over HTTP, so a test reads and writes the same way
+    against either API), a client factory, a kubeconfig writer, and a fresh namespace
+    (:attr:`namespace`) created before the test starts, where objects that name none
+    are created.
 
     :attr:`embedded` is the embedded server, or None against an existing cluster.
     """
@@ -98,12 +110,18 @@ class KubeApi:
         new_client: Callable[[], client.ApiClient],
         kubeconfig: dict[str, Any],
         embedded: ApiServer | None,
+        ledger: NamespaceLedger | None = None,
+        finishes_namespaces: bool = True,
     ) -> None:
+        """``ledger``: where the namespaces made are recorded; ``finishes_namespaces``:
+        the API runs a namespace controller (else the cleanup clears a deleted
+        namespace's finalizer itself)."""
+        super().__init__(new_client)
         self.url = url
         self.embedded = embedded
-        self._new_client = new_client
         self._kubeconfig = kubeconfig
-        self._client: client.ApiClient | None = None
+        self._ledger = ledger
+        self._finishes_namespaces = finishes_namespaces
         self._namespaces: list[str] = []
         self.namespace = self.create_namespace()
 
@@ -115,7 +133,16 @@ class KubeApi:
         )
 
     @classmethod
-    def for_cluster(cls, kubeconfig: Path) -> KubeApi:
+    def for_cluster(
+        cls,
+        kubeconfig: Path,
+        *,
+        ledger: NamespaceLedger | None = None,
+        controllers: bool | None = None,
+    ) -> KubeApi:
+        """The cluster ``kubeconfig`` names; ``controllers``: whether it runs
+        kube-controller-manager (default: as ``GHA_SCALESET_TEST_CLUSTER_CONTROLLERS``
+        says)."""
         doc = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
         with connect.api_client(str(kubeconfig)) as probe:
             url = str(probe.configuration.host)
@@ -124,29 +151,20 @@ class KubeApi:
             new_client=lambda: connect.api_client(str(kubeconfig)),
             kubeconfig=doc,
             embedded=None,
+            ledger=ledger,
+            finishes_namespaces=cluster_runs_controllers() if controllers is None else controllers,
         )
 
     def api_client(self) -> client.ApiClient:
         """A new ``kubernetes.client.ApiClient`` for this API (the caller closes it)."""
-        return self._new_client()
+        return self.new_client()
 
     def http(self) -> httpx.Client:
         """A raw HTTP client (the caller closes it) with the official client's address,
-        TLS settings and credentials, for requests that client cannot send."""
+        TLS settings and credentials, for requests that client cannot send
+        (``ersctl.testing.objects.http_client``)."""
         with self.api_client() as api_client:
-            conf = api_client.configuration
-            token = conf.get_api_key_with_prefix("authorization")
-            verify: bool | ssl.SSLContext = bool(conf.verify_ssl)
-            if str(conf.host).startswith("https") and conf.verify_ssl:
-                verify = ssl.create_default_context(cafile=conf.ssl_ca_cert)
-                if conf.cert_file:
-                    verify.load_cert_chain(conf.cert_file, conf.key_file)
-            return httpx.Client(
-                base_url=str(conf.host),
-                verify=verify,
-                headers={"Authorization": token} if token else {},
-                timeout=10,
-            )
+            return http_client(api_client)
 
     def write_kubeconfig(self, path: Path, *, namespace: str | None = None) -> Path:
         """A kubeconfig for this API whose current context defaults to ``namespace``
@@ -164,107 +182,26 @@ class KubeApi:
     def create_namespace(self, prefix: str = "test") -> str:
         """Create another fresh namespace, cleaned up with the test's own."""
         name = fresh_name(prefix)
+        self.clean_up_namespace(name)
         self.create_object(
             "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
         )
-        self._namespaces.append(name)
         return name
 
     def clean_up_namespace(self, name: str) -> None:
         """Clean up namespace ``name`` (created by the test itself) with the others."""
         self._namespaces.append(name)
+        if self._ledger is not None:
+            self._ledger.record(name, self)
 
-    def close(self, *, clean_up: bool) -> None:
+    def close(self, *, clean_up: bool = False) -> None:
         """Close the client of the object calls; with ``clean_up`` (against an existing
         cluster: an embedded server is thrown away) first delete what the test left in
-        its namespaces, then the namespaces."""
+        its namespaces, every finalizer released, then the namespaces."""
         if clean_up:
             for namespace in self._namespaces:
-                self._empty(namespace)
-                with contextlib.suppress(ApiException):
-                    self._call("DELETE", self._path("namespaces", "", namespace))
-        if self._client is not None:
-            self._client.close()  # type: ignore[no-untyped-call]
-
-    def _empty(self, namespace: str) -> None:
-        for plural in (api.AL_PLURAL, api.ER_PLURAL, api.ERS_PLURAL):
-            for item in self.list_objects(plural, namespace):
-                name = item["metadata"]["name"]
-                with contextlib.suppress(ApiException):
-                    if item["metadata"].get("finalizers"):
-                        self.patch_object(
-                            plural, namespace, name, {"metadata": {"finalizers": None}}
-                        )
-                    self.delete_object(plural, namespace, name)
-        options = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
-        for plural, (_, _, namespaced) in RESOURCES.items():
-            if namespaced:
-                with contextlib.suppress(ApiException):
-                    self._call("DELETE", self._path(plural, namespace), options)
-
-    # -- objects, through the official client -------------------------------------------
-    # The embedded server's direct-access methods, by name and meaning, over HTTP, so a
-    # test reads and writes the same way against either API.
-
-    def get_object(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
-        """The object, or None when it does not exist."""
-        try:
-            return self._call("GET", self._path(resource, namespace, name))
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    def list_objects(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        """The objects (all namespaces when ``namespace`` is None), sorted by namespace
-        and name."""
-        items = list(self._call("GET", self._path(resource, namespace)).get("items") or ())
-        items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
-        return items
-
-    def create_object(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
-        """Create ``obj`` in its metadata's namespace (the test's own when it names none)."""
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-        if not namespace and RESOURCES[resource][2]:
-            namespace = self.namespace
-        return self._call("POST", self._path(resource, namespace), obj)
-
-    def patch_object(
-        self,
-        resource: str,
-        namespace: str,
-        name: str,
-        patch: dict[str, Any],
-        *,
-        subresource: str | None = None,
-    ) -> dict[str, Any]:
-        """A JSON merge patch (a ``metadata.resourceVersion`` in it is a precondition)."""
-        path = self._path(resource, namespace, name) + (f"/{subresource}" if subresource else "")
-        return self._call("PATCH", path, patch, content_type="application/merge-patch+json")
-
-    def delete_object(self, resource: str, namespace: str, name: str) -> None:
-        """Delete (an object with finalizers only gets a deletionTimestamp)."""
-        self._call("DELETE", self._path(resource, namespace, name))
-
-    def _path(self, resource: str, namespace: str | None, name: str | None = None) -> str:
-        group, version, namespaced = RESOURCES[resource]
-        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-        if namespaced and namespace:
-            path += f"/namespaces/{namespace}"
-        path += f"/{resource}"
-        return f"{path}/{name}" if name else path
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        body: object = None,
-        *,
-        content_type: str = "application/json",
-    ) -> dict[str, Any]:
-        if self._client is None:
-            self._client = self.api_client()
-        return request(self._client, method, path, body, content_type=content_type)
+                self.remove_namespace(namespace, finalize=not self._finishes_namespaces)
+        super().close()
 
 
 def install_crds(api_client: client.ApiClient) -> None:

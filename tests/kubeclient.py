@@ -1,7 +1,8 @@
 """Typed views of what the official ``kubernetes`` client leaves untyped: custom objects
 (annotated ``object``), the ``metav1.Status`` of an error, and ``kubernetes.watch``
-(no annotations at all); one request to any path (:func:`request`); and a record of
-what a client sent (:class:`SentRequests`), which works against any API server."""
+(no annotations at all); one request to any path (:func:`request`, the one of
+``ersctl.testing.objects``); and a record of what a client sent (:class:`SentRequests`),
+which works against any API server."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from kubernetes import client, watch
 from kubernetes.client import ApiException
+
+from ersctl.testing.objects import request
+
+__all__ = ["SentRequests", "json_object", "new_watch", "request", "status_of", "unlike"]
 
 
 def json_object(value: object) -> dict[str, Any]:
@@ -42,33 +47,23 @@ new_watch: Callable[[], WatchStream] = watch.Watch
 """A fresh ``kubernetes.watch.Watch``, typed."""
 
 
-def request(
-    api_client: client.ApiClient,
-    method: str,
-    path: str,
-    body: object = None,
-    *,
-    content_type: str = "application/json",
-    query: list[tuple[str, str]] | None = None,
-) -> dict[str, Any]:
-    """One request through the official client (its address, TLS and credentials) to a
-    path of the API, for what its typed calls do not cover (any resource by plural,
-    server-side apply). Returns the JSON answer; raises ``ApiException`` for an error."""
-    serialized = api_client.param_serialize(
-        method=method,
-        resource_path=path,
-        query_params=query or [],
-        header_params={"Content-Type": content_type, "Accept": "application/json"},
-        body=body,
-        auth_settings=["BearerToken"],
-    )
-    method, url, headers, payload, post = serialized
-    response = api_client.call_api(
-        method, url, header_params=headers, body=payload, post_params=post
-    )
-    response.read()  # type: ignore[no-untyped-call]
-    answer = api_client.response_deserialize(response, {"2XX": "object"}).data
-    return json_object(answer)
+def unlike(wanted: Any, stored: Any, path: str = "") -> list[str]:
+    """The paths where ``stored`` does not hold what ``wanted`` sets: every field of
+    ``wanted`` with its value, lists item by item, anything else only in ``stored``.
+    For what a manifest sets and a real API server keeps, filling in defaults beside."""
+    if isinstance(wanted, dict) and isinstance(stored, dict):
+        return [
+            found
+            for key, value in wanted.items()
+            for found in unlike(value, stored.get(key), f"{path}.{key}")
+        ]
+    if isinstance(wanted, list) and isinstance(stored, list) and len(wanted) == len(stored):
+        return [
+            found
+            for index, (item, kept) in enumerate(zip(wanted, stored, strict=True))
+            for found in unlike(item, kept, f"{path}[{index}]")
+        ]
+    return [] if wanted == stored else [path or "."]
 
 
 @dataclass(kw_only=True)

@@ -1,11 +1,16 @@
-"""The Kubernetes side of the simulation: the objects it starts from, and the agent's view.
+"""The Kubernetes side of the simulation: the API it runs on, the objects it starts
+from, and the agent's view.
 
-:func:`create_objects` makes what a platform team would apply by hand: a namespace, the
-GitHub credentials Secret (key ``github_token``, as the controller reads it) and the
-EphemeralRunnerSet at zero replicas; with the AutoscalingRunnerSet path, the namespace,
-the Secret and :func:`ars_document` are all it applies. :class:`DirectCluster` is the runner agent's
-access to the EphemeralRunners: in-process calls on the embedded API server, so the
-agent's writes never appear in the request log that the report counts.
+:class:`Kubernetes` is what the simulation uses of its API: the embedded server, or an
+existing cluster behind a recording proxy (``simulation.remote``). :func:`create_objects`
+makes what a platform team would apply by hand: a namespace, the GitHub credentials
+Secret (key ``github_token``, as the controller reads it) and the EphemeralRunnerSet at
+zero replicas; with the AutoscalingRunnerSet path, the namespace, the Secret and
+:func:`ars_document` are all it applies. Its Pods name a scheduler that does not exist
+(:data:`SIMULATED_SCHEDULER`), so on a cluster no node runs them: the simulation's
+kubelets play them. :class:`DirectCluster` is the runner agent's access to the
+EphemeralRunners: not through the programs' API address, so the agent's writes never
+appear in the request log that the report counts.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ersctl.api import (
     API_VERSION,
@@ -26,26 +31,77 @@ from ersctl.api import (
     EphemeralRunner,
     ERPhase,
 )
-from ersctl.testing.apiserver import ApiServer, StatusError
+from ersctl.testing.apiserver import RequestLog, StatusError
+from ersctl.testing.apiserver.hooks import Fault
 
 NAMESPACE = "arc-runners"
 ERS_NAME = "arc-runner-set"
 SECRET_NAME = "github-credentials"  # noqa: S105 (a Secret's name, not a secret)
 ARS_NAME = "arc-runner-set"
+SIMULATED_SCHEDULER = "gha-scaleset-simulation"
+"""The scheduler the simulation's Pods name: none runs on a cluster, so they stay
+unscheduled, for the simulation's kubelets alone to play."""
+
+
+class Kubernetes(Protocol):
+    """What the simulation uses of its Kubernetes API (``ApiServer`` has all of it):
+    object access, the kubeconfig for the programs under test, the log of their
+    requests, and faults injected into them."""
+
+    @property
+    def request_log(self) -> RequestLog: ...
+
+    def write_kubeconfig(self, path: Path) -> Path: ...
+
+    def get_object(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def list_objects(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]: ...
+
+    def create_object(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]: ...
+
+    def patch_object(
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        patch: dict[str, Any],
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    def delete_object(self, resource: str, namespace: str, name: str) -> None: ...
+
+    def inject_fault(
+        self,
+        *,
+        verb: str | None = None,
+        resource: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+        code: int = 500,
+        times: int = 1,
+        latency: float = 0.0,
+    ) -> Fault: ...
+
+    def drop_watches(self, resource: str | None = None) -> None: ...
 
 
 def runner_pod_spec() -> dict[str, Any]:
     """The runner Pod spec of the set (the simulation's agent plays what runs in it)."""
     return {
         "restartPolicy": "Never",
+        "schedulerName": SIMULATED_SCHEDULER,
         "containers": [{"name": "runner", "image": "ghcr.io/actions/actions-runner:latest"}],
     }
 
 
-def create_objects(api: ApiServer, *, config_url: str, token: str, scale_set_id: int) -> None:
+def create_objects(
+    api: Kubernetes, *, config_url: str, token: str, scale_set_id: int, namespace: str = NAMESPACE
+) -> None:
     """The namespace, the credentials Secret and the EphemeralRunnerSet (0 replicas)."""
-    create_credentials(api, token=token)
-    api.create_object(ERS_PLURAL, ers_document(config_url=config_url, scale_set_id=scale_set_id))
+    create_credentials(api, token=token, namespace=namespace)
+    document = ers_document(config_url=config_url, scale_set_id=scale_set_id, namespace=namespace)
+    api.create_object(ERS_PLURAL, document)
 
 
 def write_listener_config(
@@ -56,6 +112,7 @@ def write_listener_config(
     scale_set_id: int,
     min_runners: int,
     max_runners: int,
+    namespace: str = NAMESPACE,
     **more: Any,
 ) -> Path:
     """The config of a listener started by hand for the set (the path without an
@@ -63,7 +120,7 @@ def write_listener_config(
     config = {
         "configure_url": config_url,
         "github_token": token,
-        "ephemeral_runner_set_namespace": NAMESPACE,
+        "ephemeral_runner_set_namespace": namespace,
         "ephemeral_runner_set_name": ERS_NAME,
         "runner_scale_set_id": scale_set_id,
         "min_runners": min_runners,
@@ -77,10 +134,10 @@ def write_listener_config(
     return path
 
 
-def create_credentials(api: ApiServer, *, token: str) -> None:
+def create_credentials(api: Kubernetes, *, token: str, namespace: str = NAMESPACE) -> None:
     """The namespace and the GitHub credentials Secret in it."""
     api.create_object(
-        "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
     )
     api.create_object(
         "secrets",
@@ -88,21 +145,27 @@ def create_credentials(api: ApiServer, *, token: str) -> None:
             "apiVersion": "v1",
             "kind": "Secret",
             "type": "Opaque",
-            "metadata": {"name": SECRET_NAME, "namespace": NAMESPACE},
+            "metadata": {"name": SECRET_NAME, "namespace": namespace},
             "data": {"github_token": base64.b64encode(token.encode()).decode()},
         },
     )
 
 
 def ars_document(
-    *, config_url: str, scale_set_name: str, min_runners: int, max_runners: int
+    *,
+    config_url: str,
+    scale_set_name: str,
+    min_runners: int,
+    max_runners: int,
+    namespace: str = NAMESPACE,
 ) -> dict[str, Any]:
     """The AutoscalingRunnerSet a platform team applies for one scale set: the
     controller registers the scale set and makes its runner set and listener."""
+    listener = {"schedulerName": SIMULATED_SCHEDULER, "containers": [{"name": "listener"}]}
     return {
         "apiVersion": API_VERSION,
         "kind": ARS_KIND,
-        "metadata": {"name": ARS_NAME, "namespace": NAMESPACE},
+        "metadata": {"name": ARS_NAME, "namespace": namespace},
         "spec": {
             "githubConfigUrl": config_url,
             "githubConfigSecret": SECRET_NAME,
@@ -110,18 +173,21 @@ def ars_document(
             "minRunners": min_runners,
             "maxRunners": max_runners,
             "template": {"spec": runner_pod_spec()},
+            "listenerTemplate": {"spec": listener},
         },
     }
 
 
-def ers_document(*, config_url: str, scale_set_id: int) -> dict[str, Any]:
+def ers_document(
+    *, config_url: str, scale_set_id: int, namespace: str = NAMESPACE
+) -> dict[str, Any]:
     """The EphemeralRunnerSet the listener and the controller work on."""
     return {
         "apiVersion": API_VERSION,
         "kind": ERS_KIND,
         "metadata": {
             "name": ERS_NAME,
-            "namespace": NAMESPACE,
+            "namespace": namespace,
             "labels": {"app.kubernetes.io/name": ERS_NAME},
         },
         "spec": {
@@ -149,17 +215,19 @@ def bucket(runner: EphemeralRunner) -> str:
 
 
 class DirectCluster:
-    """:class:`simulation.agent.Cluster` over the in-process API server.
+    """:class:`simulation.agent.Cluster` over the simulation's own API access.
 
     A runner that vanished between the listing and a write is not an error: the agent
     sees it gone on its next pass.
     """
 
-    def __init__(self, api: ApiServer) -> None:
+    def __init__(self, api: Kubernetes, namespace: str = NAMESPACE) -> None:
         self._api = api
+        self._namespace = namespace
 
     def runners(self) -> list[EphemeralRunner]:
-        return [EphemeralRunner(obj) for obj in self._api.list_objects(ER_PLURAL, NAMESPACE)]
+        listed = self._api.list_objects(ER_PLURAL, self._namespace)
+        return [EphemeralRunner(obj) for obj in listed]
 
     def patch_status(self, name: str, status: Mapping[str, Any]) -> None:
         self._patch(name, {"status": dict(status)}, subresource="status")
@@ -169,7 +237,7 @@ class DirectCluster:
 
     def _patch(self, name: str, patch: dict[str, Any], *, subresource: str | None = None) -> None:
         with unless_gone():
-            self._api.patch_object(ER_PLURAL, NAMESPACE, name, patch, subresource=subresource)
+            self._api.patch_object(ER_PLURAL, self._namespace, name, patch, subresource=subresource)
 
 
 @contextmanager

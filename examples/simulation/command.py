@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from ersctl.platform.cli import fail
+from ersctl.platform.errors import Failure
 from simulation.agent import AgentTiming
 from simulation.live import LiveLine
 from simulation.options import PROG
@@ -43,6 +44,7 @@ def config_from(args: argparse.Namespace) -> SimulationConfig:
         runner_controller=args.runner_controller,
         autoscaling=not args.without_ars,
         drain_timeout=args.drain_timeout,
+        kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None,
     )
 
 
@@ -55,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
         trace = run_simulation(config, workdir=workdir, live=live)
     except ProgramExited as exc:
         fail(PROG, str(exc))
+    except Failure as exc:  # an existing cluster that cannot be used
+        fail(PROG, str(exc), exc.exit_code)
     report = build_report(trace)
     print(format_report(report))
     print(f"logs: {workdir}")

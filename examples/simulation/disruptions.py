@@ -24,8 +24,7 @@ from typing import Final
 
 from ersctl.api import ER_PLURAL
 from ersctl.runner.pods import DISRUPTION_ANNOTATIONS
-from ersctl.testing.apiserver import ApiServer
-from simulation.cluster import NAMESPACE, unless_gone
+from simulation.cluster import NAMESPACE, Kubernetes, unless_gone
 from simulation.faults import FaultKind
 from simulation.pods import PodAgent
 
@@ -44,9 +43,10 @@ EVICTED: Final = {
 class Disruptions:
     """Not thread-safe: the simulation's loop calls it, like the agent."""
 
-    def __init__(self, *, api: ApiServer, agent: PodAgent) -> None:
+    def __init__(self, *, api: Kubernetes, agent: PodAgent, namespace: str = NAMESPACE) -> None:
         self._api = api
         self._agent = agent
+        self._namespace = namespace
         self._lost: set[str] = set()  # Pods (= runners) of a lost node, still terminating
 
     def apply(self, kind: FaultKind) -> bool:
@@ -64,7 +64,7 @@ class Disruptions:
             return False
         with unless_gone():
             self._api.patch_object(
-                "pods", NAMESPACE, name, {"status": EVICTED}, subresource="status"
+                "pods", self._namespace, name, {"status": EVICTED}, subresource="status"
             )
         return True
 
@@ -73,7 +73,7 @@ class Disruptions:
         if name is None:
             return False
         with unless_gone():
-            self._api.delete_object("pods", NAMESPACE, name)
+            self._api.delete_object("pods", self._namespace, name)
         return True
 
     def lose_node(self) -> bool:
@@ -82,18 +82,18 @@ class Disruptions:
             return False
         with unless_gone():
             patch = {"metadata": {"finalizers": [LOST_NODE_FINALIZER]}}
-            self._api.patch_object("pods", NAMESPACE, name, patch)
-            self._api.delete_object("pods", NAMESPACE, name)
+            self._api.patch_object("pods", self._namespace, name, patch)
+            self._api.delete_object("pods", self._namespace, name)
             self._lost.add(name)
         return True
 
     def step(self) -> None:
         """Let a lost node's Pod go once its runner is gone."""
         for name in list(self._lost):
-            if self._api.get_object(ER_PLURAL, NAMESPACE, name) is None:
+            if self._api.get_object(ER_PLURAL, self._namespace, name) is None:
                 with unless_gone():
                     self._api.patch_object(
-                        "pods", NAMESPACE, name, {"metadata": {"finalizers": []}}
+                        "pods", self._namespace, name, {"metadata": {"finalizers": []}}
                     )
                 self._lost.discard(name)
 
@@ -109,7 +109,7 @@ class Disruptions:
 
     def _victim(self, *, unprotected: bool) -> tuple[str, str] | None:
         for uid, name in self._agent.running():
-            pod = self._api.get_object("pods", NAMESPACE, name)
+            pod = self._api.get_object("pods", self._namespace, name)
             meta = (pod or {}).get("metadata") or {}
             if pod is None or meta.get("uid") != uid or meta.get("deletionTimestamp"):
                 continue

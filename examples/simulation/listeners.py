@@ -23,6 +23,7 @@ is reported Failed with exit code 2 and a message, as a container that cannot st
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
@@ -107,9 +108,18 @@ class ListenerKubelet:
     """Runs the listener of every listener Pod in ``namespace`` (all when None)."""
 
     def __init__(
-        self, store: PodStore, *, kubeconfig: Path, workdir: Path, namespace: str | None = None
+        self,
+        store: PodStore,
+        *,
+        kubeconfig: Path,
+        workdir: Path,
+        namespace: str | None = None,
+        on_host: Callable[[Json, bytes], bytes] | None = None,
     ) -> None:
+        """``on_host``: what running on this host changes in a Pod's config (the local
+        cluster's port mapping, ``simulation.kubelet.listener_config_on_host``)."""
         self._store = store
+        self._on_host = on_host
         self._kubeconfig = kubeconfig
         self._workdir = workdir
         self._namespace = namespace
@@ -181,7 +191,8 @@ class ListenerKubelet:
         directory = self._workdir / meta["namespace"] / meta["name"]
         directory.mkdir(parents=True, exist_ok=True)
         config = directory / PurePosixPath(source.key).name
-        config.write_bytes(base64.b64decode(encoded))
+        data = base64.b64decode(encoded)
+        config.write_bytes(data if self._on_host is None else self._on_host(pod, data))
         environment = {
             **source.environment,
             CONFIG_PATH_ENV: str(config),

@@ -28,7 +28,10 @@ from ersctl.platform.interrupt import EXIT_INTERRUPTED
 from simulation.workload import Burst
 
 PROG = "simulate.py"
-DESCRIPTION = "The whole system end to end, with no GitHub account and no cluster."
+DESCRIPTION = (
+    "The whole system end to end, with no GitHub account and no cluster (or on an "
+    "existing one: --kubeconfig)."
+)
 
 
 def run_checked(
@@ -124,6 +127,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     system.add_argument("--faults", action="store_true", help="inject the fault schedule")
     system.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        type=kubeconfig_file,
+        help="run on the existing cluster this kubeconfig names (its CRDs installed), in a "
+        "namespace of its own removed at the end, instead of the embedded API server",
+    )
+    system.add_argument(
         "--runner-controller",
         action="store_true",
         help="let ersctl's EphemeralRunner controller register runners and run their Pods; "
@@ -194,6 +204,16 @@ def _burst(text: str) -> Burst:
         return Burst.parse(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def kubeconfig_file(text: str) -> str:
+    """A file that exists and can be read (what is in it is checked when the run starts)."""
+    path = Path(text)
+    if not text or not path.is_file():
+        raise argparse.ArgumentTypeError(f"no such file: {text!r}")
+    if not os.access(path, os.R_OK):
+        raise argparse.ArgumentTypeError(f"cannot read {text!r}: permission denied")
+    return text
 
 
 def output_file(text: str) -> str:

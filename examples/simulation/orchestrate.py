@@ -1,7 +1,8 @@
 """Run the whole system once: servers, the real programs, the agent, a workload.
 
-:func:`run_simulation` starts, in this process, the embedded Kubernetes API server and
-the GitHub simulator's HTTP server; creates the EphemeralRunnerSet and its credentials
+:func:`run_simulation` starts, in this process, the embedded Kubernetes API server (or,
+with a kubeconfig, reaches an existing cluster through ``simulation.remote``) and the
+GitHub simulator's HTTP server; creates the EphemeralRunnerSet and its credentials
 Secret; starts ``ghalistener run`` and ``ersctl reconcile`` (or the benchmark's
 baseline controller) as subprocesses through their command lines; then drives one
 loop that queues the workload's jobs on time, fires the fault schedule, steps the
@@ -44,6 +45,7 @@ from simulation.cluster import (
     ERS_NAME,
     NAMESPACE,
     DirectCluster,
+    Kubernetes,
     ars_document,
     bucket,
     create_credentials,
@@ -58,6 +60,7 @@ from simulation.listeners import ListenerKubelet
 from simulation.live import LiveLine, Progress
 from simulation.pods import START_FAULTS, PodAgent, StartFault
 from simulation.processes import CtrlC, Program, ProgramExited
+from simulation.remote import RemoteCluster, run_namespace
 from simulation.replicas import LeaseTiming, Replicas
 from simulation.trace import (
     Failover,
@@ -113,6 +116,9 @@ class SimulationConfig:
     """More ``ersctl reconcile`` options (the soak's short runner health timeouts)."""
     health_deadline: float = 0.0
     """The longest wait of the runner health rules the soak allows (its invariants' bound)."""
+    kubeconfig: Path | None = None
+    """An existing cluster to run on (``simulation.remote``) instead of the embedded API
+    server, in a fresh namespace removed at the end."""
 
     @property
     def schedule(self) -> tuple[Fault, ...]:
@@ -133,18 +139,30 @@ def run_simulation(config: SimulationConfig, *, workdir: Path, live: LiveLine) -
     """Run ``config`` end to end and return what happened (see the module docstring)."""
     workdir.mkdir(parents=True, exist_ok=True)
     github_side = GitHubSide(long_poll=config.long_poll, register=not config.autoscaling)
-    with ApiServer() as api, github_side as github, CtrlC() as ctrl_c:
+    remote = None if config.kubeconfig is None else RemoteCluster(config.kubeconfig)
+    with remote or ApiServer() as api, github_side as github, CtrlC() as ctrl_c:
+        namespace = NAMESPACE if remote is None else run_namespace()
         sim = _Simulation(
-            config=config, api=api, github=github, workdir=workdir, live=live, ctrl_c=ctrl_c
+            config=config,
+            api=api,
+            namespace=namespace,
+            github=github,
+            workdir=workdir,
+            live=live,
+            ctrl_c=ctrl_c,
         )
         try:
             sim.start()
             sim.drained = sim.loop()
             sim.stuck = sim.being_deleted()
-            if config.autoscaling and config.schedule:
+            # On a cluster the scale set is taken down whatever the faults: what the
+            # system leaves there is what a user would find.
+            if config.autoscaling and (config.schedule or remote is not None):
                 sim.tear_down(timeout=config.drain_timeout)
         finally:
             sim.stop()
+            if remote is not None:
+                sim.namespace_left = tuple(remote.remove(namespace))
         return sim.trace()
 
 
@@ -153,7 +171,8 @@ class _Simulation:
         self,
         *,
         config: SimulationConfig,
-        api: ApiServer,
+        api: Kubernetes,
+        namespace: str,
         github: GitHubSide,
         workdir: Path,
         live: LiveLine,
@@ -162,6 +181,8 @@ class _Simulation:
         self.config = config
         self.ctrl_c = ctrl_c
         self.api = api
+        self.namespace = namespace
+        self.namespace_left: tuple[str, ...] | None = None
         self.github = github
         self.workdir = workdir
         self.live = live
@@ -178,13 +199,15 @@ class _Simulation:
         self.restarts: list[threading.Thread] = []
         self.agent = self._agent()
         self.disruptions = (
-            Disruptions(api=api, agent=self.agent) if isinstance(self.agent, PodAgent) else None
+            Disruptions(api=api, agent=self.agent, namespace=self.namespace)
+            if isinstance(self.agent, PodAgent)
+            else None
         )
         kubeconfig = api.write_kubeconfig(workdir / "kubeconfig")
         self.ers_name = ERS_NAME
         self.applied_at: float | None = None
         self.kubelet = ListenerKubelet(
-            api, kubeconfig=kubeconfig, workdir=workdir / "listener-pods", namespace=NAMESPACE
+            api, kubeconfig=kubeconfig, workdir=workdir / "listener-pods", namespace=self.namespace
         )
         self.listener = Program(
             name="ghalistener",
@@ -204,7 +227,7 @@ class _Simulation:
                 "--kubeconfig",
                 str(kubeconfig),
                 "--namespace",
-                NAMESPACE,
+                self.namespace,
                 "--metrics-addr",
                 "0",
                 # Explicit both ways: `ersctl reconcile` runs the runner controller by
@@ -220,7 +243,7 @@ class _Simulation:
             # One controller, restarted by SIGKILL in --faults, runs without a Lease:
             # the new process would wait out the dead one's lease before working.
             lease=config.lease,
-            namespace=NAMESPACE,
+            namespace=self.namespace,
         )
 
     def _autoscaling_options(self) -> list[str]:
@@ -237,14 +260,15 @@ class _Simulation:
         if self.config.runner_controller:
             return PodAgent(
                 api=self.api,
-                pods=RunnerPods(self.api, namespace=NAMESPACE, connect=self.github.connect),
+                pods=RunnerPods(self.api, namespace=self.namespace, connect=self.github.connect),
                 service=self.github,
                 timing=self.config.timing,
                 job_duration=self.github.job_duration,
                 clock=time.time,
+                namespace=self.namespace,
             )
         return RunnerAgent(
-            cluster=DirectCluster(self.api),
+            cluster=DirectCluster(self.api, self.namespace),
             service=self.github,
             timing=self.config.timing,
             job_duration=self.github.job_duration,
@@ -261,6 +285,7 @@ class _Simulation:
             scale_set_id=self.github.scale_set_id,
             min_runners=self.config.min_runners,
             max_runners=self.config.max_runners,
+            namespace=self.namespace,
             session_retry_interval=1.0,
         )
 
@@ -268,7 +293,8 @@ class _Simulation:
         if self.config.message_latency > 0:
             self.github.delay_messages(self.config.message_latency)
         if self.config.autoscaling:
-            create_credentials(self.api, token=self.github.token)  # the Lease's namespace too
+            # The Lease's namespace too.
+            create_credentials(self.api, token=self.github.token, namespace=self.namespace)
         self.controllers.start()
         if self.config.autoscaling:
             self.applied_at = time.time()
@@ -279,6 +305,7 @@ class _Simulation:
                     scale_set_name=SCALE_SET_NAME,
                     min_runners=self.config.min_runners,
                     max_runners=self.config.max_runners,
+                    namespace=self.namespace,
                 ),
             )
         else:
@@ -287,6 +314,7 @@ class _Simulation:
                 config_url=self.github.config_url,
                 token=self.github.token,
                 scale_set_id=self.github.scale_set_id,
+                namespace=self.namespace,
             )
             self.listener.start()
         self._wait_until_ready(timeout=60.0)
@@ -302,7 +330,7 @@ class _Simulation:
             if self.config.autoscaling:
                 self._find_autoscaled_set()
             ers = EphemeralRunnerSet(
-                self.api.get_object(ERS_PLURAL, NAMESPACE, self.ers_name) or {}
+                self.api.get_object(ERS_PLURAL, self.namespace, self.ers_name) or {}
             )
             if ers.has_finalizer(ERS_FINALIZER) and self.github.has_session():
                 return
@@ -312,12 +340,12 @@ class _Simulation:
 
     def _find_autoscaled_set(self) -> None:
         """The scale set id and the set's name, once the ARS controller made them."""
-        ars = AutoscalingRunnerSet(self.api.get_object(ARS_PLURAL, NAMESPACE, ARS_NAME) or {})
+        ars = AutoscalingRunnerSet(self.api.get_object(ARS_PLURAL, self.namespace, ARS_NAME) or {})
         if ars.scale_set_id and not self.github.scale_set_id:
             self.github.use_scale_set(ars.scale_set_id)
         owned = [
             EphemeralRunnerSet(raw)
-            for raw in self.api.list_objects(ERS_PLURAL, NAMESPACE)
+            for raw in self.api.list_objects(ERS_PLURAL, self.namespace)
             if any(ref.get("uid") == ars.uid for ref in raw["metadata"].get("ownerReferences", ()))
         ]
         if owned:
@@ -465,12 +493,12 @@ class _Simulation:
         env = [{"name": "SIMULATED_TEMPLATE_EDIT", "value": "1"}]
         container = {**runner_pod_spec()["containers"][0], "env": env}
         patch = {"spec": {"template": {"spec": {"containers": [container]}}}}
-        self.api.patch_object(ARS_PLURAL, NAMESPACE, ARS_NAME, patch)
+        self.api.patch_object(ARS_PLURAL, self.namespace, ARS_NAME, patch)
 
     def tear_down(self, *, timeout: float) -> None:
         """Delete the AutoscalingRunnerSet and wait until nothing of it is left in the
         cluster or at GitHub; what is still there then is recorded (``self.teardown``)."""
-        self.api.delete_object(ARS_PLURAL, NAMESPACE, ARS_NAME)
+        self.api.delete_object(ARS_PLURAL, self.namespace, ARS_NAME)
         deadline = time.time() + timeout
         while True:
             self.ctrl_c.check()
@@ -488,7 +516,7 @@ class _Simulation:
         return tuple(
             f"{plural}/{obj['metadata']['name']}"
             for plural in (ARS_PLURAL, ERS_PLURAL, ER_PLURAL, AL_PLURAL, "pods", "secrets")
-            for obj in self.api.list_objects(plural, NAMESPACE)
+            for obj in self.api.list_objects(plural, self.namespace)
             if obj["metadata"].get("deletionTimestamp")
         )
 
@@ -496,7 +524,7 @@ class _Simulation:
         left = [
             f"{plural}/{obj['metadata']['name']}"
             for plural in (ARS_PLURAL, ERS_PLURAL, ER_PLURAL, AL_PLURAL, "pods")
-            for obj in self.api.list_objects(plural, NAMESPACE)
+            for obj in self.api.list_objects(plural, self.namespace)
         ]
         left += [f"scale set {name} at GitHub" for name in self.github.scale_set_names()]
         return tuple(left)
@@ -507,9 +535,9 @@ class _Simulation:
         if not self.config.autoscaling:
             self._restart(self.listener, graceful=True)
             return
-        for pod in self.api.list_objects("pods", NAMESPACE):
+        for pod in self.api.list_objects("pods", self.namespace):
             if (pod["metadata"].get("labels") or {}).get(_LISTENER_LABEL) == _LISTENER_VALUE:
-                self.api.delete_object("pods", NAMESPACE, pod["metadata"]["name"])
+                self.api.delete_object("pods", self.namespace, pod["metadata"]["name"])
 
     def _restart(self, program: Program, *, graceful: bool) -> None:
         thread = threading.Thread(
@@ -524,10 +552,10 @@ class _Simulation:
     # -- observation ----------------------------------------------------------------------
 
     def _sample(self, now: float) -> Sample:
-        raw = self.api.get_object(ERS_PLURAL, NAMESPACE, self.ers_name) or {}
+        raw = self.api.get_object(ERS_PLURAL, self.namespace, self.ers_name) or {}
         ers = EphemeralRunnerSet(raw)
         phases = {"pending": 0, "running": 0, "finished": 0, "deleting": 0}
-        for obj in self.api.list_objects(ER_PLURAL, NAMESPACE):
+        for obj in self.api.list_objects(ER_PLURAL, self.namespace):
             phases[bucket(EphemeralRunner(obj))] += 1
         sample = Sample(
             at=round(now, 3),
@@ -581,6 +609,7 @@ class _Simulation:
             api=count_traffic(requests, write_kinds=(_write_kind(r) for r in records)),
             marks=tuple(self.marks),
             teardown=self.teardown,
+            cluster=None if self.namespace_left is None else (self.namespace, self.namespace_left),
             setup=None if self.applied_at is None else self.origin - self.applied_at,
             final_replicas=final.replicas if final else 0,
             final_runners=final.live_runners if final else 0,

@@ -44,10 +44,10 @@ from typing import Any, Final, Protocol
 from ersctl.api import ER_KIND, ER_PLURAL, EphemeralRunner, ERPhase
 from ersctl.runner.pods import RUNNER_CONTAINER
 from ersctl.runnerset.failures import failed_at
-from ersctl.testing.apiserver import ApiServer, StatusError
+from ersctl.testing.apiserver import StatusError
 from ersctl.testing.podsim import PodNotStartable, RunnerPods, running_status
 from simulation.agent import AgentTiming
-from simulation.cluster import NAMESPACE, unless_gone
+from simulation.cluster import NAMESPACE, Kubernetes, unless_gone
 from simulation.faults import FaultKind
 from simulation.trace import RunnerTrace, runner_traces
 
@@ -123,14 +123,16 @@ class PodAgent:
     def __init__(
         self,
         *,
-        api: ApiServer,
+        api: Kubernetes,
         pods: RunnerPods,
         service: RunnerService,
         timing: AgentTiming,
         job_duration: Callable[[str], float],
         clock: Callable[[], float],
+        namespace: str = NAMESPACE,
     ) -> None:
         self._api = api
+        self._namespace = namespace
         self._pods_sim = pods
         self._service = service
         self._timing = timing
@@ -193,7 +195,7 @@ class PodAgent:
         runners = self._observe_runners(self._clock())
         present: set[str] = set()
         running: set[str] = set()
-        for pod in self._api.list_objects("pods", NAMESPACE):
+        for pod in self._api.list_objects("pods", self._namespace):
             meta = pod.get("metadata") or {}
             if not _runner_owned(meta):
                 continue  # a listener's Pod: the listener kubelet runs it
@@ -299,7 +301,7 @@ class PodAgent:
     def _set_status(self, name: str, status: dict[str, Any]) -> None:
         with unless_gone():
             self._api.patch_object(
-                "pods", NAMESPACE, name, {"status": status}, subresource="status"
+                "pods", self._namespace, name, {"status": status}, subresource="status"
             )
 
     def _observe_zombies(
@@ -322,7 +324,9 @@ class PodAgent:
 
     def _observe_runners(self, now: float) -> list[EphemeralRunner]:
         present: set[str] = set()
-        runners = [EphemeralRunner(obj) for obj in self._api.list_objects(ER_PLURAL, NAMESPACE)]
+        runners = [
+            EphemeralRunner(obj) for obj in self._api.list_objects(ER_PLURAL, self._namespace)
+        ]
         for er in runners:
             present.add(er.name)
             seen = self._runners.setdefault(

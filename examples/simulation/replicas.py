@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ersctl.testing.apiserver import ApiServer
+from simulation.cluster import Kubernetes
 from simulation.processes import START_MARKER, Program
 
 LEASE_NAME = "ersctl-leader"
@@ -96,12 +96,12 @@ class Replicas:
                 self.exits.append(f"{program.name} exited with code {program.exit_code}")
                 program.restart(graceful=True)  # it has exited: nothing left to signal
 
-    def holder(self, api: ApiServer) -> str:
+    def holder(self, api: Kubernetes) -> str:
         """The Lease's holder identity now ("" when none)."""
         lease = api.get_object("leases", self._namespace, LEASE_NAME) or {}
         return str((lease.get("spec") or {}).get("holderIdentity") or "")
 
-    def leader(self, api: ApiServer) -> tuple[Program, str] | None:
+    def leader(self, api: Kubernetes) -> tuple[Program, str] | None:
         """The running replica holding the Lease, and its identity; None when none does."""
         holder = self.holder(api)
         for program in self.programs:
@@ -109,7 +109,7 @@ class Replicas:
                 return program, holder
         return None
 
-    def kill_leader(self, api: ApiServer) -> str | None:
+    def kill_leader(self, api: Kubernetes) -> str | None:
         """SIGKILL the leading replica and start it again (a new process, a new identity);
         returns the identity killed, or None when no running replica leads now."""
         found = self.leader(api)

@@ -74,6 +74,9 @@ class Report:
     """Faults and restarts, as ``label@seconds``."""
     teardown_left: tuple[str, ...] | None = None
     """What the AutoscalingRunnerSet's deletion left behind (None: it was not deleted)."""
+    cluster: tuple[str, tuple[str, ...]] | None = None
+    """On an existing cluster: the run's namespace and what its removal left (None: the
+    embedded server)."""
     apply_to_first_job: float | None = None
     """Seconds from applying the AutoscalingRunnerSet to the first job running (None
     without one, or when no job ran)."""
@@ -81,11 +84,12 @@ class Report:
     @property
     def ok(self) -> bool:
         """Every queued job completed, no runner was deleted while running one, and a
-        deleted AutoscalingRunnerSet left nothing behind."""
+        deleted AutoscalingRunnerSet (a removed namespace) left nothing behind."""
         return (
             self.jobs_lost == 0
             and self.busy_runner_deletions == 0 == self.unseen_deletions
             and not self.teardown_left
+            and not (self.cluster and self.cluster[1])
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -123,6 +127,7 @@ def build_report(trace: Trace) -> Report:
     return Report(
         apply_to_first_job=first_job,
         teardown_left=trace.teardown,
+        cluster=trace.cluster,
         label=trace.label,
         seed=trace.seed,
         elapsed=round(trace.elapsed, 1),
@@ -208,6 +213,12 @@ def format_report(report: Report, *, verdict: bool = True) -> str:
                 if report.teardown_left
                 else "nothing left in the cluster or at GitHub"
             )
+        )
+    if report.cluster is not None:
+        namespace, left = report.cluster
+        lines.append(
+            f"cluster         the run's namespace {namespace} removed: "
+            + (f"LEFT {'; '.join(left)}" if left else "nothing left")
         )
     return "\n".join(lines)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ersctl.platform.cli import fail
+from ersctl.platform.errors import Failure
 from ersctl.runner.phases import FailurePolicy
 from simulation.agent import AgentTiming
 from simulation.faults import soak_plan
@@ -96,6 +97,7 @@ def soak_config(args: argparse.Namespace) -> SimulationConfig:
         fault_schedule=soak_plan(window, seed=args.seed),
         controller_options=HEALTH_OPTIONS,
         health_deadline=HEALTH_DEADLINE,
+        kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None,
     )
 
 
@@ -109,6 +111,8 @@ def run(args: argparse.Namespace, *, command: str) -> int:
         trace = run_simulation(config, workdir=workdir, live=live)
     except ProgramExited as exc:
         fail(PROG, str(exc))
+    except Failure as exc:  # an existing cluster that cannot be used
+        fail(PROG, str(exc), exc.exit_code)
     wall = time.monotonic() - started
     assert config.lease is not None
     rows = check(trace, retry_period=config.lease.retry_period)

@@ -244,6 +244,9 @@ class Trace:
     """Runners the API server's request log shows a successful DELETE for."""
     teardown: tuple[str, ...] | None = None
     """What was left after the AutoscalingRunnerSet's deletion (None: not deleted)."""
+    cluster: tuple[str, tuple[str, ...]] | None = None
+    """On an existing cluster: the run's namespace, and what was still there after its
+    removal (None: the embedded server, thrown away)."""
     setup: float | None = None
     """Seconds from applying the AutoscalingRunnerSet until the controller, the scale set,
     the set and the listener were ready (None without one); job times count from then."""

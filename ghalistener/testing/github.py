@@ -6,6 +6,12 @@ Run::
         [--scale-set arc-runners ...] [--admin-token-ttl 3600] [--session-idle-timeout 120]
 
 It prints ``ready http://127.0.0.1:8765`` once serving, then runs until SIGINT/SIGTERM.
+Queue jobs on one of its scale sets (as a workflow run would; its listener then asks
+for runners)::
+
+    python -m ghalistener.testing.github queue --url http://127.0.0.1:8765 \
+        --scale-set arc-runners [--count 3]
+
 Point a client at the config URL ``http://127.0.0.1:8765/<org>`` with any PAT: the
 REST API is under ``/api/v3`` (installation token, registration token by scope, admin
 connection), the actions service under ``/_services/actions/``. Scale sets named with
@@ -78,14 +84,61 @@ import sys
 import threading
 from collections.abc import Sequence
 
+import httpx
+
 from ghalistener.testing.core import DEFAULT_SESSION_IDLE_TIMEOUT
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 
+QUEUE_HELP = (
+    "To queue jobs on a running simulator's scale set (as a workflow run would; its "
+    "listener then asks for runners): python -m ghalistener.testing.github queue --url "
+    "http://127.0.0.1:8765 --scale-set arc-runners [--count 3]"
+)
+
+
+def queue(argv: Sequence[str]) -> int:
+    """``queue``: POST the jobs to a running simulator; one line, exit 1, on failure."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ghalistener.testing.github queue",
+        description="Queue jobs on a scale set of a running simulator.",
+    )
+    parser.add_argument("--url", required=True, help="the simulator, as it printed (ready URL)")
+    parser.add_argument("--scale-set", required=True, help="the scale set's name")
+    parser.add_argument("--count", type=int, default=1, help="jobs to queue (default 1)")
+    args = parser.parse_args(argv)
+    if args.count < 1:
+        parser.error("--count must be 1 or more")
+    base = args.url.rstrip("/")
+    try:
+        with httpx.Client(base_url=base, timeout=10) as http:
+            scale_sets = http.get("/_sim/state").raise_for_status().json()["scaleSets"]
+            found = [s for s in scale_sets if s["name"] == args.scale_set]
+            if not found:
+                names = ", ".join(sorted(s["name"] for s in scale_sets)) or "none yet"
+                print(
+                    f"queue: no scale set {args.scale_set!r} at {base} ({names})", file=sys.stderr
+                )
+                return 1
+            body = {"scaleSetId": found[0]["id"], "count": args.count}
+            ids = http.post("/_sim/jobs", json=body).raise_for_status().json()["requestIds"]
+    except (httpx.HTTPError, ValueError, KeyError) as exc:
+        print(f"queue: cannot reach the simulator at {base}: {exc}", file=sys.stderr)
+        return 1
+    print(f"queued {len(ids)} job(s) on scale set {args.scale_set} (request ids {ids})")
+    return 0
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Serve until SIGINT/SIGTERM; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m ghalistener.testing.github")
+    """Serve until SIGINT/SIGTERM (or ``queue`` jobs); returns the exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["queue"]:
+        return queue(arguments[1:])
+    parser = argparse.ArgumentParser(
+        prog="python -m ghalistener.testing.github",
+        description="A simulated GitHub Enterprise Server with its runner scale-set service.",
+        epilog=QUEUE_HELP,
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--hold", type=float, default=50.0, help="long-poll hold, seconds")
@@ -97,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=DEFAULT_SESSION_IDLE_TIMEOUT,
         help="seconds before an unused message session is dropped; 0 = never",
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     if args.session_idle_timeout < 0:
         parser.error("--session-idle-timeout must be 0 (never) or more seconds")
 

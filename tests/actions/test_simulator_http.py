@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import threading
@@ -154,7 +155,10 @@ def test_control_api_faults_and_token_expiry(
     assert control.get("/_sim/unknown").status_code == 404
 
 
-def test_the_module_runs_as_a_server_that_reports_ready() -> None:
+@contextlib.contextmanager
+def running_simulator() -> Iterator[str]:
+    """``python -m ghalistener.testing.github`` with scale set ``arc``; its ready line's
+    URL. It must end cleanly on SIGTERM."""
     process = subprocess.Popen(
         [sys.executable, "-m", "ghalistener.testing.github", "--port", "0", "--scale-set", "arc"],
         stdout=subprocess.PIPE,
@@ -164,12 +168,45 @@ def test_the_module_runs_as_a_server_that_reports_ready() -> None:
         assert process.stdout is not None
         line = process.stdout.readline().strip()
         assert line.startswith("ready http://127.0.0.1:")
-        url = line.removeprefix("ready ")
-        state = httpx.get(f"{url}/_sim/state", timeout=5).json()
-        assert state["scaleSets"][0]["name"] == "arc"
+        yield line.removeprefix("ready ")
     finally:
         process.terminate()
         assert process.wait(timeout=10) == 0
+
+
+def test_the_module_runs_as_a_server_that_reports_ready() -> None:
+    with running_simulator() as url:
+        state = httpx.get(f"{url}/_sim/state", timeout=5).json()
+
+    assert state["scaleSets"][0]["name"] == "arc"
+
+
+def _queue(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "ghalistener.testing.github", "queue", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_the_queue_command_queues_jobs_on_a_running_simulators_scale_set_by_name() -> None:
+    with running_simulator() as url:
+        queued = _queue("--url", url, "--scale-set", "arc", "--count", "2")
+        unknown = _queue("--url", url, "--scale-set", "gpu")
+        jobs = httpx.get(f"{url}/_sim/state", timeout=5).json()["jobs"]
+    helped = subprocess.run(
+        [sys.executable, "-m", "ghalistener.testing.github", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+
+    assert queued.returncode == 0, queued.stderr
+    assert queued.stdout.startswith("queued 2 job(s) on scale set arc")
+    assert [job["state"] for job in jobs] == ["available", "available"]
+    assert (unknown.returncode, unknown.stderr) == (
+        1,
+        f"queue: no scale set 'gpu' at {url} (arc)\n",
+    )
+    assert "ghalistener.testing.github queue --url" in " ".join(helped.stdout.split())
 
 
 def test_closing_from_another_thread_ends_a_held_poll(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from kubernetes import client
 from ersctl import api
 from tests.apiserver.objects import Objects
 from tests.kubeapi import KubeApi
+from tests.kubectl import Kubectl
 
 
 @pytest.fixture
@@ -37,3 +39,9 @@ def ers(custom: client.CustomObjectsApi, namespace: str) -> Objects:
 @pytest.fixture
 def runners(custom: client.CustomObjectsApi, namespace: str) -> Objects:
     return Objects(custom, api.ER_PLURAL, namespace)
+
+
+@pytest.fixture
+def kubectl(kube: KubeApi, tmp_path: Path) -> Kubectl:
+    """kubectl for the test's API, its namespace the default."""
+    return Kubectl(kube.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path / "kube-cache")

@@ -77,7 +77,9 @@ def test_an_update_is_owned_by_its_field_manager_or_else_by_the_clients_product_
     found = owners(patched)
     assert found[("listener", "Update")] == {"f:spec": {"f:replicas": {}}}
     created = found[("OpenAPI-Generator", "Update")]
-    assert created["f:spec"] == {"f:patchID": {}}  # replicas moved to the listener
+    # The creator made spec itself (a custom resource starts empty: "." is the map);
+    # replicas moved to the listener.
+    assert created["f:spec"] == {".": {}, "f:patchID": {}}
     entry = next(e for e in patched["metadata"]["managedFields"] if e["manager"] == "listener")
     assert (entry["apiVersion"], entry["fieldsType"]) == (api.API_VERSION, "FieldsV1")
 
@@ -183,3 +185,33 @@ def test_an_apply_without_a_field_manager_or_of_another_kind_is_refused(
     assert caught.value.status == code
     assert says in status_of(caught.value)["message"]
     assert ers.list()["items"] == []
+
+
+def test_a_create_owns_the_maps_it_made_and_its_defaults_but_not_what_admission_added(
+    kube_client: client.ApiClient, namespace: str
+) -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "labels": {"app": "x"}},
+        "spec": {
+            "schedulerName": "gha-scaleset-tests-no-scheduler",
+            "containers": [
+                {"name": "c", "image": "busybox:1.36", "env": [{"name": "A", "value": "1"}]}
+            ],
+        },
+    }
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    pod = request(kube_client, "POST", path, body, query=[("fieldManager", "tester")])
+
+    fields = owners(pod)[("tester", "Update")]
+    assert fields["f:metadata"] == {"f:labels": {".": {}, "f:app": {}}}
+    spec = fields["f:spec"]
+    assert "." not in spec  # an empty Pod has a spec already
+    container = spec["f:containers"]['k:{"name":"c"}']
+    assert container["."] == container["f:env"]["."] == {}
+    assert container["f:env"]['k:{"name":"A"}'] == {".": {}, "f:name": {}, "f:value": {}}
+    # Defaults are filled in before the write is recorded, admission's additions after.
+    assert {"f:imagePullPolicy", "f:terminationMessagePath"} <= container.keys()
+    assert {"f:dnsPolicy", "f:restartPolicy", "f:terminationGracePeriodSeconds"} <= spec.keys()
+    assert not {"f:serviceAccountName", "f:tolerations", "f:priority"} & spec.keys()

@@ -84,24 +84,6 @@ def create_set(http: httpx.Client, ers_path: str, name: str = "a") -> None:
             "BadRequest",
             id="wrong kind",
         ),
-        pytest.param(
-            "GET",
-            "/apis/actions.github.com/v1alpha1/namespaces/{ns}/widgets",
-            b"",
-            "",
-            404,
-            "NotFound",
-            id="unknown resource",
-        ),
-        pytest.param(
-            "GET",
-            "/apis/nothing.example.com/v1/things",
-            b"",
-            "",
-            404,
-            "NotFound",
-            id="unknown group",
-        ),
         pytest.param("GET", f"{ERS}/a/scale", b"", "", 404, "NotFound", id="unknown subresource"),
         pytest.param(
             "POST",
@@ -194,6 +176,39 @@ def test_bad_requests_get_a_status_and_the_server_keeps_serving(
     assert (status["code"], status["reason"]) == (code, reason)
     assert "Traceback" not in response.text
     assert http.get(f"{ers_path}/a").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("/apis/actions.github.com/v1alpha1/namespaces/{ns}/widgets", id="resource"),
+        pytest.param("/apis/nothing.example.com/v1/things", id="group"),
+        pytest.param("/apis/nothing.example.com", id="group itself"),
+        pytest.param("/nothing", id="outside the APIs"),
+    ],
+)
+def test_a_path_no_api_serves_is_the_muxs_plain_text_404(
+    kube: KubeApi, http: httpx.Client, path: str
+) -> None:
+    # An unknown group, or a resource a group of custom resources does not have: no
+    # API handler claims the path, and the real server's mux answers in plain text.
+    response = http.get(path.format(ns=kube.namespace))
+
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("text/plain")
+    assert response.text == "404 page not found\n"
+
+
+def test_an_unknown_resource_of_a_built_in_api_is_a_status_404(
+    kube: KubeApi, http: httpx.Client
+) -> None:
+    # The built-in APIs' REST framework claims every path under their group version.
+    response = http.get(f"/api/v1/namespaces/{kube.namespace}/widgets")
+
+    assert response.status_code == 404
+    status = response.json()
+    assert (status["kind"], status["reason"]) == ("Status", "NotFound")
+    assert status["message"] == "the server could not find the requested resource"
 
 
 @pytest.mark.embedded_only("fault injection")

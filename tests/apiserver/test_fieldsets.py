@@ -63,15 +63,19 @@ def mutated(obj: dict[str, Any], rng: random.Random) -> dict[str, Any]:
 
 
 def by_definition(old: dict[str, Any], new: dict[str, Any]) -> tuple[set[Any], ...]:
-    """SMD's Compare spelled out: the difference of the two whole field sets, and the
-    leaves in both whose value differs."""
-    before, after = fieldsets.field_set(old, DEPLOYMENT), fieldsets.field_set(new, DEPLOYMENT)
+    """SMD's Compare spelled out: the difference of the two whole field sets with their
+    maps and lists merged by item, and the leaves in both whose value differs."""
+    maps_before: set[tuple[str, ...]] = set()
+    maps_after: set[tuple[str, ...]] = set()
+    before = fieldsets.field_set(old, DEPLOYMENT, maps_before)
+    after = fieldsets.field_set(new, DEPLOYMENT, maps_after)
     modified = {
         path
         for path in before & after
         if path[-1].startswith("f:")
         and fieldsets.value_at(old, path)[1] != fieldsets.value_at(new, path)[1]
     }
+    before, after = before | maps_before, after | maps_after
     return after - before, modified, before - after
 
 

@@ -7,8 +7,6 @@ finalizer, watch, and sorted events. Against the test's Kubernetes API; the test
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,60 +14,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
 from ersctl import api
 from ersctl.crds import CRD_FILES
 from ersctl.testing.apiserver.semantics import TOTAL_ANNOTATION_SIZE_LIMIT
+from tests.certificates import server_certificates
 from tests.kubeapi import KubeApi, fresh_name
+from tests.kubectl import Kubectl, needs_kubectl
+from tests.standalone import Standalone
 
-KUBECTL = shutil.which("kubectl")
 EXAMPLES = Path(__file__).parents[2] / "examples"
 SAMPLE = EXAMPLES / "ephemeralrunnerset.yaml"
 
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
-
-
-class Kubectl:
-    """kubectl with its own kubeconfig and discovery cache."""
-
-    def __init__(self, kubeconfig: Path, cache: Path) -> None:
-        self.kubeconfig = kubeconfig
-        self.cache = cache
-
-    def command(self, *args: str) -> list[str]:
-        return [str(KUBECTL), f"--cache-dir={self.cache}", *args]
-
-    @property
-    def env(self) -> dict[str, str]:
-        return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
-
-    def __call__(
-        self, *args: str, check: bool = True, stdin: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            self.command("--request-timeout=20s", *args),
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=60,
-            check=False,
-        )
-        if check:
-            assert result.returncode == 0, result.stderr
-        return result
-
-    def json(self, *args: str) -> dict[str, Any]:
-        doc: dict[str, Any] = json.loads(self(*args, "-o", "json").stdout)
-        return doc
-
-
-@pytest.fixture
-def kubectl(kube: KubeApi, tmp_path: Path) -> Kubectl:
-    """kubectl for the test's API, its namespace the default."""
-    return Kubectl(kube.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path / "kube-cache")
+pytestmark = needs_kubectl
 
 
 def sample(**changes: Any) -> str:
@@ -383,41 +343,6 @@ def test_kubectl_create_of_built_in_types_sends_protobuf_that_is_understood(
 # -- python -m ersctl.testing.apiserver ---------------------------------------------
 
 
-class Standalone:
-    """``python -m ersctl.testing.apiserver`` in a subprocess, and kubectl against it."""
-
-    def __init__(self, tmp_path: Path, *extra: str) -> None:
-        kubeconfig = tmp_path / "kubeconfig"
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ersctl.testing.apiserver",
-                "--port",
-                "0",
-                "--kubeconfig",
-                str(kubeconfig),
-                *extra,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert self.process.stdout is not None
-        self.ready_line = self.process.stdout.readline().strip()
-        self.kubectl = Kubectl(kubeconfig, tmp_path / "kube-cache")
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-        try:
-            return self.process.wait(timeout=10)
-        finally:
-            for stream in (self.process.stdout, self.process.stderr):
-                if stream is not None:
-                    stream.close()
-
-
 STANDALONE = pytest.mark.embedded_only("runs the embedded server's own command line")
 
 
@@ -481,3 +406,28 @@ def test_the_standalone_server_names_a_port_it_cannot_bind_and_exits_1(tmp_path:
     assert second.stderr.strip().splitlines() == [
         f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
     ]
+
+
+@STANDALONE
+def test_the_standalone_server_serves_https_and_asks_for_the_token_it_was_given(
+    tmp_path: Path,
+) -> None:
+    tls = server_certificates(tmp_path)
+    (tmp_path / "ca.pem").write_text(tls.root_pem)
+    server = Standalone(
+        tmp_path,
+        "--tls-cert-file", str(tmp_path / "leaf.pem"),
+        "--tls-private-key-file", str(tmp_path / "leaf.key"),
+        "--tls-ca-file", str(tmp_path / "ca.pem"),
+        "--token", "t0ken",
+    )  # fmt: skip
+    try:
+        listed = server.kubectl("get", "namespaces", "-o", "name")
+        url = server.ready_line.removeprefix("ready ")
+        anonymous = httpx.get(f"{url}/api/v1/namespaces", verify=False)  # noqa: S501
+    finally:
+        assert server.stop() == 0
+
+    assert server.ready_line.startswith("ready https://127.0.0.1:")
+    assert "namespace/default" in listed.stdout.splitlines()
+    assert anonymous.status_code == 401

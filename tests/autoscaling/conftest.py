@@ -8,6 +8,7 @@ Pods never run: the test plays the kubelet (``set_pod_status``)."""
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,7 @@ from ersctl.runnerset.metrics import LISTENER_SELECTOR, ArcListenerGauge
 from ersctl.wiring import LISTENER_PODS
 from tests.cluster.conftest import NO_SCHEDULER, Clock
 from tests.kubeapi import KubeApi
-from tests.kubeclient import SentRequests
+from tests.kubeclient import SentRequests, json_object
 from tests.listener.arc_configs import PAT
 from tests.polling import eventually
 
@@ -191,6 +192,17 @@ class ListenerHarness:
             self.kube.patch_object(
                 "secrets", self.scale_set_namespace, "proxy-credentials", {"data": data}
             )
+
+    def sent_pod(self) -> dict[str, Any]:
+        """The listener Pod as the reconciler last created it: what the controller
+        decided, before the API server filled in its defaults (a real one fills in many,
+        the embedded one as well)."""
+        bodies = [
+            s.body for s in self.sent.records() if s.method == "POST" and s.resource == "pods"
+        ]
+        assert bodies, "the reconciler created no Pod"
+        body = bodies[-1]
+        return json_object(json.loads(body) if isinstance(body, str | bytes) else body)
 
     def config_json(self) -> str:
         secret = self.kube.get_object("secrets", self.namespace, f"{self.name}-config")

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from kubernetes.client import ApiException
 
 from ersctl.api import AL_FINALIZER
 from ersctl.api import FieldError as ApiFieldError
@@ -24,6 +25,7 @@ from tests.autoscaling.conftest import (
     listener_settings,
     running,
 )
+from tests.kubeclient import status_of
 from tests.listener.arc_configs import (
     METRICS_BLOCK,
     app_config_metrics_on,
@@ -84,8 +86,9 @@ def test_a_listener_gets_arcs_pod_config_secret_service_account_role_and_binding
     secret = harness.kube.get_object("secrets", harness.namespace, f"{harness.name}-config")
     assert secret is not None and secret["metadata"]["ownerReferences"] == [owner]
 
-    pod = harness.pod()
-    assert pod is not None and pod["metadata"]["ownerReferences"] == [owner]
+    stored = harness.pod()
+    assert stored is not None and stored["metadata"]["ownerReferences"] == [owner]
+    pod = harness.sent_pod()
     labels = pod["metadata"]["labels"]
     assert labels["app.kubernetes.io/component"] == "runner-scale-set-listener"
     assert labels["actions.github.com/scale-set-name"] == SCALE_SET
@@ -167,8 +170,7 @@ def test_the_listener_template_is_merged_as_arc_merges_it(harness: ListenerHarne
     }
     harness.create_listener(template=template)
     harness.settle()
-    pod = harness.pod()
-    assert pod is not None
+    pod = harness.sent_pod()
     meta, spec = pod["metadata"], pod["spec"]
     assert meta["labels"]["team"] == "ci"
     # ARC's rule: a template label never overrides one the Pod has.
@@ -492,7 +494,9 @@ def _nothing_made(harness: ListenerHarness) -> None:
     assert [
         s["metadata"]["name"] for s in harness.kube.list_objects("secrets", harness.namespace)
     ] == []
-    assert harness.kube.list_objects("serviceaccounts", harness.namespace) == []
+    accounts = harness.kube.list_objects("serviceaccounts", harness.namespace)
+    # kube-controller-manager gives every namespace its ServiceAccount "default".
+    assert [a["metadata"]["name"] for a in accounts if a["metadata"]["name"] != "default"] == []
     assert harness.kube.list_objects("roles", harness.scale_set_namespace) == []
 
 
@@ -528,28 +532,6 @@ def test_a_missing_credentials_secret_is_a_warning_naming_the_field_and_nothing_
             "spec.template.spec.containers[1].image",
             id="sidecar-without-image",
         ),
-        pytest.param(
-            {
-                "spec": {
-                    "containers": [
-                        {"name": "sidecar", "image": "busybox"},
-                        {"name": "sidecar", "image": "busybox"},
-                    ]
-                }
-            },
-            "spec.template.spec.containers[1].name",
-            id="container-name-twice",
-        ),
-        pytest.param(
-            {
-                "spec": {
-                    "containers": [{"name": "listener"}],
-                    "volumes": [{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}],
-                }
-            },
-            "spec.template.spec.volumes[1].name",
-            id="volume-name-twice",
-        ),
     ],
 )
 def test_an_invalid_listener_template_is_a_warning_naming_the_field_and_nothing_changes(
@@ -561,6 +543,54 @@ def test_an_invalid_listener_template_is_a_warning_naming_the_field_and_nothing_
     (event,) = harness.events("InvalidListener")
     assert event["message"].startswith(f"{field}: ")
     _nothing_made(harness)
+
+
+@pytest.mark.parametrize(
+    ("template", "field", "key"),
+    [
+        pytest.param(
+            {
+                "spec": {
+                    "containers": [
+                        {"name": "sidecar", "image": "busybox"},
+                        {"name": "sidecar", "image": "busybox"},
+                    ]
+                }
+            },
+            "spec.template.spec.containers[1]",
+            '"sidecar"',
+            id="container-name-twice",
+        ),
+        pytest.param(
+            {
+                "spec": {
+                    "containers": [{"name": "listener"}],
+                    "volumes": [{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}],
+                }
+            },
+            "spec.template.spec.volumes[1]",
+            '"v"',
+            id="volume-name-twice",
+        ),
+    ],
+)
+def test_a_listener_template_naming_a_container_or_volume_twice_never_exists(
+    harness: ListenerHarness, template: dict[str, Any], field: str, key: str
+) -> None:
+    # The CRD's PodSpec lists are keyed by name (x-kubernetes-list-type: map), so the
+    # API server refuses the AutoscalingListener itself: no controller ever sees one.
+    with pytest.raises(ApiException) as caught:
+        harness.create_listener(template=template)
+
+    assert caught.value.status == 422
+    status = status_of(caught.value)
+    assert status["reason"] == "Invalid"
+    assert [(c["field"], c["reason"]) for c in status["details"]["causes"]] == [
+        (field, "FieldValueDuplicate")
+    ]
+    message = status["message"]
+    assert f"{field}: Duplicate value: " in message and key in message.partition(field)[2]
+    assert harness.listener() is None
 
 
 @pytest.mark.parametrize("settings", [listener_settings(image="")])

@@ -55,6 +55,18 @@ def _resource_entries(rt: ResourceType) -> list[JsonObject]:
                 "verbs": ["get", "patch", "update"],
             }
         )
+    if rt.has_scale:
+        entries.append(
+            {
+                "name": f"{rt.plural}/scale",
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            }
+        )
     return entries
 
 

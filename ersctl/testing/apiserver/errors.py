@@ -25,12 +25,16 @@ class StatusError(Exception):
         message: str,
         *,
         details: JsonObject | None = None,
+        plain: bool = False,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.details = details
+        self.plain = plain
+        """Answered as plain text (``message``), not as a Status: what the real server's
+        mux sends for a path no API claims."""
 
     @property
     def status(self) -> JsonObject:
@@ -179,12 +183,26 @@ def bad_request(message: str) -> StatusError:
     return StatusError(400, "BadRequest", message)
 
 
+def unauthorized() -> StatusError:
+    """A request without credentials the server accepts."""
+    return StatusError(401, "Unauthorized", "Unauthorized")
+
+
 def forbidden(message: str) -> StatusError:
     return StatusError(403, "Forbidden", message)
 
 
 def resource_not_found() -> StatusError:
+    """A path under an API group the server has, but no route of it: a Status (the
+    REST framework's answer)."""
     return StatusError(404, "NotFound", "the server could not find the requested resource")
+
+
+def page_not_found() -> StatusError:
+    """A path no API claims: an unknown group, a custom resource group's unknown
+    resource, anything outside /api and /apis. The real server's mux answers these
+    with Go's plain-text 404, not a Status."""
+    return StatusError(404, "NotFound", "404 page not found\n", plain=True)
 
 
 def method_not_allowed() -> StatusError:
@@ -205,23 +223,17 @@ def unsupported_media_type(
     return StatusError(415, "UnsupportedMediaType", message)
 
 
-def not_acceptable(served: list[str]) -> StatusError:
-    return StatusError(
-        406,
-        "NotAcceptable",
-        "only the following media types are accepted: " + ", ".join(served),
-    )
-
-
 def expired(message: str) -> StatusError:
     return StatusError(410, "Expired", message)
 
 
 def too_large_resource_version(message: str) -> StatusError:
+    """504 for a read of a resourceVersion the server has not reached (NewTimeoutError:
+    its message starts with "Timeout: ")."""
     return StatusError(
         504,
         "Timeout",
-        message,
+        f"Timeout: {message}",
         details={
             "causes": [
                 {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}

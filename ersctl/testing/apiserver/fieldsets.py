@@ -46,29 +46,43 @@ def _keyed(items: list[Any], keys: tuple[str, ...] | None) -> list[str] | None:
     return [e for e in elements if e is not None]
 
 
-def field_set(obj: JsonObject, node: JsonObject | None) -> set[Path]:
-    """The field set of a whole object (``apiVersion``/``kind`` left out)."""
+def field_set(
+    obj: JsonObject, node: JsonObject | None, nodes: set[Path] | None = None
+) -> set[Path]:
+    """The field set of a whole object (``apiVersion``/``kind`` left out). With
+    ``nodes``, the paths of its maps and lists merged item by item go there too."""
     found: set[Path] = set()
     for key, value in obj.items():
         if key not in _TOP_LEVEL:
-            _walk(value, structure.field(node or {}, key, top=True), (f"f:{key}",), found)
+            child = structure.field(node or {}, key, top=True)
+            _walk(value, child, (f"f:{key}",), found, nodes)
     return found
 
 
-def _walk(value: Any, node: JsonObject | None, path: Path, found: set[Path]) -> None:
+def _walk(
+    value: Any, node: JsonObject | None, path: Path, found: set[Path], nodes: set[Path] | None
+) -> None:
+    """``found``: the leaves and list items of ``value``; ``nodes`` (when given): the
+    maps and lists it merges into, which SMD's Compare counts as added or removed
+    with their contents (an empty one is a leaf to Compare; ToFieldSet skips it)."""
     node = node or {}
     if isinstance(value, dict) and not structure.is_atomic_map(node):
+        if nodes is not None:
+            (nodes if value else found).add(path)
         for key, child in value.items():
-            _walk(child, structure.field(node, key), (*path, f"f:{key}"), found)
+            _walk(child, structure.field(node, key), (*path, f"f:{key}"), found, nodes)
         return
     if isinstance(value, list):
         keys = _keyed(value, structure.list_keys(node))
+        is_set = structure.is_set(node) and all(not isinstance(v, dict | list) for v in value)
+        if nodes is not None and value and (keys is not None or is_set):
+            nodes.add(path)
         if keys is not None:
             for element, item in zip(keys, value, strict=True):
                 found.add((*path, element))
-                _walk(item, structure.items(node), (*path, element), found)
+                _walk(item, structure.items(node), (*path, element), found, nodes)
             return
-        if structure.is_set(node) and all(not isinstance(v, dict | list) for v in value):
+        if is_set:
             found.update((*path, "v:" + _json(v)) for v in value)
             return
     found.add(path)
@@ -142,8 +156,11 @@ def merge(live: Any, config: Any, node: JsonObject | None, *, top: bool = False)
 
 def compare(old: JsonObject, new: JsonObject, node: JsonObject | None) -> tuple[set[Path], ...]:
     """(added, modified, removed) between two versions of an object, as SMD's Compare:
-    leaves whose value changed are modified; list items are compared by their fields.
-    Equal subtrees are skipped whole (every write compares, most change little)."""
+    leaves whose value changed are modified; list items are compared by their fields;
+    a map or a list merged by item that appears (or goes) is added (removed) itself,
+    with its contents, which is the ``"."`` the real server's managedFields show under
+    a map a manager created (``f:labels``, a custom resource's ``f:spec``). Equal
+    subtrees are skipped whole (every write compares, most change little)."""
     added: set[Path] = set()
     modified: set[Path] = set()
     removed: set[Path] = set()
@@ -168,7 +185,7 @@ def _diff(
     added, modified, removed = found
     if not has or not had:
         target = added if has else removed
-        _walk(new if has else old, node, path, target)
+        _walk(new if has else old, node, path, target, target)
         return
     node = node or {}
     if isinstance(old, dict) and isinstance(new, dict) and not structure.is_atomic_map(node):
@@ -189,20 +206,22 @@ def _diff(
                 item = (*path, element)
                 if element not in after:
                     removed.add(item)
-                    _walk(before[element], structure.items(node), item, removed)
+                    _walk(before[element], structure.items(node), item, removed, removed)
                 elif element not in before:
                     added.add(item)
-                    _walk(after[element], structure.items(node), item, added)
+                    _walk(after[element], structure.items(node), item, added, added)
                 elif before[element] != after[element]:
                     _diff(before[element], after[element], True, True, structure.items(node),
                           item, found)  # fmt: skip
             return
     old_set: set[Path] = set()
     new_set: set[Path] = set()
-    _walk(old, node, path, old_set)
-    _walk(new, node, path, new_set)
-    added.update(new_set - old_set)
-    removed.update(old_set - new_set)
+    old_nodes: set[Path] = set()
+    new_nodes: set[Path] = set()
+    _walk(old, node, path, old_set, old_nodes)
+    _walk(new, node, path, new_set, new_nodes)
+    added.update((new_set | new_nodes) - (old_set | old_nodes))
+    removed.update((old_set | old_nodes) - (new_set | new_nodes))
     modified.update(
         p
         for p in old_set & new_set

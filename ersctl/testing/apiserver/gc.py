@@ -8,70 +8,43 @@ server does not serve are treated as present, as the real collector cannot resol
 them either.
 
 The collector watches commits through a store observer (cheap, under the store lock)
-and does the work on its own thread.
+and does the work on the controllers' worker (:mod:`.controllers`).
 """
 
 from __future__ import annotations
 
-import logging
-import queue
-import threading
 from collections import defaultdict
-from collections.abc import Callable
 from typing import Any
 
 from ersctl.kube.copies import json_copy
+from ersctl.testing.apiserver.controllers import Action, Controller, Worker
 from ersctl.testing.apiserver.errors import StatusError
 from ersctl.testing.apiserver.records import FOREGROUND_FINALIZER, DeleteOptions
 from ersctl.testing.apiserver.resources import ResourceType
 from ersctl.testing.apiserver.store import Store
 from ersctl.testing.apiserver.watching import WatchEvent
 
-log = logging.getLogger(__name__)
-
 JsonObject = dict[str, Any]
 Dependent = tuple[ResourceType, str, str]  # (type, namespace, name)
-Action = Callable[[ResourceType, str, str], None]
-Work = tuple[Action, Dependent]
 
 
-class GarbageCollector:
-    """Deletes dependents of deleted owners on a background thread, and finishes
+class GarbageCollector(Controller):
+    """Deletes dependents of deleted owners on the controllers' worker, and finishes
     foreground deletions (owners held by the ``foregroundDeletion`` finalizer)."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, store: Store, worker: Worker) -> None:
+        super().__init__(store, worker)
         self._dependents: dict[str, set[Dependent]] = defaultdict(set)
         self._foreground: dict[str, Dependent] = {}  # owner uid -> owner
-        self._queue: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="apiserver-gc", daemon=True)
-        self._pending = 0
-        self._idle = threading.Condition()
 
-    def start(self) -> None:
-        with self._store.lock:
-            self._store.observers.append(self._observe)
-            for rt in self._store.registry.all():
-                for entry in self._store.list_entries(rt, None)[0]:
-                    self._track(rt, entry.obj)
-        self._thread.start()
-
-    def stop(self) -> None:
-        with self._store.lock:
-            if self._observe in self._store.observers:
-                self._store.observers.remove(self._observe)
-        self._queue.put(None)
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Wait until nothing is queued or in progress. False on timeout."""
-        with self._idle:
-            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+    def resync(self) -> None:
+        for rt in self._store.registry.all():
+            for entry in self._store.list_entries(rt, None)[0]:
+                self._track(rt, entry.obj)
 
     # -- bookkeeping (store observer: runs under the store lock, must not block) --
 
-    def _observe(self, rt: ResourceType, event: WatchEvent) -> None:
+    def observe(self, rt: ResourceType, event: WatchEvent) -> None:
         meta = event.obj["metadata"]
         item = (rt, meta.get("namespace", ""), meta["name"])
         if event.old is not None:
@@ -109,27 +82,7 @@ class GarbageCollector:
                     del self._dependents[uid]
 
     def _enqueue(self, action: Action, item: Dependent) -> None:
-        with self._idle:
-            self._pending += 1
-        self._queue.put((action, item))
-
-    # -- the worker ----------------------------------------------------------
-
-    def _run(self) -> None:
-        while (work := self._queue.get()) is not None:
-            action, item = work
-            try:
-                action(*item)
-            except StatusError as exc:  # raced with a client write: try again
-                log.debug("garbage collection of %s/%s: %s", item[1], item[2], exc.message)
-                if exc.code == 409:
-                    self._enqueue(action, item)
-            except Exception:  # the collector must survive anything
-                log.exception("garbage collection of %s/%s failed", item[1], item[2])
-            finally:
-                with self._idle:
-                    self._pending -= 1
-                    self._idle.notify_all()
+        self._worker.enqueue(action, item)
 
     def _owner_exists(self, namespace: str, ref: JsonObject) -> bool:
         owner_type = self._store.registry.by_kind(str(ref.get("apiVersion")), str(ref.get("kind")))

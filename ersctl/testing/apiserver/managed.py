@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ersctl.testing.apiserver import errors, fieldsets
+from ersctl.testing.apiserver import errors, fieldsets, structure
 from ersctl.testing.apiserver.fieldsets import Path
 
 JsonObject = dict[str, Any]
@@ -166,9 +166,11 @@ def record_update(
     writer: FieldManager,
     now: str,
 ) -> list[JsonObject]:
-    """The managedFields of ``new``, written by an update of ``stored`` (None: a create)."""
+    """The managedFields of ``new``, written by an update of ``stored`` (None: a create,
+    compared with an empty object of its kind)."""
     entries = _entries(stored, new)
-    added, modified, removed = fieldsets.compare(stored or {}, new, node)
+    before = stored if stored is not None else structure.empty_object(node)
+    added, modified, removed = fieldsets.compare(before, new, node)
     changed, removed = _owned(added | modified), _owned(removed)
     mine = _find(entries, writer, UPDATE, now)
     for entry in entries:

@@ -1,6 +1,6 @@
 """OpenAPI documents of what is served, as kube-apiserver publishes them: ``/openapi/v3``
 (a root listing one document per group/version, each at a URL carrying its hash) and
-``/openapi/v2`` (one document, JSON).
+``/openapi/v2`` (one document, JSON or protobuf: :mod:`.openapi_proto`).
 
 What kubectl reads from them, and so what they must get right:
 
@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ersctl.kube.copies import json_copy
-from ersctl.testing.apiserver import structure
+from ersctl.testing.apiserver import openapi_proto, structure
 from ersctl.testing.apiserver.resources import Registry, ResourceType
 
 JsonObject = dict[str, Any]
@@ -173,6 +173,8 @@ def _wrapped(ref: JsonObject, ref_prefix: str) -> JsonObject:
 
 
 _ALWAYS = tuple(f"{_META}.{name}" for name in ("ObjectMeta", "ListMeta", "Status", "Patch"))
+SCALE = "io.k8s.api.autoscaling.v1.Scale"
+_SCALE_GVK = {"group": "autoscaling", "kind": "Scale", "version": "v1"}
 
 
 def schemas(types: list[ResourceType], ref_prefix: str, *, v3: bool) -> dict[str, JsonObject]:
@@ -184,6 +186,8 @@ def schemas(types: list[ResourceType], ref_prefix: str, *, v3: bool) -> dict[str
             custom.update(_custom_schemas(rt, ref_prefix))
         else:
             wanted += [schema_name(rt), schema_name(rt, True)]
+        if rt.has_scale:
+            wanted.append(SCALE)
     found = {
         name: _openapi(structure.definitions()[name], ref_prefix, v3=v3)
         for name in _closure(wanted)
@@ -196,6 +200,8 @@ def schemas(types: list[ResourceType], ref_prefix: str, *, v3: bool) -> dict[str
             }
     for name in _ALWAYS:
         found.setdefault(name, {"type": "object"})
+    if any(rt.has_scale for rt in types):
+        found.setdefault(SCALE, {"type": "object", "x-kubernetes-group-version-kind": [_SCALE_GVK]})
     if _INT_OR_STRING in found:  # a string or an integer, which OpenAPI 2 cannot say
         found[_INT_OR_STRING] = {"type": "string", "format": "int-or-string"}
     return found | custom
@@ -221,9 +227,9 @@ def operations(rt: ResourceType) -> Iterator[tuple[str, str, str, str | None, bo
         ("delete", "delete"),
     ):
         yield named, method, action, None, False
-    if rt.has_status:
-        for method in ("get", "put", "patch"):
-            yield f"{named}/status", method, method, "status", False
+    for subresource in rt.subresources:
+        for method in ("put",) if subresource == "finalize" else ("get", "put", "patch"):
+            yield f"{named}/{subresource}", method, method, subresource, False
     if rt.namespaced:
         yield f"{base}/{rt.plural}", "get", "list", None, True
 
@@ -262,17 +268,20 @@ def _operation(
         for p in ("namespace", "name")
         if "{" + p + "}" in path
     ]
-    result = ref_prefix + schema_name(rt, listed)
+    scale = path.endswith("/scale")
+    result = ref_prefix + (SCALE if scale else schema_name(rt, listed))
+    last = path.rsplit("/", 1)[-1]
+    suffix = last.capitalize() if last in rt.subresources else ""
     op: JsonObject = {
         "description": f"{action} {rt.kind}",
-        "operationId": f"{action}{rt.kind}{'Status' if path.endswith('/status') else ''}",
+        "operationId": f"{action}{rt.kind}{suffix}",
         "parameters": params,
         "x-kubernetes-action": action,
-        "x-kubernetes-group-version-kind": _gvk(rt),
+        "x-kubernetes-group-version-kind": _SCALE_GVK if scale else _gvk(rt),
     }
     body_types: list[str] = []
     if method in ("post", "put"):
-        body_types, body = ["application/json", "application/yaml"], ref_prefix + schema_name(rt)
+        body_types, body = ["application/json", "application/yaml"], result
     elif method == "patch":
         body_types = [*_PATCH_TYPES, *(() if rt.custom else (_STRATEGIC,))]
         body = f"{ref_prefix}{_META}.Patch"
@@ -310,6 +319,10 @@ def paths(types: list[ResourceType], ref_prefix: str, *, v3: bool) -> JsonObject
 _INFO = {"title": "Kubernetes", "version": structure.KUBERNETES_VERSION}
 
 
+def _compact_json(doc: JsonObject) -> bytes:
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
 class Documents:
     """The OpenAPI documents of one server's registry, built when first asked for and
     rebuilt after the served types change. Thread-safe."""
@@ -319,12 +332,12 @@ class Documents:
         self._lock = threading.Lock()
         self._built: dict[tuple[int, str], bytes] = {}
 
-    def _cached(self, key: str, build: Any) -> bytes:
+    def _cached(self, key: str, build: Any, encode: Any = None) -> bytes:
         generation = self._registry.generation
         with self._lock:
             found = self._built.get((generation, key))
         if found is None:
-            found = json.dumps(build(), separators=(",", ":")).encode()
+            found = (encode or _compact_json)(build())
             with self._lock:
                 self._built = {k: v for k, v in self._built.items() if k[0] == generation}
                 self._built[(generation, key)] = found
@@ -365,6 +378,10 @@ class Documents:
             }
 
         return self._cached(f"v3/{group}/{version}", build)
+
+    def v2_protobuf(self) -> bytes:
+        """``/openapi/v2`` as gnostic's protobuf (:mod:`.openapi_proto`)."""
+        return self._cached("v2.pb", lambda: json.loads(self.v2()), encode=openapi_proto.document)
 
     def v2(self) -> bytes:
         """``/openapi/v2``: everything in one Swagger 2.0 document."""

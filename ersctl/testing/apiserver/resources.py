@@ -49,6 +49,20 @@ class ResourceType:
     printer_columns: tuple[PrinterColumn, ...] = ()
     schema: JsonObject | None = field(default=None, compare=False, hash=False)
 
+    has_scale: bool = False
+    """Serves ``/scale`` (``autoscaling/v1`` Scale of ``spec.replicas``)."""
+
+    @property
+    def subresources(self) -> tuple[str, ...]:
+        """``status``, ``scale``, and a namespace's ``finalize`` (PUT only: what the
+        namespace controller clears ``spec.finalizers`` with)."""
+        found = [
+            name for name, has in (("status", self.has_status), ("scale", self.has_scale)) if has
+        ]
+        if self.plural == "namespaces" and not self.group:
+            found.append("finalize")
+        return tuple(found)
+
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
@@ -117,8 +131,9 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         namespaced=True,
     ),
     CRD_TYPE,
-    # Stored, not acted on (no RBAC enforcement, no pods from Deployments): served so
-    # that `kubectl apply` of the deployment base (examples/deploy) works end to end.
+    # Stored, not acted on (no RBAC enforcement, no pods from workloads): served so
+    # that `kubectl apply` of the deployment base (examples/deploy) works end to end,
+    # and `kubectl scale` on the workloads' /scale.
     _core("serviceaccounts", "ServiceAccount", short_names=("sa",)),
     *(
         ResourceType(
@@ -131,17 +146,25 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         )
         for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
     ),
-    ResourceType(
-        group="apps",
-        version="v1",
-        plural="deployments",
-        singular="deployment",
-        kind="Deployment",
-        namespaced=True,
-        short_names=("deploy",),
-        categories=("all",),
-        has_status=True,
-        tracks_generation=True,
+    *(
+        ResourceType(
+            group="apps",
+            version="v1",
+            plural=plural,
+            singular=kind.lower(),
+            kind=kind,
+            namespaced=True,
+            short_names=(short,),
+            categories=("all",),
+            has_status=True,
+            has_scale=True,
+            tracks_generation=True,
+        )
+        for plural, kind, short in (
+            ("deployments", "Deployment", "deploy"),
+            ("statefulsets", "StatefulSet", "sts"),
+            ("replicasets", "ReplicaSet", "rs"),
+        )
     ),
 )
 
@@ -231,6 +254,11 @@ class Registry:
                 if rt.api_version == api_version and rt.kind == kind:
                     return rt
         return None
+
+    def has_builtin_group(self, group: str) -> bool:
+        """Whether a built-in API (not a CRD) serves ``group``."""
+        with self._lock:
+            return any(rt.group == group and not rt.custom for rt in self._types.values())
 
     def all(self) -> list[ResourceType]:
         with self._lock:

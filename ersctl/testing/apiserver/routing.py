@@ -41,6 +41,15 @@ def _segments(path: str) -> list[str]:
     return [part for part in path.split("/") if part]
 
 
+def not_found(registry: Registry, group: str | None) -> errors.StatusError:
+    """The 404 for a path nothing serves: a Status under a built-in API group (its REST
+    routes answer), else the mux's plain text (an unknown group, a group only custom
+    resources serve, whose handler passes what it does not know on)."""
+    if group is not None and registry.has_builtin_group(group):
+        return errors.resource_not_found()
+    return errors.page_not_found()
+
+
 def parse_resource(
     method: str, path: str, watch: bool, registry: Registry
 ) -> ResourceRequest | GroupVersionPath | None:
@@ -62,19 +71,19 @@ def parse_resource(
         scoped = registry.lookup(group, version, rest[2])
         if scoped is not None and scoped.namespaced:
             namespace, rest = rest[1], rest[2:]
-    if len(rest) > 3:
-        raise errors.resource_not_found()
     rt = registry.lookup(group, version, rest[0])
-    if rt is None or (rt.namespaced and namespace is None and len(rest) > 1):
-        raise errors.resource_not_found()
+    if len(rest) > 3 or rt is None or (rt.namespaced and namespace is None and len(rest) > 1):
+        raise not_found(registry, group)
     name = rest[1] if len(rest) > 1 else None
     subresource = rest[2] if len(rest) > 2 else None
-    if subresource is not None and not (subresource == "status" and rt.has_status):
-        raise errors.resource_not_found()
+    if subresource is not None and subresource not in rt.subresources:
+        # The CRD handler names the object; a built-in API has no such route.
+        raise errors.not_found(rt, str(name)) if rt.custom else errors.resource_not_found()
     verb = _VERBS_BY_METHOD.get((method, name is not None))
     if verb is None:
         raise errors.method_not_allowed()
-    if subresource is not None and verb not in ("get", "update", "patch"):
+    allowed = ("update",) if subresource == "finalize" else ("get", "update", "patch")
+    if subresource is not None and verb not in allowed:
         raise errors.method_not_allowed()
     if verb in ("list", "get") and watch and subresource is None:
         verb = "watch"  # a GET on one object with ?watch=true watches just that object

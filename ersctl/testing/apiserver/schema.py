@@ -2,11 +2,13 @@
 ``openAPIV3Schema``: unknown fields are pruned (silently dropped) unless
 ``x-kubernetes-preserve-unknown-fields`` keeps them, ``null`` is dropped where the
 schema is not ``nullable``, then the result is validated (type, enum, required,
-minimum/maximum) and violations become one 422 Invalid listing every field.
+minimum/maximum, unique items of ``set`` and keys of ``map`` lists) and violations
+become one 422 Invalid listing every field.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 JsonObject = dict[str, Any]
@@ -129,9 +131,37 @@ def validate(value: Any, schema: JsonObject | None, path: str = "") -> list[Viol
     found = _check_enum_and_bounds(value, schema, path)
     if isinstance(value, dict):
         found.extend(_validate_map(value, schema, path))
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for index, item in enumerate(value):
-            found.extend(validate(item, schema["items"], f"{path}[{index}]"))
+    elif isinstance(value, list):
+        found.extend(_duplicates(value, schema, path))
+        if isinstance(schema.get("items"), dict):
+            for index, item in enumerate(value):
+                found.extend(validate(item, schema["items"], f"{path}[{index}]"))
+    return found
+
+
+def _duplicates(items: list[Any], schema: JsonObject, path: str) -> list[Violation]:
+    """The uniqueness a list type promises (ValidateListSetsAndMaps): the items of a
+    ``set``, the keys (``x-kubernetes-list-map-keys``) of a ``map``'s items. Each value
+    seen again is named once, at its second place (422 ``Duplicate value``): two
+    containers or volumes of one name in a custom resource's PodSpec are refused."""
+    list_type = schema.get("x-kubernetes-list-type")
+    if list_type == "set":
+        identities = list(items)
+    elif list_type == "map":
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+        identities = [
+            {key: item[key] for key in keys if key in item} if isinstance(item, dict) else {}
+            for item in items
+        ]
+    else:
+        return []
+    seen: dict[str, int] = {}
+    found: list[Violation] = []
+    for index, identity in enumerate(identities):
+        text = json.dumps(identity, separators=(",", ":"), sort_keys=True)
+        seen[text] = seen.get(text, 0) + 1
+        if seen[text] == 2:
+            found.append((f"{path}[{index}]", "FieldValueDuplicate", f"Duplicate value: {text}"))
     return found
 
 

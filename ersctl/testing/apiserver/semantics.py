@@ -4,13 +4,16 @@ Mirrors kube-apiserver's generic registry and strategies:
 
 - create: server-set ``uid``, ``creationTimestamp``, ``generation: 1`` (custom
   resources and CRDs), ``generateName``; a custom resource with a status subresource
-  loses any ``status`` in the request; pods and namespaces get their initial status.
+  loses any ``status`` in the request; the built-in kinds' defaults
+  (:mod:`.defaults`); after the write is recorded in ``managedFields``
+  (:func:`admit_create`), a Pod's admission additions, and pods and namespaces get
+  their initial status.
 - update of the main resource: ``status`` is kept from the stored object when the type
   has a status subresource; ``uid``, ``creationTimestamp``, ``generation``,
   ``deletionTimestamp`` cannot be changed by the client; ``generation`` is bumped when
-  anything outside ``metadata`` (and ``status``) changes.
-- update of ``/status``: only ``status`` is taken from the request; everything else
-  stays as stored.
+  anything outside ``metadata`` (and ``status``) changes; defaults filled in again.
+- update of ``/status``: only ``status`` is taken from the request; of a namespace's
+  ``/finalize`` only ``spec.finalizers``; everything else stays as stored.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ersctl.kube.copies import json_copy
-from ersctl.testing.apiserver import errors
+from ersctl.testing.apiserver import defaults, errors
 from ersctl.testing.apiserver.resources import ResourceType
 from ersctl.testing.apiserver.watching import encode
 
@@ -225,15 +228,28 @@ def prepare_create(rt: ResourceType, body: Any, namespace: str, now: float) -> J
         meta["generation"] = 1
     else:
         meta.pop("generation", None)
-    _initial_status(rt, obj)
     _normalize(rt, obj)
+    if rt.custom:
+        _initial_status(rt, obj)
     _validate_metadata(rt, obj)
     return obj
 
 
+def admit_create(rt: ResourceType, obj: JsonObject) -> None:
+    """What a create does after its field manager recorded it (so nobody owns what it
+    adds): the admission plugins' additions (:func:`.defaults.admit`) and a built-in
+    kind's initial status (a Pod's phase and QoS class, a Namespace's phase and
+    finalizer)."""
+    if not rt.custom:
+        defaults.admit(rt.group, rt.plural, obj)
+        _initial_status(rt, obj)
+
+
 def _normalize(rt: ResourceType, obj: JsonObject) -> None:
-    """Type-specific defaulting: a Secret's write-only ``stringData`` is folded into
-    ``data`` (base64), and its ``type`` defaults to Opaque."""
+    """Type-specific defaulting (:mod:`.defaults`); a Secret's write-only ``stringData``
+    is folded into ``data`` (base64), and its ``type`` defaults to Opaque."""
+    if not rt.custom:
+        defaults.fill_in(rt.group, rt.plural, obj)
     if rt.plural != "secrets" or rt.group:
         return
     string_data = obj.pop("stringData", None) or {}
@@ -250,7 +266,7 @@ def _initial_status(rt: ResourceType, obj: JsonObject) -> None:
     if rt.custom and rt.has_status:
         obj.pop("status", None)
     elif rt.plural == "pods":
-        obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        obj["status"] = {"phase": "Pending", "qosClass": defaults.qos_class(obj)}
     elif rt.plural == "namespaces":
         obj["status"] = {"phase": "Active"}
         obj.setdefault("spec", {"finalizers": ["kubernetes"]})
@@ -266,6 +282,14 @@ def prepare_update(
     """The object to store for an update of ``old`` with ``body`` (precondition checked
     by the caller; the result carries no resourceVersion)."""
     new: JsonObject = json_copy(check_shape(rt, body))
+    if subresource == "finalize":  # a namespace's: only its spec.finalizers change
+        merged = json_copy(old)
+        spec = merged.setdefault("spec", {})
+        spec["finalizers"] = (new.get("spec") or {}).get("finalizers") or []
+        if not spec["finalizers"]:
+            del spec["finalizers"]
+        merged["metadata"].pop("resourceVersion", None)
+        return merged
     if subresource == "status":
         merged = json_copy(old)
         if "status" in new:

@@ -3,6 +3,7 @@ object access."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import threading
@@ -15,11 +16,13 @@ import yaml
 
 from ersctl.crds import load_crds
 from ersctl.testing.apiserver import errors, patching
+from ersctl.testing.apiserver.controllers import Controller, Worker
 from ersctl.testing.apiserver.gc import GarbageCollector
 from ersctl.testing.apiserver.hooks import Authorization, Authorizer, Fault, Faults, RequestLog
+from ersctl.testing.apiserver.namespaces import NamespaceController
 from ersctl.testing.apiserver.records import DeleteOptions
 from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType
-from ersctl.testing.apiserver.serving import Backend, KubeHTTPServer
+from ersctl.testing.apiserver.serving import Authentication, Backend, KubeHTTPServer, ServerTLS
 from ersctl.testing.apiserver.store import Store
 
 JsonObject = dict[str, Any]
@@ -51,20 +54,33 @@ class ApiServer:
         crds: bool = True,
         gc: bool = True,
         history_limit: int = 10_000,
+        tls: ServerTLS | None = None,
+        authentication: Authentication | None = None,
     ) -> None:
         """``gc``: also do what kube-controller-manager does for the API: collect the
-        garbage (dependents of deleted owners) and empty and remove deleted namespaces.
+        garbage (dependents of deleted owners), empty and remove deleted namespaces
+        (Terminating meanwhile), keep a ServiceAccount ``default`` in every namespace.
         Without it the server behaves as a bare kube-apiserver (as envtest runs one):
         dependents stay, a deleted namespace stays Terminating with its contents.
         ``history_limit``: watch events retained per resource; a watch from an older
-        resourceVersion gets 410 Expired, as from a real server's bounded watch cache."""
+        resourceVersion gets 410 Expired, as from a real server's bounded watch cache.
+        ``tls``: serve HTTPS; ``authentication``: what every request must carry (for
+        tests of clients' credentials; without it any request is served)."""
         self._address = (host, port)
+        self._tls = tls
+        self._authentication = authentication
         self.request_log = RequestLog()
         self._faults = Faults()
         self._authorization = Authorization()
         self._registry = Registry()
-        self._store = Store(self._registry, history_limit=history_limit, namespace_controller=gc)
-        self._gc = GarbageCollector(self._store) if gc else None
+        self._store = Store(self._registry, history_limit=history_limit)
+        self._worker = Worker() if gc else None
+        self._controllers: list[Controller] = []
+        if self._worker is not None:
+            self._controllers = [
+                GarbageCollector(self._store, self._worker),
+                NamespaceController(self._store, self._worker),
+            ]
         self._http: KubeHTTPServer | None = None
         self._thread: threading.Thread | None = None
         for name in INITIAL_NAMESPACES:
@@ -79,8 +95,16 @@ class ApiServer:
         """Bind and serve on a background thread. Returns self."""
         if self._http is not None:
             return self
-        backend = Backend(self._store, self.request_log, self._faults, self._authorization)
-        self._http = KubeHTTPServer(self._address, backend)
+        backend = Backend(
+            self._store,
+            self.request_log,
+            self._faults,
+            self._authorization,
+            self._authentication,
+        )
+        self._http = KubeHTTPServer(
+            self._address, backend, None if self._tls is None else self._tls.context
+        )
         self._thread = threading.Thread(
             target=self._http.serve_forever,
             kwargs={"poll_interval": 0.02},
@@ -88,8 +112,10 @@ class ApiServer:
             daemon=True,
         )
         self._thread.start()
-        if self._gc is not None:
-            self._gc.start()
+        for controller in self._controllers:
+            controller.start()
+        if self._worker is not None:
+            self._worker.start()
         return self
 
     def stop(self) -> None:
@@ -102,8 +128,10 @@ class ApiServer:
         self._http.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        if self._gc is not None:
-            self._gc.stop()
+        for controller in self._controllers:
+            controller.stop()
+        if self._worker is not None:
+            self._worker.stop()
         self._http = None
 
     def __enter__(self) -> ApiServer:
@@ -119,11 +147,11 @@ class ApiServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT``; valid after :meth:`start`."""
+        """``http://127.0.0.1:PORT`` (``https`` with ``tls``); valid after :meth:`start`."""
         if self._http is None:
             raise RuntimeError("the API server is not started")
         host, port = self._http.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{'http' if self._tls is None else 'https'}://{host!s}:{port}"
 
     # -- clients -------------------------------------------------------------
 
@@ -131,10 +159,14 @@ class ApiServer:
         """A kubeconfig (context ``ersctl-testing``, namespace ``default``) for this
         server, as a document."""
         name = "ersctl-testing"
+        cluster: JsonObject = {"server": self.url}
+        if self._tls is not None and self._tls.ca_pem:
+            ca = base64.b64encode(self._tls.ca_pem.encode()).decode()
+            cluster["certificate-authority-data"] = ca
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": name, "cluster": {"server": self.url}}],
+            "clusters": [{"name": name, "cluster": cluster}],
             "users": [{"name": name, "user": {}}],
             "contexts": [
                 {"name": name, "context": {"cluster": name, "user": name, "namespace": "default"}}
@@ -143,15 +175,23 @@ class ApiServer:
             "preferences": {},
         }
 
-    def write_kubeconfig(self, path: Path) -> Path:
-        """Write :meth:`kubeconfig` to ``path``; returns the path."""
+    def write_kubeconfig(self, path: Path, *, token: str | None = None) -> Path:
+        """Write :meth:`kubeconfig` (its user presenting ``token``) to ``path``; returns
+        the path."""
+        doc = self.kubeconfig()
+        if token:
+            doc["users"][0]["user"] = {"token": token}
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False), encoding="utf-8")
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
         return path
 
     def api_client(self) -> Any:
-        """A new ``kubernetes.client.ApiClient`` for this server (caller closes it)."""
+        """A new ``kubernetes.client.ApiClient`` for this server (caller closes it); a
+        server with ``tls`` or ``authentication`` is reached through a kubeconfig that
+        carries what it asks for instead."""
+        if self._tls is not None or self._authentication is not None:
+            raise RuntimeError("write a kubeconfig with the credentials this server asks for")
         configuration = kubernetes.client.Configuration()
         configuration.host = self.url
         return kubernetes.client.ApiClient(configuration=configuration)
@@ -213,8 +253,9 @@ class ApiServer:
         self._store.close_watchers(None if resource is None else self._resolve(resource))
 
     def wait_for_gc(self, timeout: float = 5.0) -> bool:
-        """Wait until the garbage collector has nothing queued. False on timeout."""
-        return True if self._gc is None else self._gc.wait_idle(timeout)
+        """Wait until the controllers (garbage collector, namespace controller) have
+        nothing queued or scheduled. False on timeout."""
+        return True if self._worker is None else self._worker.wait_idle(timeout)
 
     # -- direct access -----------------------------------------------------------
 

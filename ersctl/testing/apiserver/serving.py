@@ -12,14 +12,16 @@ import contextlib
 import logging
 import select
 import socket
+import ssl
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ersctl.testing.apiserver import discovery, errors
+from ersctl.testing.apiserver import discovery, errors, openapi_proto, routing
 from ersctl.testing.apiserver.hooks import Access, Authorization, Faults, RequestLog, RequestRecord
 from ersctl.testing.apiserver.messages import Call, Response, WatchResponse
 from ersctl.testing.apiserver.openapi import Documents
@@ -33,8 +35,34 @@ log = logging.getLogger(__name__)
 _POLL_SECONDS = 0.5
 
 
+@dataclass(frozen=True, kw_only=True)
+class ServerTLS:
+    """HTTPS: the server's context (its certificate and key, and the CA of the client
+    certificates it verifies, if any) and the PEM of the CA that signed its own
+    certificate, for the kubeconfigs it writes."""
+
+    context: ssl.SSLContext
+    ca_pem: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Authentication:
+    """What every request must carry (a test option, as a cluster asks for credentials:
+    a request without them is 401): the bearer ``token``, or over TLS a client
+    certificate the server's context verified (``client_certificates``)."""
+
+    token: str | None = None
+    client_certificates: bool = False
+
+    def admits(self, authorization: str, peer_certificate: object) -> bool:
+        if self.token is not None and authorization == f"Bearer {self.token}":
+            return True
+        return self.client_certificates and bool(peer_certificate)
+
+
 class Backend:
-    """What the handler needs from the server: store, verbs, hooks."""
+    """What the handler needs from the server: store, verbs, hooks, authentication and
+    authorization."""
 
     def __init__(
         self,
@@ -42,6 +70,7 @@ class Backend:
         request_log: RequestLog,
         faults: Faults,
         authorization: Authorization | None = None,
+        authentication: Authentication | None = None,
     ) -> None:
         self.store = store
         self.verbs = Verbs(store)
@@ -49,6 +78,7 @@ class Backend:
         self.request_log = request_log
         self.faults = faults
         self.authorization = authorization or Authorization()
+        self.authentication = authentication
 
 
 class KubeHTTPServer(ThreadingHTTPServer):
@@ -56,15 +86,26 @@ class KubeHTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that goes away mid-connection (a stopped or killed program) is normal.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
+        # A client that goes away mid-connection (a stopped or killed program), or one
+        # whose TLS handshake fails, is normal.
+        if not isinstance(sys.exc_info()[1], ConnectionError | ssl.SSLError):
             super().handle_error(request, client_address)
 
-    def __init__(self, address: tuple[str, int], backend: Backend) -> None:
+    def __init__(
+        self, address: tuple[str, int], backend: Backend, tls: ssl.SSLContext | None = None
+    ) -> None:
         super().__init__(address, KubeRequestHandler)
         self.backend = backend
+        self.tls = tls
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, address = super().get_request()
+        if self.tls is not None:
+            # The handshake happens on the request's own thread (KubeRequestHandler.setup).
+            conn = self.tls.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+        return conn, address
 
     def track(self, conn: socket.socket, alive: bool) -> None:
         with self._connections_lock:
@@ -83,6 +124,8 @@ class KubeHTTPServer(ThreadingHTTPServer):
 
 
 def _status_response(exc: errors.StatusError) -> Response:
+    if exc.plain:
+        return Response(exc.code, exc.message.encode(), "text/plain; charset=utf-8")
     return Response(exc.code, encode(exc.status))
 
 
@@ -93,6 +136,9 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
     server: KubeHTTPServer
 
     def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(10)
+            self.request.do_handshake()
         super().setup()
         self.server.track(self.connection, True)
 
@@ -140,6 +186,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         record: dict[str, Any] = {}
         try:
             body = self._read_body()
+            self._authenticate()
             result = self._dispatch(url.path, query, content_type, body, record)
         except errors.StatusError as exc:
             result = _status_response(exc)
@@ -162,6 +209,14 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             self._stream(result)
         else:
             self._send(result)
+
+    def _authenticate(self) -> None:
+        authentication = self.server.backend.authentication
+        if authentication is None:
+            return
+        peer = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
+        if not authentication.admits(self.headers.get("Authorization", ""), peer):
+            raise errors.unauthorized()
 
     def _dispatch(
         self,
@@ -240,18 +295,19 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         elif stripped.startswith("/openapi/"):
             return self._openapi(stripped)
         if doc is None:
-            raise errors.resource_not_found()
+            group = parsed.group if isinstance(parsed, GroupVersionPath) else None
+            raise routing.not_found(registry, group)
         return Response(200, encode(doc))
 
     def _openapi(self, path: str) -> Response:
         documents = self.server.backend.openapi
         if path == "/openapi/v2":
-            # Served as JSON only: kubectl asks for the protobuf form only when the v3
-            # documents fail it, and takes a 406 as "not there".
-            accept = self.headers.get("Accept", "")
-            if "protobuf" in accept and "json" not in accept and "*/*" not in accept:
-                raise errors.not_acceptable(["application/json"])
-            return Response(200, documents.v2())
+            media = openapi_proto.negotiate(self.headers.get("Accept", ""))
+            if media is None:  # as kube-openapi: a bare 406
+                raise errors.StatusError(406, "NotAcceptable", "", plain=True)
+            if media == "application/json":
+                return Response(200, documents.v2())
+            return Response(200, documents.v2_protobuf(), media)
         if path == "/openapi/v3":
             return Response(200, documents.v3_root())
         parts = path.removeprefix("/openapi/v3/").split("/")

@@ -1,8 +1,11 @@
 """The object store: what each write does before it commits (:mod:`.commits` stores,
 versions and publishes it), under the one lock.
 
-Container-like lifecycles live here too: a deleted namespace (or CRD) is kept with a
-``deletionTimestamp`` until everything inside it is gone.
+Container-like lifecycles live here too: a deleted CRD is kept with a
+``deletionTimestamp`` until every object of its kind is gone (deleted here, as the
+apiextensions server does); a deleted namespace is kept, Terminating, until its
+``spec.finalizers`` are cleared (``/finalize``: what the namespace controller,
+:mod:`.namespaces`, does once it has emptied it).
 """
 
 from __future__ import annotations
@@ -36,14 +39,9 @@ class Store(Commits):
         registry: Registry,
         *,
         history_limit: int,
-        namespace_controller: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """``namespace_controller``: a deleted namespace is emptied and then removed, as
-        kube-controller-manager's namespace controller does; without it, it stays
-        Terminating with its contents, as on a bare kube-apiserver."""
         super().__init__(registry, history_limit=history_limit, clock=clock)
-        self._namespace_controller = namespace_controller
 
     # -- writes --------------------------------------------------------------
 
@@ -56,6 +54,7 @@ class Store(Commits):
         with self.lock:
             obj = self._conform(rt, semantics.prepare_create(rt, body, namespace, self._clock()))
             self._track(rt, None, obj, writer)
+            semantics.admit_create(rt, obj)
             if rt.namespaced:
                 self._check_namespace_open(namespace)
             if rt.storage_key == CRD_TYPE.storage_key:
@@ -215,10 +214,9 @@ class Store(Commits):
         if rt.storage_key == CRD_TYPE.storage_key and subresource is None:
             crds.accept(new)
         key = self._key(rt, current.obj["metadata"].get("namespace", ""), name)
-        meta = new["metadata"]
         if (
-            meta.get("deletionTimestamp")
-            and not meta.get("finalizers")
+            new["metadata"].get("deletionTimestamp")
+            and not _held(rt, new)
             and not self._is_container_in_use(rt, current.obj)
         ):
             gone = self._remove(rt, key, current)
@@ -232,7 +230,8 @@ class Store(Commits):
         self, rt: ResourceType, namespace: str, name: str, options: DeleteOptions
     ) -> tuple[JsonObject, bool]:
         """Delete an object: returns (object, deleted_now). An object with finalizers
-        (or a non-empty namespace/CRD) is only marked with ``deletionTimestamp``.
+        (a namespace with ``spec.finalizers``, a CRD with objects) is only marked with
+        ``deletionTimestamp`` (a namespace Terminating).
         Raises NotFound, Conflict (failed precondition)."""
         with self.lock:
             current = self.get(rt, namespace, name)
@@ -242,11 +241,11 @@ class Store(Commits):
             key = self._key(rt, namespace, name)
             if options.propagation == "Orphan":
                 self._orphan_dependents(current.obj)
-            meta = current.obj["metadata"]
             container = _is_container(rt)
             foreground = options.propagation == "Foreground"
-            if not meta.get("finalizers") and not container and not foreground:
+            if not _held(rt, current.obj) and not container and not foreground:
                 return self._remove(rt, key, current), True
+            meta = current.obj["metadata"]
             if not meta.get("deletionTimestamp"):
                 current = self._commit(
                     rt, key, self._marked_for_deletion(rt, current.obj, foreground), current
@@ -307,63 +306,46 @@ class Store(Commits):
                 "terminated"
             )
 
-    def _contents(self, rt: ResourceType, container: JsonObject) -> list[tuple[ResourceType, Key]]:
-        name = container["metadata"]["name"]
-        found = []
-        if rt.plural == "namespaces":
+    def namespace_contents(self, namespace: str) -> list[tuple[ResourceType, str]]:
+        """(type, name) of every object in ``namespace``, one type per stored kind."""
+        with self.lock:
+            found: dict[tuple[str, str], tuple[ResourceType, str]] = {}
             for served in self.registry.all():
                 if served.namespaced:
                     for key in self._objects[served.storage_key]:
-                        if key[0] == name:
-                            found.append((served, key))
-        else:
-            for served in self.registry.all():
-                if served.custom and served.qualified == name:
-                    found.extend((served, key) for key in self._objects[served.storage_key])
+                        if key[0] == namespace:
+                            found.setdefault((served.storage_key, key[1]), (served, key[1]))
+            return list(found.values())
+
+    def _crd_objects(self, crd: JsonObject) -> list[tuple[ResourceType, Key]]:
+        found: list[tuple[ResourceType, Key]] = []
+        for served in self.registry.all():
+            if served.custom and served.qualified == crd["metadata"]["name"]:
+                found.extend((served, key) for key in self._objects[served.storage_key])
         return list(dict.fromkeys(found))
 
     def _is_container_in_use(self, rt: ResourceType, obj: JsonObject) -> bool:
-        if not self._emptied(rt):
-            return True  # spec.finalizers ["kubernetes"] holds it, for a controller to clear
-        return _is_container(rt) and bool(self._contents(rt, obj))
+        return _is_container(rt) and bool(self._crd_objects(obj))
 
-    def _emptied(self, rt: ResourceType) -> bool:
-        """Whether a deleted container of this type is emptied and removed here: CRDs
-        always (the apiextensions server does it), namespaces only with the controller."""
-        return rt.plural != "namespaces" or rt.group != "" or self._namespace_controller
-
-    def _empty_container(self, rt: ResourceType, container: JsonObject) -> None:
-        """Delete everything inside (honouring finalizers), then the container if empty."""
-        if not self._emptied(rt):
-            return
-        for served, key in self._contents(rt, container):
+    def _empty_container(self, rt: ResourceType, crd: JsonObject) -> None:
+        """Delete every object of a deleted CRD's kind (honouring finalizers), then the
+        CRD if none is left."""
+        for served, key in self._crd_objects(crd):
             if key in self._objects[served.storage_key]:
                 self.delete(served, key[0], key[1], DeleteOptions())
-        self._finish_container(rt, container["metadata"]["name"])
+        self._finish_crd(crd["metadata"]["name"])
 
-    def _finish_container(self, rt: ResourceType, name: str) -> None:
-        if not self._emptied(rt):
-            return
-        entry = self._objects[rt.storage_key].get(("", name))
+    def _finish_crd(self, name: str) -> None:
+        entry = self._objects[CRD_TYPE.storage_key].get(("", name))
         if entry is None or not entry.obj["metadata"].get("deletionTimestamp"):
             return
-        if entry.obj["metadata"].get("finalizers") or self._contents(rt, entry.obj):
+        if entry.obj["metadata"].get("finalizers") or self._crd_objects(entry.obj):
             return
-        self._remove(rt, ("", name), entry)
+        self._remove(CRD_TYPE, ("", name), entry)
 
     def _removed(self, rt: ResourceType, key: Key) -> None:
-        if rt.plural == "namespaces" and not rt.group:
-            return
-        if key[0]:
-            self._finish_namespace(key[0])
         if rt.custom:
-            self._finish_crd_of(rt)
-
-    def _finish_namespace(self, namespace: str) -> None:
-        self._finish_container(self.registry.resolve("namespaces"), namespace)
-
-    def _finish_crd_of(self, rt: ResourceType) -> None:
-        self._finish_container(CRD_TYPE, f"{rt.plural}.{rt.group}")
+            self._finish_crd(f"{rt.plural}.{rt.group}")
 
 
 def _set_managed_fields(obj: JsonObject, fields: list[JsonObject]) -> None:
@@ -385,8 +367,20 @@ def _reset_by(rt: ResourceType, subresource: str | None) -> Callable[[Path], boo
 
 
 def _is_container(rt: ResourceType) -> bool:
-    """Namespaces and CRDs hold other objects: deleting one empties it first."""
-    return rt.plural == "namespaces" or rt.storage_key == CRD_TYPE.storage_key
+    """A CRD holds the objects of its kind: deleting it deletes them first."""
+    return rt.storage_key == CRD_TYPE.storage_key
+
+
+def _held(rt: ResourceType, obj: JsonObject) -> bool:
+    """Whether something must let go before the object can go: its finalizers, and a
+    namespace's ``spec.finalizers`` (``kubernetes``: the namespace controller's)."""
+    if obj["metadata"].get("finalizers"):
+        return True
+    return is_namespace(rt) and bool((obj.get("spec") or {}).get("finalizers"))
+
+
+def is_namespace(rt: ResourceType) -> bool:
+    return rt.plural == "namespaces" and not rt.group
 
 
 __all__ = ["Store"]

@@ -154,3 +154,28 @@ def knows_fields(node: JsonObject) -> bool:
         and not isinstance(node.get("additionalProperties"), dict)
         and node.get("additionalProperties") is not True
     )
+
+
+def empty_object(node: JsonObject) -> JsonObject:
+    """What a new object of this kind holds before a create fills it in, as the real
+    server's field manager compares a create with: a built-in kind (its Go struct)
+    serializes ``spec`` and ``status`` and, inside, the fields its schema requires
+    (empty objects, or null); a custom resource is empty. Struct fields that are
+    neither (a template's ``spec``) read as absent: a schema cannot tell them from
+    pointers."""
+    if "$ref" not in node:
+        return {}
+    properties = resolve(node).get("properties") or {}
+    return {
+        key: _required_fields(properties[key]) for key in ("spec", "status") if key in properties
+    }
+
+
+def _required_fields(node: JsonObject) -> JsonObject:
+    resolved = resolve(node)
+    properties = resolved.get("properties") or {}
+    found: JsonObject = {}
+    for key in resolved.get("required") or ():
+        child = resolve(properties.get(key))
+        found[key] = _required_fields(child) if child.get("properties") else None
+    return found

@@ -1,40 +1,22 @@
 """Server-side printing: ``meta.k8s.io/v1`` Tables for clients that ask for them
-(kubectl's ``Accept: application/json;as=Table;...``). Columns are Name and Age, or
-Name plus a CRD's ``additionalPrinterColumns``."""
+(kubectl's ``Accept: application/json;as=Table;...``). Columns are a built-in kind's
+(:mod:`.printers`), or Name plus a CRD's ``additionalPrinterColumns`` (Name and Age
+when it has none)."""
 
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import Any
 
-from ersctl.testing.apiserver import errors
+from ersctl.testing.apiserver import errors, printers
+from ersctl.testing.apiserver.printers import Column
 from ersctl.testing.apiserver.resources import PrinterColumn, ResourceType
 
 JsonObject = dict[str, Any]
 
-_NAME = {"name": "Name", "type": "string", "format": "name", "description": "", "priority": 0}
-
 
 def wants_table(accept: str) -> bool:
     return "as=Table" in accept
-
-
-def _age(timestamp: str | None, now: float) -> str:
-    if not timestamp:
-        return "<unknown>"
-    try:
-        then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-    except ValueError:
-        return "<invalid>"
-    seconds = max(0, int(now - then))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 3 * 3600:
-        return f"{seconds // 60}m"
-    if seconds < 48 * 3600:
-        return f"{seconds // 3600}h"
-    return f"{seconds // 86400}d"
 
 
 def _lookup(obj: JsonObject, json_path: str) -> Any:
@@ -46,72 +28,26 @@ def _lookup(obj: JsonObject, json_path: str) -> Any:
     return node
 
 
-def _col(name: str, path: str, kind: str = "string") -> PrinterColumn:
-    return PrinterColumn(name=name, type=kind, json_path=path)
-
-
-_AGE = _col("Age", ".metadata.creationTimestamp", "date")
-
-# kubectl's familiar columns for the built-in types; "@name" cells are computed.
-_BUILTIN_COLUMNS: dict[tuple[str, str], tuple[PrinterColumn, ...]] = {
-    ("", "pods"): (
-        _col("Ready", "@ready"),
-        _col("Status", "@pod-status"),
-        _col("Restarts", "@restarts", "integer"),
-        _AGE,
-    ),
-    ("", "namespaces"): (_col("Status", ".status.phase"), _AGE),
-    ("", "secrets"): (_col("Type", ".type"), _col("Data", "@data-count", "integer"), _AGE),
-    ("", "events"): (
-        _col("Type", ".type"),
-        _col("Reason", ".reason"),
-        _col("Object", "@involved"),
-        _col("Message", ".message"),
-        _AGE,
-    ),
-    ("coordination.k8s.io", "leases"): (_col("Holder", ".spec.holderIdentity"), _AGE),
-}
-
-
-def _pod_status(obj: JsonObject) -> str:
-    if obj.get("metadata", {}).get("deletionTimestamp"):
-        return "Terminating"
-    status = obj.get("status") or {}
-    return str(status.get("reason") or status.get("phase") or "Unknown")
-
-
-def _container_statuses(obj: JsonObject) -> list[JsonObject]:
-    return list((obj.get("status") or {}).get("containerStatuses") or [])
-
-
-_COMPUTED: dict[str, Any] = {
-    "@ready": lambda obj: (
-        f"{sum(1 for c in _container_statuses(obj) if c.get('ready'))}/"
-        f"{len((obj.get('spec') or {}).get('containers') or [])}"
-    ),
-    "@pod-status": _pod_status,
-    "@restarts": lambda obj: sum(int(c.get("restartCount", 0)) for c in _container_statuses(obj)),
-    "@data-count": lambda obj: len(obj.get("data") or {}),
-    "@involved": lambda obj: (
-        f"{str((obj.get('involvedObject') or {}).get('kind', '')).lower()}/"
-        f"{(obj.get('involvedObject') or {}).get('name', '')}"
-    ),
-}
-
-
-def _columns(rt: ResourceType) -> tuple[PrinterColumn, ...]:
-    if rt.printer_columns:
-        return rt.printer_columns
-    return _BUILTIN_COLUMNS.get((rt.group, rt.plural), (_AGE,))
-
-
-def _cell(column: PrinterColumn, obj: JsonObject, now: float) -> Any:
-    if column.json_path.startswith("@"):
-        return _COMPUTED[column.json_path](obj)
-    value = _lookup(obj, column.json_path)
+def _custom(column: PrinterColumn) -> Column:
+    """A CRD's printer column: its JSON path's value, a date as the time since it."""
     if column.type == "date":
-        return _age(value if isinstance(value, str) else None, now)
-    return value
+        return Column(
+            column.name,
+            "string",
+            lambda obj, now: printers.since(_lookup(obj, column.json_path), now),
+            column.priority,
+        )
+    return Column(
+        column.name, column.type, lambda obj, _: _lookup(obj, column.json_path), column.priority
+    )
+
+
+def _columns(rt: ResourceType) -> tuple[Column, ...]:
+    if rt.printer_columns:
+        return (printers.name_column(), *(_custom(c) for c in rt.printer_columns))
+    if rt.custom:
+        return (printers.name_column(), printers.AGE)
+    return printers.columns(rt.group, rt.plural)
 
 
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
@@ -150,11 +86,11 @@ def table(
     (:func:`include_object`) says: the full object, its metadata, or nothing."""
     now = time.time()
     columns = _columns(rt)
-    definitions = [_NAME] + [
+    definitions = [
         {
             "name": c.name,
-            "type": "string" if c.type == "date" else c.type,
-            "format": "",
+            "type": c.type,
+            "format": c.format,
             "description": "",
             "priority": c.priority,
         }
@@ -162,9 +98,7 @@ def table(
     ]
     rows = []
     for obj in objects:
-        row: JsonObject = {
-            "cells": [obj["metadata"]["name"]] + [_cell(c, obj, now) for c in columns]
-        }
+        row: JsonObject = {"cells": [c.cell(obj, now) for c in columns]}
         shown = _row_object(obj, include)
         if shown is not None:
             row["object"] = shown

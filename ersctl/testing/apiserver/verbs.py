@@ -11,6 +11,7 @@ from typing import Any
 
 from ersctl.testing.apiserver import errors, tables
 from ersctl.testing.apiserver.messages import Call, Response, WatchResponse, decode_json
+from ersctl.testing.apiserver.scale import scale_of
 from ersctl.testing.apiserver.store import Store
 from ersctl.testing.apiserver.watching import (
     Bookmarks,
@@ -93,6 +94,8 @@ class Verbs:
         req = call.req
         assert req.name is not None
         entry = self._store.get(req.rt, call.namespace, req.name)
+        if req.subresource == "scale":
+            return Response(200, encode(scale_of(entry.obj)))
         if tables.wants_table(call.accept):
             include = tables.include_object(call.one("includeObject"))
             return Response(200, encode(tables.table(req.rt, [entry.obj], entry.rv, include)))

@@ -5,11 +5,13 @@ its field manager (:mod:`.managed`) and its body checked as ``fieldValidation`` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ersctl.testing.apiserver import errors, managed, patching, validation
 from ersctl.testing.apiserver.messages import Call, Response, decode_body, decode_json, decode_yaml
 from ersctl.testing.apiserver.records import DeleteOptions, Entry
+from ersctl.testing.apiserver.scale import rescaled, scale_of
 from ersctl.testing.apiserver.selectors import parse_field_selector, parse_label_selector
 from ersctl.testing.apiserver.store import Store
 from ersctl.testing.apiserver.watching import Predicate, encode
@@ -53,6 +55,8 @@ class Writes:
     def update(self, call: Call) -> Response:
         assert call.req.name is not None
         body = decode_body(call.body, call.content_type)
+        if call.req.subresource == "scale":
+            return self._rescale(call, lambda _: body)
         warnings = validation.check_fields(call, body)
         entry = self._store.update(
             call.req.rt, call.namespace, call.req.name, body, call.req.subresource, _writer(call)
@@ -77,15 +81,12 @@ class Writes:
             )
             raise errors.unsupported_media_type(media, accepted)
         document = decode_json(call.body)
+        if call.req.subresource == "scale":
+            return self._rescale(call, lambda scale: _patched(apply, scale, document))
         warnings: list[str] = []
 
         def patched(current: JsonObject) -> Any:
-            try:
-                result = apply(current, document)
-            except patching.PatchError as exc:
-                if exc.malformed:
-                    raise errors.bad_request(str(exc)) from None
-                raise errors.StatusError(422, "Invalid", str(exc)) from None
+            result = _patched(apply, current, document)
             warnings.extend(validation.check_fields(call, result))
             return result
 
@@ -93,6 +94,21 @@ class Writes:
             rt, call.namespace, call.req.name, patched, call.req.subresource, _writer(call)
         )
         return _answer(entry, 200, warnings)
+
+    def _rescale(self, call: Call, scale: Callable[[JsonObject], Any]) -> Response:
+        """A write of ``/scale``: ``scale`` makes the Scale to write from the current one;
+        its replicas become the object's ``spec.replicas``. Answers the new Scale."""
+        assert call.req.name is not None
+        rt = call.req.rt
+        entry = self._store.patch(
+            rt,
+            call.namespace,
+            call.req.name,
+            lambda current: rescaled(rt, current, scale(scale_of(current))),
+            None,
+            _writer(call),
+        )
+        return Response(200, encode(scale_of(entry.obj)))
 
     def _apply(self, call: Call) -> Response:
         """Server-side apply: create or merge, owned by the request's field manager."""
@@ -167,6 +183,15 @@ class Writes:
             "items": items,
         }
         return Response(200, encode(doc))
+
+
+def _patched(apply: Callable[[Any, Any], Any], current: JsonObject, document: Any) -> Any:
+    try:
+        return apply(current, document)
+    except patching.PatchError as exc:
+        if exc.malformed:
+            raise errors.bad_request(str(exc)) from None
+        raise errors.StatusError(422, "Invalid", str(exc)) from None
 
 
 def deleted_status(call: Call, obj: JsonObject) -> Response:
