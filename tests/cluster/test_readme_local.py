@@ -31,7 +31,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def _section() -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     start = text.index("\n## Run on Kubernetes\n")
-    return text[start : text.index("\n## ", start + 1)]
+    # Up to its first subsection (or the next section): the steps and the paragraphs
+    # after them, not the reference tables below.
+    end = re.search(r"\n##+ ", text[start + 1 :])
+    return text[start : start + 1 + end.start()] if end else text[start:]
 
 
 def _blocks(section: str) -> list[list[str]]:
