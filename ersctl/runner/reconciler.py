@@ -3,7 +3,9 @@
 ``reconcile(Request(namespace, name))`` for an EphemeralRunner (ER), in order:
 
 1. Gone -> done. Being deleted -> :meth:`RunnerReconciler._finalize`: the registration
-   finalizer first removes the runner from the service (RunnerNotFound counts as done;
+   finalizer first lets the registration go (``RunnerHealer.deregister``): nothing to
+   do when the runner removed it itself; removed in the background when the runner's
+   Pod cannot be running a job; else removed now (RunnerNotFound counts as done;
    JobStillRunning waits and retries later, it never forces a busy runner off; a
    service that keeps failing is given up on after ``--runner-deregistration-timeout``), then
    the ER finalizer deletes the Pod and the Secret, and in Kubernetes container mode
@@ -45,7 +47,8 @@ from ersctl.api import (
 from ersctl.kube.errors import ConflictError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.runner import pods
-from ersctl.runner.healing import BUSY_RETRY, RunnerHealer
+from ersctl.runner.deregistration import BUSY_RETRY
+from ersctl.runner.healing import RunnerHealer
 from ersctl.runner.health import HealthPolicy
 from ersctl.runner.phases import (
     REASON_TOO_MANY_FAILURES,
@@ -103,6 +106,7 @@ class RunnerReconciler:
         health: HealthPolicy | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         metrics: RunnerMetricsSink | None = None,
+        removal_workers: int = 0,
     ) -> None:
         self._runners = runners
         self._pods = pods
@@ -126,7 +130,12 @@ class RunnerReconciler:
             metrics=self._metrics,
             policy=health or HealthPolicy(),
             clock=clock,
+            removal_workers=removal_workers,
         )
+
+    def close(self) -> None:
+        """Stop the background work (registrations not yet removed are dropped)."""
+        self._health.close()
 
     def reconcile(self, request: Request) -> Result:
         """See the module docstring. Raises to be retried with backoff."""
@@ -168,7 +177,9 @@ class RunnerReconciler:
 
     def _finalize(self, runner: EphemeralRunner) -> Result:
         if runner.has_finalizer(ER_REGISTRATION_FINALIZER):
-            if not self._health.deregister(runner):
+            pod = self._pods.get_pod(runner.namespace, runner.name)
+            state = None if pod is None else PodState.from_pod(pod)
+            if not self._health.deregister(runner, state):
                 log.info("runner %s is still running a job; retrying removal", runner.key)
                 return Result(requeue_after=BUSY_RETRY)
             runner = self._remove_finalizer(runner, ER_REGISTRATION_FINALIZER)
