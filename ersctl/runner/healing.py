@@ -31,6 +31,8 @@ from ersctl.api import REASON_EXITED_WITHOUT_JOB, EphemeralRunner, FieldError
 from ersctl.kube.reconcile import EventRecorder, Result
 from ersctl.runner import health
 from ersctl.runner.deregistration import BUSY_RETRY, BackgroundRemovals
+
+__all__ = ["BUSY_RETRY", "RunnerHealer"]
 from ersctl.runner.health import Abandon, CheckOnline, HealthPolicy, NodeLost, Replace
 from ersctl.runner.modes import EVENT_REASONS, Mode
 from ersctl.runner.phases import Decision, Finished, PodState
@@ -156,9 +158,9 @@ class RunnerHealer:
         self.report(runner, Mode.EXITED_WITHOUT_JOB, detail, warning=False)
         return True
 
-    def deregister(self, runner: EphemeralRunner, pod: PodState | None) -> bool:
+    def deregister(self, runner: EphemeralRunner) -> bool:
         """Let a deleted ``runner``'s registration go; True when its registration
-        finalizer may go now, False while its job runs (its ``pod``: None when gone).
+        finalizer may go now, False while its job runs.
 
         Gone already (``health.registration_released``): nothing is asked. A Pod that
         cannot be running a job (``health.may_run_a_job``): the removal is handed to the
@@ -169,8 +171,9 @@ class RunnerHealer:
         its runner id."""
         if health.registration_released(runner):
             return True
+        pod = self._pods.get_pod(runner.namespace, runner.name)
         try:
-            if health.may_run_a_job(pod):
+            if health.may_run_a_job(None if pod is None else PodState.from_pod(pod)):
                 return self._registrations.unregister(runner)
             runner_id = self._registrations.runner_id(runner)
         except (ServiceError, FieldError) as exc:
@@ -181,6 +184,18 @@ class RunnerHealer:
         if runner_id:
             self._removals.push(runner, runner_id)
         return True
+
+    def remove_in_background(self, runner: EphemeralRunner) -> None:
+        """Have ``runner``'s registration removed in the background: it can never run a
+        job again (its Pod is gone). Best effort: an id that cannot be found now (a
+        service error) is left to the registration finalizer."""
+        try:
+            runner_id = self._registrations.runner_id(runner)
+        except (ServiceError, FieldError) as exc:
+            log.warning("runner %s keeps its registration until deleted: %s", runner.key, exc)
+            return
+        if runner_id:
+            self._removals.push(runner, runner_id)
 
     def _abandoned(self, runner: EphemeralRunner, exc: Exception) -> None:
         detail = (

@@ -3,11 +3,8 @@
 ``reconcile(Request(namespace, name))`` for an EphemeralRunner (ER), in order:
 
 1. Gone -> done. Being deleted -> :meth:`RunnerReconciler._finalize`: the registration
-   finalizer first lets the registration go (``RunnerHealer.deregister``): nothing to
-   do when the runner removed it itself; removed in the background when the runner's
-   Pod cannot be running a job; else removed now (RunnerNotFound counts as done;
-   JobStillRunning waits and retries later, it never forces a busy runner off; a
-   service that keeps failing is given up on after ``--runner-deregistration-timeout``), then
+   finalizer first lets the registration go (``RunnerHealer.deregister``: not at all,
+   in the background, or now, before a Pod that may run a job), then
    the ER finalizer deletes the Pod and the Secret, and in Kubernetes container mode
    the job Pods and Secrets the container hooks made for it (retried every 5 s until
    they are gone, as ARC does), and lets the ER go.
@@ -47,8 +44,7 @@ from ersctl.api import (
 from ersctl.kube.errors import ConflictError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.runner import pods
-from ersctl.runner.deregistration import BUSY_RETRY
-from ersctl.runner.healing import RunnerHealer
+from ersctl.runner.healing import BUSY_RETRY, RunnerHealer
 from ersctl.runner.health import HealthPolicy
 from ersctl.runner.phases import (
     REASON_TOO_MANY_FAILURES,
@@ -76,7 +72,6 @@ from ersctl.runner.registration import (
     RunnerNameTaken,
     scale_set_id,
 )
-from ersctl.scaleset.ports import ServiceError
 from ghalistener.actions.types import JitConfig
 
 log = logging.getLogger(__name__)
@@ -177,9 +172,7 @@ class RunnerReconciler:
 
     def _finalize(self, runner: EphemeralRunner) -> Result:
         if runner.has_finalizer(ER_REGISTRATION_FINALIZER):
-            pod = self._pods.get_pod(runner.namespace, runner.name)
-            state = None if pod is None else PodState.from_pod(pod)
-            if not self._health.deregister(runner, state):
+            if not self._health.deregister(runner):
                 log.info("runner %s is still running a job; retrying removal", runner.key)
                 return Result(requeue_after=BUSY_RETRY)
             runner = self._remove_finalizer(runner, ER_REGISTRATION_FINALIZER)
@@ -377,12 +370,9 @@ class RunnerReconciler:
             runner, phase=ERPhase.FAILED, reason=REASON_TOO_MANY_FAILURES, message=message
         )
         self._warn(runner, REASON_TOO_MANY_FAILURES, message)
-        # Its registration can never run a job now: remove it at once, as ARC does.
-        # Best effort: the registration finalizer tries again when the set deletes it.
-        try:
-            self._registrations.unregister(runner)
-        except (ServiceError, FieldError) as exc:
-            log.warning("runner %s keeps its registration until deleted: %s", runner.key, exc)
+        # Its registration can never run a job now: removed in the background, as ARC
+        # 0.15 does; the registration finalizer tries again when the set deletes it.
+        self._health.remove_in_background(runner)
         self._delete_resources(runner)
 
     # -- helpers ----------------------------------------------------------------------
