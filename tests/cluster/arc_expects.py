@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ersctl import api
-from tests.cluster.chart_manager import CONTROLLER_NS, RUNNERS_NS
-from tests.cluster.live_arc import (
+from tests.cluster.arc_objects import (
     ARS,
     CHART_OBJECTS,
     GITHUB_SECRET,
@@ -28,12 +27,13 @@ from tests.cluster.live_arc import (
     MIN_RUNNERS,
     RUNNER_POD_LABEL,
     VALUES_HASH,
-    LiveArc,
     arc_labels,
     arc_listener_name,
     arc_rbac_name,
     chart_labels,
 )
+from tests.cluster.chart_manager import CONTROLLER_NS, RUNNERS_NS
+from tests.cluster.live_arc import LiveArc
 
 Json = dict[str, Any]
 
@@ -124,7 +124,7 @@ def _runner_set(live: LiveArc, ars: Json, problems: list[str]) -> Json | None:
     spec = (ers.get("spec") or {}).get("ephemeralRunnerSpec") or {}
     problems += [
         *_finalized("runner set", ers, api.ERS_FINALIZER),
-        *_lacks("runner set label", _meta(ers, "labels"), arc_labels(live, "runner-set")),
+        *_lacks("runner set label", _meta(ers, "labels"), arc_labels(live.version, "runner-set")),
         *_lacks(
             "runner set annotation",
             annotations,
@@ -207,7 +207,9 @@ def _listener(live: LiveArc) -> list[str]:
     al = live.get(api.AL_PLURAL, CONTROLLER_NS, name)
     problems = [
         *_finalized("listener", al, api.AL_FINALIZER),
-        *_lacks("listener label", _meta(al, "labels"), arc_labels(live, api.LISTENER_COMPONENT)),
+        *_lacks(
+            "listener label", _meta(al, "labels"), arc_labels(live.version, api.LISTENER_COMPONENT)
+        ),
         *_lacks(
             "listener spec",
             al.get("spec"),

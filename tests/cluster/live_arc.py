@@ -24,9 +24,7 @@ own CRDs of the line) made the controller's chart:
   listener kubelet, ``examples/simulation/listeners.py``) and holds the scale set's
   message session.
 
-ARC's names are stated here on their own (:func:`arc_listener_name`,
-:func:`arc_rbac_name`), not taken from ``ersctl.naming``: an install built with the
-code under test would follow that code anywhere.
+ARC's objects are ``arc_objects.py``'s.
 """
 
 from __future__ import annotations
@@ -34,63 +32,38 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from simulation.listeners import ListenerKubelet
 
 from ersctl import api
-from ersctl.naming import fnv_hash
 from ersctl.testing.apiserver import ApiServer
 from ersctl.testing.podsim import RunnerPods
 from ghalistener.testing import GitHubSimulator
-from tests.arc_chart import protected_rbac, rbac_object
+from tests.arc_chart import rbac_object
 from tests.ars.conftest import runner_template
+from tests.cluster.arc_objects import (
+    ARS,
+    CHART_OBJECTS,
+    GITHUB_SECRET,
+    GO_HASH,
+    MAX_RUNNERS,
+    MIN_RUNNERS,
+    RUNNER_POD_LABEL,
+    TOKEN,
+    VALUES_HASH,
+    arc_labels,
+    arc_listener_name,
+    arc_rbac_name,
+    chart_labels,
+    go_rendering,
+    listener_pod,
+    listener_rbac,
+    owner,
+)
 from tests.cluster.chart_manager import CONTROLLER_NS, RUNNERS_NS, WAIT, arc_image
 from tests.listener.arc_configs import pat_config_metrics_off
 from tests.polling import eventually
-
-ARS: Final = "arc-runners"
-GITHUB_SECRET: Final = "arc-runners-gha-rs-github-secret"
-TOKEN: Final = "ghp_liveArcInstallTOKEN0123456789"
-GO_HASH: Final = "6b9c7d8f5"
-"""What ARC's Go hash wrote (ours never equals it)."""
-VALUES_HASH: Final = "c1d2e3f4a5b6"
-MIN_RUNNERS: Final = 1
-MAX_RUNNERS: Final = 5
-CHART_OBJECTS: Final = {
-    annotation: target
-    for annotation, target in protected_rbac(ARS).items()
-    if "kubernetes-mode" not in annotation  # the default container mode renders none
-}
-RUNNER_POD_LABEL: Final = "actions-ephemeral-runner"
-
-
-def arc_listener_name(namespace: str, runner_group: str, config_url: str, ars: str) -> str:
-    """ARC >= 0.13.1's listener name: ``<ars>-<fnv("<ns>@<group>@<url>")[:8]>-listener``."""
-    return f"{ars}-{fnv_hash(f'{namespace}@{runner_group}@{config_url}'.encode())[:8]}-listener"
-
-
-def arc_rbac_name(line: str, listener: str, namespace: str, ars: str) -> str:
-    """The listener's ServiceAccount, Role and RoleBinding name: 0.15's the listener's,
-    0.14's ``<ars>-<fnv(namespace)[:8]>-listener``."""
-    return listener if line == "0.15" else f"{ars}-{fnv_hash(namespace.encode())[:8]}-listener"
-
-
-def go_rendering(pod_spec: dict[str, Any]) -> dict[str, Any]:
-    """A Pod spec as ARC's Go client serializes it: ``resources: {}`` on every container."""
-    return {**pod_spec, "containers": [{**c, "resources": {}} for c in pod_spec["containers"]]}
-
-
-def owner(kind: str, obj: dict[str, Any], *, api_version: str = api.API_VERSION) -> dict[str, Any]:
-    """A controller ownerReference to ``obj``, as controller-runtime writes it."""
-    return {
-        "apiVersion": api_version,
-        "kind": kind,
-        "name": obj["metadata"]["name"],
-        "uid": obj["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 @dataclass
@@ -169,21 +142,6 @@ def build_live_arc(
     return live
 
 
-def chart_labels(version: str) -> dict[str, str]:
-    """The gha-runner-scale-set chart's labels of release ``arc-runners``'s ARS."""
-    return {
-        "app.kubernetes.io/component": "autoscaling-runner-set",
-        "helm.sh/chart": f"gha-rs-{version}",
-        "app.kubernetes.io/name": ARS,
-        "app.kubernetes.io/instance": ARS,
-        "app.kubernetes.io/version": version,
-        "app.kubernetes.io/part-of": "gha-rs",
-        "app.kubernetes.io/managed-by": "Helm",
-        api.SCALE_SET_NAME_LABEL: ARS,
-        api.SCALE_SET_NAMESPACE_LABEL: RUNNERS_NS,
-    }
-
-
 def _scale_set_chart(live: LiveArc) -> dict[str, Any]:
     token = base64.b64encode(TOKEN.encode()).decode()
     live.server.create_object(
@@ -233,17 +191,6 @@ def _scale_set_chart(live: LiveArc) -> dict[str, Any]:
     )
 
 
-def arc_labels(live: LiveArc, component: str) -> dict[str, str]:
-    """ARC's labels of what it makes for the ARS: the ARS's, then its own."""
-    return {
-        **chart_labels(live.version),
-        api.PART_OF_LABEL: api.PART_OF_VALUE,
-        api.COMPONENT_LABEL: component,
-        "app.kubernetes.io/version": live.version,
-        api.ORGANIZATION_LABEL: "my-org",
-    }
-
-
 def _runner_set(live: LiveArc, ars: dict[str, Any]) -> dict[str, Any]:
     naming = {"generateName": f"{ARS}-"} if live.line == "0.14" else {"name": ARS}
     return live.server.create_object(
@@ -254,7 +201,7 @@ def _runner_set(live: LiveArc, ars: dict[str, Any]) -> dict[str, Any]:
             "metadata": {
                 **naming,
                 "namespace": RUNNERS_NS,
-                "labels": arc_labels(live, "runner-set"),
+                "labels": arc_labels(live.version, "runner-set"),
                 "annotations": {
                     api.RUNNER_GROUP_NAME_ANNOTATION: "Default",
                     api.RUNNER_SCALE_SET_NAME_ANNOTATION: ARS,
@@ -348,7 +295,7 @@ def _listener(live: LiveArc, ars: dict[str, Any]) -> None:
     listener started (a message session at GitHub)."""
     server, line = live.server, live.line
     live.listener = arc_listener_name(RUNNERS_NS, "", live.config_url, ARS)
-    labels = arc_labels(live, api.LISTENER_COMPONENT)
+    labels = arc_labels(live.version, api.LISTENER_COMPONENT)
     hashes = (
         {api.RUNNER_SPEC_HASH_ANNOTATION: GO_HASH, api.VALUES_HASH_ANNOTATION: VALUES_HASH}
         if line == "0.14"
@@ -381,8 +328,15 @@ def _listener(live: LiveArc, ars: dict[str, Any]) -> None:
     )
     owned = [owner(api.AL_KIND, listener)]
     integrity = {} if line == "0.14" else {api.INTEGRITY_HASH_ANNOTATION: GO_HASH}
-    scale_set = {api.SCALE_SET_NAMESPACE_LABEL: RUNNERS_NS, api.SCALE_SET_NAME_LABEL: ARS}
-    _listener_rbac(live, owned, labels, integrity, scale_set)
+    for plural, doc in listener_rbac(
+        live.version,
+        listener=live.listener,
+        ers=live.ers,
+        owned=owned,
+        labels=labels,
+        integrity=integrity,
+    ):
+        server.create_object(plural, doc)
     config = pat_config_metrics_off(
         live.config_url,
         RUNNERS_NS,
@@ -405,111 +359,12 @@ def _listener(live: LiveArc, ars: dict[str, Any]) -> None:
             "data": {"config.json": base64.b64encode(config.encode()).decode()},
         },
     )
-    server.create_object("pods", _listener_pod(live, owned, labels, integrity))
+    pod = listener_pod(
+        live.version, listener=live.listener, owned=owned, labels=labels, integrity=integrity
+    )
+    server.create_object("pods", pod)
     live.step()
     eventually(lambda: live.sim.state()["sessions"], timeout=WAIT, what="ARC's listener's session")
-
-
-def _listener_rbac(
-    live: LiveArc,
-    owned: list[dict[str, Any]],
-    labels: dict[str, str],
-    integrity: dict[str, str],
-    scale_set: dict[str, str],
-) -> None:
-    """ARC's listener ServiceAccount (controller namespace), Role and RoleBinding
-    (runners' namespace): 0.15's with the listener's labels, integrity hashes and the
-    ServiceAccount owned by the listener; 0.14's with its older labels and hashes."""
-    server, name = live.server, live.rbac_name
-    by_listener = {
-        **scale_set,
-        "auto-scaling-listener-namespace": CONTROLLER_NS,
-        "auto-scaling-listener-name": live.listener,
-    }
-    if live.line == "0.15":
-        account_meta = {
-            "labels": {**labels, **scale_set},
-            "annotations": integrity,
-            "ownerReferences": owned,
-        }
-        role_labels, binding_labels = {**labels, **by_listener}, {**labels, **by_listener}
-    else:
-        account_meta = {"labels": scale_set}
-        role_labels = {**by_listener, "role-policy-rules-hash": GO_HASH}
-        binding_labels = {
-            **by_listener,
-            "role-binding-role-ref-hash": GO_HASH,
-            "role-binding-subject-hash": GO_HASH,
-        }
-    server.create_object(
-        "serviceaccounts", {"metadata": {"name": name, "namespace": CONTROLLER_NS, **account_meta}}
-    )
-    rules = [
-        {
-            "apiGroups": ["actions.github.com"],
-            "resources": ["ephemeralrunnersets"],
-            "resourceNames": [live.ers],
-            "verbs": ["patch"],
-        },
-        {
-            "apiGroups": ["actions.github.com"],
-            "resources": ["ephemeralrunners", "ephemeralrunners/status"],
-            "verbs": ["patch"],
-        },
-    ]
-    rbac_meta = {"name": name, "namespace": RUNNERS_NS, "annotations": integrity}
-    server.create_object(
-        "roles", {"metadata": {**rbac_meta, "labels": role_labels}, "rules": rules}
-    )
-    server.create_object(
-        "rolebindings",
-        {
-            "metadata": {**rbac_meta, "labels": binding_labels},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": CONTROLLER_NS}],
-        },
-    )
-
-
-def _listener_pod(
-    live: LiveArc, owned: list[dict[str, Any]], labels: dict[str, str], integrity: dict[str, str]
-) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": live.listener,
-            "namespace": CONTROLLER_NS,
-            "labels": labels,
-            "annotations": integrity,
-            "ownerReferences": owned,
-        },
-        "spec": {
-            "serviceAccountName": live.rbac_name,
-            "nodeSelector": {"kubernetes.io/os": "linux"},
-            "containers": [
-                {
-                    "name": "listener",
-                    "image": arc_image(live.version),
-                    "command": ["/ghalistener"],
-                    "env": [
-                        {"name": "LISTENER_CONFIG_PATH", "value": "/etc/gha-listener/config.json"}
-                    ],
-                    "volumeMounts": [
-                        {
-                            "name": "listener-config",
-                            "mountPath": "/etc/gha-listener",
-                            "readOnly": True,
-                        }
-                    ],
-                    "resources": {},
-                }
-            ],
-            "volumes": [
-                {"name": "listener-config", "secret": {"secretName": f"{live.listener}-config"}}
-            ],
-            "restartPolicy": "Never",
-            "terminationGracePeriodSeconds": 60,
-        },
-    }
 
 
 def _busy(live: LiveArc) -> int:

@@ -30,6 +30,7 @@ from ersctl import api
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing import GitHubSimulator, serve
 from tests.cluster.arc_expects import what_arc_would_not_find
+from tests.cluster.arc_objects import ARS, CHART_OBJECTS, GITHUB_SECRET
 from tests.cluster.chart_manager import (
     CONTROLLER_NS,
     RUNNERS_NS,
@@ -41,7 +42,7 @@ from tests.cluster.chart_manager import (
     install_chart,
     switched,
 )
-from tests.cluster.live_arc import ARS, CHART_OBJECTS, GITHUB_SECRET, LiveArc, build_live_arc
+from tests.cluster.live_arc import LiveArc, build_live_arc
 from tests.cluster.rbac import BoundRules
 from tests.kubeapi import install_crds
 from tests.polling import eventually
