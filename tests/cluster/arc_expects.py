@@ -268,6 +268,8 @@ def _listener_objects(live: LiveArc, al: Json) -> list[str]:
             problems.append(f"listener {plural} {names}: ARC {live.version} uses {rbac} alone")
             continue
         problems += _lacks(f"listener {plural} label", _meta(found[0], "labels"), labels)
+        if plural == "serviceaccounts" and live.line == "0.15":
+            problems += _controlled_by("listener ServiceAccount", found[0], api.AL_KIND, al)
     problems += _role_binding(live, rbac)
     return problems
 

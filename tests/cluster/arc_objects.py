@@ -48,16 +48,10 @@ def go_rendering(pod_spec: dict[str, Any]) -> dict[str, Any]:
     return {**pod_spec, "containers": [{**c, "resources": {}} for c in pod_spec["containers"]]}
 
 
-def owner(kind: str, obj: dict[str, Any], *, api_version: str = api.API_VERSION) -> dict[str, Any]:
-    """A controller ownerReference to ``obj``, as controller-runtime writes it."""
-    return {
-        "apiVersion": api_version,
-        "kind": kind,
-        "name": obj["metadata"]["name"],
-        "uid": obj["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+def owner(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """A controller ownerReference to the document ``obj``, as ARC (controller-runtime)
+    sets it."""
+    return api.controller_reference(api.KubeObject(obj), kind)
 
 
 def chart_labels(version: str) -> dict[str, str]:

@@ -279,7 +279,7 @@ def _runner(live: LiveArc, ers: dict[str, Any]) -> tuple[str, int]:
                 "namespace": RUNNERS_NS,
                 "labels": {**runner["metadata"]["labels"], RUNNER_POD_LABEL: "True"},
                 "annotations": runner["metadata"]["annotations"],
-                "ownerReferences": [owner(api.ER_KIND, runner, api_version=api.API_VERSION)],
+                "ownerReferences": [owner(api.ER_KIND, runner)],
             },
             "spec": {**spec, "restartPolicy": "Never"},
         },
