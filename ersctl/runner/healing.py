@@ -31,8 +31,6 @@ from ersctl.api import REASON_EXITED_WITHOUT_JOB, EphemeralRunner, FieldError
 from ersctl.kube.reconcile import EventRecorder, Result
 from ersctl.runner import health
 from ersctl.runner.deregistration import BUSY_RETRY, BackgroundRemovals
-
-__all__ = ["BUSY_RETRY", "RunnerHealer"]
 from ersctl.runner.health import Abandon, CheckOnline, HealthPolicy, NodeLost, Replace
 from ersctl.runner.modes import EVENT_REASONS, Mode
 from ersctl.runner.phases import Decision, Finished, PodState

@@ -44,7 +44,8 @@ from ersctl.api import (
 from ersctl.kube.errors import ConflictError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.runner import pods
-from ersctl.runner.healing import BUSY_RETRY, RunnerHealer
+from ersctl.runner.deregistration import BUSY_RETRY
+from ersctl.runner.healing import RunnerHealer
 from ersctl.runner.health import HealthPolicy
 from ersctl.runner.phases import (
     REASON_TOO_MANY_FAILURES,
