@@ -41,6 +41,9 @@ RUNNERS_NS: Final = "arc-runners"
 SERVICE_ACCOUNT: Final = "arc-gha-rs-controller"
 OUR_IMAGE: Final = "registry.example.com/gha-scaleset:0.1.0"
 WAIT: Final = 60.0
+DEGRADED: Final = {("customresourcedefinitions", "get"), ("events", "create")}
+"""(resource, verb) of what ARC's chart does not grant the controller and ersctl does
+without, saying so once."""
 PLURALS: Final = {
     "ServiceAccount": "serviceaccounts",
     "ClusterRole": "clusterroles",

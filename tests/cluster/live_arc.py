@@ -2,7 +2,7 @@
 embedded API server and the GitHub simulator, for ARC 0.14.2 and 0.15.1: the state a
 switch of the controller image meets, and what ARC meets when switched back.
 
-:func:`build_live_arc`, after :func:`tests.cluster.chart_manager.install_chart` (ARC's
+:func:`live_arc`, after :func:`tests.cluster.chart_manager.install_chart` (ARC's
 own CRDs of the line) made the controller's chart:
 
 - the scale-set chart's objects: the GitHub Secret and the no-permission
@@ -30,6 +30,8 @@ ARC's objects are ``arc_objects.py``'s.
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,10 +116,12 @@ class LiveArc:
         self.kubelet.step()
 
 
-def build_live_arc(
+@contextmanager
+def live_arc(
     server: ApiServer, sim: GitHubSimulator, version: str, *, github_url: str, workdir: Path
-) -> LiveArc:
-    """See the module docstring. Returns once the busy runner's job fields are written."""
+) -> Iterator[LiveArc]:
+    """See the module docstring: the install, once the busy runner's job fields are
+    written; its listener stopped when the block ends."""
     kubeconfig = server.write_kubeconfig(workdir / "listener-kubeconfig")
     live = LiveArc(
         server=server,
@@ -129,17 +133,20 @@ def build_live_arc(
         ),
         pods=RunnerPods(server, namespace=RUNNERS_NS, connect=sim.connect_runner),
     )
-    live.scale_set_id = int(sim.create_scale_set(ARS, labels=[ARS])["id"])
-    ars = _scale_set_chart(live)
-    ers = _runner_set(live, ars)
-    live.ers = ers["metadata"]["name"]
-    for _ in range(2):
-        name, runner_id = _runner(live, ers)
-        live.runners[name] = runner_id
-    _listener(live, ars)
-    live.busy, live.idle = sorted(live.runners)
-    live.job = _busy(live)
-    return live
+    try:
+        live.scale_set_id = int(sim.create_scale_set(ARS, labels=[ARS])["id"])
+        ars = _scale_set_chart(live)
+        ers = _runner_set(live, ars)
+        live.ers = ers["metadata"]["name"]
+        for _ in range(2):
+            name, runner_id = _runner(live, ers)
+            live.runners[name] = runner_id
+        _listener(live, ars)
+        live.busy, live.idle = sorted(live.runners)
+        live.job = _busy(live)
+        yield live
+    finally:
+        live.kubelet.close()
 
 
 def _scale_set_chart(live: LiveArc) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from ghalistener.testing import GitHubSimulator, serve
 from tests.ars.conftest import runner_template
 from tests.cluster.chart_manager import (
     CONTROLLER_NS,
+    DEGRADED,
     RUNNERS_NS,
     SERVICE_ACCOUNT,
     WAIT,
@@ -42,9 +43,6 @@ from tests.cluster.chart_manager import (
 )
 from tests.cluster.rbac import BoundRules
 from tests.polling import eventually
-
-# What ARC's chart does not grant and ersctl does without, saying so once.
-DEGRADED = {("customresourcedefinitions", "get"), ("events", "create")}
 
 
 def install(server: ApiServer, version: str, config_url: str) -> list[dict[str, Any]]:

@@ -27,12 +27,14 @@ from typing import Any, Final
 import pytest
 
 from ersctl import api
+from ersctl.autoscaling.listener_objects import LISTENER_HASH_ANNOTATION
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing import GitHubSimulator, serve
 from tests.cluster.arc_expects import what_arc_would_not_find
 from tests.cluster.arc_objects import ARS, CHART_OBJECTS, GITHUB_SECRET
 from tests.cluster.chart_manager import (
     CONTROLLER_NS,
+    DEGRADED,
     RUNNERS_NS,
     SERVICE_ACCOUNT,
     WAIT,
@@ -42,7 +44,7 @@ from tests.cluster.chart_manager import (
     install_chart,
     switched,
 )
-from tests.cluster.live_arc import LiveArc, build_live_arc
+from tests.cluster.live_arc import LiveArc, live_arc
 from tests.cluster.rbac import BoundRules
 from tests.kubeapi import install_crds
 from tests.polling import eventually
@@ -62,10 +64,6 @@ ADOPTED: Final = (
     "secrets",
     "pods",
 )
-LISTENER_HASH: Final = "actions.github.com/listener-hash"
-"""Ours, on a listener Pod once taken over (ersctl.autoscaling.listener_objects)."""
-# What ARC's chart does not grant and ersctl does without (test_arc_chart_controller).
-DEGRADED: Final = {("customresourcedefinitions", "get"), ("events", "create")}
 
 Inventory = dict[str, dict[tuple[str, str], str]]
 
@@ -87,12 +85,12 @@ def test_a_live_arc_install_switched_to_our_image_and_back(
 ) -> None:
     with ApiServer(crds=False) as server, serve(sim, port=0) as github:
         docs = install_chart(server, version, crds="arc")
-        live = build_live_arc(server, sim, version, github_url=github.url, workdir=tmp_path)
-        try:
+        with live_arc(server, sim, version, github_url=github.url, workdir=tmp_path) as live:
             assert what_arc_would_not_find(live) == []  # the install is ARC's by the same rules
             before, sessions = inventory(server), _sessions(sim)
             if live.line == "0.14":
-                install_crds(server.api_client())  # README: ours, server-side, first
+                with server.api_client() as api_client:
+                    install_crds(api_client)  # README: ours, server-side, first
             ours = switched(deployment(docs))
             server.patch_object(
                 "deployments", CONTROLLER_NS, ours["metadata"]["name"], {"spec": ours["spec"]}
@@ -115,12 +113,8 @@ def test_a_live_arc_install_switched_to_our_image_and_back(
             ) as again:
                 _deleted_to_the_last_object(live)
             assert again.code == 0, again.output[-3000:]
-            refused = {
-                (r.resource, r.verb) for r in server.request_log.records() if r.status == 403
-            }
-            assert refused == DEGRADED
-        finally:
-            live.kubelet.close()
+        refused = {(r.resource, r.verb) for r in server.request_log.records() if r.status == 403}
+    assert refused == DEGRADED
 
 
 def _sessions(sim: GitHubSimulator) -> list[str]:
@@ -135,7 +129,7 @@ def _adopted(live: LiveArc, before: Inventory, sessions: list[str]) -> None:
         live.step()
         ars = live.get(api.ARS_PLURAL, RUNNERS_NS, ARS)
         pod = live.get("pods", CONTROLLER_NS, live.listener)
-        return (ars.get("status") or {}).get("phase") == "Running" and LISTENER_HASH in (
+        return (ars.get("status") or {}).get("phase") == "Running" and LISTENER_HASH_ANNOTATION in (
             pod["metadata"].get("annotations") or {}
         )
 
