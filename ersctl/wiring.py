@@ -99,7 +99,10 @@ class Controller:
     listener: ListenerReconciler | None = None
 
     def close(self) -> None:
-        """Close the scale-set service clients (after the manager has stopped)."""
+        """Stop the runner controller's background work and close the scale-set service
+        clients (after the manager has stopped)."""
+        if self.runner is not None:
+            self.runner.close()
         self.services.close()
 
 

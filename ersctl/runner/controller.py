@@ -253,6 +253,7 @@ def add_runner_controller(
         health=health,
         clock=clock,
         metrics=RunnerMetrics(manager.metrics.registry),
+        removal_workers=workers,
     )
     manager.add_informer(PODS, informer)
     manager.add_controller(

@@ -8,8 +8,10 @@ force-deleted with its runner, a runner whose registration is spent deleted. It 
 protects busy runners' Pods from consolidation (:meth:`RunnerHealer.protect`), notices
 a Pod deleted under a live runner (:meth:`RunnerHealer.vanished`), removes the
 registration of a runner that exited unused (:meth:`RunnerHealer.finished`) and
-lets a deleted runner go when GitHub keeps failing to remove it
-(:meth:`RunnerHealer.deregister`). Each mode is reported with its Event reason
+decides how a deleted runner's registration goes (:meth:`RunnerHealer.deregister`):
+not at all when it went already, in the background when the runner's Pod cannot be
+running a job (``ersctl.runner.deregistration``), else now, letting the runner go when
+GitHub keeps failing to remove it. Each mode is reported with its Event reason
 (``modes.EVENT_REASONS``) and counted in ``ersctl_runner_faults_total{mode}``.
 
 In memory, per runner (key and uid): the runners GitHub said were online (each is looked
@@ -24,11 +26,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
-from typing import Final
 
 from ersctl.api import REASON_EXITED_WITHOUT_JOB, EphemeralRunner, FieldError
 from ersctl.kube.reconcile import EventRecorder, Result
 from ersctl.runner import health
+from ersctl.runner.deregistration import BUSY_RETRY, BackgroundRemovals
 from ersctl.runner.health import Abandon, CheckOnline, HealthPolicy, NodeLost, Replace
 from ersctl.runner.modes import EVENT_REASONS, Mode
 from ersctl.runner.phases import Decision, Finished, PodState
@@ -38,9 +40,6 @@ from ersctl.runner.registration import Registrations
 from ersctl.scaleset.ports import ServiceError
 
 log = logging.getLogger(__name__)
-
-BUSY_RETRY: Final = 30.0
-"""Seconds between looks at a runner that is still running a job (ARC: 30 s)."""
 
 
 class RunnerHealer:
@@ -57,6 +56,7 @@ class RunnerHealer:
         metrics: RunnerMetricsSink,
         policy: HealthPolicy,
         clock: Callable[[], datetime],
+        removal_workers: int = 0,
     ) -> None:
         self._runners = runners
         self._pods = pods
@@ -67,6 +67,17 @@ class RunnerHealer:
         self._clock = clock
         self._online: dict[str, str] = {}  # runner key -> uid of a runner seen online
         self._seen: dict[str, tuple[str, str]] = {}  # runner key -> (its uid, its Pod's uid)
+        self._removals = BackgroundRemovals(
+            registrations=registrations,
+            policy=policy,
+            clock=clock,
+            on_abandoned=self._abandoned,
+            workers=removal_workers,
+        )
+
+    def close(self) -> None:
+        """Stop removing registrations in the background."""
+        self._removals.close()
 
     def forget(self, key: str) -> None:
         """Drop what is kept about runner ``key`` (it is gone)."""
@@ -146,24 +157,52 @@ class RunnerHealer:
         return True
 
     def deregister(self, runner: EphemeralRunner) -> bool:
-        """Remove a deleted ``runner``'s registration: True when it may go, False while
-        its job runs. A service or credentials error raises (retried with backoff) until
-        ``--runner-deregistration-timeout`` has passed since the deletion; then the
-        runner is let go with a Warning naming its runner id."""
-        try:
-            return self._registrations.unregister(runner)
-        except (ServiceError, FieldError) as exc:
-            left = health.deregistration_left(runner, now=self._clock(), policy=self._policy)
-            if left > 0:
-                raise
-            detail = (
-                f"the service failed to remove runner {runner.runner_id} ({runner.name}) for "
-                f"{self._policy.deregistration_timeout:g}s after the runner was deleted "
-                f"(last: {exc}); letting it go: remove runner {runner.runner_id} at GitHub "
-                "if it is still listed"
-            )
-            self.report(runner, Mode.DEREGISTRATION_TIMEOUT, detail)
+        """Let a deleted ``runner``'s registration go; True when its registration
+        finalizer may go now, False while its job runs.
+
+        Gone already (``health.registration_released``): nothing is asked. A Pod that
+        cannot be running a job (``health.may_run_a_job``): the removal is handed to the
+        background and the runner goes now. Else it is removed now, before the Pod goes
+        (a job GitHub assigned meanwhile must not die with it). A service or credentials
+        error raises (retried with backoff) until ``--runner-deregistration-timeout``
+        has passed since the deletion; then the runner is let go with a Warning naming
+        its runner id."""
+        if health.registration_released(runner):
             return True
+        pod = self._pods.get_pod(runner.namespace, runner.name)
+        try:
+            if health.may_run_a_job(None if pod is None else PodState.from_pod(pod)):
+                return self._registrations.unregister(runner)
+            runner_id = self._registrations.runner_id(runner)
+        except (ServiceError, FieldError) as exc:
+            if health.deregistration_left(runner, now=self._clock(), policy=self._policy) > 0:
+                raise
+            self._abandoned(runner, exc)
+            return True
+        if runner_id:
+            self._removals.push(runner, runner_id)
+        return True
+
+    def remove_in_background(self, runner: EphemeralRunner) -> None:
+        """Have ``runner``'s registration removed in the background: it can never run a
+        job again (its Pod is gone). Best effort: an id that cannot be found now (a
+        service error) is left to the registration finalizer."""
+        try:
+            runner_id = self._registrations.runner_id(runner)
+        except (ServiceError, FieldError) as exc:
+            log.warning("runner %s keeps its registration until deleted: %s", runner.key, exc)
+            return
+        if runner_id:
+            self._removals.push(runner, runner_id)
+
+    def _abandoned(self, runner: EphemeralRunner, exc: Exception) -> None:
+        detail = (
+            f"the service failed to remove runner {runner.runner_id} ({runner.name}) for "
+            f"{self._policy.deregistration_timeout:g}s after the runner was deleted "
+            f"(last: {exc}); letting it go: remove runner {runner.runner_id} at GitHub "
+            "if it is still listed"
+        )
+        self.report(runner, Mode.DEREGISTRATION_TIMEOUT, detail)
 
     def abandon(self, runner: EphemeralRunner, mode: Mode, detail: str, reason: str = "") -> Result:
         """Delete ``runner``, reporting ``mode`` (under Event ``reason``, when given):

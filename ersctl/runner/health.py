@@ -31,7 +31,10 @@ passes (:func:`assess`):
   #4709);
 - a deleted runner whose registration GitHub keeps failing to remove is let go
   ``deregistration_timeout`` seconds after its deletion (:func:`deregistration_left`),
-  naming its runner id so a person can remove it at GitHub; a busy one never is.
+  naming its runner id so a person can remove it at GitHub; a busy one never is. One
+  whose registration is gone already (:func:`registration_released`) asks GitHub
+  nothing; one whose Pod cannot be running a job (:func:`may_run_a_job`) is let go at
+  once, its registration removed in the background (``ersctl.runner.deregistration``).
 
 No rule deletes a runner GitHub says is busy. Busy runners' Pods are protected from
 consolidation instead (:func:`protection_due`). Times come from the objects (the API
@@ -43,7 +46,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from ersctl.api import EphemeralRunner, ERPhase, format_time, parse_time
+from ersctl.api import (
+    REASON_EXITED_WITHOUT_JOB,
+    EphemeralRunner,
+    ERPhase,
+    format_time,
+    parse_time,
+)
 from ersctl.runner.modes import Mode
 from ersctl.runner.phases import (
     Decision,
@@ -215,6 +224,30 @@ def exit_to_check(runner: EphemeralRunner, decision: Finished) -> bool:
     listener may not have recorded it yet) or never did (its registration is still
     there: ARC #4709 removes it)."""
     return decision.phase == ERPhase.SUCCEEDED and not runner.has_job
+
+
+def registration_released(runner: EphemeralRunner) -> bool:
+    """Has ``runner``'s registration left the service already? A runner that exited 0
+    after a job removed its own (an ephemeral runner deregisters on its way out), and
+    one that exited unused had it removed then (ARC #4709): deleting either asks GitHub
+    nothing (ARC: ``runnerSelfDeregistered``; every finished job went through a useless
+    DELETE otherwise). A Succeeded runner with neither (the check at its exit failed)
+    is asked about: a registration may be left."""
+    return runner.phase == ERPhase.SUCCEEDED and (
+        runner.has_job or runner.status.get("reason") == REASON_EXITED_WITHOUT_JOB
+    )
+
+
+def may_run_a_job(pod: PodState | None) -> bool:
+    """Can the runner of ``pod`` be running a job? Only in a live Pod: there, and
+    neither terminated nor being deleted (a Pod on its way out ends its job whatever
+    this controller does)."""
+    return (
+        pod is not None
+        and not pod.deleting
+        and pod.runner_exit_code is None
+        and pod.phase not in ("Succeeded", "Failed")
+    )
 
 
 def deregistration_left(runner: EphemeralRunner, *, now: datetime, policy: HealthPolicy) -> float:

@@ -3,9 +3,8 @@
 ``reconcile(Request(namespace, name))`` for an EphemeralRunner (ER), in order:
 
 1. Gone -> done. Being deleted -> :meth:`RunnerReconciler._finalize`: the registration
-   finalizer first removes the runner from the service (RunnerNotFound counts as done;
-   JobStillRunning waits and retries later, it never forces a busy runner off; a
-   service that keeps failing is given up on after ``--runner-deregistration-timeout``), then
+   finalizer first lets the registration go (``RunnerHealer.deregister``: not at all,
+   in the background, or now, before a Pod that may run a job), then
    the ER finalizer deletes the Pod and the Secret, and in Kubernetes container mode
    the job Pods and Secrets the container hooks made for it (retried every 5 s until
    they are gone, as ARC does), and lets the ER go.
@@ -45,7 +44,8 @@ from ersctl.api import (
 from ersctl.kube.errors import ConflictError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.runner import pods
-from ersctl.runner.healing import BUSY_RETRY, RunnerHealer
+from ersctl.runner.deregistration import BUSY_RETRY
+from ersctl.runner.healing import RunnerHealer
 from ersctl.runner.health import HealthPolicy
 from ersctl.runner.phases import (
     REASON_TOO_MANY_FAILURES,
@@ -73,7 +73,6 @@ from ersctl.runner.registration import (
     RunnerNameTaken,
     scale_set_id,
 )
-from ersctl.scaleset.ports import ServiceError
 from ghalistener.actions.types import JitConfig
 
 log = logging.getLogger(__name__)
@@ -103,6 +102,7 @@ class RunnerReconciler:
         health: HealthPolicy | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         metrics: RunnerMetricsSink | None = None,
+        removal_workers: int = 0,
     ) -> None:
         self._runners = runners
         self._pods = pods
@@ -126,7 +126,12 @@ class RunnerReconciler:
             metrics=self._metrics,
             policy=health or HealthPolicy(),
             clock=clock,
+            removal_workers=removal_workers,
         )
+
+    def close(self) -> None:
+        """Stop the background work (registrations not yet removed are dropped)."""
+        self._health.close()
 
     def reconcile(self, request: Request) -> Result:
         """See the module docstring. Raises to be retried with backoff."""
@@ -366,12 +371,9 @@ class RunnerReconciler:
             runner, phase=ERPhase.FAILED, reason=REASON_TOO_MANY_FAILURES, message=message
         )
         self._warn(runner, REASON_TOO_MANY_FAILURES, message)
-        # Its registration can never run a job now: remove it at once, as ARC does.
-        # Best effort: the registration finalizer tries again when the set deletes it.
-        try:
-            self._registrations.unregister(runner)
-        except (ServiceError, FieldError) as exc:
-            log.warning("runner %s keeps its registration until deleted: %s", runner.key, exc)
+        # Its registration can never run a job now: removed in the background, as ARC
+        # 0.15 does; the registration finalizer tries again when the set deletes it.
+        self._health.remove_in_background(runner)
         self._delete_resources(runner)
 
     # -- helpers ----------------------------------------------------------------------

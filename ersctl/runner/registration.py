@@ -6,7 +6,8 @@
   the stale registration is looked up by name, removed when it belongs to the runner's
   scale set, and the name registered anew. One of another scale set is never touched:
   :class:`RunnerNameTaken`.
-- :meth:`Registrations.unregister` removes it: RunnerNotFound counts as done (an
+- :meth:`Registrations.unregister` removes it (:meth:`Registrations.runner_id` finds
+  its id, :meth:`Registrations.remove` removes that): RunnerNotFound counts as done (an
   ephemeral runner deregisters itself after its job); JobStillRunning answers False, so
   the caller retries later and never forces a busy runner off.
 - :meth:`Registrations.lookup` asks whether the service knows the runner, and whether
@@ -65,9 +66,19 @@ class Registrations:
 
     def unregister(self, runner: EphemeralRunner) -> bool:
         """Remove ``runner``'s registration; True when gone, False while it runs a job."""
-        runner_id = int(runner.runner_id) or self._unrecorded_id(runner)
+        return self.remove(runner, self.runner_id(runner))
+
+    def runner_id(self, runner: EphemeralRunner) -> int:
+        """The id of ``runner``'s registration: its status's, else its JIT Secret's (a
+        crash before the status recorded it), else the service's runner of its name in
+        its scale set; 0 when it was never registered."""
+        return int(runner.runner_id) or self._unrecorded_id(runner)
+
+    def remove(self, runner: EphemeralRunner, runner_id: int) -> bool:
+        """Remove registration ``runner_id`` of ``runner``; True when gone (or 0: never
+        registered), False while it runs a job."""
         if not runner_id:
-            return True  # never registered: nothing to remove
+            return True
         with self._services.service_for(runner) as service:
             if not service.remove_runner(runner_id):
                 return False

@@ -9,27 +9,11 @@ from typing import Any
 from ersctl import api
 from ersctl.naming import listener_name
 from tests.ars.conftest import CREDENTIALS, Env, runner_template
+from tests.cluster.arc_objects import go_rendering, owner
 from tests.polling import eventually
 
 ARC_VERSION = "0.14.2"
 ARC_SPEC_HASH = "7d8f9c6b5"  # what ARC's Go hash wrote; ours never equals it
-
-
-def _owner(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": api.API_VERSION,
-        "kind": kind,
-        "name": obj["metadata"]["name"],
-        "uid": obj["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def _as_go_writes_it(pod_spec: dict[str, Any]) -> dict[str, Any]:
-    """A Pod spec as ARC's Go client serializes it: ``resources: {}`` on every container."""
-    containers = [{**c, "resources": {}} for c in pod_spec["containers"]]
-    return {**pod_spec, "containers": containers}
 
 
 def _arc_installation(env: Env) -> dict[str, Any]:
@@ -76,7 +60,7 @@ def _arc_installation(env: Env) -> dict[str, Any]:
                     api.RUNNER_SCALE_SET_NAME_ANNOTATION: "arc-runners",
                 },
                 "finalizers": [api.ERS_FINALIZER],
-                "ownerReferences": [_owner(api.ARS_KIND, ars)],
+                "ownerReferences": [owner(api.ARS_KIND, ars)],
             },
             "spec": {
                 "replicas": 2,
@@ -87,7 +71,7 @@ def _arc_installation(env: Env) -> dict[str, Any]:
                     "runnerScaleSetId": scale_set["id"],
                     # Go's rendering of the ARS's template: empty structs written out.
                     "metadata": {"creationTimestamp": None},
-                    "spec": _as_go_writes_it(runner_template()["spec"]),
+                    "spec": go_rendering(runner_template()["spec"]),
                 },
             },
         },
@@ -102,7 +86,7 @@ def _arc_installation(env: Env) -> dict[str, Any]:
                     "name": f"arc-runners-7x9kq-runner-{index}",
                     "annotations": {api.PATCH_ID_ANNOTATION: "5"},
                     "finalizers": [api.ER_FINALIZER, api.ER_REGISTRATION_FINALIZER],
-                    "ownerReferences": [_owner(api.ERS_KIND, ers)],
+                    "ownerReferences": [owner(api.ERS_KIND, ers)],
                 },
                 "spec": ers["spec"]["ephemeralRunnerSpec"],
             },

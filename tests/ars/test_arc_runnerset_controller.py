@@ -5,7 +5,8 @@ the test's API server, GitHub the simulator (or, as in ARC's, a bare server stan
 for it where only the reaching of it is tested). As in ARC's, the controller's
 namespace is the scale set's, so the listener is found next to it.
 
-Each test is named after ARC's ``It``. Deliberate differences:
+Each test is named after ARC's ``It``. Deliberate differences (the strict xfails name
+their row of README's table of what ersctl does differently; a test holds them to it):
 
 | ARC | ours | why |
 |---|---|---|
@@ -34,7 +35,27 @@ from tests.certificates import server_certificates
 from tests.polling import eventually
 
 BUILD_VERSION = "0.1.0"
-DELIBERATE = pytest.mark.xfail(strict=True, reason="a deliberate difference (module docstring)")
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def deliberate(arc: str) -> pytest.MarkDecorator:
+    """A case ours fails on purpose: ``arc`` is ARC's behaviour as the first column of
+    README's table of what ersctl does differently says it."""
+    return pytest.mark.xfail(strict=True, reason=f"deliberate: README: {arc}")
+
+
+TEMPLATE_CHANGE = deliberate(
+    "a runner template change: a new EphemeralRunnerSet (0.14) and a new listener; "
+    "a min/max or values-hash change: a new listener"
+)
+EVENTUAL = deliberate(
+    "`--update-strategy=eventual`: the listener deleted and every job waited for before "
+    "a template change"
+)
+VERSION_LABEL = deliberate(
+    "an ARS whose `app.kubernetes.io/version` label is not the controller's build is "
+    "deleted and made again"
+)
 
 
 def _arcs_ars(env: Env, name: str = "test-asrs", **spec: Any) -> dict[str, Any]:
@@ -116,7 +137,7 @@ def test_it_should_cleanup_all_resources_for_a_deleting_autoscalingrunnerset_bef
     eventually(lambda: env.ars("test-asrs") is None, what="the ARS deleted")
 
 
-@DELIBERATE
+@TEMPLATE_CHANGE
 def test_it_should_re_create_ephemeralrunnerset_and_listener_as_needed_when_updating(
     env: Env,
 ) -> None:
@@ -160,7 +181,7 @@ def test_it_should_update_runnerscalesets_runner_group_on_service_when_it_change
     )
 
 
-@DELIBERATE
+@EVENTUAL
 def test_it_should_wait_for_running_and_pending_jobs_to_finish_before_applying_the_update(
     env: Env,
 ) -> None:
@@ -465,7 +486,7 @@ def _gone_check(env: Env, plural: str, name: str) -> Callable[[], bool]:
 # -- Describe("Test resource version and build version mismatch") --------------------------
 
 
-@DELIBERATE
+@VERSION_LABEL
 def test_should_delete_and_recreate_the_autoscaling_runner_set_to_match_the_build_version(
     env: Env,
 ) -> None:
@@ -476,3 +497,20 @@ def test_should_delete_and_recreate_the_autoscaling_runner_set_to_match_the_buil
     }
     _start(env, body)  # the controller's build: another version
     eventually(lambda: env.ars("test-asrs") is None, what="the ARS deleted", timeout=2)
+
+
+def test_each_deliberate_difference_is_a_row_of_the_readme_table() -> None:
+    rows = {
+        line.split(" | ")[0].removeprefix("| ")
+        for line in README.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| ")
+    }
+    marks = [
+        mark
+        for test in list(globals().values())
+        for mark in getattr(test, "pytestmark", [])
+        if mark.name == "xfail"
+    ]
+    assert len(marks) == 3
+    for mark in marks:
+        assert mark.kwargs["reason"].removeprefix("deliberate: README: ") in rows

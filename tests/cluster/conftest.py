@@ -38,6 +38,7 @@ from ghalistener.testing.server import serve
 from tests.cluster.image import copy_build_stage, dockerfile_stages, stage_named
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
+from tests.simulation.conftest import EXAMPLES  # noqa: F401  (simulation importable: live_arc.py)
 
 CREDENTIALS = "github-credentials"
 TOKEN = "ghp_pat_that_must_never_be_logged"

@@ -1,8 +1,9 @@
 """ARC's controller Deployment, as ARC's Helm chart renders it (``arc_chart/``), runs our
 image's ``/manager`` unchanged.
 
-For ARC 0.14.2 and 0.15.1: the Deployment's command, args and environment exactly (the
-namespace field reference resolved, plus a kubeconfig where a Pod has its service
+For ARC 0.14.2 and 0.15.1: the Deployment with its image replaced by ours and nothing
+else, its command, args and environment exactly (``tests/cluster/chart_manager.py``:
+the namespace field reference resolved, plus a kubeconfig where a Pod has its service
 account), run from the image's filesystem (the wheel's console scripts and the
 Dockerfile's links), against the embedded API server answering 403 to whatever the
 chart's RBAC does not grant the controller's ServiceAccount, with the CRDs of the switch
@@ -17,95 +18,37 @@ and makes its Pod; deleted, everything it made goes. The chart's readiness probe
 from __future__ import annotations
 
 import base64
-import fcntl
-import signal
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import yaml
 
 from ersctl import api
-from ersctl.crds import load_crds
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing import GitHubSimulator, serve
 from tests.ars.conftest import runner_template
-from tests.cluster.conftest import ROOT
-from tests.cluster.image import image_root, run_isolated
+from tests.cluster.chart_manager import (
+    CONTROLLER_NS,
+    DEGRADED,
+    RUNNERS_NS,
+    SERVICE_ACCOUNT,
+    WAIT,
+    chart_manager,
+    deployment,
+    install_chart,
+    manager_container,
+    switched,
+)
 from tests.cluster.rbac import BoundRules
-from tests.crds.arc import arc_crds
 from tests.polling import eventually
-
-CHART = Path(__file__).with_name("arc_chart")
-CONTROLLER_NS = "arc-systems"
-RUNNERS_NS = "arc-runners"
-SERVICE_ACCOUNT = "arc-gha-rs-controller"
-WAIT = 60.0
-PLURALS = {
-    "ServiceAccount": "serviceaccounts",
-    "ClusterRole": "clusterroles",
-    "ClusterRoleBinding": "clusterrolebindings",
-    "Role": "roles",
-    "RoleBinding": "rolebindings",
-    "Deployment": "deployments",
-}
-# What ARC's chart does not grant and ersctl does without, saying so once.
-DEGRADED = {("customresourcedefinitions", "get"), ("events", "create")}
-
-
-@contextmanager
-def the_probe_port() -> Iterator[None]:
-    """Hold the chart's probe port (8081, on every address: the args name none) for one
-    manager at a time on this machine, whichever worker or checkout runs it."""
-    with (Path(tempfile.gettempdir()) / "gha-scaleset-arc-chart-8081.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
-def chart(version: str) -> list[dict[str, Any]]:
-    text = (CHART / f"controller-{version}.yaml").read_text(encoding="utf-8")
-    return [doc for doc in yaml.safe_load_all(text) if doc]
-
-
-def manager_container(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    assert container["name"] == "manager"
-    return dict(container)
-
-
-def pod_env(container: dict[str, Any], namespace: str) -> dict[str, str]:
-    """The container's environment as the kubelet gives it (field references to the
-    Pod's namespace resolved)."""
-    env = {}
-    for var in container["env"]:
-        if "value" in var:
-            env[var["name"]] = var["value"]
-        else:
-            assert var["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
-            env[var["name"]] = namespace
-    return env
-
-
-def crds_of_the_switch(version: str) -> list[dict[str, Any]]:
-    # 0.14's CRDs drop the guard's fields: the switch applies ours first (README).
-    return load_crds() if version.startswith("0.14") else arc_crds("0.15", autoscaling=True)
 
 
 def install(server: ApiServer, version: str, config_url: str) -> list[dict[str, Any]]:
-    """The chart's objects, ARC's CRDs of the switch, the namespaces, and a scale set
-    as ARC's gha-runner-scale-set chart makes one (its Secret and its ARS)."""
-    docs = chart(version)
-    for crd in crds_of_the_switch(version):
-        server.create_object("customresourcedefinitions", crd)
-    for namespace in (CONTROLLER_NS, RUNNERS_NS):
-        server.create_object("namespaces", {"metadata": {"name": namespace}})
-    for doc in docs:
-        server.create_object(PLURALS[doc["kind"]], doc)
+    """The chart (``install_chart``), and a scale set as ARC's gha-runner-scale-set
+    chart makes one (its Secret and its ARS)."""
+    docs = install_chart(server, version)
     token = base64.b64encode(b"ghp_chartSECRET").decode()
     secret = {"metadata": {"name": "arc-runners-gha-rs-github-secret", "namespace": RUNNERS_NS}}
     server.create_object("secrets", {**secret, "data": {"github_token": token}})
@@ -199,37 +142,28 @@ def deleted_to_the_last_object(server: ApiServer) -> None:
 def test_arcs_chart_deployment_runs_our_manager_unchanged_under_arcs_rbac(
     version: str, unpacked: Path, sim: GitHubSimulator, tmp_path: Path
 ) -> None:
-    container = manager_container(chart(version))
-    (command,) = container["command"]
-    links = image_root(unpacked, tmp_path / "root", ROOT / "Dockerfile")
-    with (
-        the_probe_port(),
-        ApiServer(crds=False) as server,
-        serve(sim, port=0) as github,
-    ):
+    with ApiServer(crds=False) as server, serve(sim, port=0) as github:
         docs = install(server, version, f"{github.url}/my-org")
         server.authorize(BoundRules.of(docs, namespace=CONTROLLER_NS, name=SERVICE_ACCOUNT).denied)
-        env = pod_env(container, CONTROLLER_NS)
-        env["KUBECONFIG"] = str(server.write_kubeconfig(tmp_path / "kubeconfig"))
-        probe = container["readinessProbe"]["httpGet"]
-        with (tmp_path / "manager.log").open("w+") as log:
-            manager = run_isolated(
-                unpacked, tmp_path, str(links[command]), *container["args"], env=env, stderr=log
-            )
-            try:
-                a_working_scale_set(server, env["CONTROLLER_MANAGER_CONTAINER_IMAGE"])
-                url = f"http://127.0.0.1:{probe['port']}{probe['path']}"
-                assert httpx.get(url, timeout=5).status_code == 200
-                deleted_to_the_last_object(server)
-            finally:
-                manager.send_signal(signal.SIGTERM)
-                code = manager.wait(timeout=WAIT)
-                log.seek(0)
-                output = log.read()
+        chart_deployment = switched(deployment(docs))
+        probe = manager_container(chart_deployment)["readinessProbe"]["httpGet"]
+        with chart_manager(
+            server, chart_deployment, unpacked=unpacked, workdir=tmp_path / "manager"
+        ) as manager:
+            a_working_scale_set(server, _listener_image(chart_deployment))
+            url = f"http://127.0.0.1:{probe['port']}{probe['path']}"
+            assert httpx.get(url, timeout=5).status_code == 200
+            deleted_to_the_last_object(server)
         refused = {(r.resource, r.verb) for r in server.request_log.records() if r.status == 403}
+    code, output = manager.code, manager.output
     assert code == 0, output[-3000:]
     assert refused == DEGRADED, output[-3000:]
     warnings = [line for line in output.splitlines() if " WARNING " in line]
     assert len([w for w in warnings if "cannot read the CRDs (Forbidden)" in w]) == 1, warnings
     assert len([w for w in warnings if "cannot record Events (Forbidden)" in w]) == 1, warnings
     assert "ghp_chartSECRET" not in output
+
+
+def _listener_image(chart_deployment: dict[str, Any]) -> str:
+    env = {e["name"]: e.get("value") for e in manager_container(chart_deployment)["env"]}
+    return str(env["CONTROLLER_MANAGER_CONTAINER_IMAGE"])

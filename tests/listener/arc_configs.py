@@ -6,7 +6,8 @@ What the controller writes into the AutoscalingListener's config Secret
 order, the GitHub App block embedded (all four keys, the unused ones zero), the vault
 keys empty, map keys of the ``metrics`` block sorted, no spaces and a final newline.
 With the listener metrics off the controller writes ``"metrics_addr":""`` and
-``"metrics_endpoint":""``. The ERS is ``create_ers``'s, of scale set 1.
+``"metrics_endpoint":""``. The ERS is ``create_ers``'s, of scale set 1, unless
+given.
 """
 
 from __future__ import annotations
@@ -21,16 +22,27 @@ from tests.listener.test_cli_subprocess import ERS_NAME
 PAT = "ghp_arcGeneratedConfigPAT0123456789"
 
 
-def pat_config_metrics_off(configure_url: str, namespace: str) -> str:
+def pat_config_metrics_off(
+    configure_url: str,
+    namespace: str,
+    *,
+    token: str = PAT,
+    ers_name: str = ERS_NAME,
+    min_runners: int = 0,
+    max_runners: int = 2147483647,
+    scale_set_id: int = 1,
+    scale_set_name: str = "arc-runners",
+) -> str:
     return (
         "{"
         f'"configure_url":{json.dumps(configure_url)},'
         '"vault_type":"","vault_lookup_key":"",'
         '"github_app_id":"","github_app_installation_id":0,"github_app_private_key":"",'
-        f'"github_token":"{PAT}",'
-        f'"ephemeral_runner_set_namespace":"{namespace}","ephemeral_runner_set_name":"{ERS_NAME}",'
-        '"max_runners":2147483647,"min_runners":0,"runner_scale_set_id":1,'
-        '"runner_scale_set_name":"arc-runners","server_root_ca":"",'
+        f'"github_token":"{token}",'
+        f'"ephemeral_runner_set_namespace":"{namespace}","ephemeral_runner_set_name":"{ers_name}",'
+        f'"max_runners":{max_runners},"min_runners":{min_runners},'
+        f'"runner_scale_set_id":{scale_set_id},'
+        f'"runner_scale_set_name":"{scale_set_name}","server_root_ca":"",'
         '"log_level":"debug","log_format":"text",'
         '"metrics_addr":"","metrics_endpoint":"","metrics":null'
         "}\n"
