@@ -353,7 +353,7 @@ class EphemeralRunnerSet(KubeObject):
         """The runner IDs of :data:`COMPLETED_RUNNERS_ANNOTATION`; none when it is absent or
         malformed (ARC's rules then hold for every finished runner, which is safe)."""
         value = self.annotations.get(COMPLETED_RUNNERS_ANNOTATION, "")
-        return parse_runner_ids(value) or frozenset()
+        return frozenset(parse_runner_ids(value) or ())
 
     @property
     def current_replicas(self) -> int:
@@ -484,13 +484,27 @@ def format_runner_ids(runner_ids: Iterable[int]) -> str:
     return ",".join(str(runner_id) for runner_id in runner_ids)
 
 
-def parse_runner_ids(text: str) -> frozenset[RunnerID] | None:
-    """The runner IDs of :func:`format_runner_ids`'s ``text``; None when any item is not a
-    positive integer (a value nobody should trust in part)."""
+def parse_runner_ids(text: str) -> tuple[RunnerID, ...] | None:
+    """The runner IDs of :func:`format_runner_ids`'s ``text``, in order; None when any item
+    is not a positive integer (a value nobody should trust in part)."""
     items = [item.strip() for item in text.split(",")] if text.strip() else []
     if not all(item.isascii() and item.isdigit() and int(item) > 0 for item in items):
         return None
-    return frozenset(RunnerID(int(item)) for item in items)
+    return tuple(RunnerID(int(item)) for item in items)
+
+
+def format_last_message(scale_set_id: int, message_id: int) -> str:
+    """:data:`LAST_MESSAGE_ANNOTATION`'s value."""
+    return f"{scale_set_id}/{message_id}"
+
+
+def parse_last_message(text: str, *, scale_set_id: int) -> int:
+    """The message id of :func:`format_last_message`'s ``text`` when it is ``scale_set_id``'s,
+    else 0 (message ids count per scale set: another one's say nothing)."""
+    scale_set, sep, message = text.partition("/")
+    if not sep or scale_set != str(scale_set_id) or not (message.isascii() and message.isdigit()):
+        return 0
+    return int(message)
 
 
 def _annotation_int(annotations: Mapping[str, str], key: str) -> int:

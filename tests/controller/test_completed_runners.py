@@ -186,7 +186,7 @@ def test_a_named_runner_lifts_already_serviced_only_while_finished_runners_are_n
 
 
 def test_runner_ids_round_trip_through_the_annotation() -> None:
-    ids = [RunnerID(3), RunnerID(1), RunnerID(2)]
-    assert parse_runner_ids(format_runner_ids(ids)) == frozenset(ids)
-    assert parse_runner_ids("") == frozenset()
+    ids = (RunnerID(3), RunnerID(1), RunnerID(2))
+    assert parse_runner_ids(format_runner_ids(ids)) == ids
+    assert parse_runner_ids("") == ()
     assert parse_runner_ids("1, x") is None

@@ -6,7 +6,7 @@ Every call lands in one shared journal, so a test can assert the order of effect
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ghalistener.actions.errors import SessionConflictError, SessionNotFoundError
@@ -21,7 +21,7 @@ from ghalistener.actions.types import (
     RunnerScaleSetMessage,
     Statistics,
 )
-from ghalistener.listener import Session
+from ghalistener.ports import Session
 
 Journal = list[tuple[object, ...]]
 # A scripted poll answer: a message, None (202), an exception to raise, or a callable.
@@ -53,11 +53,12 @@ def started(request_id: int, runner: str) -> JobStarted:
     )
 
 
-def completed(request_id: int, runner: str) -> JobCompleted:
+def completed(request_id: int, runner: str, runner_id: int = 0) -> JobCompleted:
     return JobCompleted(
         runner_request_id=RunnerRequestId(request_id),
         job_id=f"job-{request_id}",
         result="succeeded",
+        runner_id=RunnerId(runner_id),
         runner_name=runner,
     )
 
@@ -134,8 +135,19 @@ class FakePublisher:
     fail_on_job_started: BaseException | None = None
     on_publish: Callable[[], None] | None = None
 
-    def publish_desired(self, *, replicas: int, patch_id: int) -> None:
+    published: list[tuple[tuple[int, ...], int]] = field(default_factory=list)
+    """Per publish: the runners its count leaves out, and the newest message id it names."""
+
+    def publish_desired(
+        self,
+        *,
+        replicas: int,
+        patch_id: int,
+        completed_runners: Iterable[int] = (),
+        last_message_id: int = 0,
+    ) -> None:
         self.journal.append(("desired", replicas, patch_id))
+        self.published.append((tuple(completed_runners), last_message_id))
         if self.on_publish:
             self.on_publish()
 
