@@ -13,14 +13,15 @@ those of the moment the service made it. Two kinds of old statistics follow:
 - **Queued before the session**: when a session opens after a listener ran, the queue
   may hold messages made before the session's statistics (one the previous listener
   never acknowledged, or one the service made for a long poll whose listener had died).
-  Nothing in a message tells them from new ones. But if the statistics changed after
-  such a message was made, the service has a newer message queued and delivers it at
-  once. So while catching up (from the session's opening until a long poll waits), a
-  message that would *raise* the count is held back (:attr:`Verdict.HOLD_BACK`): its
+  Nothing in a message tells them from new ones. But the service delivers what it has
+  queued at once, and if the statistics changed after such a message was made, a newer
+  message is queued behind it. So for a short catch-up window after the session opens,
+  a message that would *raise* the count is held back (:attr:`Verdict.HOLD_BACK`): its
   jobs are handled and the count in force is published again; a newer message replaces
-  it, and if none comes within the listener's catch-up wait, or a long poll ends empty,
-  its statistics were current after all and are published then (:meth:`caught_up`).
-  A lower count is taken at once: it creates no runner, and a newer message corrects it.
+  it, and when the window ends, or a long poll ends empty, the one held back is current
+  after all and is published (:meth:`caught_up`). A lower count is taken at once: it
+  creates no runner, and a newer message corrects it. The window bounds what a real rise
+  in demand can wait, however busy the queue stays.
 
 The first listener of a scale set has nothing to catch up with: nothing is held back.
 """
@@ -42,7 +43,8 @@ class Verdict(Enum):
 
 
 class StatisticsAge:
-    """What the listener knows of the age of the statistics it is handed.
+    """What the listener knows of the age of the statistics it is handed. Times are
+    ``time.monotonic()`` seconds, passed in.
 
     ``last_message_id``: the newest message whose statistics the scale set's previous
     listener published (0: none known).
@@ -51,21 +53,25 @@ class StatisticsAge:
     def __init__(self, *, last_message_id: int = 0) -> None:
         self.newest_message_id = last_message_id
         """The newest message whose statistics were published."""
-        self.catching_up = False
+        self.catch_up_until = 0.0
+        """When the catch-up window after the last session's opening ends (0: none)."""
         self.held_back: RunnerScaleSetMessage | None = None
 
-    def session_opened(self) -> None:
+    def session_opened(self, *, now: float, window: float) -> None:
         """A new session: its statistics are the newest; catch up if a listener ran."""
-        self.catching_up = self.newest_message_id > 0
+        self.catch_up_until = now + window if self.newest_message_id > 0 else 0.0
         self.held_back = None
 
-    def judge(self, message: RunnerScaleSetMessage, *, raises_count: bool) -> Verdict:
+    def catching_up(self, now: float) -> bool:
+        return now < self.catch_up_until
+
+    def judge(self, message: RunnerScaleSetMessage, *, raises_count: bool, now: float) -> Verdict:
         """Whether ``message``'s statistics may be published (``raises_count``: they ask for
         more runners than the count in force). A held-back message is superseded by any
         newer one."""
         if message.message_id <= self.newest_message_id:
             return Verdict.REDELIVERED
-        if self.catching_up and raises_count:
+        if raises_count and self.catching_up(now):
             self.held_back = message
             return Verdict.HOLD_BACK
         self.held_back = None
@@ -73,9 +79,9 @@ class StatisticsAge:
         return Verdict.CURRENT
 
     def caught_up(self) -> RunnerScaleSetMessage | None:
-        """The queue is drained (a long poll waited, or ended empty): stop catching up; the
-        message held back, if any, is current (its id is now the newest published)."""
-        self.catching_up = False
+        """The catch-up window ended (or a long poll ended empty): the message held back,
+        if any, is current; its id is now the newest published."""
+        self.catch_up_until = 0.0
         held, self.held_back = self.held_back, None
         if held is not None:
             self.newest_message_id = held.message_id

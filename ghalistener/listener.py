@@ -55,9 +55,9 @@ CLOSE_TIMEOUT: Final = 1.0
 hold up the exit; it drops the session once nobody polls it)."""
 
 CATCH_UP_WAIT: Final = 2.0
-"""Seconds a count held back after a session opened waits for a newer message: far more
-than the service takes to answer with a message it has queued, short enough that a real
-rise in demand waits little."""
+"""Seconds after a session opens in which a higher count waits for a newer message
+(``ghalistener.freshness``): far more than the service takes to deliver what it has
+queued, short enough that a real rise in demand waits little."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,12 +177,10 @@ class Listener:
             name="long-poll",
             worker=self._poller,
         )
-        if self._age.catching_up:
-            deadline = time.monotonic() + self._catch_up_wait
-            if not poll.wait(lambda: self._stop.requested or time.monotonic() >= deadline):
-                if self._stop.requested:
-                    return _STOPPED
-                self._caught_up()  # no message queued: the queue is drained
+        if deadline := self._age.catch_up_until:
+            poll.wait(lambda: self._stop.requested or time.monotonic() >= deadline)
+            if not self._stop.requested and time.monotonic() >= deadline:
+                self._caught_up()  # the window ended: what it held back is current
         if not poll.wait(lambda: self._stop.requested):
             return _STOPPED
         return poll.result()
@@ -218,7 +216,7 @@ class Listener:
         """Publish after ``message``'s jobs were handled, from the newest statistics."""
         target = self._scaler.target(message.statistics.total_assigned_jobs)
         published = self._last_published[0] if self._last_published else 0
-        verdict = self._age.judge(message, raises_count=target > published)
+        verdict = self._age.judge(message, raises_count=target > published, now=time.monotonic())
         if verdict is Verdict.CURRENT:
             self._record_statistics(message.statistics)
             self._publish_desired(message.statistics)
@@ -316,7 +314,7 @@ class Listener:
         session = self._open_with_retries()
         self._session = session
         self._last_message_id = 0
-        self._age.session_opened()
+        self._age.session_opened(now=time.monotonic(), window=self._catch_up_wait)
         self.health.record_session_opened()
         log.info(
             "message session open; listening",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from ghalistener.actions.types import RunnerScaleSetMessage
 from ghalistener.listener import Listener, SessionRetry
 from ghalistener.scaler import Scaler
 from tests.listener.fakes import (
@@ -77,9 +78,10 @@ def test_a_restarted_listener_ignores_statistics_its_predecessor_had_published()
     session = FakeSession("s1", journal, statistics=stats(1))
     publisher = FakePublisher(journal)
     listener = make_listener(journal, [session], publisher=publisher, last_message_id=9)
-    session.script = [message(9, 6), then_stop(listener, session)]
+    # Then a long poll ends empty: it would publish a count merely held back.
+    session.script = [message(9, 6), None, then_stop(listener, session)]
     listener.run()
-    assert desired(journal) == [(1, 0), (1, 1)]
+    assert desired(journal) == [(1, 0), (1, 1), (1, 2)]
     assert publisher.published[-1][1] == 9
 
 
@@ -122,6 +124,27 @@ def test_while_catching_up_a_newer_higher_count_replaces_the_one_held_back() -> 
     session.script = [message(6, 4), message(7, 2), None, then_stop(listener, session)]
     listener.run()
     assert desired(journal) == [(1, 0), (1, 1), (1, 2), (2, 3)]
+
+
+def after(seconds: float, answer: RunnerScaleSetMessage) -> Callable[[], RunnerScaleSetMessage]:
+    def deliver() -> RunnerScaleSetMessage:
+        time.sleep(seconds)
+        return answer
+
+    return deliver
+
+
+def test_the_window_bounds_the_wait_however_busy_the_queue_stays() -> None:
+    journal: Journal = []
+    session = FakeSession("s1", journal, statistics=stats(1))
+    listener = make_listener(
+        journal, [session], publisher=FakePublisher(journal), last_message_id=5, catch_up_wait=1.0
+    )
+    # 6 and 7 come inside the window after the session opened, 8 after it.
+    session.script = [message(6, 4), after(0.1, message(7, 5)), after(1.5, message(8, 6))]
+    session.script.append(then_stop(listener, session))
+    listener.run()
+    assert desired(journal) == [(1, 0), (1, 1), (1, 2), (5, 3), (6, 4)]
 
 
 def test_an_empty_long_poll_publishes_a_held_back_count() -> None:

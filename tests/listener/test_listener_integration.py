@@ -549,8 +549,8 @@ def test_a_restarted_listener_reads_back_what_was_published_and_keeps_to_it(
     assert harness.publisher(scale_set_id=SCALE_SET_ID + 1).check_target().last_message_id == 0
     # Message 2 comes back to the next listener with its statistics; the session's are newer.
     harness.service.assigned_at_open = 1
-    harness.service.steps = [Message(2, 3, (completed(11, "r-11"),))]
+    harness.service.steps = [Message(2, 3, (completed(11, "r-11"),)), TIMEOUT]
     harness.listener(resumed=resumed).run()
-    assert harness.published()[-2:] == [(1, 0), (1, 1)]
+    assert harness.published()[-3:] == [(1, 0), (1, 1), (1, 2)]
     last = harness.ers_patches()[-1].body["metadata"]["annotations"]
     assert last == {api.COMPLETED_RUNNERS_ANNOTATION: "11", api.LAST_MESSAGE_ANNOTATION: "7/2"}
