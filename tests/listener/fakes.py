@@ -6,6 +6,7 @@ Every call lands in one shared journal, so a test can assert the order of effect
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -21,7 +22,9 @@ from ghalistener.actions.types import (
     RunnerScaleSetMessage,
     Statistics,
 )
+from ghalistener.listener import CATCH_UP_WAIT, Listener, SessionRetry
 from ghalistener.ports import Session
+from ghalistener.scaler import Scaler
 
 Journal = list[tuple[object, ...]]
 # A scripted poll answer: a message, None (202), an exception to raise, or a callable.
@@ -156,3 +159,47 @@ class FakePublisher:
             raise self.fail_on_job_started
         self.journal.append(("job-started", job.runner_name))
         return job.runner_name in self.known_runners
+
+
+def make_listener(
+    journal: Journal,
+    sessions: list[FakeSession | BaseException],
+    *,
+    publisher: FakePublisher | None = None,
+    min_runners: int = 0,
+    max_runners: int = 10,
+    retry: SessionRetry | None = None,
+    last_message_id: int = 0,
+    catch_up_wait: float = CATCH_UP_WAIT,
+) -> tuple[Listener, Opener]:
+    """A listener on these fakes (the real scaler), and its session opener."""
+    opener = Opener(sessions, journal)
+    listener = Listener(
+        scale_set_id=7,
+        open_session=opener,
+        scaler=Scaler(min_runners=min_runners, max_runners=max_runners),
+        publisher=publisher or FakePublisher(journal),
+        session_retry=retry or SessionRetry(interval=0.0, attempts=10),
+        last_message_id=last_message_id,
+        catch_up_wait=catch_up_wait,
+    )
+    return listener, opener
+
+
+def stop_then_block(
+    listener: Listener, session: FakeSession, *, after: float = 0.0
+) -> Callable[[], None]:
+    """A poll answer that waits ``after`` seconds (a long poll with nothing to say), asks
+    for a stop, and then hangs like a long poll would."""
+
+    def answer() -> None:
+        time.sleep(after)
+        listener.request_stop()
+        session.closed.wait(30)
+
+    return answer
+
+
+def desired(journal: Journal) -> list[tuple[object, ...]]:
+    """The (replicas, patch ID) pairs published, in order."""
+    return [entry[1:] for entry in journal if entry[0] == "desired"]

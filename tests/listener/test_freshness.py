@@ -7,66 +7,29 @@ import time
 from collections.abc import Callable
 
 from ghalistener.actions.types import RunnerScaleSetMessage
-from ghalistener.listener import Listener, SessionRetry
-from ghalistener.scaler import Scaler
 from tests.listener.fakes import (
     FakePublisher,
     FakeSession,
     Journal,
-    Opener,
     available,
     completed,
+    desired,
+    make_listener,
     message,
     not_found,
     stats,
+    stop_then_block,
 )
-
-
-def make_listener(
-    journal: Journal,
-    sessions: list[FakeSession | BaseException],
-    *,
-    publisher: FakePublisher,
-    last_message_id: int = 0,
-    catch_up_wait: float = 5.0,
-) -> Listener:
-    return Listener(
-        scale_set_id=7,
-        open_session=Opener(sessions, journal),
-        scaler=Scaler(min_runners=0, max_runners=10),
-        publisher=publisher,
-        session_retry=SessionRetry(interval=0.0, attempts=3),
-        last_message_id=last_message_id,
-        catch_up_wait=catch_up_wait,
-    )
-
-
-def then_stop(
-    listener: Listener, session: FakeSession, *, after: float = 0.0
-) -> Callable[[], None]:
-    """A poll answer that waits ``after`` seconds (a long poll with nothing to say), asks
-    for a stop, and hangs like a long poll would."""
-
-    def answer() -> None:
-        time.sleep(after)
-        listener.request_stop()
-        session.closed.wait(30)
-
-    return answer
-
-
-def desired(journal: Journal) -> list[tuple[object, ...]]:
-    return [entry[1:] for entry in journal if entry[0] == "desired"]
 
 
 def test_a_message_delivered_again_has_its_jobs_handled_and_its_count_ignored() -> None:
     journal: Journal = []
     session = FakeSession("s1", journal, statistics=stats(1))
     publisher = FakePublisher(journal)
-    listener = make_listener(journal, [session], publisher=publisher)
+    listener, _ = make_listener(journal, [session], publisher=publisher)
     # Message 4 comes back after 5 (the service lost an ack), with its older count.
     session.script = [message(4, 2), message(5, 3), message(4, 2, available(11))]
-    session.script.append(then_stop(listener, session))
+    session.script.append(stop_then_block(listener, session))
     listener.run()
     assert desired(journal) == [(1, 0), (2, 1), (3, 2), (3, 3)]
     assert ("acquire", "s1", (11,)) in journal, "its jobs are handled"
@@ -77,9 +40,9 @@ def test_a_restarted_listener_ignores_statistics_its_predecessor_had_published()
     journal: Journal = []
     session = FakeSession("s1", journal, statistics=stats(1))
     publisher = FakePublisher(journal)
-    listener = make_listener(journal, [session], publisher=publisher, last_message_id=9)
+    listener, _ = make_listener(journal, [session], publisher=publisher, last_message_id=9)
     # Then a long poll ends empty: it would publish a count merely held back.
-    session.script = [message(9, 6), None, then_stop(listener, session)]
+    session.script = [message(9, 6), None, stop_then_block(listener, session)]
     listener.run()
     assert desired(journal) == [(1, 0), (1, 1), (1, 2)]
     assert publisher.published[-1][1] == 9
@@ -89,11 +52,11 @@ def test_after_a_restart_a_higher_count_waits_and_a_newer_message_replaces_it() 
     journal: Journal = []
     session = FakeSession("s1", journal, statistics=stats(1))
     publisher = FakePublisher(journal)
-    listener = make_listener(journal, [session], publisher=publisher, last_message_id=5)
+    listener, _ = make_listener(journal, [session], publisher=publisher, last_message_id=5)
     # Message 6 was made before the session opened (its listener died): 4 assigned then;
     # message 7, queued behind it, has the count as it is.
     session.script = [message(6, 4, completed(3, "r", runner_id=33)), message(7, 1)]
-    session.script.append(then_stop(listener, session))
+    session.script.append(stop_then_block(listener, session))
     listener.run()
     assert desired(journal) == [(1, 0), (1, 1), (1, 2)]
     assert [names for names, _ in publisher.published] == [(), (), (33,)], (
@@ -105,11 +68,11 @@ def test_a_held_back_count_is_published_when_no_newer_message_comes() -> None:
     journal: Journal = []
     session = FakeSession("s1", journal, statistics=stats(1))
     publisher = FakePublisher(journal)
-    listener = make_listener(
+    listener, _ = make_listener(
         journal, [session], publisher=publisher, last_message_id=5, catch_up_wait=0.1
     )
     session.script = [message(6, 4, completed(3, "r", runner_id=33))]
-    session.script.append(then_stop(listener, session, after=1.0))
+    session.script.append(stop_then_block(listener, session, after=1.0))
     listener.run()
     assert desired(journal) == [(1, 0), (1, 1), (4, 2)]
     assert publisher.published[-1] == ((33,), 6)
@@ -118,10 +81,10 @@ def test_a_held_back_count_is_published_when_no_newer_message_comes() -> None:
 def test_while_catching_up_a_newer_higher_count_replaces_the_one_held_back() -> None:
     journal: Journal = []
     session = FakeSession("s1", journal, statistics=stats(1))
-    listener = make_listener(
+    listener, _ = make_listener(
         journal, [session], publisher=FakePublisher(journal), last_message_id=5
     )
-    session.script = [message(6, 4), message(7, 2), None, then_stop(listener, session)]
+    session.script = [message(6, 4), message(7, 2), None, stop_then_block(listener, session)]
     listener.run()
     assert desired(journal) == [(1, 0), (1, 1), (1, 2), (2, 3)]
 
@@ -137,12 +100,12 @@ def after(seconds: float, answer: RunnerScaleSetMessage) -> Callable[[], RunnerS
 def test_the_window_bounds_the_wait_however_busy_the_queue_stays() -> None:
     journal: Journal = []
     session = FakeSession("s1", journal, statistics=stats(1))
-    listener = make_listener(
+    listener, _ = make_listener(
         journal, [session], publisher=FakePublisher(journal), last_message_id=5, catch_up_wait=1.0
     )
     # 6 and 7 come inside the window after the session opened, 8 after it.
     session.script = [message(6, 4), after(0.1, message(7, 5)), after(1.5, message(8, 6))]
-    session.script.append(then_stop(listener, session))
+    session.script.append(stop_then_block(listener, session))
     listener.run()
     assert desired(journal) == [(1, 0), (1, 1), (1, 2), (5, 3), (6, 4)]
 
@@ -150,10 +113,10 @@ def test_the_window_bounds_the_wait_however_busy_the_queue_stays() -> None:
 def test_an_empty_long_poll_publishes_a_held_back_count() -> None:
     journal: Journal = []
     session = FakeSession("s1", journal, statistics=stats(1))
-    listener = make_listener(
+    listener, _ = make_listener(
         journal, [session], publisher=FakePublisher(journal), last_message_id=5
     )
-    session.script = [message(6, 4), None, then_stop(listener, session)]
+    session.script = [message(6, 4), None, stop_then_block(listener, session)]
     listener.run()
     assert desired(journal) == [(1, 0), (1, 1), (4, 2)]
 
@@ -161,10 +124,10 @@ def test_an_empty_long_poll_publishes_a_held_back_count() -> None:
 def test_a_lower_count_is_not_held_back() -> None:
     journal: Journal = []
     session = FakeSession("s1", journal, statistics=stats(3))
-    listener = make_listener(
+    listener, _ = make_listener(
         journal, [session], publisher=FakePublisher(journal), last_message_id=5
     )
-    session.script = [message(6, 1), then_stop(listener, session)]
+    session.script = [message(6, 1), stop_then_block(listener, session)]
     listener.run()
     assert desired(journal) == [(3, 0), (1, 1)]
 
@@ -172,8 +135,8 @@ def test_a_lower_count_is_not_held_back() -> None:
 def test_the_first_listener_of_a_scale_set_holds_nothing_back() -> None:
     journal: Journal = []
     session = FakeSession("s1", journal, statistics=stats(1))
-    listener = make_listener(journal, [session], publisher=FakePublisher(journal))
-    session.script = [message(1, 4), then_stop(listener, session)]
+    listener, _ = make_listener(journal, [session], publisher=FakePublisher(journal))
+    session.script = [message(1, 4), stop_then_block(listener, session)]
     listener.run()
     assert desired(journal) == [(1, 0), (4, 1)]
 
@@ -182,9 +145,9 @@ def test_a_session_reopened_in_the_process_catches_up_too() -> None:
     journal: Journal = []
     first = FakeSession("s1", journal, statistics=stats(1))
     second = FakeSession("s2", journal, statistics=stats(2))
-    listener = make_listener(journal, [first, second], publisher=FakePublisher(journal))
+    listener, _ = make_listener(journal, [first, second], publisher=FakePublisher(journal))
     first.script = [message(1, 1), not_found()]
-    second.script = [message(2, 5), message(3, 2), then_stop(listener, second)]
+    second.script = [message(2, 5), message(3, 2), stop_then_block(listener, second)]
     listener.run()
     assert desired(journal) == [(1, 0), (1, 1), (2, 2), (2, 3), (2, 4)]
 
@@ -193,12 +156,12 @@ def test_a_count_names_the_runners_of_the_jobs_completed_before_it() -> None:
     journal: Journal = []
     session = FakeSession("s1", journal, statistics=stats(2))
     publisher = FakePublisher(journal)
-    listener = make_listener(journal, [session], publisher=publisher)
+    listener, _ = make_listener(journal, [session], publisher=publisher)
     session.script = [
         message(1, 1, completed(3, "r3", runner_id=33)),
         message(2, 0, completed(4, "r4", runner_id=44), completed(5, "canceled")),
         None,
-        then_stop(listener, session),
+        stop_then_block(listener, session),
     ]
     listener.run()
     assert [names for names, _ in publisher.published] == [(), (33,), (33, 44), (33, 44)]
