@@ -28,10 +28,13 @@ Rows, each run ``--repeat`` times (interleaved), every figure the median over it
    about completed jobs (``simulation.baseline``): ARC's guard exactly;
 3. ``pre-#4642``: step 8 in the order before the guard (``simulation.baseline``).
 
-Figures: job wait (queued -> started) p50, p95 and max; jobs that waited more than 10 s;
+Figures: job wait (queued -> started) p50, p95 and max, and jobs that waited more than
+10 s (at capacity most of it is queueing behind busy runners, the same in every row);
 slot-seconds short (the integral over the run of replicas minus live runners, where
-positive: how long the set had fewer runners than the listener asked for); wasted
-runners (registered, deleted without a job); runners created; API writes per job.
+positive: how long the set had fewer runners than the listener asked for) and the
+longest such stretch (sampled every 0.2 s: a slot refilled within a reconcile shows as
+0.2 s or so); wasted runners (registered, deleted without a job); runners created; API
+writes per job, then by what they were for (``simulation.trace.WRITE_KINDS``).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from simulation.agent import REAL_EXIT_DELAY, AgentTiming
 from simulation.live import LiveLine
 from simulation.orchestrate import SimulationConfig, run_simulation
 from simulation.report import build_report
-from simulation.trace import Trace
+from simulation.trace import WRITE_KINDS, Trace
 from simulation.workload import Burst, Durations, WorkloadSpec
 
 LONG_WAIT = 10.0
@@ -129,10 +132,13 @@ class Figures:
     wait_max: float | None
     long_waits: int
     short: float
+    longest_short: float
     wasted: int
     created: int
     writes_per_job: float | None
     jobs_lost: int
+    writes_by_kind: dict[str, float]
+    """API writes per completed job by what they were for (``simulation.trace.WRITE_KINDS``)."""
 
 
 def figures(trace: Trace) -> Figures:
@@ -144,10 +150,15 @@ def figures(trace: Trace) -> Figures:
         wait_max=report.wait_max,
         long_waits=sum(1 for wait in waits if wait > LONG_WAIT),
         short=round(slot_seconds_short(trace), 1),
+        longest_short=round(longest_shortfall(trace), 1),
         wasted=report.wasted_runners,
         created=report.runners_created,
         writes_per_job=report.writes_per_job,
         jobs_lost=report.jobs_lost,
+        writes_by_kind={
+            kind: round(count / max(report.jobs_completed, 1), 2)
+            for kind, count in report.writes_by_kind
+        },
     )
 
 
@@ -161,12 +172,27 @@ def slot_seconds_short(trace: Trace) -> float:
     return total
 
 
+def longest_shortfall(trace: Trace) -> float:
+    """The longest the set stayed without a runner the listener asked for: from the first
+    sample with fewer live runners than replicas to the next sample without (a freed slot
+    refilled within a reconcile shows as one sample interval or less)."""
+    longest, since = 0.0, None
+    for sample in trace.samples:
+        short = sample.replicas > sample.pending + sample.running
+        if short and since is None:
+            since = sample.at
+        elif not short and since is not None:
+            longest, since = max(longest, sample.at - since), None
+    return longest
+
+
 SHOWN = (
     ("job wait p50 (s)", "wait_p50"),
     ("job wait p95 (s)", "wait_p95"),
     ("job wait max (s)", "wait_max"),
     (f"jobs waiting > {LONG_WAIT:g} s", "long_waits"),
     ("slot-seconds short", "short"),
+    ("longest short (s)", "longest_short"),
     ("wasted runners", "wasted"),
     ("runners created", "created"),
     ("API writes per job", "writes_per_job"),
@@ -178,6 +204,13 @@ def format_table(name: str, labels: Sequence[str], runs: dict[str, list[Figures]
     for title, attr in SHOWN:
         cells = [_median([getattr(f, attr) for f in runs[label]]) for label in labels]
         lines.append(f"{title:24}" + "".join(f"{cell:>14}" for cell in cells))
+    for kind in WRITE_KINDS:
+        per_run = {
+            label: [f.writes_by_kind.get(kind, 0.0) for f in runs[label]] for label in labels
+        }
+        if any(any(values) for values in per_run.values()):
+            cells = [_median(list(per_run[label])) for label in labels]
+            lines.append(f"{'  ' + kind:24}" + "".join(f"{cell:>14}" for cell in cells))
     return "\n".join(lines)
 
 
@@ -190,7 +223,8 @@ def run_one(config: SimulationConfig, workdir: Path, quiet_run: bool) -> Figures
     name = re.sub(r"[^A-Za-z0-9]+", "-", config.label).strip("-")
     trace = run_simulation(config, workdir=workdir / name, live=LiveLine(enabled=not quiet_run))
     result = figures(trace)
-    print(f"  {config.label}: {result}", flush=True)
+    shown = {k: v for k, v in vars(result).items() if k != "writes_by_kind"}
+    print(f"  {config.label}: {shown}", flush=True)
     return result
 
 
