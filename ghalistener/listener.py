@@ -14,7 +14,10 @@ Order of work (the patch ID contract is ``ghalistener.scaler``'s):
 Acking last makes delivery at-least-once: a crash mid-message leaves the message on
 the queue for the next session, and every step above is idempotent. Statistics older
 than those published are not published again (``ghalistener.freshness``); each count
-names the completed jobs it leaves out (``ghalistener.scaler``).
+names the completed jobs it leaves out (``ghalistener.scaler``). A 404 on the queue, a
+session refresh, an ack or an acquisition means the service dropped the session: the
+old one is deleted best-effort (the 404 may have meant something else, and it would
+hold the scale set), a new one is opened (its statistics published), the loop goes on.
 
 Stopping: :meth:`Listener.request_stop` (or the shared
 :class:`~ghalistener.stopping.StopSignal`) may be called from a signal handler. A long

@@ -1,6 +1,6 @@
 """The desired runner count and the patch ID state machine (pure, no I/O).
 
-This module is the producer side of the patch ID contract in ``shared/DESIGN.md``.
+This module is the producer side of the patch ID contract (README "The patch ID contract").
 The controller (``ersctl``) suppresses a scale-up while ``spec.patchID`` still equals
 the ID its finished-runner cleanup serviced; that is only safe because this state
 machine guarantees that any job event yields a fresh, non-zero ID on the next call.

@@ -1,4 +1,5 @@
-"""The EphemeralRunnerSet reconciler: the reconcile contract of ``shared/DESIGN.md``, in order.
+"""The EphemeralRunnerSet reconciler: the reconcile contract (README "How a reconcile
+decides"), in order.
 
 1. Read the ERS from the cache; gone -> done.
 2. Being deleted: clean up its runners; once none are left, drop our finalizer.
@@ -22,7 +23,8 @@
 9. The status update (``ersctl.runnerset.status``), which never carries a marker this
    reconcile did not change.
 
-Why each rule of step 8 exists is argued in ``shared/reference/`` (ARC PR #4642).
+Why each rule of step 8 exists is argued in ARC PR #4642 and in ``ersctl.runnerset.scaling``
+and ``ersctl.runnerset.markers``.
 Raising means "requeue with backoff"; a Warning Event is recorded first.
 
 Failed runners (``ersctl.runnerset.failures``), between steps 7 and 8: each is kept
@@ -104,6 +106,7 @@ from ersctl.runnerset.proxysecret import ProxySecrets
 from ersctl.runnerset.scaling import (
     AlreadyServiced,
     CleanUpFinished,
+    Decision,
     Hold,
     ReplaceFinished,
     ScaleDown,
@@ -366,17 +369,15 @@ class EphemeralRunnerSetReconciler:
             states=states,
             completed=self._completed_runners(ers),
         )
+        if _may_create(decision) and not self._confirmed.check(ers.key, ers.uid):
+            # Once per set and process: the runners written by a previous leader
+            # become expectations, then the decision is taken again on that basis.
+            confirm_runners(self._cache, self._api, self._expectations, ers)
+            self._confirmed.add(ers.key, ers.uid)
+            return self._scale(ers, self._classify(ers), before)
         match decision:
             case CleanUpFinished():
                 return self._clean_up_finished(ers, states, decision, before)
-            case ScaleUp() | ReplaceFinished() if _may_create(
-                decision
-            ) and not self._confirmed.check(ers.key, ers.uid):
-                # Once per set and process: the runners written by a previous leader
-                # become expectations, then the decision is taken again on that basis.
-                confirm_runners(self._cache, self._api, self._expectations, ers)
-                self._confirmed.add(ers.key, ers.uid)
-                return self._scale(ers, self._classify(ers), before)
             case ScaleUp():
                 held = self._held_by_failures(ers, decision.count)
                 if held is None:
@@ -563,8 +564,10 @@ class EphemeralRunnerSetReconciler:
         self._events.event(ers, type=type_, reason=reason.value, message=message)
 
 
-def _may_create(decision: ScaleUp | ReplaceFinished) -> bool:
-    return decision.count > 0 if isinstance(decision, ScaleUp) else decision.gap > 0
+def _may_create(decision: Decision) -> bool:
+    if isinstance(decision, ScaleUp):
+        return decision.count > 0
+    return isinstance(decision, ReplaceFinished) and decision.gap > 0
 
 
 def validate(ers: EphemeralRunnerSet) -> None:

@@ -1,6 +1,6 @@
 """The scaling decision of one reconcile (pure: no I/O).
 
-Step 8 of the reconcile contract (``shared/DESIGN.md``), minus the one read it needs
+Step 8 of the reconcile contract (``ersctl.runnerset.reconciler``), minus the one read it needs
 from the API server. :func:`decide` says what to do; for a scale-up it only says
 whether the suppression guard applies, and :func:`scale_up_suppressed` judges the
 marker the reconciler read *through the API reader* (never the cache: the cleanup
