@@ -62,16 +62,14 @@ class StatisticsAge:
         self.catch_up_until = now + window if self.newest_message_id > 0 else 0.0
         self.held_back = None
 
-    def catching_up(self, now: float) -> bool:
-        return now < self.catch_up_until
-
-    def judge(self, message: RunnerScaleSetMessage, *, raises_count: bool, now: float) -> Verdict:
+    def judge(self, message: RunnerScaleSetMessage, *, raises_count: bool) -> Verdict:
         """Whether ``message``'s statistics may be published (``raises_count``: they ask for
         more runners than the count in force). A held-back message is superseded by any
-        newer one."""
+        newer one. The window is open until :meth:`caught_up` (the listener calls it once
+        ``catch_up_until`` has passed, before it takes the next message)."""
         if message.message_id <= self.newest_message_id:
             return Verdict.REDELIVERED
-        if raises_count and self.catching_up(now):
+        if raises_count and self.catch_up_until:
             self.held_back = message
             return Verdict.HOLD_BACK
         self.held_back = None

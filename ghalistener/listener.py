@@ -219,7 +219,7 @@ class Listener:
         """Publish after ``message``'s jobs were handled, from the newest statistics."""
         target = self._scaler.target(message.statistics.total_assigned_jobs)
         published = self._last_published[0] if self._last_published else 0
-        verdict = self._age.judge(message, raises_count=target > published, now=time.monotonic())
+        verdict = self._age.judge(message, raises_count=target > published)
         if verdict is Verdict.CURRENT:
             self._record_statistics(message.statistics)
             self._publish_desired(message.statistics)
