@@ -14,7 +14,7 @@ controller, a Warning Event) instead of a stack trace.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -42,6 +42,14 @@ ER_REGISTRATION_FINALIZER: Final = (
 AL_FINALIZER: Final = "autoscalinglistener.actions.github.com/finalizer"
 
 PATCH_ID_ANNOTATION: Final = "actions.github.com/patch-id"
+COMPLETED_RUNNERS_ANNOTATION: Final = "actions.github.com/completed-runner-ids"
+"""On a set, written by our listener in the merge patch that carries ``spec.replicas`` and
+``spec.patchID``: the GitHub runner IDs (comma-separated, newest last, a bounded number)
+whose completed jobs those replicas already leave out (``ersctl.runnerset.scaling``)."""
+LAST_MESSAGE_ANNOTATION: Final = "actions.github.com/last-message-id"
+"""On a set, written by our listener with every patch: ``<scale set id>/<message id>``, the
+newest scale-set message whose statistics it has published (a restarted listener reads it
+back and recognises older statistics redelivered to it)."""
 ACTIONABLE_REVISION_ANNOTATION: Final = "actions.github.com/actionable-revision"
 INTEGRITY_HASH_ANNOTATION: Final = "actions.github.com/integrity-hash"
 """ARC's hash of a generated object's content: never copied from one object to another."""
@@ -349,6 +357,13 @@ class EphemeralRunnerSet(KubeObject):
         self.status["finishedRunnerCleanupPatchID"] = value
 
     @property
+    def completed_runner_ids(self) -> frozenset[RunnerID]:
+        """The runner IDs of :data:`COMPLETED_RUNNERS_ANNOTATION`; none when it is absent or
+        malformed (ARC's rules then hold for every finished runner, which is safe)."""
+        value = self.annotations.get(COMPLETED_RUNNERS_ANNOTATION, "")
+        return frozenset(parse_runner_ids(value) or ())
+
+    @property
     def current_replicas(self) -> int:
         return _int_field(self.raw, "status.currentReplicas")
 
@@ -481,6 +496,34 @@ class EphemeralRunner(KubeObject):
     def failures(self) -> JsonObject:
         value = _walk(self.raw, "status.failures")
         return value if isinstance(value, dict) else {}
+
+
+def format_runner_ids(runner_ids: Iterable[int]) -> str:
+    """:data:`COMPLETED_RUNNERS_ANNOTATION`'s value for ``runner_ids``, in their order."""
+    return ",".join(str(runner_id) for runner_id in runner_ids)
+
+
+def parse_runner_ids(text: str) -> tuple[RunnerID, ...] | None:
+    """The runner IDs of :func:`format_runner_ids`'s ``text``, in order; None when any item
+    is not a positive integer (a value nobody should trust in part)."""
+    items = [item.strip() for item in text.split(",")] if text.strip() else []
+    if not all(item.isascii() and item.isdigit() and int(item) > 0 for item in items):
+        return None
+    return tuple(RunnerID(int(item)) for item in items)
+
+
+def format_last_message(scale_set_id: int, message_id: int) -> str:
+    """:data:`LAST_MESSAGE_ANNOTATION`'s value."""
+    return f"{scale_set_id}/{message_id}"
+
+
+def parse_last_message(text: str, *, scale_set_id: int) -> int:
+    """The message id of :func:`format_last_message`'s ``text`` when it is ``scale_set_id``'s,
+    else 0 (message ids count per scale set: another one's say nothing)."""
+    scale_set, sep, message = text.partition("/")
+    if not sep or scale_set != str(scale_set_id) or not (message.isascii() and message.isdigit()):
+        return 0
+    return int(message)
 
 
 def _annotation_int(annotations: Mapping[str, str], key: str) -> int:

@@ -35,6 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from simulation.agent import AgentTiming
+from simulation.baseline import RECONCILER_ENV
 from simulation.live import LiveLine
 from simulation.orchestrate import SimulationConfig, run_simulation
 from simulation.plot import render_svg
@@ -74,13 +75,17 @@ def churn(seed: int, waves: int) -> SimulationConfig:
     )
 
 
-def baseline(config: SimulationConfig) -> SimulationConfig:
+def baseline(
+    config: SimulationConfig, *, label: str = "pre-#4642", reconciler: str = "pre-4642"
+) -> SimulationConfig:
+    """``config`` with a controller of ``simulation.baseline`` (``reconciler``: one of
+    its ``RECONCILERS``)."""
     pythonpath = os.pathsep.join(p for p in (str(EXAMPLES), os.environ.get("PYTHONPATH")) if p)
     return replace(
         config,
-        label="pre-#4642",
+        label=label,
         controller=("simulation.baseline", "reconcile"),
-        controller_env={"PYTHONPATH": pythonpath},
+        controller_env={"PYTHONPATH": pythonpath, RECONCILER_ENV: reconciler},
     )
 
 

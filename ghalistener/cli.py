@@ -138,33 +138,41 @@ def _serve(config: ListenerConfig, api_client: ApiClient, stop: StopSignal) -> N
         api_client=api_client,
         namespace=config.ephemeral_runner_set_namespace,
         name=config.ephemeral_runner_set_name,
-        retry=KubeRetry(sleep=stop.sleep),
-    )
-    listener = Listener(
         scale_set_id=config.runner_scale_set_id,
-        open_session=SessionOpener(
-            client=actions, scale_set_id=config.runner_scale_set_id, owner_name=socket.gethostname()
-        ),
-        scaler=Scaler(min_runners=config.min_runners, max_runners=config.max_runners),
-        publisher=publisher,
-        metrics=metrics,
-        session_retry=SessionRetry(
-            interval=config.session_retry_interval, attempts=config.session_retry_attempts
-        ),
-        stop=stop,
-        health=health,
+        retry=KubeRetry(sleep=stop.sleep),
     )
     try:
         # Before a session is opened: an unreachable API server or a missing set ends
         # the start with one line, not after a session and a round of retries.
         # A server that does not answer holds the check until its timeout; a stop does
-        # not wait for it.
+        # not wait for it. The answer says what the previous listener published.
         check = Background(
             lambda: check_at_start_up(publisher.check_target, logger=log), name="check-target"
         )
         if not check.wait(lambda: stop.requested):
             return
-        check.result()
+        resumed = check.result()
+        listener = Listener(
+            scale_set_id=config.runner_scale_set_id,
+            open_session=SessionOpener(
+                client=actions,
+                scale_set_id=config.runner_scale_set_id,
+                owner_name=socket.gethostname(),
+            ),
+            scaler=Scaler(
+                min_runners=config.min_runners,
+                max_runners=config.max_runners,
+                completed=resumed.completed_runners,
+            ),
+            publisher=publisher,
+            metrics=metrics,
+            session_retry=SessionRetry(
+                interval=config.session_retry_interval, attempts=config.session_retry_attempts
+            ),
+            stop=stop,
+            health=health,
+            last_message_id=resumed.last_message_id,
+        )
         listener.run()
     finally:
         if server is not None:

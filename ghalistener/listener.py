@@ -1,22 +1,23 @@
 """The listener loop: long-poll the scale set's messages and publish desired counts.
 
-Order of work, per the contract in ``shared/DESIGN.md``:
+Order of work (the patch ID contract is ``ghalistener.scaler``'s):
 
 1. open a message session (409 = another listener holds it: wait and retry, bounded);
    publish a desired count from the session's statistics;
 2. long-poll; on 202 (no message) publish a desired count again from the latest
    statistics: that timer is what lets the controller recover from a suppressed
    reconcile;
-3. on a message: record its statistics, acquire the JobAvailable request ids,
-   JobStarted -> the runner's job fields, JobCompleted -> dirty, publish a desired
-   count, and only then ack (delete) the message.
+3. on a message: acquire the JobAvailable request ids, JobStarted -> the runner's job
+   fields, JobCompleted -> dirty, publish a desired count from the newest statistics,
+   and only then ack (delete) the message.
 
 Acking last makes delivery at-least-once: a crash mid-message leaves the message on
-the queue for the next session, and every step above is idempotent. A 404 on the
-queue, on a session refresh, on an ack or on an acquisition means the service dropped
-the session: the old one is deleted best-effort (in case the 404 meant something else
-and it still holds the scale set), a new one is opened (its statistics published) and
-the loop carries on.
+the queue for the next session, and every step above is idempotent. Statistics older
+than those published are not published again (``ghalistener.freshness``); each count
+names the completed jobs it leaves out (``ghalistener.scaler``). A 404 on the queue, a
+session refresh, an ack or an acquisition means the service dropped the session: the
+old one is deleted best-effort (the 404 may have meant something else, and it would
+hold the scale set), a new one is opened (its statistics published), the loop goes on.
 
 Stopping: :meth:`Listener.request_stop` (or the shared
 :class:`~ghalistener.stopping.StopSignal`) may be called from a signal handler. A long
@@ -30,9 +31,9 @@ delete by ``CLOSE_TIMEOUT``) and :meth:`Listener.run` returns normally.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import time
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final
 
 from ersctl.platform.background import Background, Worker
 from ghalistener.actions.errors import SessionConflictError, SessionNotFoundError
@@ -44,7 +45,9 @@ from ghalistener.actions.types import (
     Statistics,
 )
 from ghalistener.errors import SessionHeldError
+from ghalistener.freshness import StatisticsAge, Verdict
 from ghalistener.health import ListenerHealth
+from ghalistener.ports import Metrics, Publisher, Session, SessionOpener
 from ghalistener.scaler import Decision, Scaler
 from ghalistener.stopping import StopRequested, StopSignal
 
@@ -54,46 +57,10 @@ CLOSE_TIMEOUT: Final = 1.0
 """Seconds a stopping listener waits for its session delete (a slow service must not
 hold up the exit; it drops the session once nobody polls it)."""
 
-
-class Session(Protocol):
-    """What the loop needs from one message session (``actions.MessageSession`` fits)."""
-
-    @property
-    def statistics(self) -> Statistics: ...
-
-    def get_message(
-        self, *, last_message_id: int, max_capacity: int
-    ) -> RunnerScaleSetMessage | None: ...
-
-    def delete_message(self, message_id: int) -> None: ...
-
-    def acquire_jobs(self, request_ids: list[int]) -> list[int]: ...
-
-    def close(self) -> None: ...
-
-
-SessionOpener = Callable[[], Session]
-"""Opens a new session; raises SessionConflictError (409) when another one is active."""
-
-
-class Publisher(Protocol):
-    """Where decisions go (``publisher.KubePublisher`` fits)."""
-
-    def publish_desired(self, *, replicas: int, patch_id: int) -> None: ...
-
-    def record_job_started(self, job: JobStarted) -> bool: ...
-
-
-class Metrics(Protocol):
-    """What the loop reports (``metrics.ListenerMetrics`` fits)."""
-
-    def publish_statistics(self, stats: Statistics) -> None: ...
-
-    def publish_desired_runners(self, count: int) -> None: ...
-
-    def publish_job_started(self, job: JobStarted, *, message_id: int) -> None: ...
-
-    def publish_job_completed(self, job: JobCompleted, *, message_id: int) -> None: ...
+CATCH_UP_WAIT: Final = 2.0
+"""Seconds after a session opens in which a higher count waits for a newer message
+(``ghalistener.freshness``): far more than the service takes to deliver what it has
+queued, short enough that a real rise in demand waits little."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,6 +86,8 @@ class Listener:
     ``stop`` is the signal every wait obeys; pass the one the client's ``RetryPolicy``
     and the publisher's ``KubeRetry`` sleep on, so a stop also cuts their backoffs short.
     ``health`` receives the loop's progress and session state (for ``/healthz``, ``/readyz``).
+    ``last_message_id``: the newest message whose statistics the scale set's previous
+    listener published (``publisher.Resumed``; 0: none known).
     """
 
     def __init__(
@@ -132,6 +101,8 @@ class Listener:
         session_retry: SessionRetry | None = None,
         stop: StopSignal | None = None,
         health: ListenerHealth | None = None,
+        last_message_id: int = 0,
+        catch_up_wait: float = CATCH_UP_WAIT,
     ) -> None:
         self.scale_set_id = scale_set_id
         self._open_session = open_session
@@ -144,6 +115,8 @@ class Listener:
         self._last_message_id = 0
         self._in_hand: int | None = None  # the message being handled, not yet acked
         self._last_published: tuple[int, int] | None = None
+        self._age = StatisticsAge(last_message_id=last_message_id)
+        self._catch_up_wait = catch_up_wait
         self._stop = stop or StopSignal()
         self.health = health or ListenerHealth()
         # Every long poll runs on this one thread; an abandoned one only ends the loop.
@@ -186,7 +159,9 @@ class Listener:
                 return
             self.health.record_progress()
             if polled is None:
-                self._publish_desired(self._statistics)
+                # Nothing changed since the last message: a count held back is current.
+                if not self._caught_up():
+                    self._publish_desired(self._statistics)
                 return
             self._handle(polled)
         except SessionNotFoundError as exc:
@@ -205,6 +180,10 @@ class Listener:
             name="long-poll",
             worker=self._poller,
         )
+        if deadline := self._age.catch_up_until:
+            poll.wait(lambda: self._stop.requested or time.monotonic() >= deadline)
+            if not self._stop.requested and time.monotonic() >= deadline:
+                self._caught_up()  # the window ended: what it held back is current
         if not poll.wait(lambda: self._stop.requested):
             return _STOPPED
         return poll.result()
@@ -218,7 +197,6 @@ class Listener:
         """
         self._in_hand = message.message_id  # until acked: a stop now leaves it unacked
         session = self._require_session()
-        self._record_statistics(message.statistics)
         self._log_skipped(message)
         available = [int(j.runner_request_id) for j in message.jobs if isinstance(j, JobAvailable)]
         if available:
@@ -232,10 +210,33 @@ class Listener:
                 self._job_started(job, message.message_id)
             elif isinstance(job, JobCompleted):
                 self._job_completed(job, message.message_id)
-        self._publish_desired(message.statistics)
+        self._publish_for(message)
         session.delete_message(message.message_id)
         self._last_message_id = message.message_id
         self._in_hand = None
+
+    def _publish_for(self, message: RunnerScaleSetMessage) -> None:
+        """Publish after ``message``'s jobs were handled, from the newest statistics."""
+        target = self._scaler.target(message.statistics.total_assigned_jobs)
+        published = self._last_published[0] if self._last_published else 0
+        verdict = self._age.judge(message, raises_count=target > published)
+        if verdict is Verdict.CURRENT:
+            self._record_statistics(message.statistics)
+            self._publish_desired(message.statistics)
+            return
+        fields = {"message_id": message.message_id, "replicas": target, "why": verdict.value}
+        log.info("statistics older than the count published: not used", extra={"fields": fields})
+        # A held-back message's completions are not named by the older count.
+        self._publish_desired(self._statistics, accounts=verdict is Verdict.REDELIVERED)
+
+    def _caught_up(self) -> bool:
+        """The queue is drained: publish a count held back (True) if there is one."""
+        held = self._age.caught_up()
+        if held is None:
+            return False
+        self._record_statistics(held.statistics)
+        self._publish_desired(held.statistics)
+        return True
 
     def _log_skipped(self, message: RunnerScaleSetMessage) -> None:
         # Redelivery cannot repair a malformed job message: log it and handle the rest,
@@ -258,7 +259,7 @@ class Listener:
             self._metrics.publish_job_started(job, message_id=message_id)
 
     def _job_completed(self, job: JobCompleted, message_id: int) -> None:
-        self._scaler.job_completed()
+        self._scaler.job_completed(int(job.runner_id))
         log.info(
             "job completed",
             extra={
@@ -273,9 +274,15 @@ class Listener:
         if self._metrics:
             self._metrics.publish_statistics(stats)
 
-    def _publish_desired(self, stats: Statistics) -> Decision:
-        decision = self._scaler.desired_count(stats.total_assigned_jobs)
-        self._publisher.publish_desired(replicas=decision.replicas, patch_id=decision.patch_id)
+    def _publish_desired(self, stats: Statistics, *, accounts: bool = True) -> Decision:
+        """``accounts``: ``stats`` are at least as new as every message handled."""
+        decision = self._scaler.desired_count(stats.total_assigned_jobs, accounts=accounts)
+        self._publisher.publish_desired(
+            replicas=decision.replicas,
+            patch_id=decision.patch_id,
+            completed_runners=decision.completed_runners,
+            last_message_id=self._age.newest_message_id,
+        )
         self.health.record_published()
         if self._metrics:
             self._metrics.publish_desired_runners(decision.replicas)
@@ -310,6 +317,7 @@ class Listener:
         session = self._open_with_retries()
         self._session = session
         self._last_message_id = 0
+        self._age.session_opened(now=time.monotonic(), window=self._catch_up_wait)
         self.health.record_session_opened()
         log.info(
             "message session open; listening",

@@ -9,7 +9,14 @@ The patches go through ``ersctl.kube.calls.merge_patch`` (the client's own
 validation cost more CPU than the request (see there).
 
 - :meth:`KubePublisher.publish_desired` sends one JSON merge patch
-  ``{"spec": {"replicas": R, "patchID": P}}`` to the configured EphemeralRunnerSet.
+  ``{"spec": {"replicas": R, "patchID": P}, "metadata": {"annotations": ...}}`` to the
+  configured EphemeralRunnerSet. The two annotations ride in the same patch, so every
+  version of the set holds a count and what that count is made of: the runners whose
+  completed jobs it leaves out (``ersctl.api.COMPLETED_RUNNERS_ANNOTATION``, what the
+  controller refills at once) and the newest message whose statistics it has published
+  (``ersctl.api.LAST_MESSAGE_ANNOTATION``, what a restarted listener reads back).
+- :meth:`KubePublisher.check_target` is the start-up patch (empty); it returns what its
+  answer says the previous listener published (:class:`Resumed`).
 - :meth:`KubePublisher.record_job_started` merge-patches the named EphemeralRunner's
   ``status`` with the job fields; a runner that does not exist (404) is skipped.
 
@@ -21,21 +28,36 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import tenacity
 from kubernetes.client import ApiClient
 
-from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, job_status_fields
-from ersctl.kube.calls import custom_object_path, kube_call, merge_patch, server_of
+from ersctl.api import (
+    COMPLETED_RUNNERS_ANNOTATION,
+    ER_PLURAL,
+    ERS_PLURAL,
+    GROUP,
+    LAST_MESSAGE_ANNOTATION,
+    VERSION,
+    EphemeralRunnerSet,
+    RunnerID,
+    format_last_message,
+    format_runner_ids,
+    job_status_fields,
+    parse_last_message,
+    parse_runner_ids,
+)
+from ersctl.kube.calls import custom_object_path, json_body, kube_call, merge_patch, server_of
 from ersctl.kube.errors import KubeError, NotFoundError
 from ersctl.platform.errors import ConfigError
 from ghalistener.actions.retry import try_once_then_retry
 from ghalistener.actions.types import JobStarted
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CHECK_TIMEOUT: Final = (5.0, 10.0)
 REQUEST_TIMEOUT: Final = (5.0, 30.0)
@@ -51,6 +73,17 @@ class KubeRetry:
     initial_wait: float = 0.5
     max_wait: float = 8.0
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resumed:
+    """What the set says the scale set's previous listener published: the newest message
+    whose statistics it used (0: none, or another scale set's) and the completions its
+    last count left out (every count this listener publishes is newer, so leaves them out
+    too)."""
+
+    last_message_id: int = 0
+    completed_runners: tuple[RunnerID, ...] = ()
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -80,9 +113,11 @@ class KubePublisher:
         api_client: ApiClient,
         namespace: str,
         name: str,
+        scale_set_id: int = 0,
         retry: KubeRetry | None = None,
     ) -> None:
         self._api_client = api_client
+        self.scale_set_id = scale_set_id
         self._server = server_of(api_client)
         self.namespace = namespace
         self.name = name
@@ -90,26 +125,52 @@ class KubePublisher:
         self._set_path = custom_object_path(GROUP, VERSION, namespace, ERS_PLURAL, name)
         self._set_action = f"patch {ERS_PLURAL}/{namespace}/{name}"
 
-    def check_target(self) -> None:
+    def check_target(self) -> Resumed:
         """Send the EphemeralRunnerSet an empty merge patch once (the caller retries a
         transient answer, ``check_at_start_up``, not a silent server): a
         no-op that needs only the ``patch`` the listener's Role grants (ARC's grants no
-        ``get``). KubeError when the API server cannot be reached or refuses;
+        ``get``), answered with the set, whose annotations say what was published before.
+        KubeError when the API server cannot be reached or refuses;
         ConfigError naming the set's field when it does not exist."""
         try:
-            self._call(self._set_action, self._patch_set({}, timeout=CHECK_TIMEOUT))
+            response = self._call(self._set_action, self._patch_set({}, timeout=CHECK_TIMEOUT))
         except NotFoundError:
             raise ConfigError(
                 "ephemeral_runner_set_name",
                 f"EphemeralRunnerSet {self.namespace}/{self.name} not found",
             ) from None
+        answer = json_body(response, action=self._set_action, server=self._server)
+        annotations = EphemeralRunnerSet(answer).annotations
+        return Resumed(
+            last_message_id=parse_last_message(
+                annotations.get(LAST_MESSAGE_ANNOTATION, ""), scale_set_id=self.scale_set_id
+            ),
+            completed_runners=parse_runner_ids(annotations.get(COMPLETED_RUNNERS_ANNOTATION, ""))
+            or (),
+        )
 
-    def publish_desired(self, *, replicas: int, patch_id: int) -> None:
-        """Merge-patch ``spec.replicas`` and ``spec.patchID`` of the ERS.
+    def publish_desired(
+        self,
+        *,
+        replicas: int,
+        patch_id: int,
+        completed_runners: Iterable[int] = (),
+        last_message_id: int = 0,
+    ) -> None:
+        """Merge-patch ``spec.replicas`` and ``spec.patchID`` of the ERS, with the runners
+        whose completed jobs ``replicas`` leaves out and the newest message whose
+        statistics the listener has published (see the module docstring).
 
         Raises KubeError when the patch cannot be applied (after retries).
         """
-        body = {"spec": {"replicas": replicas, "patchID": patch_id}}
+        annotations = {
+            COMPLETED_RUNNERS_ANNOTATION: format_runner_ids(completed_runners),
+            LAST_MESSAGE_ANNOTATION: format_last_message(self.scale_set_id, last_message_id),
+        }
+        body = {
+            "metadata": {"annotations": annotations},
+            "spec": {"replicas": replicas, "patchID": patch_id},
+        }
         self._with_retries(self._set_action, self._patch_set(body, timeout=REQUEST_TIMEOUT))
 
     def _patch_set(
@@ -163,6 +224,6 @@ class KubePublisher:
             ),
         )
 
-    def _call(self, action: str, call: Callable[[], Any]) -> None:
+    def _call(self, action: str, call: Callable[[], T]) -> T:
         with kube_call(action, server=self._server):
-            call()
+            return call()

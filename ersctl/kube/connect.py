@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 
 import tenacity
 import yaml
@@ -35,6 +35,8 @@ from ersctl.kube.calls import json_body, kube_call, server_of
 from ersctl.kube.errors import KubeError
 from ersctl.platform.errors import ConfigError
 from ersctl.platform.ratelimit import TokenBucket
+
+T = TypeVar("T")
 
 SERVICE_ACCOUNT_DIR: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 OPTION: Final = "kubeconfig"
@@ -171,16 +173,16 @@ the soak; a listener Pod would wait out its restart backoff). No answer at all i
 tried again: that already waited for its timeout, and says the server is unreachable."""
 
 
-def check_at_start_up(check: Callable[[], None], *, logger: logging.Logger) -> None:
+def check_at_start_up(check: Callable[[], T], *, logger: logging.Logger) -> T:
     """Run ``check``, again after an answered transient error (a WARNING each, naming
-    the request and the wait); its last error is raised."""
+    the request and the wait); its answer is returned, its last error raised."""
 
     def log_retry(state: tenacity.RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
         wait = state.next_action.sleep if state.next_action else 0.0
         logger.warning("start-up check: %s; trying again in %.0f s", error, wait)
 
-    tenacity.Retrying(
+    return tenacity.Retrying(
         retry=tenacity.retry_if_exception(_answered_transiently),
         stop=tenacity.stop_after_attempt(START_UP_CHECK_ATTEMPTS),
         wait=tenacity.wait_exponential(multiplier=1, max=4),

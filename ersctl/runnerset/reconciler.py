@@ -1,4 +1,5 @@
-"""The EphemeralRunnerSet reconciler: the reconcile contract of ``shared/DESIGN.md``, in order.
+"""The EphemeralRunnerSet reconciler: the reconcile contract (README "How a reconcile
+decides"), in order.
 
 1. Read the ERS from the cache; gone -> done.
 2. Being deleted: clean up its runners; once none are left, drop our finalizer.
@@ -15,11 +16,15 @@
    any runner it would create could start a Pod that reads it.
 8. The scaling decision (``ersctl.runnerset.scaling``): the finished-runner cleanup is an early
    return that records the marker *before* deleting, and the scale-up guard reads
-   the marker through the API reader only.
+   the marker through the API reader only. Finished runners the listener names as
+   completions its count leaves out are instead deleted and replaced in one pass,
+   without a marker (``ReplaceFinished``: why it is safe, and when it falls back to the
+   above, is in ``ersctl.runnerset.scaling``).
 9. The status update (``ersctl.runnerset.status``), which never carries a marker this
    reconcile did not change.
 
-Why each rule of step 8 exists is argued in ``shared/reference/`` (ARC PR #4642).
+Why each rule of step 8 exists is argued in ARC PR #4642 and in ``ersctl.runnerset.scaling``
+and ``ersctl.runnerset.markers``.
 Raising means "requeue with backoff"; a Warning Event is recorded first.
 
 Failed runners (``ersctl.runnerset.failures``), between steps 7 and 8: each is kept
@@ -59,6 +64,7 @@ from ersctl.api import (
     ERSPhase,
     FieldError,
     PatchID,
+    RunnerID,
 )
 from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError, PrunedFieldsError
 from ersctl.kube.ownwrites import OwnWrites
@@ -100,7 +106,9 @@ from ersctl.runnerset.proxysecret import ProxySecrets
 from ersctl.runnerset.scaling import (
     AlreadyServiced,
     CleanUpFinished,
+    Decision,
     Hold,
+    ReplaceFinished,
     ScaleDown,
     ScaleUp,
     decide,
@@ -355,22 +363,31 @@ class EphemeralRunnerSetReconciler:
     def _scale(
         self, ers: EphemeralRunnerSet, states: RunnerStates, before: status.StatusView
     ) -> Outcome:
-        decision = decide(replicas=ers.replicas, patch_id=ers.patch_id, states=states)
+        decision = decide(
+            replicas=ers.replicas,
+            patch_id=ers.patch_id,
+            states=states,
+            completed=self._completed_runners(ers),
+        )
+        if _may_create(decision) and not self._confirmed.check(ers.key, ers.uid):
+            # Once per set and process: the runners written by a previous leader
+            # become expectations, then the decision is taken again on that basis.
+            confirm_runners(self._cache, self._api, self._expectations, ers)
+            self._confirmed.add(ers.key, ers.uid)
+            return self._scale(ers, self._classify(ers), before)
         match decision:
             case CleanUpFinished():
                 return self._clean_up_finished(ers, states, decision, before)
-            case ScaleUp() if not self._confirmed.check(ers.key, ers.uid):
-                # Once per set and process: the runners written by a previous leader
-                # become expectations, then the decision is taken again on that basis.
-                confirm_runners(self._cache, self._api, self._expectations, ers)
-                self._confirmed.add(ers.key, ers.uid)
-                return self._scale(ers, self._classify(ers), before)
             case ScaleUp():
-                wait, why = self._failed.replacement_wait(ers)
-                if not wait:
+                held = self._held_by_failures(ers, decision.count)
+                if held is None:
                     return self._scale_up(ers, states, decision, before)
-                detail = f"runners failing ({why}): {decision.count} replacements wait {wait:.1f}s"
-                outcome = Outcome(action="backed-off", detail=detail, result=Result(wait))
+                outcome = held
+            case ReplaceFinished():
+                held = self._held_by_failures(ers, decision.gap) if decision.gap else None
+                if held is None:
+                    return self._replace_finished(ers, states, decision, before)
+                outcome = held
             case ScaleDown():
                 outcome = self._scale_down(ers, decision)
             case AlreadyServiced():
@@ -414,6 +431,39 @@ class EphemeralRunnerSetReconciler:
         status.update_status(self._writer, ers, before=before, states=states)
         return Outcome(action="cleanup-finished", detail=f"{deleted} runners")
 
+    def _held_by_failures(self, ers: EphemeralRunnerSet, count: int) -> Outcome | None:
+        """The outcome when most recent runners failed and replacements must wait."""
+        wait, why = self._failed.replacement_wait(ers)
+        if not wait:
+            return None
+        detail = f"runners failing ({why}): {count} replacements wait {wait:.1f}s"
+        return Outcome(action="backed-off", detail=detail, result=Result(wait))
+
+    def _replace_finished(
+        self,
+        ers: EphemeralRunnerSet,
+        states: RunnerStates,
+        decision: ReplaceFinished,
+        before: status.StatusView,
+    ) -> Outcome:
+        # The listener's published count already leaves these runners' jobs out, so the
+        # gap their removal opens is demand: refilled now, no marker, nothing held.
+        marker = PatchID(0)
+        if decision.needs_marker:
+            # Uncached, as the guard reads it: a marker recorded for this patch ID means
+            # an earlier cleanup removed runners the count may still hold jobs for.
+            live = self._api.get_ers(ers.namespace, ers.name)
+            if live is None:
+                return Outcome(action="none", detail="gone")
+            marker = live.finished_runner_cleanup_patch_id
+        deleted = delete_runners(self._writer, decision.runners)
+        self._metrics.runners_deleted(ers, deleted)
+        count = decision.count(marker=marker)
+        created = self._create(ers, count=count, patch_id=decision.patch_id) if count else 0
+        status.update_status(self._writer, ers, before=before, states=states)
+        detail = f"{deleted} finished runners deleted, {created} runners created"
+        return Outcome(action="replace-finished", detail=detail)
+
     def _scale_up(
         self,
         ers: EphemeralRunnerSet,
@@ -433,22 +483,25 @@ class EphemeralRunnerSetReconciler:
                 return self._suppress(
                     ers, states, decision, replace(before, cleanup_patch_id=marker)
                 )
+        created = self._create(ers, count=decision.count, patch_id=decision.patch_id)
+        status.update_status(self._writer, ers, before=before, states=states)
+        return Outcome(action="scale-up", detail=f"{created} runners created")
+
+    def _create(self, ers: EphemeralRunnerSet, *, count: int, patch_id: PatchID) -> int:
+        """Create ``count`` runners for ``patch_id``; how many were created (raises the
+        first create error, after a Warning Event)."""
         created = create_runners(
-            self._writer,
-            runner_body(ers),
-            count=decision.count,
-            concurrency=self._create_concurrency,
+            self._writer, runner_body(ers), count=count, concurrency=self._create_concurrency
         )
         self._metrics.runners_created(ers, created.created)
         if created.created:
-            message = f"Created {created.created} runners for patch {decision.patch_id}"
+            message = f"Created {created.created} runners for patch {patch_id}"
             self._event(ers, NORMAL, Reason.SCALED_UP, message)
         if created.errors:
-            message = f"{len(created.errors)} of {decision.count} runner creates failed"
+            message = f"{len(created.errors)} of {count} runner creates failed"
             self._event(ers, WARNING, Reason.CREATE_FAILED, f"{message}: {created.errors[0]}")
             raise created.errors[0]
-        status.update_status(self._writer, ers, before=before, states=states)
-        return Outcome(action="scale-up", detail=f"{created.created} runners created")
+        return created.created
 
     def _suppress(
         self,
@@ -481,6 +534,11 @@ class EphemeralRunnerSetReconciler:
 
     # -- helpers -----------------------------------------------------------------------
 
+    def _completed_runners(self, ers: EphemeralRunnerSet) -> frozenset[RunnerID]:
+        """The runners whose completed jobs ``ers``'s published count leaves out (read from
+        the same version of the set as its spec)."""
+        return ers.completed_runner_ids
+
     def _classify(self, ers: EphemeralRunnerSet) -> RunnerStates:
         runners, deleted = self._owned_runners(ers)
         return classify(runners, applied_revision=ers.applied_actionable_revision, deleting=deleted)
@@ -504,6 +562,12 @@ class EphemeralRunnerSetReconciler:
 
     def _event(self, ers: EphemeralRunnerSet, type_: str, reason: Reason, message: str) -> None:
         self._events.event(ers, type=type_, reason=reason.value, message=message)
+
+
+def _may_create(decision: Decision) -> bool:
+    if isinstance(decision, ScaleUp):
+        return decision.count > 0
+    return isinstance(decision, ReplaceFinished) and decision.gap > 0
 
 
 def validate(ers: EphemeralRunnerSet) -> None:

@@ -10,7 +10,14 @@ one loop (:meth:`RunnerAgent.step`), per EphemeralRunner (ER) of the set:
 2. ``startup_delay`` later the runner is online (``ready: true``) and asks the service
    for a job assigned to the scale set. When it gets one: ``phase: Running``.
 3. When the job's duration has passed: complete it at the service (an ephemeral runner
-   runs one job, then deregisters) and set ``phase: Succeeded``.
+   runs one job, then deregisters); ``exit_delay`` later the runner's Pod has ended and
+   the ER says ``phase: Succeeded``. GitHub sends ``JobCompleted`` when the runner reports
+   the job done, and the process exits and its Pod terminates after that: with a delay
+   (:data:`REAL_EXIT_DELAY`) the listener typically hears of the completion, and
+   publishes a count without the job, before the controller sees the runner finished.
+   Without one (the default) both happen in one step.
+   With ``idle_exit``, a runner online that long without a job exits too (``Succeeded``,
+   its registration removed): a runner that ends without ever being assigned a job.
 4. When the ER is being deleted: if its runner is in the middle of a job, the pod dies
    with it and the job never completes (the report flags both); remove the runner's
    registration if it still has one, then release the ER's finalizers.
@@ -22,9 +29,10 @@ server's request log counts only the programs under test. It records what it saw
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from ersctl.api import EphemeralRunner, ERPhase
 from simulation.trace import RunnerTrace, runner_traces
@@ -60,12 +68,23 @@ class Service(Protocol):
         ...
 
 
+REAL_EXIT_DELAY: Final = (1.0, 2.0)
+"""Seconds (least, most) from a runner reporting its job complete to its Pod's end: the
+runner process deregisters and exits, then the kubelet reports the Pod terminated."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class AgentTiming:
     """Delays of the simulated cluster, in seconds."""
 
     registration_delay: float = 0.3
     startup_delay: float = 0.3
+    exit_delay: tuple[float, float] = (0.0, 0.0)
+    """Job completed at the service -> the ER Succeeded: drawn uniformly from this range
+    (``seed`` seeds the draws). (0, 0): in the same step."""
+    idle_exit: float | None = None
+    """Seconds online without a job after which a runner exits Succeeded (None: never)."""
+    seed: int = 0
 
 
 @dataclass(kw_only=True)
@@ -79,6 +98,9 @@ class _Runner:
     job_id: str | None = None
     job_ends_at: float | None = None
     done: bool = False
+    exits_at: float | None = None
+    """When its Pod ends (the ER turns Succeeded); None while it runs."""
+    online_at: float | None = None
     deleted_at: float | None = None
     released: bool = False
 
@@ -105,6 +127,7 @@ class RunnerAgent:
         self._job_duration = job_duration
         self._clock = clock
         self._runners: dict[str, _Runner] = {}
+        self._exit_draws = random.Random(f"exit-delay/{timing.seed}")
         self.killed_jobs: list[tuple[str, str]] = []
         """(runner name, job id) of every job whose runner was deleted under it."""
 
@@ -124,13 +147,21 @@ class RunnerAgent:
     def _advance(self, state: _Runner, now: float) -> None:
         timing = self._timing
         if state.done:
+            if state.exits_at is not None and now >= state.exits_at:
+                state.exits_at = None
+                self._cluster.patch_status(
+                    state.name, {"phase": ERPhase.SUCCEEDED.value, "ready": False}
+                )
             return
         if state.registered_at is None:
             if now >= state.seen_at + timing.registration_delay:
                 self._register(state, now)
         elif state.job_id is not None:
             if state.job_ends_at is not None and now >= state.job_ends_at:
-                self._complete(state)
+                self._complete(state, now)
+        elif self._idled_out(state, now):
+            self._service.unregister(state.runner_id)
+            self._exit(state, at=now, now=now)
         elif now >= state.registered_at + timing.startup_delay:
             self._ask_for_job(state, now)
 
@@ -147,9 +178,13 @@ class RunnerAgent:
             },
         )
 
+    def _idled_out(self, state: _Runner, now: float) -> bool:
+        idle_exit, online_at = self._timing.idle_exit, state.online_at
+        return idle_exit is not None and online_at is not None and now >= online_at + idle_exit
+
     def _ask_for_job(self, state: _Runner, now: float) -> None:
         if not state.online:
-            state.online = True
+            state.online, state.online_at = True, now
             self._cluster.patch_status(state.name, {"ready": True})
         job_id = self._service.take_job(state.runner_id)
         if job_id is None:
@@ -158,11 +193,16 @@ class RunnerAgent:
         state.job_ends_at = now + self._job_duration(job_id)
         self._cluster.patch_status(state.name, {"phase": ERPhase.RUNNING.value})
 
-    def _complete(self, state: _Runner) -> None:
+    def _complete(self, state: _Runner, now: float) -> None:
         assert state.job_id is not None
         self._service.complete_job(state.job_id, state.runner_id)
-        state.done = True
-        self._cluster.patch_status(state.name, {"phase": ERPhase.SUCCEEDED.value, "ready": False})
+        delay = self._exit_draws.uniform(*self._timing.exit_delay)
+        self._exit(state, at=now + delay, now=now)
+
+    def _exit(self, state: _Runner, *, at: float, now: float) -> None:
+        """The runner process is done; its Pod ends (the ER turns Succeeded) ``at``."""
+        state.done, state.exits_at = True, at
+        self._advance(state, now)
 
     def _on_deleting(self, state: _Runner, now: float) -> None:
         if state.deleted_at is None:

@@ -1,7 +1,10 @@
-"""The controller as ARC ran it before PR #4642, for the guard benchmark only.
+"""The controller as ARC runs it, before and after PR #4642, for the guard benchmarks only.
 
 Not product code: this exists so ``examples/bench_guard.py`` can measure what the
-guard buys. :class:`PrePr4642Reconciler` keeps every step of this project's
+guard buys and ``examples/bench_guard_wait.py`` what it costs.
+:class:`ArcPr4642Reconciler` is this project's reconciler ignoring the runners the
+listener says its count leaves out: the guard exactly as ARC has it.
+:class:`PrePr4642Reconciler` keeps every step of this project's
 reconciler except step 8, which it runs in the old order:
 
 - finished runners are deleted *in the same pass* as the scaling comparison (ARC's
@@ -15,23 +18,31 @@ reconciler except step 8, which it runs in the old order:
 The skip for a patch ID that already produced runners (``spec.patchID`` non-zero and
 equal to the newest runner's patch-id annotation) predates the PR and is kept.
 
-``python -m simulation.baseline reconcile [ersctl reconcile options]`` runs this
-reconciler inside the unchanged ``ersctl reconcile`` command (same runtime, options,
+``python -m simulation.baseline reconcile [ersctl reconcile options]`` runs one of
+:data:`RECONCILERS` (env ``BASELINE_RECONCILER``) inside the unchanged ``ersctl reconcile`` command (same runtime, options,
 informers and signal handling), so the benchmark's two rows differ only in step 8.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 from ersctl import cli
-from ersctl.api import EphemeralRunnerSet
+from ersctl.api import EphemeralRunnerSet, RunnerID
 from ersctl.runnerset import status
 from ersctl.runnerset.classification import RunnerStates
 from ersctl.runnerset.cleanup import delete_runners
 from ersctl.runnerset.creation import create_runners, runner_body
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler, Outcome
 from ersctl.runnerset.scaling import ScaleDown, scale_down_candidates
+
+
+class ArcPr4642Reconciler(EphemeralRunnerSetReconciler):
+    """Step 8 as ARC PR #4642 has it: every finished runner is cleaned up under a marker."""
+
+    def _completed_runners(self, ers: EphemeralRunnerSet) -> frozenset[RunnerID]:
+        return frozenset()
 
 
 class PrePr4642Reconciler(EphemeralRunnerSetReconciler):
@@ -72,9 +83,20 @@ class PrePr4642Reconciler(EphemeralRunnerSetReconciler):
         return Outcome(action="hold", detail=f"{total} runners for {ers.replicas} replicas")
 
 
+RECONCILER_ENV = "BASELINE_RECONCILER"
+"""Which of :data:`RECONCILERS` ``main`` runs (default ``pre-4642``)."""
+
+RECONCILERS: dict[str, type[EphemeralRunnerSetReconciler]] = {
+    "pre-4642": PrePr4642Reconciler,
+    "arc-4642": ArcPr4642Reconciler,
+}
+
+
 def main(argv: list[str] | None = None) -> None:
-    """``ersctl``'s command line with the baseline reconciler as its reconciler factory."""
-    cli.main(args=argv, prog_name="ersctl-baseline", obj=PrePr4642Reconciler)
+    """``ersctl``'s command line with a baseline reconciler (env ``BASELINE_RECONCILER``)
+    as its reconciler factory."""
+    reconciler = RECONCILERS[os.environ.get(RECONCILER_ENV, "pre-4642")]
+    cli.main(args=argv, prog_name="ersctl-baseline", obj=reconciler)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,10 @@ def config_from(args: argparse.Namespace) -> SimulationConfig:
     return SimulationConfig(
         workload=workload,
         timing=AgentTiming(
-            registration_delay=args.registration_delay, startup_delay=args.startup_delay
+            registration_delay=args.registration_delay,
+            startup_delay=args.startup_delay,
+            exit_delay=args.runner_exit_delay,
+            seed=args.seed,
         ),
         label="ersctl" + (" --faults" if args.faults else ""),
         min_runners=args.min_runners,

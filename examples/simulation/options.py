@@ -25,6 +25,7 @@ from typing import NoReturn
 from ersctl.platform.cli import fail
 from ersctl.platform.errors import EXIT_USAGE
 from ersctl.platform.interrupt import EXIT_INTERRUPTED
+from simulation.agent import REAL_EXIT_DELAY
 from simulation.workload import Burst
 
 PROG = "simulate.py"
@@ -114,6 +115,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="registered -> online and asking for a job (s)",
     )
     system.add_argument(
+        "--runner-exit-delay",
+        type=_seconds_range,
+        nargs="?",
+        const=REAL_EXIT_DELAY,
+        default=(0.0, 0.0),
+        metavar="LOW[:HIGH]",
+        help="seconds from a job completing at the service to its runner's Pod ending, drawn "
+        "from LOW..HIGH; without a value GitHub's order, "
+        f"{REAL_EXIT_DELAY[0]:g}:{REAL_EXIT_DELAY[1]:g} (the listener hears of a "
+        "completion before the controller sees the runner finish)",
+    )
+    system.add_argument(
         "--long-poll",
         type=number(above=0),
         default=1.0,
@@ -197,6 +210,22 @@ def whole(*, minimum: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def _seconds_range(text: str) -> tuple[float, float]:
+    """``LOW[:HIGH]`` seconds, finite, 0 <= LOW <= HIGH (HIGH defaults to LOW)."""
+    low_text, _, high_text = text.partition(":")
+    parse = number(minimum=0)
+    try:
+        low = parse(low_text)
+        high = parse(high_text) if high_text else low
+    except argparse.ArgumentTypeError:
+        low = high = math.nan
+    if not low <= high:
+        raise argparse.ArgumentTypeError(
+            f"expected LOW[:HIGH] seconds, 0 <= LOW <= HIGH, got {text!r}"
+        )
+    return low, high
 
 
 def _burst(text: str) -> Burst:

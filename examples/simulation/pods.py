@@ -10,7 +10,9 @@ what is left, the kubelet and the runner binary, per runner Pod:
    service with it, and the Pod turns Running and Ready.
 2. Online, it asks the service for an assigned job; when it gets one, it runs it.
 3. When the job's duration has passed it completes the job at the service and exits
-   0: the Pod turns Succeeded (its ``runner`` container terminated with exit code 0).
+   0: the Pod turns Succeeded (its ``runner`` container terminated with exit code 0),
+   ``AgentTiming.exit_delay`` after the completion (GitHub's order, as in
+   ``simulation.agent``).
 4. A Pod deleted (or gone) while its runner runs a job kills the job, which the
    report must show.
 
@@ -36,6 +38,7 @@ when it got a ``runnerId`` (registered), and when its deletion was first seen.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -102,6 +105,8 @@ class _Pod:
     done: bool = False
     pull_until: float | None = None
     """The image pulls from then on (an injected pull failure)."""
+    exits_at: float | None = None
+    """When a runner whose job completed exits 0 (its Pod turns Succeeded)."""
 
 
 @dataclass(kw_only=True)
@@ -138,6 +143,7 @@ class PodAgent:
         self._timing = timing
         self._job_duration = job_duration
         self._clock = clock
+        self._exit_draws = random.Random(f"exit-delay/{timing.seed}")
         self._pods: dict[str, _Pod] = {}  # by Pod uid: a replacement Pod is a new runner start
         self._runners: dict[str, _RunnerSeen] = {}
         self.killed_jobs: list[tuple[str, str]] = []
@@ -216,6 +222,9 @@ class PodAgent:
             self._fail_mid_job()
 
     def _advance(self, state: _Pod, now: float) -> None:
+        if state.exits_at is not None and now >= state.exits_at:
+            state.exits_at = None
+            self._exit(state.name, 0)
         if state.done or state.dead:
             return
         if not state.started:
@@ -232,7 +241,8 @@ class PodAgent:
         elif state.job_ends_at is not None and now >= state.job_ends_at:
             self._service.complete_job(state.job_id, state.runner_id)
             state.done = True
-            self._exit(state.name, 0)
+            state.exits_at = now + self._exit_draws.uniform(*self._timing.exit_delay)
+            self._advance(state, now)
 
     def _disturb_start(self, state: _Pod, now: float) -> bool:
         """Start this Pod as a queued start fault says; False when none is queued."""

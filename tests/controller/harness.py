@@ -166,11 +166,14 @@ class Cluster:
             created = self.patch_ers_status(name, status)
         return created
 
-    def patch_ers(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-        """What the listener does: a merge patch on the spec."""
-        return self._merge(
-            self.custom.patch_namespaced_custom_object, name, {"spec": spec}, api.ERS_PLURAL
-        )
+    def patch_ers(
+        self, name: str, spec: dict[str, Any], *, annotations: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """What the listener does: a merge patch on the spec (with ``annotations``, if given)."""
+        patch: dict[str, Any] = {"spec": spec}
+        if annotations is not None:
+            patch["metadata"] = {"annotations": annotations}
+        return self._merge(self.custom.patch_namespaced_custom_object, name, patch, api.ERS_PLURAL)
 
     def patch_ers_status(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
         """A status merge patch as a controller sends it: with the fields ARC's schema

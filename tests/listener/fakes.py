@@ -6,7 +6,8 @@ Every call lands in one shared journal, so a test can assert the order of effect
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ghalistener.actions.errors import SessionConflictError, SessionNotFoundError
@@ -21,7 +22,9 @@ from ghalistener.actions.types import (
     RunnerScaleSetMessage,
     Statistics,
 )
-from ghalistener.listener import Session
+from ghalistener.listener import CATCH_UP_WAIT, Listener, SessionRetry
+from ghalistener.ports import Session
+from ghalistener.scaler import Scaler
 
 Journal = list[tuple[object, ...]]
 # A scripted poll answer: a message, None (202), an exception to raise, or a callable.
@@ -53,11 +56,12 @@ def started(request_id: int, runner: str) -> JobStarted:
     )
 
 
-def completed(request_id: int, runner: str) -> JobCompleted:
+def completed(request_id: int, runner: str, runner_id: int = 0) -> JobCompleted:
     return JobCompleted(
         runner_request_id=RunnerRequestId(request_id),
         job_id=f"job-{request_id}",
         result="succeeded",
+        runner_id=RunnerId(runner_id),
         runner_name=runner,
     )
 
@@ -134,8 +138,19 @@ class FakePublisher:
     fail_on_job_started: BaseException | None = None
     on_publish: Callable[[], None] | None = None
 
-    def publish_desired(self, *, replicas: int, patch_id: int) -> None:
+    published: list[tuple[tuple[int, ...], int]] = field(default_factory=list)
+    """Per publish: the runners its count leaves out, and the newest message id it names."""
+
+    def publish_desired(
+        self,
+        *,
+        replicas: int,
+        patch_id: int,
+        completed_runners: Iterable[int] = (),
+        last_message_id: int = 0,
+    ) -> None:
         self.journal.append(("desired", replicas, patch_id))
+        self.published.append((tuple(completed_runners), last_message_id))
         if self.on_publish:
             self.on_publish()
 
@@ -144,3 +159,47 @@ class FakePublisher:
             raise self.fail_on_job_started
         self.journal.append(("job-started", job.runner_name))
         return job.runner_name in self.known_runners
+
+
+def make_listener(
+    journal: Journal,
+    sessions: list[FakeSession | BaseException],
+    *,
+    publisher: FakePublisher | None = None,
+    min_runners: int = 0,
+    max_runners: int = 10,
+    retry: SessionRetry | None = None,
+    last_message_id: int = 0,
+    catch_up_wait: float = CATCH_UP_WAIT,
+) -> tuple[Listener, Opener]:
+    """A listener on these fakes (the real scaler), and its session opener."""
+    opener = Opener(sessions, journal)
+    listener = Listener(
+        scale_set_id=7,
+        open_session=opener,
+        scaler=Scaler(min_runners=min_runners, max_runners=max_runners),
+        publisher=publisher or FakePublisher(journal),
+        session_retry=retry or SessionRetry(interval=0.0, attempts=10),
+        last_message_id=last_message_id,
+        catch_up_wait=catch_up_wait,
+    )
+    return listener, opener
+
+
+def stop_then_block(
+    listener: Listener, session: FakeSession, *, after: float = 0.0
+) -> Callable[[], None]:
+    """A poll answer that waits ``after`` seconds (a long poll with nothing to say), asks
+    for a stop, and then hangs like a long poll would."""
+
+    def answer() -> None:
+        time.sleep(after)
+        listener.request_stop()
+        session.closed.wait(30)
+
+    return answer
+
+
+def desired(journal: Journal) -> list[tuple[object, ...]]:
+    """The (replicas, patch ID) pairs published, in order."""
+    return [entry[1:] for entry in journal if entry[0] == "desired"]

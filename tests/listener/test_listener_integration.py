@@ -16,6 +16,8 @@ import pytest
 from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
 
+from ersctl import api
+from ersctl.api import RunnerID
 from ersctl.kube.calls import MERGE_PATCH
 from ersctl.kube.errors import KubeError
 from ersctl.testing.apiserver import ApiServer
@@ -23,7 +25,7 @@ from ghalistener.actions.client import ActionsClient
 from ghalistener.errors import SessionHeldError
 from ghalistener.listener import Listener, SessionRetry
 from ghalistener.metrics import ListenerMetrics, ScaleSetLabels
-from ghalistener.publisher import KubePublisher, KubeRetry
+from ghalistener.publisher import KubePublisher, KubeRetry, Resumed
 from ghalistener.scaler import Scaler
 from ghalistener.sessions import SessionOpener
 from tests.kubeapi import KubeApi
@@ -88,25 +90,38 @@ class Harness:
         session_retry: SessionRetry | None = None,
         kube_retry: KubeRetry | None = None,
         metrics: ListenerMetrics | None = None,
+        resumed: Resumed | None = None,
     ) -> Listener:
+        resumed = resumed or Resumed()
         listener = Listener(
             scale_set_id=SCALE_SET_ID,
             open_session=SessionOpener(
                 client=self.actions, scale_set_id=SCALE_SET_ID, owner_name="test-host"
             ),
-            scaler=Scaler(min_runners=min_runners, max_runners=max_runners),
-            publisher=KubePublisher(
-                api_client=self.api_client,
-                namespace=self.kube.namespace,
-                name=ERS_NAME,
-                retry=kube_retry or KubeRetry(sleep=lambda _: None),
+            scaler=Scaler(
+                min_runners=min_runners,
+                max_runners=max_runners,
+                completed=resumed.completed_runners,
             ),
+            publisher=self.publisher(kube_retry=kube_retry),
             metrics=metrics,
             session_retry=session_retry or SessionRetry(interval=0.0, attempts=3),
+            last_message_id=resumed.last_message_id,
         )
         # When the script runs out, stop: the poll in flight is abandoned.
         self.service.on_exhausted = listener.request_stop
         return listener
+
+    def publisher(
+        self, *, kube_retry: KubeRetry | None = None, scale_set_id: int = SCALE_SET_ID
+    ) -> KubePublisher:
+        return KubePublisher(
+            api_client=self.api_client,
+            namespace=self.kube.namespace,
+            name=ERS_NAME,
+            scale_set_id=scale_set_id,
+            retry=kube_retry or KubeRetry(sleep=lambda _: None),
+        )
 
     def ers_patches(self) -> list[Sent]:
         """The patches of the set the server accepted."""
@@ -122,8 +137,9 @@ class Harness:
     def published(self) -> list[tuple[int, int]]:
         pairs = []
         for record in self.ers_patches():
-            spec = record.body["spec"]
-            pairs.append((spec["replicas"], spec["patchID"]))
+            if "spec" in record.body:  # not the empty start-up patch
+                spec = record.body["spec"]
+                pairs.append((spec["replicas"], spec["patchID"]))
         return pairs
 
     def ers_spec(self) -> dict[str, Any]:
@@ -235,14 +251,21 @@ def test_a_restart_numbers_from_zero_again(harness: Harness) -> None:
     ]
 
 
-def test_each_patch_is_a_merge_patch_of_replicas_and_patch_id_only(harness: Harness) -> None:
+def test_each_patch_is_a_merge_patch_of_replicas_patch_id_and_what_they_account_for(
+    harness: Harness,
+) -> None:
     harness.service.steps = [Message(1, 1)]
     harness.listener().run()
     assert harness.ers_patches()
     for record in harness.ers_patches():
         assert record.content_type.startswith(MERGE_PATCH)
-        assert set(record.body) == {"spec"}
+        assert set(record.body) == {"spec", "metadata"}
         assert set(record.body["spec"]) == {"replicas", "patchID"}
+        assert set(record.body["metadata"]) == {"annotations"}
+        assert set(record.body["metadata"]["annotations"]) == {
+            api.COMPLETED_RUNNERS_ANNOTATION,
+            api.LAST_MESSAGE_ANNOTATION,
+        }
         assert record.path.endswith(
             f"/namespaces/{harness.kube.namespace}/ephemeralrunnersets/{ERS_NAME}"
         )
@@ -386,8 +409,9 @@ def test_a_session_dropped_on_the_ack_redelivers_the_message_to_the_new_session(
     harness.listener().run()
     assert harness.service.entries("deliver") == [("deliver", "s1", 1), ("deliver", "s2", 1)]
     assert harness.service.entries("ack") == [("ack", "s2", 1)]
-    # s1: (0,0) then (2,1); s2 opens with its statistics (0 assigned) then the redelivery.
-    assert harness.published() == [(0, 0), (2, 1), (0, 2), (2, 3)]
+    # s1: (0,0) then (2,1); s2 opens with its statistics (0 assigned), newer than the
+    # redelivered message's (2 assigned): its jobs are handled, its count not published.
+    assert harness.published() == [(0, 0), (2, 1), (0, 2), (0, 0)]
 
 
 @pytest.mark.parametrize(
@@ -490,3 +514,43 @@ def test_a_message_redelivered_within_the_process_is_counted_once(harness: Harne
     }
     assert values[("gha_started_jobs_total", "")] == 1
     assert values[("gha_completed_jobs_total", "succeeded")] == 1
+
+
+# --- what each count is made of, and a restart that reads it back -----------------------
+
+
+def test_each_count_names_the_jobs_completed_before_it_and_its_newest_message(
+    harness: Harness,
+) -> None:
+    harness.kube.create_object("ephemeralrunners", runner_manifest("r-11"))
+    harness.service.steps = [
+        Message(1, 1, (started(11, "r-11"),)),
+        Message(2, 0, (completed(11, "r-11"),)),
+    ]
+    harness.listener().run()
+    annotations = [record.body["metadata"]["annotations"] for record in harness.ers_patches()]
+    assert [a[api.COMPLETED_RUNNERS_ANNOTATION] for a in annotations] == ["", "", "11"]
+    assert [a[api.LAST_MESSAGE_ANNOTATION] for a in annotations] == ["7/0", "7/1", "7/2"]
+    stored = harness.kube.get_object("ephemeralrunnersets", harness.kube.namespace, ERS_NAME)
+    assert stored is not None
+    assert stored["spec"]["replicas"] == 0
+    assert stored["metadata"]["annotations"] == annotations[-1], "one patch wrote both"
+
+
+def test_a_restarted_listener_reads_back_what_was_published_and_keeps_to_it(
+    harness: Harness,
+) -> None:
+    harness.service.steps = [Message(1, 2), Message(2, 0, (completed(11, "r-11"),))]
+    harness.listener().run()
+
+    resumed = harness.publisher().check_target()
+
+    assert resumed == Resumed(last_message_id=2, completed_runners=(RunnerID(11),))
+    assert harness.publisher(scale_set_id=SCALE_SET_ID + 1).check_target().last_message_id == 0
+    # Message 2 comes back to the next listener with its statistics; the session's are newer.
+    harness.service.assigned_at_open = 1
+    harness.service.steps = [Message(2, 3, (completed(11, "r-11"),)), TIMEOUT]
+    harness.listener(resumed=resumed).run()
+    assert harness.published()[-3:] == [(1, 0), (1, 1), (1, 2)]
+    last = harness.ers_patches()[-1].body["metadata"]["annotations"]
+    assert last == {api.COMPLETED_RUNNERS_ANNOTATION: "11", api.LAST_MESSAGE_ANNOTATION: "7/2"}

@@ -5,61 +5,27 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
 
 from ersctl.kube.errors import KubeError
 from ghalistener.errors import SessionHeldError
-from ghalistener.listener import Listener, SessionRetry
-from ghalistener.scaler import Scaler
+from ghalistener.listener import SessionRetry
 from tests.listener.fakes import (
     FakePublisher,
     FakeSession,
     Journal,
-    Opener,
     available,
     completed,
     conflict,
+    desired,
+    make_listener,
     message,
     not_found,
     started,
     stats,
+    stop_then_block,
 )
-
-
-def make_listener(
-    journal: Journal,
-    sessions: list[FakeSession | BaseException],
-    *,
-    publisher: FakePublisher | None = None,
-    min_runners: int = 0,
-    max_runners: int = 10,
-    retry: SessionRetry | None = None,
-) -> tuple[Listener, Opener]:
-    opener = Opener(sessions, journal)
-    listener = Listener(
-        scale_set_id=7,
-        open_session=opener,
-        scaler=Scaler(min_runners=min_runners, max_runners=max_runners),
-        publisher=publisher or FakePublisher(journal),
-        session_retry=retry or SessionRetry(interval=0.0, attempts=10),
-    )
-    return listener, opener
-
-
-def stop_then_block(listener: Listener, session: FakeSession) -> Callable[[], None]:
-    """A poll answer that asks for a stop and then hangs like a long poll would."""
-
-    def answer() -> None:
-        listener.request_stop()
-        session.closed.wait(30)
-
-    return answer
-
-
-def desired(journal: Journal) -> list[tuple[object, ...]]:
-    return [entry[1:] for entry in journal if entry[0] == "desired"]
 
 
 def test_statistics_then_timeouts_publish_a_desired_count_each_time() -> None:

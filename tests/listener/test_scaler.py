@@ -253,3 +253,38 @@ def test_the_sequence_advances_by_one_and_wraps_to_one(
     for before, after in itertools.pairwise(observed):
         base = start if (before.first and start is not None) else before.sequence
         assert after.sequence == (1 if base == MAX_PATCH_ID else base + 1)
+
+
+# --- the completions each count leaves out ---------------------------------------------
+
+
+def test_a_completion_is_named_by_every_decision_after_it_in_order() -> None:
+    scaler = Scaler(min_runners=0, max_runners=4)
+    scaler.desired_count(2)
+    scaler.job_completed(11)
+    scaler.job_completed(0)  # a job canceled before it ran: no runner to name
+    scaler.job_completed(12)
+    assert scaler.desired_count(0).completed_runners == (11, 12)
+    scaler.job_completed(11)  # the same message delivered again
+    assert scaler.desired_count(0).completed_runners == (11, 12)
+
+
+def test_an_older_count_does_not_name_the_completions_handled_since() -> None:
+    scaler = Scaler(min_runners=0, max_runners=4)
+    scaler.job_completed(11)
+    assert scaler.desired_count(2, accounts=False).completed_runners == ()
+    assert scaler.desired_count(1).completed_runners == (11,)
+
+
+def test_only_the_newest_completions_are_kept() -> None:
+    scaler = Scaler(min_runners=0, max_runners=20)
+    assert scaler.completions_kept == 40
+    for runner_id in range(1, 46):
+        scaler.job_completed(runner_id)
+    assert scaler.desired_count(0).completed_runners == tuple(range(6, 46))
+    assert Scaler(min_runners=0, max_runners=1).completions_kept == 32
+
+
+def test_a_new_incarnation_names_what_its_predecessor_named() -> None:
+    scaler = Scaler(min_runners=0, max_runners=4, completed=[7, 8])
+    assert scaler.desired_count(0).completed_runners == (7, 8)

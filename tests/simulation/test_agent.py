@@ -71,13 +71,13 @@ class Clock:
         return self.now
 
 
-def _agent() -> tuple[RunnerAgent, FakeCluster, FakeService, Clock]:
+def _agent(**timing: Any) -> tuple[RunnerAgent, FakeCluster, FakeService, Clock]:
     cluster, service, clock = FakeCluster(), FakeService(), Clock()
     agent = RunnerAgent(
         cluster=cluster,
         service=service,
         clock=clock,
-        timing=AgentTiming(registration_delay=1.0, startup_delay=1.0),
+        timing=AgentTiming(registration_delay=1.0, startup_delay=1.0, **timing),
         job_duration=lambda job: 5.0,
     )
     return agent, cluster, service, clock
@@ -148,3 +148,35 @@ def test_a_runner_deleted_mid_job_loses_its_job_and_is_reported() -> None:
     assert agent.killed_jobs == [("r1", "job-1")]
     assert service.completed == [("job-1", 100, False)]
     assert "r1" not in cluster.objects
+
+
+def test_with_an_exit_delay_the_job_completes_at_the_service_before_the_runner_succeeds() -> None:
+    """GitHub's order: JobCompleted first, the Pod's end (the ER Succeeded) seconds later."""
+    agent, cluster, service, clock = _agent(exit_delay=(1.5, 1.5))
+    cluster.add("r1")
+    service.queue.append("job-1")
+    for when in (0.0, 1.0, 2.0):
+        _at(agent, clock, when)
+
+    _at(agent, clock, 7.0)
+    assert service.completed == [("job-1", 100, True)]
+    assert cluster.phase("r1") == "Running"
+    _at(agent, clock, 8.4)
+    assert cluster.phase("r1") == "Running"
+    _at(agent, clock, 8.5)
+    assert cluster.phase("r1") == "Succeeded"
+
+
+def test_with_an_idle_exit_a_runner_without_a_job_ends_succeeded_and_unregistered() -> None:
+    agent, cluster, service, clock = _agent(idle_exit=4.0)
+    cluster.add("r1")
+    for when in (0.0, 1.0, 2.0, 5.9):
+        _at(agent, clock, when)
+    assert (cluster.phase("r1"), service.registered) == ("Pending", {100})
+
+    _at(agent, clock, 6.0)
+
+    assert (cluster.phase("r1"), service.registered, service.completed) == ("Succeeded", set(), [])
+    cluster.delete("r1")
+    _at(agent, clock, 7.0)
+    assert agent.killed_jobs == [] and "r1" not in cluster.objects

@@ -18,6 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
+from simulation.agent import REAL_EXIT_DELAY
+from simulation.command import config_from
+from simulation.options import parse_args
 
 SIMULATE = Path(__file__).resolve().parents[2] / "examples" / "simulate.py"
 PROGRESS = "jobs "  # "[  0.0s] jobs 0/27 done, ..." (simulation.live.format_progress)
@@ -92,6 +95,8 @@ BAD_OPTIONS: list[tuple[list[str], list[str]]] = [
     (["--registration-delay", "-0.1"], ["--registration-delay", "'-0.1'"]),
     (["--startup-delay", "x"], ["--startup-delay", "'x'"]),
     (["--long-poll", "0"], ["--long-poll", "'0'"]),
+    (["--runner-exit-delay", "2:1"], ["--runner-exit-delay", "'2:1'"]),
+    (["--runner-exit-delay", "-1"], ["--runner-exit-delay", "'-1'"]),
     (["--drain-timeout", "-1"], ["--drain-timeout", "'-1'"]),
     (["--plot", "/nonexistent-dir/x.svg"], ["--plot", "'/nonexistent-dir/x.svg'"]),
     (["--json", "/nonexistent-dir/r.json"], ["--json", "'/nonexistent-dir/r.json'"]),
@@ -219,3 +224,18 @@ def test_ctrl_c_is_one_line_exit_130_and_stops_the_programs(
     if moment == "start-up":
         assert err == "simulate.py: interrupted\n"  # no progress yet: the run had not begun
     assert leftover == {}
+
+
+@pytest.mark.parametrize(
+    ("args", "delay"),
+    [
+        pytest.param([], (0.0, 0.0), id="by default the Pod ends with its job"),
+        pytest.param(["--runner-exit-delay"], REAL_EXIT_DELAY, id="alone: GitHub's order"),
+        pytest.param(["--runner-exit-delay", "0.5:3"], (0.5, 3.0), id="a range"),
+        pytest.param(["--runner-exit-delay", "2"], (2.0, 2.0), id="one value"),
+    ],
+)
+def test_the_runner_exit_delay_reaches_the_agent(
+    args: list[str], delay: tuple[float, float]
+) -> None:
+    assert config_from(parse_args(args)).timing.exit_delay == delay

@@ -126,6 +126,31 @@ def test_the_runner_starts_with_its_jit_config_runs_one_job_and_exits_zero(
     assert service.completed == [("job-1", True)]
 
 
+def test_with_an_exit_delay_the_pod_ends_after_the_job_completes_at_the_service(
+    apiserver: ApiServer,
+) -> None:
+    _runner_with_pod(apiserver)
+    service, clock = FakeRunnerService(), Clock()
+    pod_agent = PodAgent(
+        pods=RunnerPods(apiserver, namespace=NAMESPACE, connect=service.connect),
+        api=apiserver,
+        service=service,
+        clock=clock,
+        timing=AgentTiming(startup_delay=1.0, exit_delay=(1.5, 1.5)),
+        job_duration=lambda job: 5.0,
+    )
+    service.queue.append("job-1")
+    for clock.now in (0.0, 1.0, 1.5, 6.5):
+        pod_agent.step()
+
+    assert service.completed == [("job-1", True)]
+    assert _pod(apiserver)["status"]["phase"] == "Running", "GitHub hears of it first"
+    clock.now = 8.0
+    pod_agent.step()
+    pod = _pod(apiserver)
+    assert (pod["status"]["phase"], _exit_code(pod)) == ("Succeeded", 0)
+
+
 def test_a_pod_deleted_mid_job_loses_the_job(
     apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
 ) -> None:
