@@ -8,7 +8,9 @@ RBAC), then the image set back.
   replaced (every uid the same), ARC's listener keeps running (its Pod, its image, its
   session), no scale set registered, the busy runner untouched until it finishes its
   job, the idle runner not rebuilt; scaling goes on (a queued job gets a runner that
-  runs it) with the guard on (the set records the patch ID of each cleanup).
+  runs it) with the guard on (each cleanup records the patch ID it serviced, or the
+  listener's count in force named the runner's completion: the listener here is this
+  project's, which names them, standing in for ARC's).
 - Stopped (the image set back to ARC's), what it leaves is what ARC's controller
   expects (``arc_expects.py``).
 - Deleting the ARS afterwards, with ours running again, leaves nothing of the scale
@@ -27,6 +29,7 @@ from typing import Any, Final
 import pytest
 
 from ersctl import api
+from ersctl.api import EphemeralRunnerSet
 from ersctl.autoscaling.listener_objects import LISTENER_HASH_ANNOTATION
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing import GitHubSimulator, serve
@@ -151,25 +154,38 @@ def _adopted(live: LiveArc, before: Inventory, sessions: list[str]) -> None:
     assert busy["status"]["jobId"] and not busy["metadata"].get("deletionTimestamp")
 
 
+def _guarded(live: LiveArc, runner_id: int, marker: int) -> None:
+    """The set's cleanup of runner ``runner_id`` went through the guard: the marker
+    recorded the patch ID it serviced (ARC's rule), or the listener's count in force had
+    named that runner's completion (ours: its slot refilled at once, no marker)."""
+    ers = EphemeralRunnerSet(live.get(api.ERS_PLURAL, RUNNERS_NS, live.ers))
+    named = runner_id in ers.completed_runner_ids
+    assert named or ers.finished_runner_cleanup_patch_id > marker, (named, ers.status)
+
+
+def _marker(live: LiveArc) -> int:
+    ers = EphemeralRunnerSet(live.get(api.ERS_PLURAL, RUNNERS_NS, live.ers))
+    return ers.finished_runner_cleanup_patch_id
+
+
 def _busy_runner_finishes(live: LiveArc, before: Inventory) -> None:
     """The busy runner's job ends at GitHub and its runner exits 0: ours cleans it up
-    under the guard (the set records the patch ID it serviced)."""
+    under the guard."""
+    marker = _marker(live)
+    runner_id = int(live.get(api.ER_PLURAL, RUNNERS_NS, live.busy)["status"]["runnerId"])
     live.sim.complete_job(live.job)
     live.pods.exit(live.busy, 0)
     eventually(
         _gone(live, api.ER_PLURAL, RUNNERS_NS, live.busy), timeout=WAIT, what="the busy runner done"
     )
-    ers = live.get(api.ERS_PLURAL, RUNNERS_NS, live.ers)
-    assert ers["status"].get("finishedRunnerCleanupPatchID", 0) > 0, ers["status"]
+    _guarded(live, runner_id, marker)
     _unchanged(live, before, api.ER_PLURAL, only=live.idle)
 
 
 def _scaling_goes_on(live: LiveArc, before: Inventory) -> None:
     """A queued job: ARC's listener scales the set up, ours makes a runner (ARC-shaped),
     it runs the job, and is cleaned up; the idle runner is never touched."""
-    marker = live.get(api.ERS_PLURAL, RUNNERS_NS, live.ers)["status"][
-        "finishedRunnerCleanupPatchID"
-    ]
+    marker = _marker(live)
     job = live.sim.enqueue_job(live.scale_set_id)
 
     def new_runner() -> str | None:
@@ -186,8 +202,7 @@ def _scaling_goes_on(live: LiveArc, before: Inventory) -> None:
     live.sim.complete_job(job)
     live.pods.exit(name, 0)
     eventually(_gone(live, api.ER_PLURAL, RUNNERS_NS, name), timeout=WAIT, what="its runner done")
-    status = live.get(api.ERS_PLURAL, RUNNERS_NS, live.ers)["status"]
-    assert status["finishedRunnerCleanupPatchID"] > marker
+    _guarded(live, runner_id, marker)
     _unchanged(live, before, api.ER_PLURAL, only=live.idle)
     _unchanged(live, before, "pods", only=live.idle)
 
