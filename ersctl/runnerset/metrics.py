@@ -105,8 +105,9 @@ def lifecycle_counts(states: RunnerStates) -> dict[str, int]:
 
 
 class ArcSetGauges(Collector):
-    """ARC's ``gha_controller_{pending,running,succeeded,failed,outdated,deleting}_ephemeral_runners``
-    per set, with ARC's labels, so dashboards built for ARC's controller keep working.
+    """ARC's ``gha_controller_<bucket>_ephemeral_runners`` per set, for each bucket of
+    :func:`lifecycle_counts`, with ARC's labels, so dashboards built for ARC's controller
+    keep working.
 
     The set's runner counts live here, not in its status (``ersctl.runnerset.status``):
     counted at scrape time from the cached sets and their cached runners (no request is

@@ -2,8 +2,8 @@
 
 What the status holds, and why each field is written:
 
-- ``phase`` (Running or Outdated; a printer column, and the ARS and ``ersctl status``
-  read it): derived from the classified runners.
+- ``phase`` (Running or Outdated: a printer column, and an Outdated set is only cleaned
+  up, never scaled): derived from the classified runners.
 - ``finishedRunnerCleanupPatchID`` (the marker) and ``appliedActionableRevision``:
   *copied* from the in-memory object, never computed here. Their own writers
   (``ersctl.runnerset.markers``) set them under an optimistic lock.
@@ -23,7 +23,7 @@ this reconcile changed them in memory. That is what makes it safe to start the
 reconcile from a lagging cached object: a stale marker on both sides of the diff
 produces no entry, whereas computing the marker here (say from ``spec.patchID``) would
 overwrite, without a lock, a value this reconcile had no authority to change. An
-unchanged status sends nothing; so does a runner count change.
+unchanged status sends nothing, and neither does a change of runner counts alone.
 """
 
 from __future__ import annotations
