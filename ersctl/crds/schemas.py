@@ -17,7 +17,9 @@ refusal; the controller still writes what 0.14 requires.
 The runner counts ARC's status carries are kept in the schemas (an object ARC wrote
 stays valid) but are not the controller's: it counts runners in metrics and ``ersctl
 status``, as ARC does after 0.15.1 (#4557), so no status is written for a runner. The
-printer columns are ARC's less those counts (:data:`UNKEPT_COUNT_COLUMNS`).
+printer columns are ARC's less its count columns (those would show a stale value, and
+the finished and deleting ones are in neither schema, so they were always empty); ARC
+dropped them after 0.15.1 too (#4557, #4583).
 
 The pod template is Kubernetes' PodSpec, passed in by the caller
 (``ersctl.crds.podspec``); :func:`crds` is pure.
@@ -287,24 +289,8 @@ def _column(name: str, path: str, kind: str) -> JsonObject:
     return {"jsonPath": path, "name": name, "type": kind}
 
 
-UNKEPT_COUNT_COLUMNS: Final = frozenset(
-    f".status.{name}"
-    for name in (
-        "currentReplicas",
-        "currentRunners",
-        "pendingEphemeralRunners",
-        "runningEphemeralRunners",
-        "finishedEphemeralRunners",
-        "deletingEphemeralRunners",
-    )
-)
-"""ARC 0.14's and 0.15.1's count columns that are not shown: the counts are not kept in
-the status (the finished and deleting ones are in neither schema, so those columns were
-always empty). ARC dropped them after 0.15.1 too (#4557, #4583)."""
-
-
 ERS_COLUMNS: Final = (
-    # ARC's, in ARC's order, less UNKEPT_COUNT_COLUMNS.
+    # ARC's, in ARC's order, less the runner counts (module docstring).
     _column("DesiredReplicas", ".spec.replicas", "integer"),
     _column("Phase", ".status.phase", "string"),  # 0.15's
     # Ours.
@@ -405,7 +391,7 @@ def ars_schema(pod_spec: JsonObject) -> JsonObject:
 
 
 ARS_COLUMNS: Final = (
-    # ARC's, in ARC's order, less UNKEPT_COUNT_COLUMNS.
+    # ARC's, in ARC's order, less the runner counts (module docstring).
     _column("Minimum Runners", ".spec.minRunners", "integer"),
     _column("Maximum Runners", ".spec.maxRunners", "integer"),
     _column("Phase", ".status.phase", "string"),  # 0.15's; 0.14 shows State here

@@ -193,6 +193,15 @@ def ars_reconciles(env: Env) -> float:
 def test_the_status_is_not_written_when_the_sets_runners_change(env: Env) -> None:
     env.launch("arc")
     ers = env.runner_set("arc")
+    assert env.controller is not None
+    store = env.controller.manager.store(api.ARS_PLURAL)
+    # Its cache shows what it wrote: a reconcile from now on starts from that status.
+    eventually(
+        lambda: (
+            ((store.get(env.namespace, "arc") or {}).get("status") or {}).get("state") == "Running"
+        ),
+        what="the cached ARS running",
+    )
     env.sent.clear()
     seen = ars_reconciles(env)
     # The listener's write: two runners wanted (no runner controller: they stay pending).
