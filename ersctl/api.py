@@ -363,28 +363,13 @@ class EphemeralRunnerSet(KubeObject):
         value = self.annotations.get(COMPLETED_RUNNERS_ANNOTATION, "")
         return frozenset(parse_runner_ids(value) or ())
 
-    @property
-    def current_replicas(self) -> int:
-        return _int_field(self.raw, "status.currentReplicas")
 
-    @property
-    def pending_runners(self) -> int:
-        return _int_field(self.raw, "status.pendingEphemeralRunners")
-
-    @property
-    def running_runners(self) -> int:
-        return _int_field(self.raw, "status.runningEphemeralRunners")
-
-    @property
-    def failed_runners(self) -> int:
-        return _int_field(self.raw, "status.failedEphemeralRunners")
-
-
-# The status fields ARC's EphemeralRunnerSet schema requires, with the value an absent
-# one reads as. ARC's CRD requires status.currentReplicas: a status write that leaves it
-# absent is refused whole (422 "status.currentReplicas: Required value"), so the first
-# marker or phase write on a new set would fail on every retry, and with it the cleanup
-# of finished runners that waits for the marker.
+# The status fields ARC's EphemeralRunnerSet schema requires, with the value the
+# controller holds them at. ARC 0.14's CRD requires status.currentReplicas: a status write
+# that leaves it absent is refused whole (422 "status.currentReplicas: Required value"),
+# so the first marker or phase write on a new set would fail on every retry, and with it
+# the cleanup of finished runners that waits for the marker. It is not a count here: the
+# controller keeps no runner counts in the status (ersctl.runnerset.status).
 ERS_REQUIRED_STATUS: Final[Mapping[str, object]] = {"currentReplicas": 0}
 
 

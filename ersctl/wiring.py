@@ -159,7 +159,9 @@ def build_controller(
         owns=[ER_PLURAL],
         predicates=ERS_CONTROLLER_PREDICATES,
     )
-    manager.metrics.registry.register(ArcSetGauges(manager.reader.list_ers))
+    manager.metrics.registry.register(
+        ArcSetGauges(manager.reader.list_ers, manager.reader.list_owned_runners)
+    )
     listeners = PodInformer(api, selector=LISTENER_SELECTOR, namespace=options.namespace)
     manager.add_informer(LISTENER_PODS, listeners)
     manager.metrics.registry.register(ArcListenerGauge(listeners.store.values))

@@ -136,8 +136,7 @@ def populate(server: ApiServer, shape: Shape) -> None:
             "spec": {"replicas": shape.per_set, "patchID": 1,
                      "ephemeralRunnerSpec": runner_spec()},
         })  # fmt: skip
-        status = {"phase": "Running", "currentReplicas": shape.per_set,
-                  "runningEphemeralRunners": shape.per_set}  # fmt: skip
+        status = {"phase": "Running", "currentReplicas": 0}  # steady: no count is kept
         server.patch_object(ERS_PLURAL, NAMESPACE, name, {"status": status}, subresource="status")
         owner = {"apiVersion": API_VERSION, "kind": ERS_KIND, "name": name,
                  "uid": ers["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}  # fmt: skip

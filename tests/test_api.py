@@ -196,12 +196,6 @@ def test_ers_accessors_read_every_field_the_programs_use() -> None:
         7,
         40,
     )
-    assert (ers.current_replicas, ers.pending_runners, ers.running_runners, ers.failed_runners) == (
-        3,
-        1,
-        2,
-        0,
-    )
     assert ers.generation == 12
     assert ers.has_finalizer(api.ERS_FINALIZER)
     assert not ers.is_deleting

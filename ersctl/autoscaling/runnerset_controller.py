@@ -1,9 +1,9 @@
 """Registers the AutoscalingRunnerSet controller on the runtime's manager.
 
 Its primary resource is ``autoscalingrunnersets`` (spec and metadata changes; its own
-status writes enqueue nothing); it owns EphemeralRunnerSets (every event: their status
-counts feed the ARS's) and is told about AutoscalingListeners through their
-``spec.autoscalingRunnerSetNamespace/Name`` (ARC puts a listener in the controller's
+status writes enqueue nothing); it owns EphemeralRunnerSets (every event: a set changed
+or gone is brought back to its ARS's template) and is told about AutoscalingListeners
+through their ``spec.autoscalingRunnerSetNamespace/Name`` (ARC puts a listener in the controller's
 namespace, where no ownerReference can reach the ARS): their spec and metadata
 changes, and each listener exit the listener controller records. Secrets, and the ServiceAccounts,
 Roles and RoleBindings whose cleanup-protection finalizer a teardown removes, are read

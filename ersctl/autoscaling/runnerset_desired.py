@@ -329,28 +329,25 @@ def merge_diff(live: Mapping[str, Any], desired: Mapping[str, Any]) -> JsonObjec
     return patch
 
 
-def runner_counts(ers: EphemeralRunnerSet | None) -> JsonObject:
-    """ARC's ARS status counts, read from the set's status (zeros without a set)."""
-    if ers is None:
-        return {
-            "currentRunners": 0,
-            "pendingEphemeralRunners": 0,
-            "runningEphemeralRunners": 0,
-            "failedEphemeralRunners": 0,
-        }
-    return {
-        "currentRunners": ers.current_replicas,
-        "pendingEphemeralRunners": ers.pending_runners,
-        "runningEphemeralRunners": ers.running_runners,
-        "failedEphemeralRunners": ers.failed_runners,
-    }
+RETIRED_COUNTS: Final = (
+    "currentRunners",
+    "pendingEphemeralRunners",
+    "runningEphemeralRunners",
+    "failedEphemeralRunners",
+)
+"""ARC's ARS status counts: not kept (a copy of the set's, rewritten whenever one of its
+runners changed state; ARC moved them to its ``gha_controller_*`` gauges after 0.15.1,
+#4557). One an ARS still carries is removed by its next status write, so no
+``kubectl get`` shows it frozen."""
 
 
 def status_update(
-    ars: AutoscalingRunnerSet, *, phase: str, state: str, message: str = "", counts: JsonObject
+    ars: AutoscalingRunnerSet, *, phase: str, state: str, message: str = ""
 ) -> JsonObject | None:
-    """The ``/status`` merge patch for ``ars``, or None when it already says so."""
-    wanted: JsonObject = {"phase": phase, "state": state, "message": message, **counts}
+    """The ``/status`` merge patch for ``ars``, or None when it already says so: written
+    when the phase, state or message changes, never for a runner (:data:`RETIRED_COUNTS`)."""
+    retired = dict.fromkeys(RETIRED_COUNTS)
+    wanted: JsonObject = {"phase": phase, "state": state, "message": message, **retired}
     live = ars.raw.get("status") or {}
     changed = {key: value for key, value in wanted.items() if live.get(key) != value}
     return {"status": changed} if changed else None

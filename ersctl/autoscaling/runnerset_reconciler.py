@@ -27,8 +27,9 @@ requeue, brings the next step):
    created (after checking the scale set still exists) or patched in place. A listener
    that keeps exiting has its scale set checked again, and one gone from GitHub is
    registered again (ARC's #4571, extended to a listener already crash-looping).
-8. Status: the set's counts, ``phase`` and ``state``; ``Failed`` with the reason when
-   no listener Pod can start (no listener image).
+8. Status: ``phase``, ``state`` and ``message``, written only when one of them changes
+   (the set's runner counts are metrics, not status: ``desired.RETIRED_COUNTS``);
+   ``Failed`` with the reason when no listener Pod can start (no listener image).
 
 An ARS made by ARC's Helm chart is adopted by the same steps: its annotations name the
 scale set (no second registration), its ERS is found by ownerReference and kept
@@ -47,7 +48,6 @@ from ersctl.api import (
     AutoscalingRunnerSet,
     EphemeralRunnerSet,
     FieldError,
-    JsonObject,
     KubeObject,
 )
 from ersctl.autoscaling import cleanup_protection
@@ -191,7 +191,7 @@ class AutoscalingRunnerSetReconciler:
             self._set_state(ars, Phase.PENDING, Reason.WAITING_FOR_LISTENER, "")
             return Result()
         outcome = self._listener.reconcile(ars, ers)
-        self._set_state(ars, outcome.phase, outcome.reason, outcome.message, ers)
+        self._set_state(ars, outcome.phase, outcome.reason, outcome.message)
         return Result(requeue_after=outcome.requeue_after)
 
     # -- the scale set on GitHub ---------------------------------------------------------
@@ -337,8 +337,7 @@ class AutoscalingRunnerSetReconciler:
             for ers in sets:
                 if not ers.is_deleting:
                     self._objects.delete_runner_set(ers)
-            counts = desired.runner_counts(sets[-1])
-            self._set_state(ars, Phase.DELETING, Reason.DRAINING_RUNNERS, "", counts=counts)
+            self._set_state(ars, Phase.DELETING, Reason.DRAINING_RUNNERS, "")
             return Result(requeue_after=self._teardown_poll)
         if ars.scale_set_id:
             with self._services.scale_sets_for(ars) as service:
@@ -359,19 +358,8 @@ class AutoscalingRunnerSetReconciler:
 
     # -- status and events ---------------------------------------------------------------
 
-    def _set_state(
-        self,
-        ars: AutoscalingRunnerSet,
-        phase: str,
-        state: str,
-        message: str,
-        ers: EphemeralRunnerSet | None = None,
-        *,
-        counts: JsonObject | None = None,
-    ) -> None:
-        if counts is None:
-            counts = desired.runner_counts(ers)
-        patch = desired.status_update(ars, phase=phase, state=state, message=message, counts=counts)
+    def _set_state(self, ars: AutoscalingRunnerSet, phase: str, state: str, message: str) -> None:
+        patch = desired.status_update(ars, phase=phase, state=state, message=message)
         if patch is not None:
             self._objects.patch_ars_status(ars, patch)
 

@@ -14,6 +14,13 @@ ARC's. Nothing is required that either line leaves optional (0.15 dropped 0.14's
 an object either ARC line accepts is accepted here, and a switch back to ARC meets no
 refusal; the controller still writes what 0.14 requires.
 
+The runner counts ARC's status carries are kept in the schemas (an object ARC wrote
+stays valid) but are not the controller's: it counts runners in metrics and ``ersctl
+status``, as ARC does after 0.15.1 (#4557), so no status is written for a runner. The
+printer columns are ARC's less its count columns (those would show a stale value, and
+the finished and deleting ones are in neither schema, so they were always empty); ARC
+dropped them after 0.15.1 too (#4557, #4583).
+
 The pod template is Kubernetes' PodSpec, passed in by the caller
 (``ersctl.crds.podspec``); :func:`crds` is pure.
 """
@@ -40,6 +47,12 @@ def _integer(description: str | None = None, *, int64: bool = False) -> JsonObje
     if description:
         out["description"] = description
     return out
+
+
+_UNKEPT_COUNT = (
+    "ARC's runner count; not kept by this controller (the "
+    "gha_controller_*_ephemeral_runners gauges and `ersctl status` count the runners)."
+)
 
 
 def _string_map() -> JsonObject:
@@ -226,15 +239,17 @@ def ers_schema(pod_spec: JsonObject) -> JsonObject:
                 int64=True,
             ),
             "conditions": _conditions(),
-            "currentReplicas": _integer("EphemeralRunners of this set that are not finished."),
-            "failedEphemeralRunners": _integer(),
+            "currentReplicas": _integer(
+                _UNKEPT_COUNT + " Held at 0: ARC 0.14's schema requires it."
+            ),
+            "failedEphemeralRunners": _integer(_UNKEPT_COUNT),
             "finishedRunnerCleanupPatchID": _integer(
                 "The spec.patchID a finished-runner cleanup was performed for; scale up is "
                 "suppressed while spec.patchID still equals it."
             ),
-            "pendingEphemeralRunners": _integer(),
+            "pendingEphemeralRunners": _integer(_UNKEPT_COUNT),
             "phase": {"type": "string", "description": "Running or Outdated."},
-            "runningEphemeralRunners": _integer(),
+            "runningEphemeralRunners": _integer(_UNKEPT_COUNT),
         },
     }
     return _object("A set of EphemeralRunners scaled by one listener.", spec, status)
@@ -275,14 +290,8 @@ def _column(name: str, path: str, kind: str) -> JsonObject:
 
 
 ERS_COLUMNS: Final = (
-    # ARC's, in ARC's order. Neither schema has the finished and deleting counts, so
-    # those two columns stay empty here as they do under ARC.
+    # ARC's, in ARC's order, less the runner counts (module docstring).
     _column("DesiredReplicas", ".spec.replicas", "integer"),
-    _column("CurrentReplicas", ".status.currentReplicas", "integer"),
-    _column("Pending Runners", ".status.pendingEphemeralRunners", "integer"),
-    _column("Running Runners", ".status.runningEphemeralRunners", "integer"),
-    _column("Finished Runners", ".status.finishedEphemeralRunners", "integer"),
-    _column("Deleting Runners", ".status.deletingEphemeralRunners", "integer"),
     _column("Phase", ".status.phase", "string"),  # 0.15's
     # Ours.
     _column("PatchID", ".spec.patchID", "integer"),
@@ -362,15 +371,15 @@ def ars_schema(pod_spec: JsonObject) -> JsonObject:
         "type": "object",
         "description": "What the controller observed and did.",
         "properties": {
-            "currentRunners": _integer("EphemeralRunners of the set that are not finished."),
-            "failedEphemeralRunners": _integer(),
+            "currentRunners": _integer(_UNKEPT_COUNT),
+            "failedEphemeralRunners": _integer(_UNKEPT_COUNT),
             "message": {"type": "string", "description": "Why the state is what it is."},
             "observedGeneration": _integer(
                 "The metadata.generation the controller last acted on (ARC 0.15).", int64=True
             ),
-            "pendingEphemeralRunners": _integer(),
+            "pendingEphemeralRunners": _integer(_UNKEPT_COUNT),
             "phase": {"type": "string", "description": "Pending, Running, Failed or Deleting."},
-            "runningEphemeralRunners": _integer(),
+            "runningEphemeralRunners": _integer(_UNKEPT_COUNT),
             "state": {
                 "type": "string",
                 "description": "What the controller is doing or "
@@ -382,15 +391,10 @@ def ars_schema(pod_spec: JsonObject) -> JsonObject:
 
 
 ARS_COLUMNS: Final = (
-    # ARC's, in ARC's order (the finished and deleting counts are in neither schema).
+    # ARC's, in ARC's order, less the runner counts (module docstring).
     _column("Minimum Runners", ".spec.minRunners", "integer"),
     _column("Maximum Runners", ".spec.maxRunners", "integer"),
-    _column("Current Runners", ".status.currentRunners", "integer"),
     _column("Phase", ".status.phase", "string"),  # 0.15's; 0.14 shows State here
-    _column("Pending Runners", ".status.pendingEphemeralRunners", "integer"),
-    _column("Running Runners", ".status.runningEphemeralRunners", "integer"),
-    _column("Finished Runners", ".status.finishedEphemeralRunners", "integer"),
-    _column("Deleting Runners", ".status.deletingEphemeralRunners", "integer"),
     _column("State", ".status.state", "string"),  # 0.14's
     # Ours.
     _column("Age", ".metadata.creationTimestamp", "date"),

@@ -28,7 +28,7 @@ guard run with a marker that is never stored.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -80,14 +80,11 @@ def record_cleanup_patch_id(
     name: str,
     patch_id: PatchID,
     retry: ConflictRetry,
-    counts: Mapping[str, int] | None = None,
 ) -> EphemeralRunnerSet | None:
     """Make the live marker equal ``patch_id``; return the live ERS (None when it is gone).
 
-    ``counts`` (status fields, JSON names) that differ from the live ones go in the same
-    write, so they cost no write of their own; they never cause one when the marker is
-    already in place. Raises ``ConflictError`` when every attempt lost the race, other
-    ``KubeError``s as they come.
+    Raises ``ConflictError`` when every attempt lost the race, other ``KubeError``s as
+    they come.
     """
 
     def attempt() -> EphemeralRunnerSet | None:
@@ -95,9 +92,7 @@ def record_cleanup_patch_id(
         # Equality, not >=: the marker must be able to move down with the patch ID.
         if live is None or live.finished_runner_cleanup_patch_id == patch_id:
             return live
-        # Absent counts mean 0 (as ersctl.runnerset.status reads them).
-        changed = {k: v for k, v in (counts or {}).items() if live.status.get(k, 0) != v}
-        return _write(writer, live, {CLEANUP_MARKER_FIELD: patch_id, **changed})
+        return _write(writer, live, {CLEANUP_MARKER_FIELD: patch_id})
 
     return retry.run(attempt)
 

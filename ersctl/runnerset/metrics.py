@@ -2,9 +2,10 @@
 
 Ours complement the runtime's per-controller reconcile metrics: runners created and
 deleted per set, scale-ups the guard suppressed, and Failed runners collected (they
-leave ARC's failed-runner gauge once deleted; this counter keeps the record). ARC's ``gha_controller_*`` gauges
-(:class:`ArcSetGauges`, :class:`ArcListenerGauge`) are exported next to them under ARC's
-names and labels.
+leave ARC's failed-runner gauge once deleted; this counter keeps the record). ARC's
+``gha_controller_*`` gauges (:class:`ArcSetGauges`: each set's runner counts, which its
+status no longer carries; :class:`ArcListenerGauge`) are exported next to them under
+ARC's names and labels.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from ersctl.api import (
     REPOSITORY_LABEL,
     SCALE_SET_NAME_LABEL,
     SCALE_SET_NAMESPACE_LABEL,
+    EphemeralRunner,
     EphemeralRunnerSet,
     FieldError,
 )
+from ersctl.runnerset.classification import RunnerStates, classify
 from ghalistener.actions.config import parse_config_url
 from ghalistener.actions.errors import ConfigUrlError
 
@@ -79,47 +82,66 @@ class RunnerSetMetrics:
 
 ARC_LABELS: Final = ("name", "namespace", "repository", "organization", "enterprise")
 _ARC_GAUGES: Final = (
-    ("pending_ephemeral_runners", "Number of ephemeral runners in a pending state.", "pending"),
-    (
-        "running_ephemeral_runners",
-        "Number of ephemeral runners that have been assigned a job.",
-        "running",
-    ),
-    ("failed_ephemeral_runners", "Number of ephemeral runners in a failed state.", "failed"),
+    ("pending", "Number of ephemeral runners in a pending state."),
+    ("running", "Number of ephemeral runners in a running state."),
+    ("succeeded", "Number of ephemeral runners in a succeeded state."),
+    ("failed", "Number of ephemeral runners in a failed state."),
+    ("outdated", "Number of ephemeral runners in an outdated state."),
+    ("deleting", "Number of ephemeral runners in a deleting state."),
 )
 
 
-class ArcSetGauges(Collector):
-    """ARC's ``gha_controller_{pending,running,failed}_ephemeral_runners`` per set, with
-    ARC's labels, so dashboards built for ARC's controller keep working.
+def lifecycle_counts(states: RunnerStates) -> dict[str, int]:
+    """The runners of ``states`` in ARC's lifecycle buckets (:data:`_ARC_GAUGES`): being
+    deleted first, then by phase (Outdated whatever revision it judged), else pending."""
+    return {
+        "pending": len(states.pending),
+        "running": len(states.running),
+        "succeeded": len(states.finished),
+        "failed": len(states.failed),
+        "outdated": len(states.outdated) + len(states.stale_outdated),
+        "deleting": len(states.deleting),
+    }
 
-    Read at scrape time from the cached sets' status counts (the reconciler keeps them
-    current; no request is sent), so a deleted set's series go with it. ``name`` and
+
+class ArcSetGauges(Collector):
+    """ARC's ``gha_controller_<bucket>_ephemeral_runners`` per set, for each bucket of
+    :func:`lifecycle_counts`, with ARC's labels, so dashboards built for ARC's controller
+    keep working.
+
+    The set's runner counts live here, not in its status (``ersctl.runnerset.status``):
+    counted at scrape time from the cached sets and their cached runners (no request is
+    sent, no status written), so a deleted set's series go with it. ``name`` and
     ``namespace`` are the scale set's (the labels an AutoscalingRunnerSet puts on its
     set, else the set's own); ``repository``, ``organization`` and ``enterprise`` come
     from the set's GitHub configuration URL (empty when it is not one).
     """
 
-    def __init__(self, sets: Callable[[], Iterable[EphemeralRunnerSet]]) -> None:
+    def __init__(
+        self,
+        sets: Callable[[], Iterable[EphemeralRunnerSet]],
+        runners: Callable[[EphemeralRunnerSet], Iterable[EphemeralRunner]],
+    ) -> None:
         self._sets = sets
+        self._runners = runners
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         families = {
-            key: GaugeMetricFamily(f"gha_controller_{name}", text, labels=ARC_LABELS)
-            for name, text, key in _ARC_GAUGES
+            key: GaugeMetricFamily(
+                f"gha_controller_{key}_ephemeral_runners", text, labels=ARC_LABELS
+            )
+            for key, text in _ARC_GAUGES
         }
         for ers in self._sets():
-            labels = arc_labels(ers)
             try:
-                counts = {
-                    "pending": ers.pending_runners,
-                    "running": ers.running_runners,
-                    "failed": ers.failed_runners,
-                }
+                states = classify(
+                    self._runners(ers), applied_revision=ers.applied_actionable_revision
+                )
             except FieldError:
-                continue  # a malformed status: the reconciler repairs it, skip till then
-            for key, family in families.items():
-                family.add_metric(labels, counts[key])
+                continue  # a malformed field: the reconciler says which, skip till fixed
+            labels = arc_labels(ers)
+            for key, count in lifecycle_counts(states).items():
+                families[key].add_metric(labels, count)
         yield from families.values()
 
     def describe(self) -> list[GaugeMetricFamily]:

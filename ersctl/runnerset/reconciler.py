@@ -407,8 +407,6 @@ class EphemeralRunnerSetReconciler:
         # The marker first: a crash between the two steps then leaves a recorded
         # marker and finished runners (redone next time), never deleted runners and
         # no marker (which would let the next reconcile refill the gap).
-        # The counts ride along with the marker: the batch then costs one status write,
-        # the same as the cleanup's count update cost before the guard existed.
         live = record_cleanup_patch_id(
             api=self._api,
             writer=self._writer,
@@ -416,14 +414,13 @@ class EphemeralRunnerSetReconciler:
             name=ers.name,
             patch_id=decision.patch_id,
             retry=self._retry,
-            counts=status.counts(states),
         )
         if live is None:
             return Outcome(action="none", detail="gone")
-        # The server holds the marker (and the counts) now; mirror them so step 9
-        # neither repeats nor reverts them.
+        # The server holds the marker now; mirror it so step 9 neither repeats nor
+        # reverts it.
         ers.finished_runner_cleanup_patch_id = decision.patch_id
-        before = status.with_counts_of(live, replace(before, cleanup_patch_id=decision.patch_id))
+        before = replace(before, cleanup_patch_id=decision.patch_id)
         deleted = delete_runners(self._writer, decision.runners)
         # No Event per batch: the guard's cost is its marker write (the count of
         # deleted runners is in the metrics and the log line of this reconcile).

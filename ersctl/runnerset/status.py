@@ -1,66 +1,76 @@
 """Step 9 of the reconcile: the status update (pure parts plus one thin write).
 
-The update recomputes the phase and the counts from the classified runners and
-*copies* the marker (``finishedRunnerCleanupPatchID``) and the applied revision from
-the in-memory object. The patch is the difference between the status as this
-reconcile started from (:func:`observed`) and the desired one, so the two copied
-fields appear in it only if this reconcile changed them in memory. That is what
-makes it safe to start the reconcile from a lagging cached object: a stale marker
-on both sides of the diff produces no entry, whereas computing the marker here (say
-from ``spec.patchID``) would overwrite, without a lock, a value this reconcile had
-no authority to change.
+What the status holds, and why each field is written:
+
+- ``phase`` (Running or Outdated: a printer column, and an Outdated set is only cleaned
+  up, never scaled): derived from the classified runners.
+- ``finishedRunnerCleanupPatchID`` (the marker) and ``appliedActionableRevision``:
+  *copied* from the in-memory object, never computed here. Their own writers
+  (``ersctl.runnerset.markers``) set them under an optimistic lock.
+- No runner counts. They change with every runner that starts or ends, and nothing
+  decides on them: they are ARC's ``gha_controller_*_ephemeral_runners`` gauges
+  (``ersctl.runnerset.metrics``, read from the cache at scrape time) and ``ersctl
+  status``'s columns (counted from a live list), as ARC moved them out of the status
+  after 0.15.1 (#4557, #4570). Counts a set still carries (ARC wrote them before a
+  switch, or an earlier version of this controller) are cleared once
+  (:data:`RETIRED_COUNTS`), so a ``kubectl get`` under ARC's CRDs never shows them
+  frozen. ``currentReplicas`` cannot be removed, as ARC 0.14's schema requires it: it
+  is held at 0 (``ersctl.api.ERS_REQUIRED_STATUS``).
+
+The patch is the difference between the status as this reconcile started from
+(:func:`observed`) and the desired one, so the two copied fields appear in it only if
+this reconcile changed them in memory. That is what makes it safe to start the
+reconcile from a lagging cached object: a stale marker on both sides of the diff
+produces no entry, whereas computing the marker here (say from ``spec.patchID``) would
+overwrite, without a lock, a value this reconcile had no authority to change. An
+unchanged status sends nothing, and neither does a change of runner counts alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from ersctl.api import EphemeralRunnerSet, ERSPhase, FieldError
+from ersctl.api import ERS_REQUIRED_STATUS, EphemeralRunnerSet, ERSPhase, FieldError
 from ersctl.runnerset.classification import RunnerStates
 from ersctl.runnerset.ports import Writer
 
 _JSON_NAMES: Final = {
     "phase": "phase",
-    "current": "currentReplicas",
-    "pending": "pendingEphemeralRunners",
-    "running": "runningEphemeralRunners",
-    "failed": "failedEphemeralRunners",
     "applied_revision": "appliedActionableRevision",
     "cleanup_patch_id": "finishedRunnerCleanupPatchID",
 }
 
+RETIRED_COUNTS: Final[Mapping[str, object]] = {
+    "pendingEphemeralRunners": None,
+    "runningEphemeralRunners": None,
+    "failedEphemeralRunners": None,
+    **ERS_REQUIRED_STATUS,
+}
+"""ARC's status counts, which this controller does not keep, and what a set that still
+carries one gets instead (None: removed)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class StatusView:
-    """The ERS status fields the controller owns, as effective values (absent = 0/"")."""
+    """The ERS status fields the controller owns, as effective values (absent = 0/"");
+    ``retired``: the :data:`RETIRED_COUNTS` the set still holds with another value."""
 
     phase: str
-    current: int
-    pending: int
-    running: int
-    failed: int
     applied_revision: int
     cleanup_patch_id: int
+    retired: frozenset[str] = frozenset()
 
 
 _READERS: Final[dict[str, Callable[[EphemeralRunnerSet], object]]] = {
     "phase": lambda ers: ers.phase,
-    "currentReplicas": lambda ers: ers.current_replicas,
-    "pendingEphemeralRunners": lambda ers: ers.pending_runners,
-    "runningEphemeralRunners": lambda ers: ers.running_runners,
-    "failedEphemeralRunners": lambda ers: ers.failed_runners,
     "appliedActionableRevision": lambda ers: ers.applied_actionable_revision,
     "finishedRunnerCleanupPatchID": lambda ers: ers.finished_runner_cleanup_patch_id,
 }
 
 RESET_VALUES: Final[dict[str, object]] = {
     "phase": None,  # removed; the status update then derives it again
-    "currentReplicas": 0,
-    "pendingEphemeralRunners": 0,
-    "runningEphemeralRunners": 0,
-    "failedEphemeralRunners": 0,
     # Unknown which revision was applied: apply the current one again (idle runners
     # are rebuilt), rather than assume runners match a spec nobody can vouch for.
     "appliedActionableRevision": 0,
@@ -75,6 +85,7 @@ def malformed(ers: EphemeralRunnerSet) -> dict[str, FieldError]:
 
     They are the controller's own bookkeeping, so a bad value is overwritten
     (``ersctl.runnerset.markers.repair_status``), never a reason to stop reconciling the set.
+    The retired counts are not read, so no value of theirs is malformed: step 9 clears them.
     """
     found: dict[str, FieldError] = {}
     for name, read in _READERS.items():
@@ -89,17 +100,19 @@ def observed(ers: EphemeralRunnerSet) -> StatusView:
     """The status as ``ers`` carries it (raises FieldError on a malformed field)."""
     return StatusView(
         phase=ers.phase,
-        current=ers.current_replicas,
-        pending=ers.pending_runners,
-        running=ers.running_runners,
-        failed=ers.failed_runners,
         applied_revision=ers.applied_actionable_revision,
         cleanup_patch_id=ers.finished_runner_cleanup_patch_id,
+        retired=frozenset(
+            name
+            for name, value in RETIRED_COUNTS.items()
+            if name in ers.status and ers.status[name] != value
+        ),
     )
 
 
 def desired(ers: EphemeralRunnerSet, states: RunnerStates) -> StatusView:
-    """Phase and counts from ``states``; marker and applied revision copied from ``ers``.
+    """The phase from ``states``; marker and applied revision copied from ``ers``; no
+    retired count left.
 
     Phase: Outdated when a runner reported Outdated against the applied spec;
     Running when no phase was set yet; otherwise unchanged (only the revision
@@ -111,43 +124,20 @@ def desired(ers: EphemeralRunnerSet, states: RunnerStates) -> StatusView:
         phase = ers.phase or ERSPhase.RUNNING
     return StatusView(
         phase=str(phase),
-        current=states.total,
-        pending=len(states.pending),
-        running=len(states.running),
-        failed=len(states.failed),
         applied_revision=ers.applied_actionable_revision,
         cleanup_patch_id=ers.finished_runner_cleanup_patch_id,
-    )
-
-
-def counts(states: RunnerStates) -> dict[str, int]:
-    """The runner counts of ``states`` as status fields (JSON names), for a write that
-    carries them along with another (the marker)."""
-    return {
-        "currentReplicas": states.total,
-        "pendingEphemeralRunners": len(states.pending),
-        "runningEphemeralRunners": len(states.running),
-        "failedEphemeralRunners": len(states.failed),
-    }
-
-
-def with_counts_of(live: EphemeralRunnerSet, before: StatusView) -> StatusView:
-    """``before`` with the counts ``live`` holds: the base of the step-9 diff after a
-    write that set them. Phase, marker and applied revision stay as ``before`` has them
-    (copying those from another object could revert a value in step 9)."""
-    return replace(
-        before,
-        current=live.current_replicas,
-        pending=live.pending_runners,
-        running=live.running_runners,
-        failed=live.failed_runners,
     )
 
 
 def status_patch(before: StatusView, after: StatusView) -> dict[str, Any]:
     """A ``/status`` merge patch carrying exactly the fields that differ (``{}`` if none)."""
     old, new = asdict(before), asdict(after)
-    changed = {_JSON_NAMES[key]: value for key, value in new.items() if old[key] != value}
+    changed = {
+        _JSON_NAMES[key]: value
+        for key, value in new.items()
+        if key != "retired" and old[key] != value
+    }
+    changed.update({name: RETIRED_COUNTS[name] for name in before.retired - after.retired})
     return {"status": changed} if changed else {}
 
 

@@ -14,7 +14,9 @@ Definitions (the numbers mean exactly this):
   *peak demand*: most jobs assigned to the scale set at one sample.
 - *job wait*: queued -> started, nearest-rank percentiles over the jobs that started.
 - *API requests/writes per job*: requests the API server answered for the listener and
-  the controller (writes = create, update, patch, delete) divided by completed jobs.
+  the controller (writes = create, update, patch, delete) divided by completed jobs;
+  the writes also by what each was for (``simulation.trace.WRITE_KINDS``, with why it
+  is needed), each per completed job.
 - *back at min*: the last published replicas and the runners left both equal min_runners.
 """
 
@@ -192,8 +194,7 @@ def format_report(report: Report, *, verdict: bool = True) -> str:
         f"per job: {report.requests_per_job} requests, {report.writes_per_job} writes",
         "writes          "
         + (", ".join(f"{name} {count}" for name, count in report.writes_by_resource) or "-"),
-        "writes for      "
-        + (", ".join(f"{name} {count}" for name, count in report.writes_by_kind) or "-"),
+        *format_writes_per_job(report),
         f"end state       replicas {report.final_replicas}, runners {report.final_runners}, "
         f"min_runners {report.min_runners}: "
         + ("back at min" if report.back_at_min else "NOT back at min"),
@@ -221,6 +222,17 @@ def format_report(report: Report, *, verdict: bool = True) -> str:
             + (f"LEFT {'; '.join(left)}" if left else "nothing left")
         )
     return "\n".join(lines)
+
+
+def format_writes_per_job(report: Report) -> list[str]:
+    """One line per kind of write (``simulation.trace.WRITE_KINDS``): how many, how many
+    per completed job, and why the system needs it."""
+    lines = [f"writes for      (count, per job: why){'' if report.writes_by_kind else ' -'}"]
+    for kind, count in report.writes_by_kind:
+        jobs = report.jobs_completed
+        per_job = f"{count / jobs:.2f}" if jobs else "-"
+        lines.append(f"  {kind:18}{count:>6}{per_job:>7}  {WRITE_KINDS[kind]}")
+    return lines
 
 
 def write_json(reports: list[Report], path: str) -> None:

@@ -112,18 +112,24 @@ class ApiTraffic:
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
-WRITE_KINDS = (
-    "runner create",
-    "runner delete",
-    "set status",
-    "marker",
-    "events",
-    "listener patches",
-    "finalizers",
-    "runner controller",
-    "other",
-)
-"""What a write was for, as :func:`write_kind` tells it from the request."""
+WRITE_KINDS: Mapping[str, str] = {
+    "runner create": "one per job: an ephemeral runner runs one job",
+    "runner delete": "the runner whose job ended goes (its registration with it)",
+    "listener patches": "ARC's protocol: replicas and patch ID per message with job "
+    "events; the job recorded on its runner (a busy runner is never deleted)",
+    "marker": "the guard: the patch ID a cleanup serviced, before its delete (#4642)",
+    "set status": "the set's phase when it changes; a count ARC left, cleared once",
+    "scale set status": "the scale set's phase, state or message when one changes",
+    "events": "what the controllers decided (a repeat only counts up)",
+    "finalizers": "added once per object, removed when it goes",
+    "runner controller": "per runner: registration, Pod, JIT Secret, phase, finalizers "
+    "(and the listener's Pod and config)",
+    "leader election": "the leader's Lease renewals",
+    "other": "setup: the scale set's annotations, its set, the listener's objects and "
+    "its start-up check",
+}
+"""What a write was for, as :func:`write_kind` tells it from the request (in the
+reports' order), and why it is needed."""
 
 _JOB_FIELDS = frozenset({"jobRequestId", "jobId", "jobRepositoryName", "workflowRunId"})
 
@@ -134,9 +140,9 @@ def write_kind(
     """The :data:`WRITE_KINDS` entry of one request (None: not a write).
 
     Told apart by resource and body: a set status patch holding the marker is the
-    guard's marker write (the counts may ride along); a set patch holding ``spec`` and a
-    runner status patch holding job fields are the listener's; Secrets, Pods and other
-    runner writes are the runner controller's."""
+    guard's marker write; a set patch of ``spec.replicas``/``patchID`` and a runner status
+    patch holding job fields are the listener's; Secrets, Pods and other runner writes
+    are the runner controller's."""
     if verb not in WRITE_VERBS:
         return None
     raw_status = body.get("status")
@@ -144,17 +150,33 @@ def write_kind(
     match resource, subresource:
         case "events", _:
             return "events"
+        case "leases", _:
+            return "leader election"
         case "ephemeralrunners", None if verb in ("create", "delete"):
             return "runner create" if verb == "create" else "runner delete"
         case "ephemeralrunnersets", "status":
             return "marker" if "finishedRunnerCleanupPatchID" in status else "set status"
-        case "ephemeralrunnersets", None:
-            return "listener patches" if "spec" in body else "finalizers"
+        case "ephemeralrunnersets", None if verb == "patch" and _listener_spec(body):
+            return "listener patches"
+        case "autoscalingrunnersets", "status":
+            return "scale set status"
+        case (("ephemeralrunnersets" | "autoscalingrunnersets"), None) if _only_finalizers(body):
+            return "finalizers"
         case "ephemeralrunners", "status" if _JOB_FIELDS & set(status):
             return "listener patches"
         case (("ephemeralrunners" | "secrets" | "pods"), _):
             return "runner controller"
     return "other"
+
+
+def _listener_spec(body: Mapping[str, Any]) -> bool:
+    spec = body.get("spec")
+    return isinstance(spec, dict) and bool({"replicas", "patchID"} & set(spec))
+
+
+def _only_finalizers(body: Mapping[str, Any]) -> bool:
+    metadata = body.get("metadata")
+    return set(body) == {"metadata"} and isinstance(metadata, dict) and "finalizers" in metadata
 
 
 def count_traffic(

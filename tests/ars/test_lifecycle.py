@@ -5,6 +5,7 @@ each, and its status."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from ersctl import api
 from ersctl.autoscaling.runnerset_desired import SCALE_SET_LABELS_ANNOTATION
@@ -172,9 +173,37 @@ def test_a_name_group_or_labels_change_updates_the_scale_set(env: Env) -> None:
     assert len(env.scale_set_calls("scaleset.created")) == 1
 
 
-def test_the_status_counts_the_sets_runners(env: Env) -> None:
+def ars_status_writes(env: Env) -> list[dict[str, Any]]:
+    return [
+        r.body
+        for r in env.sent.records()
+        if r.method == "PATCH" and r.path.endswith("/status") and api.ARS_PLURAL in r.path
+    ]
+
+
+def ars_reconciles(env: Env) -> float:
+    assert env.controller is not None
+    metrics = env.controller.manager.metrics
+    return sum(
+        metrics.value("ersctl_reconcile_total", {"controller": "autoscalingrunnerset", "result": r})
+        for r in ("success", "requeue_after")
+    )
+
+
+def test_the_status_is_not_written_when_the_sets_runners_change(env: Env) -> None:
     env.launch("arc")
     ers = env.runner_set("arc")
+    assert env.controller is not None
+    store = env.controller.manager.store(api.ARS_PLURAL)
+    # Its cache shows what it wrote: a reconcile from now on starts from that status.
+    eventually(
+        lambda: (
+            ((store.get(env.namespace, "arc") or {}).get("status") or {}).get("state") == "Running"
+        ),
+        what="the cached ARS running",
+    )
+    env.sent.clear()
+    seen = ars_reconciles(env)
     # The listener's write: two runners wanted (no runner controller: they stay pending).
     env.kube.patch_object(
         api.ERS_PLURAL,
@@ -182,12 +211,15 @@ def test_the_status_counts_the_sets_runners(env: Env) -> None:
         ers["metadata"]["name"],
         {"spec": {"replicas": 2, "patchID": 1}},
     )
+    eventually(lambda: len(env.kube.list_objects(api.ER_PLURAL)) == 2, what="two runners")
+    # The set's event reconciles the ARS again...
+    eventually(lambda: ars_reconciles(env) > seen, what="the ARS reconciled")
 
-    def counted() -> bool:
-        status = (env.ars("arc") or {}).get("status") or {}
-        return status.get("currentRunners") == 2 and status.get("pendingEphemeralRunners") == 2
-
-    eventually(counted, what="two pending runners in the ARS status", timeout=10)
+    # ... and nothing it keeps changed: its phase and state are as they were.
+    assert ars_status_writes(env) == []
+    status = (env.ars("arc") or {}).get("status") or {}
+    assert (status.get("phase"), status.get("state")) == ("Running", "Running")
+    assert "currentRunners" not in status and "pendingEphemeralRunners" not in status
 
 
 def test_a_scale_set_of_that_name_in_its_group_is_used_not_registered_again(env: Env) -> None:

@@ -7,16 +7,16 @@ from typing import Any
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ersctl import api
 from ersctl.wiring import ControllerOptions, build_controller
 from tests.cluster.conftest import NO_SCHEDULER
 from tests.controller.harness import Cluster
 from tests.controller.objects import RUNNER_SPEC
 from tests.kubeapi import KubeApi
 
-ARC_GAUGES = (
-    "gha_controller_pending_ephemeral_runners",
-    "gha_controller_running_ephemeral_runners",
-    "gha_controller_failed_ephemeral_runners",
+ARC_GAUGES = tuple(
+    f"gha_controller_{bucket}_ephemeral_runners"
+    for bucket in ("pending", "running", "succeeded", "failed", "outdated", "deleting")
 )
 
 
@@ -39,15 +39,17 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
-def test_each_set_exports_arcs_runner_gauges_with_arcs_labels(
+def test_each_set_exports_arcs_runner_gauges_counted_from_its_runners_with_arcs_labels(
     kube: KubeApi, cluster: Cluster
 ) -> None:
-    status = {
-        "pendingEphemeralRunners": 2,
-        "runningEphemeralRunners": 3,
-        "failedEphemeralRunners": 1,
-    }
-    cluster.create_ers("plain", status=status)
+    # A count left in the status (ARC wrote it before a switch) is not what is exported:
+    # the runners are, by ARC's lifecycle buckets (being deleted first, then the phase).
+    cluster.create_ers("plain", status={"pendingEphemeralRunners": 7})
+    for phase in ("Pending", None, "Running", "Running", "Running", "Succeeded", "Failed"):
+        cluster.add_runner("plain", phase=phase)
+    cluster.add_runner("plain", phase="Outdated")
+    going = cluster.add_runner("plain", phase="Running")
+    kube.delete_object(api.ER_PLURAL, kube.namespace, going)  # its finalizer holds it
     arc_made = {**RUNNER_SPEC, "githubConfigUrl": "https://github.com/octo-org/octo-repo"}
     cluster.create_ers("arc-made-abcde", runner_spec=arc_made, labels={
         "actions.github.com/scale-set-name": "arc-runners",
@@ -58,10 +60,10 @@ def test_each_set_exports_arcs_runner_gauges_with_arcs_labels(
     got = samples(text)
     plain = (("enterprise", ""), ("name", "plain"), ("namespace", kube.namespace),
              ("organization", "octo-org"), ("repository", ""))  # fmt: skip
-    assert [got[(name, plain)] for name in ARC_GAUGES] == [2, 3, 1]
+    assert [got[(name, plain)] for name in ARC_GAUGES] == [2, 3, 1, 1, 1, 1]
     arc = (("enterprise", ""), ("name", "arc-runners"), ("namespace", "arc-systems"),
            ("organization", "octo-org"), ("repository", "octo-repo"))  # fmt: skip
-    assert [got[(name, arc)] for name in ARC_GAUGES] == [0, 0, 0]
+    assert [got[(name, arc)] for name in ARC_GAUGES] == [0, 0, 0, 0, 0, 0]
 
 
 def listener_pod(name: str, namespace: str, scale_set: str) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def fail(cluster: Cluster, name: str, *, when: float, reason: str = "ImagePullBa
 
 def arc_failed_gauge(cluster: Cluster) -> float | None:
     registry = CollectorRegistry()
-    registry.register(ArcSetGauges(lambda: [cluster.ers()]))
+    registry.register(ArcSetGauges(lambda: [cluster.ers()], lambda ers: cluster.runners(ers.name)))
     return registry.get_sample_value(
         "gha_controller_failed_ephemeral_runners",
         {"name": "runners", "namespace": cluster.namespace, "repository": "",

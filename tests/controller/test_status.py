@@ -22,10 +22,7 @@ def patch_for(item: EphemeralRunnerSet, runners: list[EphemeralRunner]) -> dict[
 def test_an_unchanged_status_yields_no_patch() -> None:
     item = ers(
         phase="Running",
-        currentReplicas=1,
-        pendingEphemeralRunners=0,
-        runningEphemeralRunners=1,
-        failedEphemeralRunners=0,
+        currentReplicas=0,
         finishedRunnerCleanupPatchID=4,
         appliedActionableRevision=2,
     )
@@ -33,18 +30,43 @@ def test_an_unchanged_status_yields_no_patch() -> None:
     assert patch_for(item, [runner("Running")]) == {}
 
 
-def test_counts_and_a_first_phase_are_written() -> None:
+def test_a_runner_count_change_alone_yields_no_patch() -> None:
+    # One runner turned Running, another came, one failed: no field the status keeps
+    # changed (the counts are metrics), so nothing is written.
+    item = ers(phase="Running", finishedRunnerCleanupPatchID=4)
+
+    assert patch_for(item, [runner("Running"), runner("Pending"), runner("Failed")]) == {}
+
+
+def test_a_first_phase_is_written_without_counts() -> None:
     patch = patch_for(ers(), [runner("Running"), runner("Pending"), runner("Failed")])
+
+    assert patch == {"status": {"phase": "Running"}}
+
+
+def test_counts_a_set_still_carries_are_cleared_once() -> None:
+    # ARC wrote them before the switch (or a malformed one is left): removed, and the
+    # count ARC 0.14's schema requires held at 0, so no printer column shows them frozen.
+    item = ers(
+        phase="Running",
+        currentReplicas="two",
+        pendingEphemeralRunners=1,
+        runningEphemeralRunners=2,
+        failedEphemeralRunners=0,
+    )
+
+    patch = patch_for(item, [runner("Running")])
 
     assert patch == {
         "status": {
-            "phase": "Running",
-            "currentReplicas": 3,
-            "pendingEphemeralRunners": 1,
-            "runningEphemeralRunners": 1,
-            "failedEphemeralRunners": 1,
+            "currentReplicas": 0,
+            "pendingEphemeralRunners": None,
+            "runningEphemeralRunners": None,
+            "failedEphemeralRunners": None,
         }
     }
+    cleared = ers(phase="Running", currentReplicas=0)
+    assert patch_for(cleared, [runner("Running"), runner("Pending")]) == {}
 
 
 def test_the_marker_is_copied_not_computed_from_the_spec_patch_id() -> None:
@@ -84,11 +106,17 @@ def test_the_phase(current: str, runners: list[EphemeralRunner], expected: str) 
 
 
 def test_only_malformed_controller_owned_fields_are_reported_and_reset() -> None:
-    item = ers(currentReplicas="two", finishedRunnerCleanupPatchID="3", phase="Running")
+    item = ers(phase=7, finishedRunnerCleanupPatchID="3", currentReplicas="two")
     item.spec["replicas"] = "many"  # a spec field: bad input, not ours to overwrite
 
     found = malformed(item)
 
-    assert set(found) == {"currentReplicas", "finishedRunnerCleanupPatchID"}
-    assert str(found["currentReplicas"]) == "status.currentReplicas: must be an integer, got 'two'"
-    assert {RESET_VALUES[name] for name in found} == {0}
+    # The counts are not read, so none is malformed: step 9 clears them.
+    assert set(found) == {"phase", "finishedRunnerCleanupPatchID"}
+    assert str(found["finishedRunnerCleanupPatchID"]) == (
+        "status.finishedRunnerCleanupPatchID: must be an integer, got '3'"
+    )
+    assert {name: RESET_VALUES[name] for name in found} == {
+        "phase": None,
+        "finishedRunnerCleanupPatchID": 0,
+    }

@@ -1,9 +1,11 @@
-"""Rules that keep the controller's API writes at what its work needs (issue 14).
+"""Rules that keep the controller's API writes at what its work needs (issues 14, 25).
 
 Each test names the rule it pins and fails when that rule is reverted: a repeated
-suppression of one patch ID records one Event; a cleanup batch costs one status write
-(the marker carries the counts); a status the server already holds is not patched
-again while the cache still shows the version the last write replaced.
+suppression of one patch ID records one Event; the set's status is written only when a
+field it keeps changes (its phase, the marker, the applied revision), never for a runner
+count (those are metrics); a cleanup batch costs the marker write and nothing else; a
+status the server already holds is not patched again while the cache still shows the
+version the last write replaced.
 """
 
 from __future__ import annotations
@@ -43,25 +45,45 @@ def test_a_patch_id_suppressed_again_and_again_records_one_event(cluster: Cluste
     assert [(e["count"], "patch 9" in e["message"]) for e in suppressed] == [(2, True)]
 
 
-def test_a_finished_runner_cleanup_costs_one_status_write_and_no_event(
+def test_an_unchanged_status_sends_nothing(cluster: Cluster) -> None:
+    cluster.create_ers(replicas=1, patch_id=3, status=RUNNING)
+    cluster.add_runner(phase="Running", patch_id=3, runner_id=1)
+    cluster.sent.clear()
+
+    assert cluster.reconcile().action == "hold"
+
+    assert status_patches(cluster) == []
+
+
+def test_runner_count_changes_send_no_status_write(cluster: Cluster) -> None:
+    # Runners created, then registered, then running a job, then one failing: every
+    # count changes, and no field the status keeps does.
+    cluster.create_ers(replicas=2, patch_id=3, status=RUNNING)
+    cluster.sent.clear()
+
+    assert cluster.reconcile().action == "scale-up"
+    first, second = sorted(r.name for r in cluster.runners())
+    cluster.set_runner_status(first, phase="Pending", runnerId=1)
+    assert cluster.reconcile().action == "hold"
+    cluster.set_runner_status(first, phase="Running", jobId="job-1")
+    cluster.set_runner_status(second, phase="Failed")
+    assert cluster.reconcile().action == "hold"
+
+    assert status_patches(cluster) == []
+    assert len(cluster.requests(verb="create", resource=api.ER_PLURAL)) == 2
+
+
+def test_a_finished_runner_cleanup_costs_the_marker_write_alone_and_no_event(
     cluster: Cluster,
 ) -> None:
-    cluster.create_ers(
-        replicas=2,
-        patch_id=5,
-        status={**RUNNING, "currentReplicas": 2, "runningEphemeralRunners": 2},
-    )
+    cluster.create_ers(replicas=2, patch_id=5, status=RUNNING)
     cluster.add_runner(phase="Succeeded", patch_id=4, runner_id=1)
     cluster.add_runner(phase="Running", patch_id=4, runner_id=2, job_id="job-2")
     cluster.sent.clear()
 
     assert cluster.reconcile().action == "cleanup-finished"
 
-    assert status_patches(cluster) == [
-        {"finishedRunnerCleanupPatchID": 5, "currentReplicas": 1, "runningEphemeralRunners": 1}
-    ]
-    live = cluster.ers()
-    assert (live.current_replicas, live.running_runners) == (1, 1)
+    assert status_patches(cluster) == [{"finishedRunnerCleanupPatchID": 5}]
     assert cluster.events() == []
 
 
@@ -69,14 +91,14 @@ def test_a_finished_runner_cleanup_costs_one_status_write_and_no_event(
 def test_a_status_the_server_already_holds_is_not_patched_again_from_a_lagging_cache(
     cluster: Cluster,
 ) -> None:
-    cluster.create_ers(replicas=1, patch_id=3, status=RUNNING)
+    cluster.create_ers(replicas=1, patch_id=3)
     cluster.add_runner(phase="Running", patch_id=3, runner_id=1)
     cluster.sync()
     cluster.server.set_watch_delay(api.ERS_PLURAL, 30.0)
     cluster.sent.clear()
 
-    cluster.reconcile(sync=False)  # counts 0 -> 1
-    cluster.reconcile(sync=False)  # the cache still shows the counts at 0
+    cluster.reconcile(sync=False)  # the first phase
+    cluster.reconcile(sync=False)  # the cache still shows the set without one
 
-    assert status_patches(cluster) == [{"currentReplicas": 1, "runningEphemeralRunners": 1}]
+    assert status_patches(cluster) == [{"phase": "Running", "currentReplicas": 0}]
     cluster.server.set_watch_delay(api.ERS_PLURAL, 0.0)

@@ -225,11 +225,30 @@ def controllers(kubeconfig: str) -> Iterator[list[tuple[subprocess.Popen[str], i
         proc.communicate(timeout=10)
 
 
-def current_replicas(apiserver: ApiServer) -> int | None:
-    """``status.currentReplicas`` of the set ``web``, as its controller last wrote it."""
-    web = apiserver.get_object(ERS_PLURAL, "default", "web") or {}
-    value = web.get("status", {}).get("currentReplicas")
-    return value if isinstance(value, int) else None
+def cached_runners(port: int) -> float:
+    """The runners of the set ``web`` in the cache of the controller at ``port``: the sum
+    of its ``gha_controller_*_ephemeral_runners`` gauges, counted from its cache."""
+    return sum(
+        value
+        for key, value in scrape(port).items()
+        if key.startswith("gha_controller_")
+        and key.partition("{")[0].endswith("_ephemeral_runners")
+        and 'name="web"' in key
+    )
+
+
+def reconciled_after_caching(apiserver: ApiServer, port: int, runners: int) -> None:
+    """Wait until the controller at ``port`` has reconciled ``web`` with ``runners``
+    runners in its cache: once its cache counts them, a label on the set (a change that
+    decides nothing) brings one more reconcile."""
+    eventually(
+        lambda: cached_runners(port) == runners,
+        timeout=30,
+        what=f"{runners} runners in the cache of the controller at {port}",
+    )
+    seen = reconciles(port)
+    apiserver.patch_object(ERS_PLURAL, "default", "web", {"metadata": {"labels": {"seen": "y"}}})
+    eventually(lambda: reconciles(port) > seen, timeout=10, what="a reconcile after that")
 
 
 def ready(port: int) -> bool:
@@ -277,11 +296,9 @@ def test_two_controller_processes_only_the_lease_holder_reconciles(
     apiserver.patch_object(ERS_PLURAL, "default", "web", {"spec": {"replicas": 3, "patchID": 2}})
     eventually(lambda: len(apiserver.list_objects(ER_PLURAL)) == 3, timeout=10)
     eventually(lambda: reconciles(follower_port) >= 1)
-    # The new leader has reconciled with the third runner in its cache (the status it
-    # wrote counts it): a reconcile that would create one too many has run by then.
-    eventually(
-        lambda: current_replicas(apiserver) == 3, timeout=10, what="a status counting 3 runners"
-    )
+    # The new leader has reconciled with the third runner in its cache: a reconcile
+    # that would create one too many has run by then.
+    reconciled_after_caching(apiserver, follower_port, 3)
     records = apiserver.request_log.records()
     assert len([r for r in records if (r.verb, r.resource) == ("create", ER_PLURAL)]) == 3
     assert len(apiserver.list_objects(ER_PLURAL)) == 3
@@ -314,15 +331,11 @@ def test_a_leader_killed_right_after_a_large_create_is_not_doubled_by_its_succes
     leader.kill()
     leader.wait(timeout=10)
 
-    # The follower leads and reconciles the set while its cache lags; it writes the
-    # status once its cache shows the 40 runners.
+    # The follower leads and reconciles the set while its cache lags, then again once
+    # its cache shows the 40 runners.
     eventually(lambda: scrape(follower_port)["ersctl_leader"] == 1.0, timeout=15)
     eventually(lambda: reconciles(follower_port) >= 1, timeout=10)
-    eventually(
-        lambda: current_replicas(apiserver) == 40 and reconciles(follower_port) >= 2,
-        timeout=30,
-        what="the new leader's status counting the 40 runners",
-    )
+    reconciled_after_caching(apiserver, follower_port, 40)
 
     creates = [
         r for r in apiserver.request_log.records() if (r.verb, r.resource) == ("create", ER_PLURAL)

@@ -16,6 +16,7 @@ from simulation.report import (
     write_json,
 )
 from simulation.trace import (
+    WRITE_KINDS,
     ApiTraffic,
     JobTrace,
     RunnerTrace,
@@ -287,6 +288,27 @@ def test_a_deletion_in_the_request_log_that_no_runner_record_shows_fails_the_run
             "finalizers",
             id="finalizer",
         ),
+        pytest.param(
+            "patch",
+            "autoscalingrunnersets",
+            None,
+            {"metadata": {"finalizers": ["f"], "resourceVersion": "3"}},
+            "finalizers",
+            id="scale-set-finalizer",
+        ),
+        pytest.param(
+            "patch",
+            "autoscalingrunnersets",
+            "status",
+            {"status": {"phase": "Running"}},
+            "scale set status",
+            id="scale-set-status",
+        ),
+        pytest.param(
+            "create", "ephemeralrunnersets", None, {"spec": {"replicas": 0}}, "other", id="set"
+        ),
+        pytest.param("patch", "ephemeralrunnersets", None, {}, "other", id="listener-check"),
+        pytest.param("update", "leases", None, {}, "leader election", id="lease"),
         pytest.param("create", "pods", None, {}, "runner controller", id="pod"),
         pytest.param(
             "patch",
@@ -305,3 +327,31 @@ def test_each_write_is_counted_for_what_it_was_for(
     assert write_kind(verb, resource, subresource, body) == kind
     traffic = count_traffic([(verb, resource)], write_kinds=[kind])
     assert traffic.writes_by_kind == (((kind, 1),) if kind else ())
+
+
+def test_the_report_prints_each_kind_of_write_per_job_with_why_it_is_needed() -> None:
+    requests = [("create", "ephemeralrunners")] * 2 + [("patch", "ephemeralrunnersets")] * 8
+    kinds = ["runner create"] * 2 + ["listener patches"] * 7 + ["marker"]
+    jobs = (_job("j1", "a", 1.0, 2.0), _job("j2", "b", 1.0, 2.0))
+    report = build_report(_trace(jobs=jobs, api=count_traffic(requests, write_kinds=kinds)))
+
+    lines = format_report(report).splitlines()
+
+    start = lines.index("writes for      (count, per job: why)")
+    rows = [line.split(None, 3) for line in lines[start + 1 : start + 4]]
+    assert [row[:3] for row in rows] == [
+        ["runner", "create", "2"],
+        ["listener", "patches", "7"],
+        ["marker", "1", "0.50"],
+    ]
+    assert lines[start + 1].split()[3:5] == ["1.00", "one"], "per job, then why"
+    assert all(
+        WRITE_KINDS[kind] in lines[start + 1 + i] for i, kind in enumerate(dict.fromkeys(kinds))
+    )
+
+
+def test_every_kind_of_write_says_why_it_is_needed() -> None:
+    assert all(why.strip() for why in WRITE_KINDS.values())
+    assert {write_kind("patch", r, s, {}) for r, s in (("x", None), ("leases", None))} <= set(
+        WRITE_KINDS
+    )
