@@ -27,7 +27,11 @@ ready is not worth a status write of its own when the runner's job is about to b
 one: an idle runner is reported ready :data:`READY_REPORT_DELAY` seconds after its Pod
 turned ready (:func:`report_ready_later`), unless its job came first and the Running
 write carried ``ready: true`` with it. A runner made for a queued job usually gets it
-within seconds of coming online: one write instead of two for most runners.
+within seconds of coming online: one write instead of two for most runners. Our
+listener writes that Running write itself, with the job fields, while the runner is
+Pending (``ghalistener.publisher``): the phase then already says what :func:`decide`
+would, and this controller writes nothing. After ARC's listener, which writes the job
+fields alone, it writes Running as before.
 
 A failure is named by its :class:`Mode` (the metric label) and reported with the
 mode's Event reason (:data:`EVENT_REASONS`): the runner container's exit, an eviction, a

@@ -706,6 +706,6 @@ def _write_kind(record: RequestRecord) -> str | None:
         body = json.loads(record.body) if record.body else {}
     except ValueError:
         body = {}
-    if not isinstance(body, dict):
+    if not isinstance(body, dict | list):
         body = {}
     return write_kind(record.verb, record.resource, record.subresource, body)

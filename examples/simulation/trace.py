@@ -12,7 +12,7 @@ Times are seconds since the start of the run.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -135,16 +135,22 @@ _JOB_FIELDS = frozenset({"jobRequestId", "jobId", "jobRepositoryName", "workflow
 
 
 def write_kind(
-    verb: str, resource: str | None, subresource: str | None, body: Mapping[str, Any]
+    verb: str,
+    resource: str | None,
+    subresource: str | None,
+    body: Mapping[str, Any] | Sequence[Mapping[str, Any]],
 ) -> str | None:
     """The :data:`WRITE_KINDS` entry of one request (None: not a write).
 
-    Told apart by resource and body: a set status patch holding the marker is the
+    Told apart by resource and body (a JSON patch read as the document its ``add`` and
+    ``replace`` operations write): a set status patch holding the marker is the
     guard's marker write; a set patch of ``spec.replicas``/``patchID`` and a runner status
     patch holding job fields are the listener's; Secrets, Pods and other runner writes
     are the runner controller's."""
     if verb not in WRITE_VERBS:
         return None
+    if not isinstance(body, Mapping):
+        body = _written_document(body)
     raw_status = body.get("status")
     status: Mapping[str, Any] = raw_status if isinstance(raw_status, dict) else {}
     match resource, subresource:
@@ -167,6 +173,19 @@ def write_kind(
         case (("ephemeralrunners" | "secrets" | "pods"), _):
             return "runner controller"
     return "other"
+
+
+def _written_document(operations: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    document: dict[str, Any] = {}
+    for operation in operations:
+        if operation.get("op") not in ("add", "replace"):
+            continue
+        *parents, leaf = str(operation.get("path", "")).strip("/").split("/")
+        node = document
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = operation.get("value")
+    return document
 
 
 def _listener_spec(body: Mapping[str, Any]) -> bool:

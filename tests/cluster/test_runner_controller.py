@@ -23,9 +23,11 @@ from ersctl.runner.phases import READY_REPORT_DELAY
 from ersctl.runner.registration import RetryLater
 from ersctl.runner.stores import KubeRunnerResources
 from ersctl.testing.podsim import exited_status, running_status
+from ghalistener.publisher import KubePublisher
 from tests.cluster.conftest import HEALTH, NO_SCHEDULER, TOKEN, Harness
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests, json_object
+from tests.listener.fakes import started
 from tests.polling import eventually
 
 RUNNER = "arc-runner-abcde"
@@ -148,6 +150,23 @@ def test_a_runner_that_gets_its_job_soon_after_coming_online_costs_one_status_wr
 
     # Running and ready in one write: the runner's readiness rode along with its job.
     assert [(s["phase"], s["ready"]) for s in status_patches(h)] == [("Running", True)]
+
+
+def test_a_job_our_listener_records_costs_the_controller_no_status_write(h: Harness) -> None:
+    h.create_runner()
+    h.settle()
+    h.set_pod_status(RUNNING)
+    h.settle()
+    h.sent.clear()
+
+    with h.kube.api_client() as api_client:
+        publisher = KubePublisher(api_client=api_client, namespace=h.namespace, name="set")
+        assert publisher.record_job_started(started(1, RUNNER))
+    h.settle()
+
+    runner = h.runner()
+    assert runner is not None and (runner.phase, runner.ready) == ("Running", True)
+    assert status_patches(h) == []
 
 
 def test_deleting_an_idle_runner_removes_both_finalizers_in_one_patch(h: Harness) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from simulation.report import (
@@ -318,11 +319,23 @@ def test_a_deletion_in_the_request_log_that_no_runner_record_shows_fails_the_run
             "runner controller",
             id="runner-phase",
         ),
+        pytest.param(
+            "patch",
+            "ephemeralrunners",
+            "status",
+            [
+                {"op": "test", "path": "/status/phase", "value": "Pending"},
+                {"op": "add", "path": "/status/jobId", "value": "job-1"},
+                {"op": "add", "path": "/status/phase", "value": "Running"},
+            ],
+            "listener patches",
+            id="runner-job-json-patch",
+        ),
         pytest.param("get", "ephemeralrunners", None, {}, None, id="a-read-is-no-write"),
     ],
 )
 def test_each_write_is_counted_for_what_it_was_for(
-    verb: str, resource: str, subresource: str | None, body: dict[str, object], kind: str | None
+    verb: str, resource: str, subresource: str | None, body: Any, kind: str | None
 ) -> None:
     assert write_kind(verb, resource, subresource, body) == kind
     traffic = count_traffic([(verb, resource)], write_kinds=[kind])
