@@ -108,6 +108,9 @@ class ApiTraffic:
     """Writes per ``resource[/subresource]``, most first (e.g. events, runner creates)."""
     writes_by_kind: tuple[tuple[str, int], ...] = ()
     """Writes per :data:`WRITE_KINDS` entry (what the write was for), in that order."""
+    refused_writes: int = 0
+    """Writes the server refused (4xx: a resourceVersion conflict, a gone object, a
+    failed JSON patch test): served, counted in :attr:`writes`, nothing stored."""
 
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
@@ -199,10 +202,14 @@ def _only_finalizers(body: Mapping[str, Any]) -> bool:
 
 
 def count_traffic(
-    requests: Iterable[tuple[str, str]], *, write_kinds: Iterable[str | None] = ()
+    requests: Iterable[tuple[str, str]],
+    *,
+    write_kinds: Iterable[str | None] = (),
+    refused_writes: int = 0,
 ) -> ApiTraffic:
     """Count ``(verb, resource)`` requests; writes are creates, updates, patches, deletes.
-    ``write_kinds`` (from :func:`write_kind`, one per request) breaks the writes down."""
+    ``write_kinds`` (from :func:`write_kind`, one per request) breaks the writes down;
+    ``refused_writes`` of them the server refused (:attr:`ApiTraffic.refused_writes`)."""
     verbs: Counter[str] = Counter()
     written: Counter[str] = Counter()
     for verb, resource in requests:
@@ -216,6 +223,7 @@ def count_traffic(
         by_verb=tuple(sorted(verbs.items())),
         writes_by_resource=tuple(written.most_common()),
         writes_by_kind=tuple((kind, kinds[kind]) for kind in WRITE_KINDS if kinds[kind]),
+        refused_writes=refused_writes,
     )
 
 
