@@ -23,10 +23,11 @@ from kubernetes.client.exceptions import ApiException
 from ersctl.kube.errors import ConflictError, ForbiddenError, GoneError, KubeError, NotFoundError
 
 MERGE_PATCH: Final = "application/merge-patch+json"
-JSON_PATCH: Final = "application/json-patch+json"
 """Always named explicitly: older clients picked JSON patch for custom objects, and
 this client rewrites a JSON-patch content type with a dict body to strategic merge,
 which custom resources reject."""
+JSON_PATCH: Final = "application/json-patch+json"
+"""A list of operations (``test`` among them): the body must be a list."""
 
 BUILTIN_KINDS: Final = {
     "pods": ("core", "pod"),
