@@ -17,8 +17,13 @@ validation cost more CPU than the request (see there).
   (``ersctl.api.LAST_MESSAGE_ANNOTATION``, what a restarted listener reads back).
 - :meth:`KubePublisher.check_target` is the start-up patch (empty); it returns what its
   answer says the previous listener published (:class:`Resumed`).
-- :meth:`KubePublisher.record_job_started` merge-patches the named EphemeralRunner's
-  ``status`` with the job fields; a runner that does not exist (404) is skipped.
+- :meth:`KubePublisher.record_job_started` writes the job fields to the named
+  EphemeralRunner's ``status``; a runner that does not exist (404) is skipped. While the
+  runner is Pending (a JSON patch ``test``), the same patch says what the controller
+  would write next, ``phase: Running`` and ``ready: true`` (a runner that started a job
+  is up and online): one status write per job instead of two. A runner that is not
+  Pending (already finished, or its phase not written yet) gets the job fields alone,
+  as a merge patch: its phase stays the controller's to decide.
 
 Transient failures (no response, 409, 429, 5xx) are retried with capped exponential
 backoff; anything else, or a transient failure that outlives the retries, raises.
@@ -43,6 +48,7 @@ from ersctl.api import (
     LAST_MESSAGE_ANNOTATION,
     VERSION,
     EphemeralRunnerSet,
+    ERPhase,
     RunnerID,
     format_last_message,
     format_runner_ids,
@@ -50,7 +56,15 @@ from ersctl.api import (
     parse_last_message,
     parse_runner_ids,
 )
-from ersctl.kube.calls import custom_object_path, json_body, kube_call, merge_patch, server_of
+from ersctl.kube.calls import (
+    JSON_PATCH,
+    MERGE_PATCH,
+    custom_object_path,
+    json_body,
+    kube_call,
+    merge_patch,
+    server_of,
+)
 from ersctl.kube.errors import KubeError, NotFoundError
 from ersctl.platform.errors import ConfigError
 from ghalistener.actions.retry import try_once_then_retry
@@ -60,6 +74,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CHECK_TIMEOUT: Final = (5.0, 10.0)
+UNPROCESSABLE: Final = 422
 REQUEST_TIMEOUT: Final = (5.0, 30.0)
 """(connect, read) seconds for every API-server request: a hung server must not hang us."""
 
@@ -179,10 +194,13 @@ class KubePublisher:
         return lambda: merge_patch(self._api_client, self._set_path, body, timeout=timeout)
 
     def record_job_started(self, job: JobStarted) -> bool:
-        """Merge-patch the job fields into the runner's status; False when it is gone.
+        """Write the job fields into the runner's status (with ``phase: Running`` and
+        ``ready: true`` while it is Pending: see the module docstring); False when it is
+        gone.
 
         The runner is the EphemeralRunner named ``job.runner_name`` in the ERS's
-        namespace. Idempotent: the same message applied twice writes the same fields.
+        namespace. Idempotent: the same message applied twice writes the same fields (the
+        second time as a merge patch, the runner being Running then).
         Raises KubeError for any failure other than 404 (after retries).
         """
         fields = job_status_fields(
@@ -197,16 +215,32 @@ class KubePublisher:
         path = custom_object_path(
             GROUP, VERSION, self.namespace, ER_PLURAL, job.runner_name, subresource="status"
         )
+        busy = {**fields, "phase": ERPhase.RUNNING.value, "ready": True}
+        while_pending = [
+            {"op": "test", "path": "/status/phase", "value": ERPhase.PENDING.value},
+            *(
+                {"op": "add", "path": f"/status/{key}", "value": value}
+                for key, value in busy.items()
+            ),
+        ]
         try:
-            self._with_retries(
-                action,
-                lambda: merge_patch(
-                    self._api_client, path, {"status": fields}, timeout=REQUEST_TIMEOUT
-                ),
-            )
+            try:
+                self._patch_status(action, path, while_pending, content_type=JSON_PATCH)
+            except KubeError as exc:
+                if exc.status != UNPROCESSABLE:  # 422: the test failed, not Pending
+                    raise
+                self._patch_status(action, path, {"status": fields}, content_type=MERGE_PATCH)
         except NotFoundError:
             return False
         return True
+
+    def _patch_status(self, action: str, path: str, body: Any, *, content_type: str) -> None:
+        self._with_retries(
+            action,
+            lambda: merge_patch(
+                self._api_client, path, body, timeout=REQUEST_TIMEOUT, content_type=content_type
+            ),
+        )
 
     def _with_retries(self, action: str, call: Callable[[], Any]) -> None:
         try_once_then_retry(

@@ -26,6 +26,8 @@ MERGE_PATCH: Final = "application/merge-patch+json"
 """Always named explicitly: older clients picked JSON patch for custom objects, and
 this client rewrites a JSON-patch content type with a dict body to strategic merge,
 which custom resources reject."""
+JSON_PATCH: Final = "application/json-patch+json"
+"""A list of operations (``test`` among them): the body must be a list."""
 
 BUILTIN_KINDS: Final = {
     "pods": ("core", "pod"),
@@ -106,11 +108,13 @@ def custom_object_path(
 def merge_patch(
     api_client: client.ApiClient,
     path: str,
-    body: dict[str, Any],
+    body: dict[str, Any] | list[dict[str, Any]],
     *,
     timeout: tuple[float, float] | None = None,
+    content_type: str = MERGE_PATCH,
 ) -> Any:
-    """Send one JSON merge patch to ``path``; the answer, read (its ``data`` for
+    """Send one JSON merge patch (or, with ``content_type`` :data:`JSON_PATCH`, a JSON
+    patch: a list of operations) to ``path``; the answer, read (its ``data`` for
     :func:`json_body`); ApiException (as the generated API methods raise it) when it is
     not 2xx: call it inside :func:`kube_call`.
 
@@ -124,7 +128,7 @@ def merge_patch(
     method, url, headers, payload, _ = api_client.param_serialize(
         "PATCH",
         path,
-        header_params={"Content-Type": MERGE_PATCH, "Accept": "application/json"},
+        header_params={"Content-Type": content_type, "Accept": "application/json"},
         body=body,
         auth_settings=["BearerToken"],
     )

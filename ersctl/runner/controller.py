@@ -196,22 +196,40 @@ class CachedRunners:
     A read that lags someone else's write is safe: every phase and finalizer write
     carries the runner's resourceVersion, so the API server refuses it (409) and the
     reconcile is retried; the watch event of that write enqueues the runner anyway.
+
+    A runner whose last finalizer this process removed while it was being deleted is
+    gone at the server, whatever the cache still shows: it reads as None until the cache
+    lets it go too. The server answers that patch with the runner as it was before
+    (its finalizers still listed), so without this a reconcile queued meanwhile (by the
+    Pod's deletion, or the write's own event) would patch the finalizers again and get
+    a 404.
     """
 
     def __init__(self, reader: CachedReader, writer: KubeRunnerResources) -> None:
         self._reader = reader
         self._writer = writer
         self._own = OwnWrites[EphemeralRunner]()
+        self._released: dict[str, str] = {}  # key -> uid of a runner let go (see above)
 
     def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
+        key = f"{namespace}/{name}"
         cached = self._reader.get_runner(namespace, name)
         if cached is None:
-            self._own.forget(f"{namespace}/{name}")
+            self._own.forget(key)
+            self._released.pop(key, None)
+            return None
+        if self._released.get(key) == cached.uid:
             return None
         return self._own.newest(cached)
 
     def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
-        return self._own.written(runner, self._writer.patch_runner(runner, patch))
+        answer = self._writer.patch_runner(runner, patch)
+        finalizers = (patch.get("metadata") or {}).get("finalizers")
+        if runner.is_deleting and finalizers == []:
+            self._own.forget(runner.key)
+            self._released[runner.key] = runner.uid
+            return answer
+        return self._own.written(runner, answer)
 
     def patch_runner_status(
         self, runner: EphemeralRunner, patch: dict[str, Any]

@@ -62,6 +62,7 @@ from ersctl.runner.phases import (
     SyncStatus,
     Wait,
     decide,
+    report_ready_later,
 )
 from ghalistener.actions.types import RunnerReference
 
@@ -148,7 +149,7 @@ def assess(
     if pod.phase == "Unknown":
         since = pod.not_ready_since or pod.created_at
         return _lost_node(pod.uid, since, now, policy, "in phase Unknown")
-    decision = decide(runner, pod)
+    decision = report_ready_later(runner, pod, decide(runner, pod), now=now)
     if not isinstance(decision, Wait | SyncStatus):
         return decision
     if not pod.started:
@@ -295,5 +296,9 @@ def _due(since: datetime | None, timeout: float, now: datetime) -> float | None:
 
 
 def _requeued(decision: Wait | SyncStatus, due: float | None) -> Wait | SyncStatus:
-    """``decision``, looked at again when the deadline ``due`` seconds away comes."""
-    return decision if due is None else replace(decision, requeue_after=max(due, 0.001))
+    """``decision``, looked at again when the deadline ``due`` seconds away comes (or
+    sooner, when ``decision`` itself asks to be)."""
+    if due is None:
+        return decision
+    sooner = min(max(due, 0.001), decision.requeue_after or float("inf"))
+    return replace(decision, requeue_after=sooner)

@@ -22,6 +22,17 @@ phase decides (``Succeeded`` = exit 0, ``Failed`` = a failure, as for an evicted
   ``ready: true``. The set controller relies on this split: it scales down pending
   runners first, and it counts only Running runners as busy.
 
+Nothing but people read ``ready`` (no controller decides on it), so the Pod turning
+ready is not worth a status write of its own when the runner's job is about to bring
+one: an idle runner is reported ready :data:`READY_REPORT_DELAY` seconds after its Pod
+turned ready (:func:`report_ready_later`), unless its job came first and the Running
+write carried ``ready: true`` with it. A runner made for a queued job usually gets it
+within seconds of coming online: one write instead of two for most runners. Our
+listener writes that Running write itself, with the job fields, while the runner is
+Pending (``ghalistener.publisher``): the phase then already says what :func:`decide`
+would, and this controller writes nothing. After ARC's listener, which writes the job
+fields alone, it writes Running as before.
+
 A failure is named by its :class:`Mode` (the metric label) and reported with the
 mode's Event reason (:data:`EVENT_REASONS`): the runner container's exit, an eviction, a
 node's admission rejection (``OutOf*``), another Pod failure, or an init container that
@@ -48,6 +59,10 @@ from ersctl.runner.pods import (
 
 REASON_TOO_MANY_FAILURES: Final = "TooManyPodFailures"
 REASON_OUTDATED: Final = "RunnerVersionDeprecated"
+READY_REPORT_DELAY: Final = 10.0
+"""Seconds an idle runner's Pod is ready before ``ready: true`` is written on its own
+(see the module docstring): GitHub gives a runner made for a queued job that job
+within a few seconds of its coming online."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,6 +135,9 @@ class PodState:
     not_ready_since: datetime | None = None
     """The Ready condition's last transition, while it is not True (a lost node's Pods
     turn not ready when their node stops reporting)."""
+    ready_since: datetime | None = None
+    """While the Pod is ready: the Ready condition's last transition (the runner
+    container's start when the condition has no time); None otherwise."""
     waiting_reason: str = ""
     """Why the Pod has not started, as it reports it: a container's waiting reason
     (``ImagePullBackOff``...), else the scheduler's (``Unschedulable``); "" when none."""
@@ -149,6 +167,7 @@ class PodState:
             deleted_at=parse_time(meta.get("deletionTimestamp")),
             runner_started_at=_started_at(runner),
             not_ready_since=_not_ready_since(status),
+            ready_since=_ready_since(status, runner),
             waiting_reason=waiting[0],
             waiting_message=waiting[1],
             init_failure=_init_failure(status),
@@ -239,6 +258,25 @@ def decide(runner: EphemeralRunner, pod: PodState) -> Decision:
     return SyncStatus(phase=phase, ready=pod.ready, reason=pod.reason, message=pod.message)
 
 
+def report_ready_later(
+    runner: EphemeralRunner, pod: PodState, decision: Decision, *, now: datetime
+) -> Decision:
+    """``decision``, or a :class:`Wait` until :data:`READY_REPORT_DELAY` seconds after
+    the Pod turned ready when all ``decision`` would write is an idle runner's
+    ``ready: true`` (see the module docstring). A Pod that gives no time is reported at
+    once."""
+    idle_turned_ready = (
+        isinstance(decision, SyncStatus)
+        and decision.phase == ERPhase.PENDING == runner.phase
+        and decision.ready
+        and not runner.ready
+    )
+    if not idle_turned_ready or pod.ready_since is None:
+        return decision
+    left = READY_REPORT_DELAY - (now - pod.ready_since).total_seconds()
+    return Wait(requeue_after=left) if left > 0 else decision
+
+
 def _failed_before_the_runner(pod: PodState) -> PodFailed | None:
     """A Pod that failed (or can no longer start) before its runner container ended:
     evicted, rejected by its node, failed otherwise, or an init container exited
@@ -299,6 +337,13 @@ def _is_ready(status: Mapping[str, Any]) -> bool:
         isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
         for c in status.get("conditions") or ()
     )
+
+
+def _ready_since(status: Mapping[str, Any], runner: Mapping[str, Any]) -> datetime | None:
+    ready = _condition(status, "Ready")
+    if ready.get("status") != "True":
+        return None
+    return parse_time(ready.get("lastTransitionTime")) or _started_at(runner)
 
 
 def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any]:

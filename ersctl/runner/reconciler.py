@@ -172,11 +172,14 @@ class RunnerReconciler:
     # -- deletion -------------------------------------------------------------------
 
     def _finalize(self, runner: EphemeralRunner) -> Result:
+        """Both finalizers go in one patch when nothing has to wait between them (the
+        usual case: a second patch would only repeat the first's resourceVersion bump)."""
+        done: list[str] = []
         if runner.has_finalizer(ER_REGISTRATION_FINALIZER):
             if not self._health.deregister(runner):
                 log.info("runner %s is still running a job; retrying removal", runner.key)
                 return Result(requeue_after=BUSY_RETRY)
-            runner = self._remove_finalizer(runner, ER_REGISTRATION_FINALIZER)
+            done.append(ER_REGISTRATION_FINALIZER)
         if runner.has_finalizer(ER_FINALIZER):
             self._delete_resources(runner)
             if pods.uses_container_hooks(runner) and self._hooks.delete_linked(
@@ -184,16 +187,18 @@ class RunnerReconciler:
             ):
                 # Not tied to the runner by an ownerReference: once the finalizer goes,
                 # nothing would ever delete the job Pods (and their Secrets) it started.
+                # The registration is gone: its finalizer need not wait with this one.
                 log.info("runner %s: waiting for its container hook resources", runner.key)
+                self._remove_finalizers(runner, done)
                 return Result(requeue_after=HOOK_CLEANUP_RETRY)
-            self._remove_finalizer(runner, ER_FINALIZER)
+            done.append(ER_FINALIZER)
+        self._remove_finalizers(runner, done)
         return Result()
 
-    def _remove_finalizer(self, runner: EphemeralRunner, finalizer: str) -> EphemeralRunner:
-        kept = [f for f in runner.finalizers if f != finalizer]
-        return self._runners.patch_runner(
-            runner, _locked(runner, {"metadata": {"finalizers": kept}})
-        )
+    def _remove_finalizers(self, runner: EphemeralRunner, finalizers: list[str]) -> None:
+        if finalizers:
+            kept = [f for f in runner.finalizers if f not in finalizers]
+            self._runners.patch_runner(runner, _locked(runner, {"metadata": {"finalizers": kept}}))
 
     def _delete_resources(self, runner: EphemeralRunner) -> None:
         """Delete the runner's Pod and JIT Secret when they exist.

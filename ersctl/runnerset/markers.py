@@ -83,14 +83,22 @@ def record_cleanup_patch_id(
 ) -> EphemeralRunnerSet | None:
     """Make the live marker equal ``patch_id``; return the live ERS (None when it is gone).
 
+    Nothing is written when the live spec no longer carries ``patch_id`` (the listener
+    patched after the cached copy the cleanup was decided on): a marker for a patch ID
+    that is gone suppresses nothing, and the newer count may name the finished runners
+    (then they are refilled with no marker at all). The caller compares the live
+    ``spec.patchID`` and decides again on it.
+
     Raises ``ConflictError`` when every attempt lost the race, other ``KubeError``s as
     they come.
     """
 
     def attempt() -> EphemeralRunnerSet | None:
         live = api.get_ers(namespace, name)
+        if live is None or live.patch_id != patch_id:
+            return live
         # Equality, not >=: the marker must be able to move down with the patch ID.
-        if live is None or live.finished_runner_cleanup_patch_id == patch_id:
+        if live.finished_runner_cleanup_patch_id == patch_id:
             return live
         return _write(writer, live, {CLEANUP_MARKER_FIELD: patch_id})
 

@@ -121,6 +121,9 @@ log = logging.getLogger(__name__)
 NORMAL: Final = "Normal"
 WARNING: Final = "Warning"
 _QUIET_ACTIONS: Final = frozenset({"hold", "none"})
+MOVED_ON_RETRY: Final = 1.0
+"""Seconds before a cleanup decided on a superseded patch ID is looked at again, should
+the watch event of the newer patch be lost."""
 
 
 class Reason(StrEnum):
@@ -417,6 +420,11 @@ class EphemeralRunnerSetReconciler:
         )
         if live is None:
             return Outcome(action="none", detail="gone")
+        if live.patch_id != decision.patch_id:
+            # Decided on a cached copy the listener has patched since: no marker, no
+            # deletion; its watch event brings the set back (the requeue is a backstop).
+            detail = f"patch ID {decision.patch_id} replaced by {live.patch_id}; deciding again"
+            return Outcome(action="patch-moved-on", detail=detail, result=Result(MOVED_ON_RETRY))
         # The server holds the marker now; mirror it so step 9 neither repeats nor
         # reverts it.
         ers.finished_runner_cleanup_patch_id = decision.patch_id

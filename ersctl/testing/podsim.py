@@ -52,16 +52,14 @@ def kubelet_time() -> str:
 
 
 def running_status(container: str = RUNNER_CONTAINER, *, started_at: str | None = None) -> Json:
-    """A Pod whose (runner) ``container`` runs and is ready, since ``started_at`` (now)."""
+    """A Pod whose (runner) ``container`` runs and is ready, since ``started_at`` (now),
+    its Ready condition stamped with that time as a kubelet stamps it."""
+    since = started_at or kubelet_time()
     return {
         "phase": "Running",
-        "conditions": [{"type": "Ready", "status": "True"}],
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": since}],
         "containerStatuses": [
-            {
-                "name": container,
-                "ready": True,
-                "state": {"running": {"startedAt": started_at or kubelet_time()}},
-            }
+            {"name": container, "ready": True, "state": {"running": {"startedAt": since}}}
         ],
     }
 
@@ -104,11 +102,12 @@ class RunnerPods:
         self._namespace = namespace
         self._connect = connect
 
-    def start(self, pod_name: str) -> int:
-        """Start the runner of Pod ``pod_name``; returns the runner id it connected as."""
+    def start(self, pod_name: str, *, started_at: str | None = None) -> int:
+        """Start the runner of Pod ``pod_name``, running and ready since ``started_at``
+        (now); returns the runner id it connected as."""
         jit = self.jit_config(pod_name)
         runner_id = int(self._connect(jit)["id"])
-        self._set_status(pod_name, running_status())
+        self._set_status(pod_name, running_status(started_at=started_at))
         return runner_id
 
     def exit(self, pod_name: str, exit_code: int = 0) -> None:

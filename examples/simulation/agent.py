@@ -8,7 +8,9 @@ one loop (:meth:`RunnerAgent.step`), per EphemeralRunner (ER) of the set:
    ``phase: Pending`` with ``runnerId``/``runnerName``. In ARC, Pending covers both a
    runner still starting and one online and idle; ``Running`` means a job is assigned.
 2. ``startup_delay`` later the runner is online (``ready: true``) and asks the service
-   for a job assigned to the scale set. When it gets one: ``phase: Running``.
+   for a job assigned to the scale set. Once the listener has recorded the job on the ER
+   (its job fields) and the ER is still Pending: ``phase: Running``, as the runner
+   controller writes it (our listener writes it with the job fields: nothing to do).
 3. When the job's duration has passed: complete it at the service (an ephemeral runner
    runs one job, then deregisters); ``exit_delay`` later the runner's Pod has ended and
    the ER says ``phase: Succeeded``. GitHub sends ``JobCompleted`` when the runner reports
@@ -141,6 +143,8 @@ class RunnerAgent:
                 self._runners[er.name] = state
             if er.is_deleting:
                 self._on_deleting(state, now)
+            elif er.has_job and er.phase == ERPhase.PENDING and not state.done:
+                self._cluster.patch_status(er.name, {"phase": ERPhase.RUNNING.value})
             else:
                 self._advance(state, now)
 
@@ -191,7 +195,6 @@ class RunnerAgent:
             return
         state.job_id = job_id
         state.job_ends_at = now + self._job_duration(job_id)
-        self._cluster.patch_status(state.name, {"phase": ERPhase.RUNNING.value})
 
     def _complete(self, state: _Runner, now: float) -> None:
         assert state.job_id is not None

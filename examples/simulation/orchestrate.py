@@ -63,6 +63,7 @@ from simulation.processes import CtrlC, Program, ProgramExited
 from simulation.remote import RemoteCluster, run_namespace
 from simulation.replicas import LeaseTiming, Replicas
 from simulation.trace import (
+    WRITE_VERBS,
     Failover,
     Mark,
     RunnerTrace,
@@ -606,7 +607,11 @@ class _Simulation:
             jobs=self.github.job_traces(origin=self.origin),
             runners=self.agent.traces(origin=self.origin),
             samples=tuple(self.samples),
-            api=count_traffic(requests, write_kinds=(_write_kind(r) for r in records)),
+            api=count_traffic(
+                requests,
+                write_kinds=(_write_kind(r) for r in records),
+                refused_writes=sum(1 for r in records if r.verb in WRITE_VERBS and r.status >= 400),
+            ),
             marks=tuple(self.marks),
             teardown=self.teardown,
             cluster=None if self.namespace_left is None else (self.namespace, self.namespace_left),
@@ -706,6 +711,6 @@ def _write_kind(record: RequestRecord) -> str | None:
         body = json.loads(record.body) if record.body else {}
     except ValueError:
         body = {}
-    if not isinstance(body, dict):
+    if not isinstance(body, dict | list):
         body = {}
     return write_kind(record.verb, record.resource, record.subresource, body)

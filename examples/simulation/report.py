@@ -14,7 +14,9 @@ Definitions (the numbers mean exactly this):
   *peak demand*: most jobs assigned to the scale set at one sample.
 - *job wait*: queued -> started, nearest-rank percentiles over the jobs that started.
 - *API requests/writes per job*: requests the API server answered for the listener and
-  the controller (writes = create, update, patch, delete) divided by completed jobs;
+  the controller (writes = create, update, patch, delete, refused ones included: a
+  refused write is still a request served; how many were refused, and the applied
+  writes per job, follow in brackets) divided by completed jobs;
   the writes also by what each was for (``simulation.trace.WRITE_KINDS``, with why it
   is needed), each per completed job.
 - *back at min*: the last published replicas and the runners left both equal min_runners.
@@ -65,6 +67,9 @@ class Report:
     api_writes: int
     requests_per_job: float | None
     writes_per_job: float | None
+    refused_writes: int
+    """Of ``api_writes``, those the server refused (409, 404, 422: nothing stored)."""
+    applied_writes_per_job: float | None
     min_runners: int
     final_replicas: int
     final_runners: int
@@ -153,6 +158,8 @@ def build_report(trace: Trace) -> Report:
         api_writes=trace.api.writes,
         requests_per_job=_per_job(trace.api.requests, completed),
         writes_per_job=_per_job(trace.api.writes, completed),
+        refused_writes=trace.api.refused_writes,
+        applied_writes_per_job=_per_job(trace.api.writes - trace.api.refused_writes, completed),
         min_runners=trace.min_runners,
         final_replicas=trace.final_replicas,
         final_runners=trace.final_runners,
@@ -190,8 +197,9 @@ def format_report(report: Report, *, verdict: bool = True) -> str:
         f"{report.peak_demand} assigned jobs",
         f"job wait        p50 {_seconds(report.wait_p50)}  p95 {_seconds(report.wait_p95)}"
         f"  max {_seconds(report.wait_max)}  (queued -> started)",
-        f"API server      {report.api_requests} requests, {report.api_writes} writes; "
-        f"per job: {report.requests_per_job} requests, {report.writes_per_job} writes",
+        f"API server      {report.api_requests} requests, {report.api_writes} writes "
+        f"({report.refused_writes} refused); per job: {report.requests_per_job} requests, "
+        f"{report.writes_per_job} writes ({report.applied_writes_per_job} applied)",
         "writes          "
         + (", ".join(f"{name} {count}" for name, count in report.writes_by_resource) or "-"),
         *format_writes_per_job(report),

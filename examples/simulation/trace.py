@@ -12,7 +12,7 @@ Times are seconds since the start of the run.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -108,6 +108,9 @@ class ApiTraffic:
     """Writes per ``resource[/subresource]``, most first (e.g. events, runner creates)."""
     writes_by_kind: tuple[tuple[str, int], ...] = ()
     """Writes per :data:`WRITE_KINDS` entry (what the write was for), in that order."""
+    refused_writes: int = 0
+    """Writes the server refused (4xx: a resourceVersion conflict, a gone object, a
+    failed JSON patch test): served, counted in :attr:`writes`, nothing stored."""
 
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
@@ -135,16 +138,22 @@ _JOB_FIELDS = frozenset({"jobRequestId", "jobId", "jobRepositoryName", "workflow
 
 
 def write_kind(
-    verb: str, resource: str | None, subresource: str | None, body: Mapping[str, Any]
+    verb: str,
+    resource: str | None,
+    subresource: str | None,
+    body: Mapping[str, Any] | Sequence[Mapping[str, Any]],
 ) -> str | None:
     """The :data:`WRITE_KINDS` entry of one request (None: not a write).
 
-    Told apart by resource and body: a set status patch holding the marker is the
+    Told apart by resource and body (a JSON patch read as the document its ``add`` and
+    ``replace`` operations write): a set status patch holding the marker is the
     guard's marker write; a set patch of ``spec.replicas``/``patchID`` and a runner status
     patch holding job fields are the listener's; Secrets, Pods and other runner writes
     are the runner controller's."""
     if verb not in WRITE_VERBS:
         return None
+    if not isinstance(body, Mapping):
+        body = _written_document(body)
     raw_status = body.get("status")
     status: Mapping[str, Any] = raw_status if isinstance(raw_status, dict) else {}
     match resource, subresource:
@@ -169,6 +178,19 @@ def write_kind(
     return "other"
 
 
+def _written_document(operations: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    document: dict[str, Any] = {}
+    for operation in operations:
+        if operation.get("op") not in ("add", "replace"):
+            continue
+        *parents, leaf = str(operation.get("path", "")).strip("/").split("/")
+        node = document
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = operation.get("value")
+    return document
+
+
 def _listener_spec(body: Mapping[str, Any]) -> bool:
     spec = body.get("spec")
     return isinstance(spec, dict) and bool({"replicas", "patchID"} & set(spec))
@@ -180,10 +202,14 @@ def _only_finalizers(body: Mapping[str, Any]) -> bool:
 
 
 def count_traffic(
-    requests: Iterable[tuple[str, str]], *, write_kinds: Iterable[str | None] = ()
+    requests: Iterable[tuple[str, str]],
+    *,
+    write_kinds: Iterable[str | None] = (),
+    refused_writes: int = 0,
 ) -> ApiTraffic:
     """Count ``(verb, resource)`` requests; writes are creates, updates, patches, deletes.
-    ``write_kinds`` (from :func:`write_kind`, one per request) breaks the writes down."""
+    ``write_kinds`` (from :func:`write_kind`, one per request) breaks the writes down;
+    ``refused_writes`` of them the server refused (:attr:`ApiTraffic.refused_writes`)."""
     verbs: Counter[str] = Counter()
     written: Counter[str] = Counter()
     for verb, resource in requests:
@@ -197,6 +223,7 @@ def count_traffic(
         by_verb=tuple(sorted(verbs.items())),
         writes_by_resource=tuple(written.most_common()),
         writes_by_kind=tuple((kind, kinds[kind]) for kind in WRITE_KINDS if kinds[kind]),
+        refused_writes=refused_writes,
     )
 
 

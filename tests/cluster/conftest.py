@@ -25,6 +25,7 @@ from ersctl.kube.reconcile import Request, Result
 from ersctl.runner.health import HealthPolicy
 from ersctl.runner.metrics import RunnerMetrics
 from ersctl.runner.phases import FailurePolicy
+from ersctl.runner.ports import RunnerStore
 from ersctl.runner.reconciler import RunnerReconciler
 from ersctl.runner.stores import KubeRunnerResources
 from ersctl.scaleset.clients import SecretRunnerServices, controller_client
@@ -81,8 +82,9 @@ class Harness:
     """Every service client the reconciler's ``SecretRunnerServices`` built, in order."""
     sent: SentRequests
     """What the reconciler's Kubernetes client sent."""
-    build: Callable[[HealthPolicy], RunnerReconciler]
-    """A reconciler like :attr:`reconciler` with other health rules."""
+    build: Callable[..., RunnerReconciler]
+    """``build(health, runners=None)``: a reconciler like :attr:`reconciler` with other
+    health rules (and another ``RunnerStore``, e.g. a cache)."""
 
     @property
     def namespace(self) -> str:
@@ -260,9 +262,9 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
     registry = CollectorRegistry()
     metrics = RunnerMetrics(registry)
 
-    def build(health: HealthPolicy) -> RunnerReconciler:
+    def build(health: HealthPolicy, runners: RunnerStore | None = None) -> RunnerReconciler:
         return RunnerReconciler(
-            runners=resources,
+            runners=runners or resources,
             pods=resources,
             secrets=resources,
             hooks=resources,

@@ -10,6 +10,7 @@ import pytest
 from ersctl.api import EphemeralRunner, ERPhase
 from ersctl.runner.modes import Mode
 from ersctl.runner.phases import (
+    READY_REPORT_DELAY,
     FailurePolicy,
     Finished,
     PodFailed,
@@ -18,6 +19,7 @@ from ersctl.runner.phases import (
     Wait,
     decide,
     format_time,
+    report_ready_later,
     seconds_until_next_pod,
 )
 
@@ -253,3 +255,24 @@ def test_the_runner_gives_up_after_the_configured_number_of_failures(
 def test_a_policy_that_never_allows_a_pod_is_rejected() -> None:
     with pytest.raises(ValueError, match="max_failures"):
         FailurePolicy(max_failures=0)
+
+
+def test_an_idle_runner_is_reported_ready_a_delay_after_its_ready_transition() -> None:
+    # The container started at midnight; the readiness probe passed at 00:00:30.
+    doc = pod("Running", running=True, ready=True)
+    doc["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T00:00:30Z"
+    state = PodState.from_pod(doc)
+    idle = er("Pending")
+    ready_at = datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC)
+
+    early = report_ready_later(idle, state, decide(idle, state), now=ready_at)
+    assert early == Wait(requeue_after=READY_REPORT_DELAY)
+    late = ready_at + timedelta(seconds=READY_REPORT_DELAY)
+    assert report_ready_later(idle, state, decide(idle, state), now=late) == SyncStatus(
+        phase=ERPhase.PENDING, ready=True, reason="", message=""
+    )
+    # A runner with a job is reported at once: Running carries ready along.
+    busy = er("Pending", job="job-1")
+    assert isinstance(
+        report_ready_later(busy, state, decide(busy, state), now=ready_at), SyncStatus
+    )

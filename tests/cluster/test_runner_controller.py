@@ -8,19 +8,26 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
+from ersctl.kube.cache import CachedReader
 from ersctl.kube.errors import NotLeaderError
 from ersctl.kube.reconcile import Result
+from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
+from ersctl.runner.controller import CachedRunners
+from ersctl.runner.phases import READY_REPORT_DELAY
 from ersctl.runner.registration import RetryLater
 from ersctl.runner.stores import KubeRunnerResources
 from ersctl.testing.podsim import exited_status, running_status
-from tests.cluster.conftest import NO_SCHEDULER, TOKEN, Harness
+from ghalistener.publisher import KubePublisher
+from tests.cluster.conftest import HEALTH, NO_SCHEDULER, TOKEN, Harness
 from tests.kubeapi import KubeApi
-from tests.kubeclient import SentRequests
+from tests.kubeclient import SentRequests, json_object
+from tests.listener.fakes import started
 from tests.polling import eventually
 
 RUNNER = "arc-runner-abcde"
@@ -30,7 +37,17 @@ def terminated(code: int) -> dict[str, Any]:
     return exited_status(code)
 
 
-RUNNING = running_status()
+def stamp(when: datetime) -> str:
+    """``when`` as a kubelet stamps a Pod's times."""
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def online_a_while_ago() -> str:
+    """A Pod time far enough back that an idle runner's readiness is reported at once."""
+    return stamp(datetime.now(UTC) - timedelta(seconds=READY_REPORT_DELAY))
+
+
+RUNNING = running_status(started_at=online_a_while_ago())
 
 
 def owner_of(doc: dict[str, Any]) -> tuple[str, str, bool]:
@@ -69,6 +86,15 @@ def test_a_new_runner_is_registered_and_gets_a_jit_secret_and_a_pod_it_owns(h: H
     assert jit not in str(pod)  # by reference only
 
 
+def status_patches(h: Harness) -> list[dict[str, Any]]:
+    """The runner status patches the reconciler sent, in order."""
+    return [
+        json_object(r.body)["status"]
+        for r in h.sent.records()
+        if (r.verb, r.resource, r.subresource) == ("patch", "ephemeralrunners", "status")
+    ]
+
+
 def phase_and_ready(h: Harness) -> tuple[str, bool]:
     runner = h.runner()
     assert runner is not None
@@ -84,7 +110,12 @@ def test_an_idle_runner_is_pending_and_ready_until_the_listener_records_its_job(
     h.settle()
     assert phase_and_ready(h) == ("Pending", False)  # being provisioned
 
-    h.set_pod_status(RUNNING)  # the runner is up and online, and has no job
+    h.set_pod_status(running_status(started_at=stamp(h.clock.now)))  # online, no job
+    # Ready is news only to people: written once the runner stayed idle a while (a
+    # runner made for a queued job gets it first, and its Running write says ready).
+    assert h.settle().requeue_after == READY_REPORT_DELAY
+    assert phase_and_ready(h) == ("Pending", False)
+    h.clock.advance(READY_REPORT_DELAY)
     h.settle()
     assert phase_and_ready(h) == ("Pending", True)
 
@@ -102,6 +133,81 @@ def test_an_idle_runner_is_pending_and_ready_until_the_listener_records_its_job(
     # a finished runner's Pod and JIT config go at once; the set deletes the ER itself
     assert h.pod() is None and h.secret() is None
     assert h.metric("ersctl_runners_finished_total", phase="Succeeded") == 1
+
+
+def test_a_runner_that_gets_its_job_soon_after_coming_online_costs_one_status_write(
+    h: Harness,
+) -> None:
+    h.create_runner()
+    h.settle()
+    h.sent.clear()
+    h.set_pod_status(running_status(started_at=stamp(h.clock.now)))
+    h.settle()
+    h.clock.advance(READY_REPORT_DELAY / 2)
+
+    h.record_job_started("job-1")
+    h.settle()
+
+    # Running and ready in one write: the runner's readiness rode along with its job.
+    assert [(s["phase"], s["ready"]) for s in status_patches(h)] == [("Running", True)]
+
+
+def test_a_job_our_listener_records_costs_the_controller_no_status_write(h: Harness) -> None:
+    h.create_runner()
+    h.settle()
+    h.set_pod_status(RUNNING)
+    h.settle()
+    h.sent.clear()
+
+    with h.kube.api_client() as api_client:
+        publisher = KubePublisher(api_client=api_client, namespace=h.namespace, name="set")
+        assert publisher.record_job_started(started(1, RUNNER))
+    h.settle()
+
+    runner = h.runner()
+    assert runner is not None and (runner.phase, runner.ready) == ("Running", True)
+    assert status_patches(h) == []
+
+
+def test_deleting_an_idle_runner_removes_both_finalizers_in_one_patch(h: Harness) -> None:
+    h.create_runner()
+    h.settle()
+    h.sent.clear()
+
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)
+    h.settle()
+
+    assert h.runner() is None
+    finalizer_patches = [
+        json_object(r.body)["metadata"]["finalizers"]
+        for r in h.sent.records()
+        if (r.verb, r.resource, r.subresource) == ("patch", "ephemeralrunners", None)
+    ]
+    assert finalizer_patches == [[]]
+
+
+def test_a_runner_let_go_is_not_patched_again_while_the_cache_still_shows_it(
+    h: Harness,
+) -> None:
+    h.create_runner()
+    h.settle()
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)
+    # The informer cache has seen the deletion start, and not yet the runner go.
+    runners = Store(indexers={OWNER_UID_INDEX: controller_owner_uid})
+    runners.upsert(h.kube.get_object("ephemeralrunners", h.namespace, RUNNER) or {})
+    api_client = h.kube.api_client()
+    h.sent.attach(api_client)
+    writer = KubeRunnerResources(api_client)
+    cached = CachedRunners(CachedReader(sets=Store(), runners=runners), writer)
+    h.reconciler = h.build(HEALTH, runners=cached)
+    h.sent.clear()
+
+    h.reconcile()  # lets it go
+    h.reconcile()  # queued meanwhile (by its Pod's deletion): nothing left to do
+
+    assert h.runner() is None
+    patches = [r for r in h.sent.records() if r.targets("ephemeralrunners", RUNNER)]
+    assert [(r.verb, r.status) for r in patches] == [("patch", 200)]
 
 
 def test_a_failed_pod_is_recreated_after_a_backoff_and_counted(h: Harness) -> None:

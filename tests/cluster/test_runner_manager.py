@@ -32,7 +32,7 @@ from ersctl.runnerset.metrics import LISTENER_SELECTOR
 from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.podsim import RunnerPods
 from tests.cluster.conftest import NO_SCHEDULER, Harness, actions_client
-from tests.cluster.test_runner_controller import RUNNING
+from tests.cluster.test_runner_controller import RUNNING, online_a_while_ago
 from tests.kubeclient import SentRequests
 from tests.polling import eventually
 
@@ -100,7 +100,8 @@ def test_the_manager_takes_a_runner_through_a_real_job_on_watch_events(
     pods = RunnerPods(h.kube, namespace=h.namespace, connect=h.sim.connect_runner)
     h.create_runner()
     eventually(lambda: h.pod() is not None, timeout=10)
-    runner_id = pods.start(RUNNER)  # the runner connects with the JIT config it was given
+    # The runner connects with the JIT config it was given (online a while: ready at once).
+    runner_id = pods.start(RUNNER, started_at=online_a_while_ago())
     runner = h.runner()
     assert runner is not None and runner.runner_id == runner_id
     eventually(lambda: idle_and_online(h), timeout=10)  # online without a job is Pending, ready
@@ -295,7 +296,7 @@ def test_a_resync_of_steady_runners_sends_no_request(
     h.create_runner()
     h.create_runner("arc-runner-done")
     eventually(lambda: h.pod() is not None and h.pod("arc-runner-done") is not None, timeout=10)
-    pods.start(RUNNER)
+    pods.start(RUNNER, started_at=online_a_while_ago())
     pods.start("arc-runner-done")
     eventually(lambda: idle_and_online(h), timeout=10)
     pods.exit("arc-runner-done", 0)

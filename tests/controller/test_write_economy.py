@@ -25,6 +25,12 @@ def status_patches(cluster: Cluster) -> list[dict[str, object]]:
     ]
 
 
+def a_finished_and_a_busy_runner_at_patch_5(cluster: Cluster) -> None:
+    cluster.create_ers(replicas=2, patch_id=5, status=RUNNING)
+    cluster.add_runner(phase="Succeeded", patch_id=4, runner_id=1)
+    cluster.add_runner(phase="Running", patch_id=4, runner_id=2, job_id="job-2")
+
+
 def test_a_patch_id_suppressed_again_and_again_records_one_event(cluster: Cluster) -> None:
     cluster.create_ers(
         replicas=2, patch_id=7, status={**RUNNING, "finishedRunnerCleanupPatchID": 7}
@@ -76,15 +82,35 @@ def test_runner_count_changes_send_no_status_write(cluster: Cluster) -> None:
 def test_a_finished_runner_cleanup_costs_the_marker_write_alone_and_no_event(
     cluster: Cluster,
 ) -> None:
-    cluster.create_ers(replicas=2, patch_id=5, status=RUNNING)
-    cluster.add_runner(phase="Succeeded", patch_id=4, runner_id=1)
-    cluster.add_runner(phase="Running", patch_id=4, runner_id=2, job_id="job-2")
+    a_finished_and_a_busy_runner_at_patch_5(cluster)
     cluster.sent.clear()
 
     assert cluster.reconcile().action == "cleanup-finished"
 
     assert status_patches(cluster) == [{"finishedRunnerCleanupPatchID": 5}]
     assert cluster.events() == []
+
+
+@pytest.mark.embedded_only("the watch delay keeps the cache behind the listener's patch")
+def test_a_cleanup_decided_on_a_patch_id_the_listener_replaced_writes_no_marker(
+    cluster: Cluster,
+) -> None:
+    a_finished_and_a_busy_runner_at_patch_5(cluster)
+    cluster.sync()
+    cluster.server.set_watch_delay(api.ERS_PLURAL, 2.0)
+    cluster.patch_ers("runners", {"patchID": 6})  # the cache shows patch 5 for 2 s
+    cluster.sent.clear()
+
+    outcome = cluster.reconcile(sync=False)
+
+    # A marker for patch 5 would suppress nothing (the set carries 6): not written, and
+    # the finished runner waits for the decision on patch 6.
+    assert outcome.action == "patch-moved-on"
+    assert status_patches(cluster) == []
+    assert len(cluster.live_runner_names()) == 2
+    cluster.server.set_watch_delay(api.ERS_PLURAL, 0.0)
+    assert cluster.reconcile().action == "cleanup-finished"  # once the cache shows 6
+    assert status_patches(cluster) == [{"finishedRunnerCleanupPatchID": 6}]
 
 
 @pytest.mark.embedded_only("the watch delay keeps the cache behind the controller's write")

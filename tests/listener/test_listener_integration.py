@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ersctl import api
 from ersctl.api import RunnerID
-from ersctl.kube.calls import MERGE_PATCH
+from ersctl.kube.calls import JSON_PATCH, MERGE_PATCH
 from ersctl.kube.errors import KubeError
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.actions.client import ActionsClient
@@ -277,8 +277,14 @@ def test_each_patch_is_a_merge_patch_of_replicas_patch_id_and_what_they_account_
 def test_job_started_writes_the_job_fields_and_an_unknown_runner_is_skipped(
     harness: Harness,
 ) -> None:
-    harness.kube.create_object("ephemeralrunners", runner_manifest("r-11"))
-    harness.service.steps = [Message(1, 2, (started(11, "r-11"), started(12, "r-gone")))]
+    for name, phase in (("r-11", "Pending"), ("r-13", "Succeeded")):
+        harness.kube.create_object("ephemeralrunners", runner_manifest(name))
+        harness.kube.patch_object(
+            "ephemeralrunners", harness.kube.namespace, name, {"status": {"phase": phase}},
+            subresource="status",
+        )  # fmt: skip
+    jobs = (started(11, "r-11"), started(12, "r-gone"), started(13, "r-13"))
+    harness.service.steps = [Message(1, 3, jobs)]
     harness.listener().run()
     runner = harness.runner("r-11")
     assert runner is not None
@@ -292,12 +298,23 @@ def test_job_started_writes_the_job_fields_and_an_unknown_runner_is_skipped(
         "workflowRunId": 1011,
         "jobDisplayName": "build 11",
     }
+    # A Pending runner is Running and ready in the same write (the controller's would
+    # be a second one); a finished one keeps its phase and gets the job fields alone.
+    assert (runner["status"]["phase"], runner["status"]["ready"]) == ("Running", True)
+    finished = harness.runner("r-13")
+    assert finished is not None and finished["status"]["phase"] == "Succeeded"
+    assert finished["status"]["jobId"] == "job-13"
     status_patches = [
-        (r.name, r.status)
+        (r.name, r.content_type.split(";")[0], r.status)
         for r in harness.sent.records()
         if r.method == "PATCH" and r.targets("ephemeralrunners", subresource="status")
     ]
-    assert status_patches == [("r-11", 200), ("r-gone", 404)]
+    assert status_patches == [
+        ("r-11", JSON_PATCH, 200),
+        ("r-gone", JSON_PATCH, 404),
+        ("r-13", JSON_PATCH, 422),
+        ("r-13", MERGE_PATCH, 200),
+    ]
     assert harness.service.entries("ack") == [("ack", "s1", 1)], "the 404 did not stop the message"
 
 

@@ -9,6 +9,8 @@ from simulation.agent import AgentTiming, RunnerAgent
 
 from ersctl.api import EphemeralRunner
 
+JOB_FIELDS = {"jobId": "job-1", "jobRequestId": 1}
+
 
 class FakeCluster:
     def __init__(self) -> None:
@@ -105,6 +107,9 @@ def test_a_runner_registers_idles_pending_takes_a_job_and_succeeds() -> None:
     assert (cluster.phase("r1"), cluster.objects["r1"]["status"]["ready"]) == ("Pending", True)
     service.queue.append("job-1")
     _at(agent, clock, 2.5)
+    assert cluster.phase("r1") == "Pending", "busy, and Running once the listener says so"
+    cluster.patch_status("r1", JOB_FIELDS)  # what ARC's listener writes on JobStarted
+    _at(agent, clock, 2.6)
     assert cluster.phase("r1") == "Running"
     _at(agent, clock, 7.0)
     assert cluster.phase("r1") == "Running"
@@ -140,7 +145,7 @@ def test_a_runner_deleted_mid_job_loses_its_job_and_is_reported() -> None:
     service.queue.append("job-1")
     for when in (0.0, 1.0, 2.0):
         _at(agent, clock, when)
-    assert cluster.phase("r1") == "Running"
+    cluster.patch_status("r1", {**JOB_FIELDS, "phase": "Running"})  # what ours writes
 
     cluster.delete("r1")
     _at(agent, clock, 3.0)
@@ -157,6 +162,7 @@ def test_with_an_exit_delay_the_job_completes_at_the_service_before_the_runner_s
     service.queue.append("job-1")
     for when in (0.0, 1.0, 2.0):
         _at(agent, clock, when)
+    cluster.patch_status("r1", {**JOB_FIELDS, "phase": "Running"})
 
     _at(agent, clock, 7.0)
     assert service.completed == [("job-1", 100, True)]

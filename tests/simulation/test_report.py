@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from simulation.report import (
@@ -151,7 +152,8 @@ def test_peaks_come_from_the_samples_and_api_figures_are_per_completed_job() -> 
         Sample(at=1.0, assigned_jobs=3, replicas=3, patch_id=2, marker=0, running=2, deleting=2),
     )
     verbs = ["get", "list", "watch", "patch", "create", "create", "delete", "patch"]
-    api = count_traffic([(verb, "ephemeralrunners") for verb in verbs] + [("create", "events")])
+    requests = [(verb, "ephemeralrunners") for verb in verbs] + [("create", "events")]
+    api = count_traffic(requests, refused_writes=2)  # e.g. two 409s among the writes
     jobs = (_job("j1", "a", 1.0, 2.0), _job("j2", "b", 1.0, 2.0))
 
     report = build_report(_trace(jobs=jobs, samples=samples, api=api))
@@ -159,6 +161,8 @@ def test_peaks_come_from_the_samples_and_api_figures_are_per_completed_job() -> 
     assert (report.peak_runners, report.peak_demand) == (4, 3)
     assert (report.api_requests, report.api_writes) == (9, 6)
     assert (report.requests_per_job, report.writes_per_job) == (4.5, 3.0)
+    assert (report.refused_writes, report.applied_writes_per_job) == (2, 2.0)
+    assert "6 writes (2 refused)" in format_report(report)
     assert report.writes_by_resource == (("ephemeralrunners", 5), ("events", 1))
 
 
@@ -318,11 +322,23 @@ def test_a_deletion_in_the_request_log_that_no_runner_record_shows_fails_the_run
             "runner controller",
             id="runner-phase",
         ),
+        pytest.param(
+            "patch",
+            "ephemeralrunners",
+            "status",
+            [
+                {"op": "test", "path": "/status/phase", "value": "Pending"},
+                {"op": "add", "path": "/status/jobId", "value": "job-1"},
+                {"op": "add", "path": "/status/phase", "value": "Running"},
+            ],
+            "listener patches",
+            id="runner-job-json-patch",
+        ),
         pytest.param("get", "ephemeralrunners", None, {}, None, id="a-read-is-no-write"),
     ],
 )
 def test_each_write_is_counted_for_what_it_was_for(
-    verb: str, resource: str, subresource: str | None, body: dict[str, object], kind: str | None
+    verb: str, resource: str, subresource: str | None, body: Any, kind: str | None
 ) -> None:
     assert write_kind(verb, resource, subresource, body) == kind
     traffic = count_traffic([(verb, resource)], write_kinds=[kind])
