@@ -8,8 +8,8 @@ AutoscalingRunnerSet and AutoscalingListener controllers give a scale set its
 registration, its EphemeralRunnerSet and its listener Pod. Each controller's package
 says what it holds; they share the runtime (``kube``), GitHub's scale-set service
 (``scaleset``), the resource model (``api``), ARC's names (``naming``) and CRDs
-(``crds``), and ``platform`` with ghalistener. ``cli`` and ``wiring`` start them and ``arc`` translates ARC's command
-line. docs/architecture.md draws the whole.
+(``crds``), and with ghalistener ``platform``. ``cli`` and ``wiring`` start them;
+``arc`` translates ARC's command line. docs/architecture.md draws the whole.
 """
 
 __version__ = "0.1.0"

@@ -1,9 +1,10 @@
 """``ActionsClient``: the runner scale-set service endpoints.
 
 One method per endpoint either program calls (scale sets, runner groups, JIT configs,
-runners, message sessions, messages, job acquisition), as ARC's Go client has them. Each call obtains the admin
-connection (refreshing the auth chain when its token has < 60 s left), sends through
-the one retrying ``HttpSender`` and maps unwanted statuses to the typed errors of
+runners, message sessions, messages, job acquisition), as ARC's Go client has them.
+Each call obtains the admin connection (refreshing the auth chain when its token has
+< 60 s left), sends through the one retrying ``HttpSender`` and maps unwanted statuses
+to the typed errors of
 ``ghalistener.actions.errors``. The message-queue calls take the session explicitly;
 ``ghalistener.actions.session.MessageSession`` wraps them with refresh-on-401.
 
