@@ -4,9 +4,9 @@ One method per endpoint either program calls (scale sets, runner groups, JIT con
 runners, message sessions, messages, job acquisition), as ARC's Go client has them.
 Each call obtains the admin connection (refreshing the auth chain when its token has
 < 60 s left), sends through the one retrying ``HttpSender`` and maps unwanted statuses
-to the typed errors of
-``ghalistener.actions.errors``. The message-queue calls take the session explicitly;
-``ghalistener.actions.session.MessageSession`` wraps them with refresh-on-401.
+to the typed errors of ``ghalistener.actions.errors``. The message-queue calls take the
+session explicitly; ``ghalistener.actions.session.MessageSession`` wraps them with
+refresh-on-401.
 
 Thread-safety: methods may be called from several threads; the admin connection is
 refreshed under a lock.
