@@ -1,11 +1,12 @@
 """Failed runners: when to collect them, and when a set's replacements back off (pure).
 
 A runner turns Failed after ``--runner-max-failures`` failed Pods (``ersctl.runner.phases``)
-and never runs a job again, yet it counts toward ``spec.replicas`` (DESIGN.md step 8:
-total = pending + running + failed). Left alone it holds its slot forever, and a set's
-capacity shrinks silently (ARC issues #3619, #4102). So a Failed runner is kept for
-:attr:`FailedRunnerPolicy.ttl` seconds (for people to inspect), then removed from the
-service and deleted; the set refills the slot through its ordinary scale-up.
+and never runs a job again, yet it counts toward ``spec.replicas`` (the set counts its
+pending, running and failed runners against it, as ARC does). Left alone it holds its
+slot forever, and a set's capacity shrinks silently (ARC issues #3619, #4102). So a
+Failed runner is kept for :attr:`FailedRunnerPolicy.ttl` seconds (for people to
+inspect), then removed from the service and deleted; the set refills the slot through
+its ordinary scale-up.
 
 A set whose runners keep failing (a bad image, a broken template) would then churn Pods
 at full speed: every collected runner is replaced by one that fails the same way (a

@@ -5,7 +5,8 @@ provides Kubernetes-backed implementations, and tests may provide in-memory ones
 pure logic. The split between :class:`CachedReader` and :class:`ApiReader` is the one
 controller-runtime draws: decisions read the informer cache, which may lag; the few
 reads the reconcile contract marks "API reader" go straight to the API server because
-a lagging read there creates runners nobody asked for (see ``shared/DESIGN.md``).
+a lagging read there creates runners nobody asked for (docs/architecture.md, "The
+guard").
 
 Errors: implementations raise ``ersctl.kube.errors.KubeError`` subclasses
 (``ConflictError`` for 409, ``NotFoundError`` for 404); never

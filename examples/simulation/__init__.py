@@ -1,5 +1,5 @@
-"""The end-to-end simulation behind ``examples/simulate.py``, ``examples/soak.py`` and
-``examples/bench_guard.py``.
+"""The end-to-end simulation behind ``examples/simulate.py``, ``examples/soak.py``,
+``examples/local_cluster.py`` and the ``examples/bench_*.py`` benchmarks.
 
 Modules, from pure to I/O:
 
@@ -15,6 +15,11 @@ Modules, from pure to I/O:
   binary per runner Pod, with the soak's start faults, and its zombie timing.
 - ``disruptions``: runner Pods evicted, drained or lost with their node (the soak's).
 - ``cluster``: the objects a run starts from and the agent's in-process view of them.
+- ``remote``: the same API on an existing cluster (``--kubeconfig``), and ``apiproxy``
+  recording its requests and injecting its faults there.
+- ``listeners``: the kubelet of listener Pods, running each Pod's real ``ghalistener``.
+- ``kubelet`` and ``workloads``: the local cluster's kubelet for the controller
+  Deployment's Pods, and the Deployment and ReplicaSet controllers it needs.
 - ``github_side``: the GitHub simulator, its HTTP server and the agent's service port.
 - ``processes``: the programs under test as subprocesses (start, stop, restart, kill).
 - ``replicas``: the controller's replicas, leader-elected in the soak.
@@ -22,5 +27,7 @@ Modules, from pure to I/O:
 - ``options``: ``simulate.py``'s command line, every value checked before anything starts.
 - ``command``: what ``simulate.py`` does with good options: run, report, write outputs.
 - ``soak``: what ``soak.py`` does with good options: configure, run, check, report.
-- ``baseline``: the controller ordering before ARC PR #4642, for the benchmark only.
+- ``baseline``: the controller as ARC runs it, before and after PR #4642, and
+  ``serial`` (runners created one at a time): for the benchmarks only.
+- ``procstat`` and ``sampler``: what a benchmark reads of a process, and a profiler run.
 """

@@ -1,10 +1,12 @@
 """``ActionsClient``: the runner scale-set service endpoints.
 
-One method per endpoint of PROTOCOL.md section 3. Each call obtains the admin
-connection (refreshing the auth chain when its token has < 60 s left), sends through
-the one retrying ``HttpSender`` and maps unwanted statuses to the typed errors of
-``ghalistener.actions.errors``. The message-queue calls take the session explicitly;
-``ghalistener.actions.session.MessageSession`` wraps them with refresh-on-401.
+One method per endpoint either program calls (scale sets, runner groups, JIT configs,
+runners, message sessions, messages, job acquisition), as ARC's Go client has them.
+Each call obtains the admin connection (refreshing the auth chain when its token has
+< 60 s left), sends through the one retrying ``HttpSender`` and maps unwanted statuses
+to the typed errors of ``ghalistener.actions.errors``. The message-queue calls take the
+session explicitly; ``ghalistener.actions.session.MessageSession`` wraps them with
+refresh-on-401.
 
 Thread-safety: methods may be called from several threads; the admin connection is
 refreshed under a lock.

@@ -9,7 +9,7 @@ behave identically. Paths (GHES style; the ``/api/v3`` prefix is optional):
   ``POST /api/v3/actions/runner-registration`` (``RemoteAuth``; answers the service URL
   ``<base>/_services/actions/`` and an admin JWT). Any credential is accepted here.
 - Service (``<base>/_services/actions/...``, admin Bearer token required): the
-  endpoints of PROTOCOL.md section 3, plus the message queue
+  endpoints of ``ghalistener.actions.client.ActionsClient``, plus the message queue
   ``.../runnerscalesets/{id}/messages?sessionId=S`` (GET, DELETE ``/{messageId}``),
   authorized by the session's queue token.
 """
