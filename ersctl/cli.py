@@ -22,6 +22,7 @@ baseline runs its reconciler inside this very command).
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from types import FrameType
@@ -43,7 +44,7 @@ from ersctl.kube.writer import Writer
 from ersctl.platform.background import Background
 from ersctl.platform.cli import kubeconfig_options, run_command
 from ersctl.platform.errors import ConfigError, Failure
-from ersctl.platform.logs import configure_logging
+from ersctl.platform.logs import LOG_HTTP_ENV, configure_logging, http_logging_requested
 from ersctl.platform.probes import Verdict
 from ersctl.platform.serving import ProbeServer, parse_address
 from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
@@ -302,12 +303,26 @@ def main() -> None:
     default=None,
     help="Reconcile NAMESPACE/NAME once, print the decision, exit (takes no lease).",
 )
-@click.option("--log-format", type=click.Choice(["text", "json"]), default="text")
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: one readable line an event; json: one object a line, the object a line is "
+    "about in its kind, namespace and name fields, a reconcile's lines sharing a reconcileID.",
+)
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warn", "warning", "error"], case_sensitive=False),
     default="info",
     show_default=True,
+    help="The least severe level logged.",
+)
+@click.option(
+    "--log-http",
+    is_flag=True,
+    help="With --log-level debug, also the HTTP libraries' wire traces (many lines a "
+    f"request) [env {LOG_HTTP_ENV}=1].",
 )
 @click.pass_obj
 def reconcile(
@@ -350,13 +365,16 @@ def reconcile(
     once: Request | None,
     log_format: str,
     log_level: str,
+    log_http: bool,
 ) -> None:
-    """Run the controller until SIGTERM."""
+    """Run the controllers until SIGTERM."""
     # First, so that a stop requested during start-up is a clean stop too (exit 0).
     stop = threading.Event()
     _stop_on_signals(stop)
     with run_command(PROGRAM):
-        configure_logging(fmt=log_format, level=log_level)
+        configure_logging(
+            fmt=log_format, level=log_level, http=log_http or http_logging_requested(os.environ)
+        )
         address = parse_address(METRICS_OPTION, metrics_addr)
         probe_address = parse_address(PROBE_OPTION, probe_addr)
         if namespace and listener_namespace and listener_namespace != namespace:

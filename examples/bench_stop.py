@@ -102,7 +102,7 @@ def time_once(kubeconfig: str) -> tuple[float, float]:
         text=True,
     )
     ended = time.time()
-    return time.monotonic() - started, ended - log_time(done.stderr, "reconciled ")
+    return time.monotonic() - started, ended - log_time(done.stderr, "reconciled")
 
 
 def time_sigterm(kubeconfig: str) -> tuple[float, float]:

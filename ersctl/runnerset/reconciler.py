@@ -252,7 +252,7 @@ class EphemeralRunnerSetReconciler:
             self._event(ers, WARNING, Reason.RECONCILE_FAILED, str(exc))
             raise
         level = logging.DEBUG if outcome.action in _QUIET_ACTIONS else logging.INFO
-        log.log(level, "reconciled %s: %s", ers.key, outcome)
+        log.log(level, "reconciled: %s", outcome)  # the set: the reconcile's log fields
         return self._requeue_while_expecting(ers, outcome)
 
     def _requeue_while_expecting(self, ers: EphemeralRunnerSet, outcome: Outcome) -> Outcome:
