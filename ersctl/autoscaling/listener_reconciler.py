@@ -114,8 +114,8 @@ class ListenerReconciler:
             return self._reconcile(listener)
         except FieldError as exc:
             # Say which field, and retry with backoff: the Secret or ConfigMap it names
-            # is not watched, so the retry is what finds it once it is fixed.
-            log.warning("listener %s: %s", listener.key, exc)
+            # is not watched, so the retry is what finds it once it is fixed. The Event
+            # only: the runtime logs the failed reconcile (a line here made two).
             self._events.event(listener, type="Warning", reason=REASON_INVALID, message=str(exc))
             raise
 

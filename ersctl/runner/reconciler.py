@@ -41,7 +41,7 @@ from ersctl.api import (
     ERPhase,
     FieldError,
 )
-from ersctl.kube.errors import ConflictError
+from ersctl.kube.errors import ConflictError, NotFoundError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.runner import pods
 from ersctl.runner.deregistration import BUSY_RETRY
@@ -144,8 +144,9 @@ class RunnerReconciler:
             return self._reconcile(runner)
         except FieldError as exc:
             # Unusable credentials or spec: say which field, and retry with backoff
-            # (a Secret that appears later is not watched, so the retry finds it).
-            self._warn(runner, "InvalidRunner", str(exc))
+            # (a Secret that appears later is not watched, so the retry finds it). The
+            # Event only: the runtime logs the failed reconcile (a line here made two).
+            self._events.event(runner, type="Warning", reason="InvalidRunner", message=str(exc))
             raise
 
     def _reconcile(self, runner: EphemeralRunner) -> Result:
@@ -172,6 +173,15 @@ class RunnerReconciler:
     # -- deletion -------------------------------------------------------------------
 
     def _finalize(self, runner: EphemeralRunner) -> Result:
+        try:
+            return self._release(runner)
+        except NotFoundError:
+            # Gone meanwhile: our own last finalizer removal let it go, and the cache
+            # showed it once more. Its removal is done; a retry could only fail again.
+            log.debug("already deleted: nothing left to finalize")
+            return Result()
+
+    def _release(self, runner: EphemeralRunner) -> Result:
         if runner.has_finalizer(ER_REGISTRATION_FINALIZER):
             if not self._health.deregister(runner):
                 log.info("runner %s is still running a job; retrying removal", runner.key)
@@ -250,9 +260,10 @@ class RunnerReconciler:
             return self._registrations.register(runner)
         except RunnerNameTaken as exc:
             # It can never register under this name: let the set make another runner.
-            self._warn(runner, "RunnerNameTaken", f"{exc}; deleting this runner")
+            message = f"{exc}; deleting this runner"
+            self._events.event(runner, type="Warning", reason="RunnerNameTaken", message=message)
             self._runners.delete_runner(runner)
-            raise
+            raise  # logged by the runtime, once
 
     def _record_registration(
         self, runner: EphemeralRunner, secret: dict[str, Any]

@@ -25,6 +25,7 @@ from ersctl.kube.reconcile import Request, Result
 from ersctl.runner.health import HealthPolicy
 from ersctl.runner.metrics import RunnerMetrics
 from ersctl.runner.phases import FailurePolicy
+from ersctl.runner.ports import RunnerStore
 from ersctl.runner.reconciler import RunnerReconciler
 from ersctl.runner.stores import KubeRunnerResources
 from ersctl.scaleset.clients import SecretRunnerServices, controller_client
@@ -81,8 +82,11 @@ class Harness:
     """Every service client the reconciler's ``SecretRunnerServices`` built, in order."""
     sent: SentRequests
     """What the reconciler's Kubernetes client sent."""
-    build: Callable[[HealthPolicy], RunnerReconciler]
-    """A reconciler like :attr:`reconciler` with other health rules."""
+    build: Callable[..., RunnerReconciler]
+    """A reconciler like :attr:`reconciler` with other health rules (``build(health,
+    runners=...)``: and another runner store)."""
+    resources: KubeRunnerResources
+    """The stores :attr:`reconciler` reads and writes through."""
 
     @property
     def namespace(self) -> str:
@@ -260,9 +264,9 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
     registry = CollectorRegistry()
     metrics = RunnerMetrics(registry)
 
-    def build(health: HealthPolicy) -> RunnerReconciler:
+    def build(health: HealthPolicy, runners: RunnerStore = resources) -> RunnerReconciler:
         return RunnerReconciler(
-            runners=resources,
+            runners=runners,
             pods=resources,
             secrets=resources,
             hooks=resources,
@@ -286,6 +290,7 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
             clients=factory.built,
             sent=sent,
             build=build,
+            resources=resources,
         )
     finally:
         services.close()
