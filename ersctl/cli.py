@@ -91,7 +91,14 @@ KEY = _KeyType()
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ersctl")
 def main() -> None:
-    """Reconcile EphemeralRunnerSets: create and delete EphemeralRunners to meet demand."""
+    """Run GitHub Actions runner scale sets on Kubernetes, with ARC's objects.
+
+    `reconcile` runs four controllers: AutoscalingRunnerSet (the scale set on GitHub,
+    its EphemeralRunnerSet and its AutoscalingListener), AutoscalingListener (the
+    listener Pod that publishes the desired runner count), EphemeralRunnerSet (creates
+    and deletes EphemeralRunners to meet that count) and EphemeralRunner (registers each
+    runner and runs its Pod). The other commands inspect and nudge them.
+    """
 
 
 @main.command()
@@ -164,11 +171,43 @@ def main() -> None:
     default=None,
     help="Namespace of the Lease (default: --namespace, else this pod's namespace).",
 )
-@click.option("--lease-name", default="ersctl-leader", show_default=True)
-@click.option("--lease-duration", type=click.IntRange(min=2), default=15, show_default=True)
-@click.option("--renew-deadline", type=click.FloatRange(min=1.3), default=10.0, show_default=True)
-@click.option("--retry-period", type=click.FloatRange(min=1.0), default=2.0, show_default=True)
-@click.option("--resync-period", type=click.FloatRange(min=1.0), default=600.0, show_default=True)
+@click.option(
+    "--lease-name",
+    default="ersctl-leader",
+    show_default=True,
+    help="Name of the Lease the replicas compete for.",
+)
+@click.option(
+    "--lease-duration",
+    type=click.IntRange(min=2),
+    default=15,
+    show_default=True,
+    help="Seconds a standby waits after the leader's last renewal before taking the Lease "
+    "(a crashed leader's successor starts within this); more than --renew-deadline.",
+)
+@click.option(
+    "--renew-deadline",
+    type=click.FloatRange(min=1.3),
+    default=10.0,
+    show_default=True,
+    help="Seconds the leader keeps trying to renew before it stops reconciling and exits "
+    "(exit 1); more than 1.2 x --retry-period.",
+)
+@click.option(
+    "--retry-period",
+    type=click.FloatRange(min=1.0),
+    default=2.0,
+    show_default=True,
+    help="Seconds between tries to take or renew the Lease.",
+)
+@click.option(
+    "--resync-period",
+    type=click.FloatRange(min=1.0),
+    default=600.0,
+    show_default=True,
+    help="Seconds between reconciles of every object whether or not it changed (a "
+    "backstop for a missed watch event).",
+)
 @click.option(
     "--runner-controller/--no-runner-controller",
     default=True,
@@ -268,7 +307,12 @@ def main() -> None:
     show_default=True,
     help="HOST:PORT of each listener's metrics server (its config's metrics_addr); 0 disables.",
 )
-@click.option("--listener-metrics-endpoint", default="/metrics", show_default=True)
+@click.option(
+    "--listener-metrics-endpoint",
+    default="/metrics",
+    show_default=True,
+    help="HTTP path of each listener's metrics (its config's metrics_endpoint).",
+)
 @click.option(
     "--listener-image-pull-secret",
     "listener_pull_secrets",

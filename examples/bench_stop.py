@@ -156,9 +156,13 @@ def summary(name: str, samples: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--runners", type=int, default=200)
-    parser.add_argument("--burners", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=15, help="stops measured of each kind")
+    parser.add_argument(
+        "--runners", type=int, default=200, help="runners of the set the caches hold"
+    )
+    parser.add_argument(
+        "--burners", type=int, default=2, help="processes spinning on the CPU meanwhile"
+    )
     args = parser.parse_args(argv)
     burners = [multiprocessing.Process(target=burn, daemon=True) for _ in range(args.burners)]
     with ApiServer() as server, tempfile.TemporaryDirectory() as tmp:
