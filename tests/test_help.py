@@ -30,15 +30,21 @@ def commands(command: click.Command, path: str) -> Iterator[tuple[str, click.Com
             yield from commands(sub, f"{path} {name}")
 
 
-@pytest.mark.parametrize("program", [ersctl_main, ghalistener_main], ids=["ersctl", "ghalistener"])
-def test_every_command_and_option_of_both_programs_has_help(program: click.Group) -> None:
+@pytest.mark.parametrize(
+    ("program", "name"), [(ersctl_main, "ersctl"), (ghalistener_main, "ghalistener")]
+)
+def test_every_command_and_option_of_both_programs_has_help(
+    program: click.Group, name: str
+) -> None:
     missing = [
         f"{path} {'/'.join(param.opts)}"
-        for path, command in commands(program, str(program.name))
+        for path, command in commands(program, name)
         for param in command.params
         if isinstance(param, click.Option) and not param.hidden and not (param.help or "").strip()
     ]
-    missing += [path for path, command in commands(program, "") if not (command.help or "").strip()]
+    missing += [
+        path for path, command in commands(program, name) if not (command.help or "").strip()
+    ]
     assert missing == []
 
 
