@@ -120,11 +120,6 @@ def run(
             },
             http=log_http or http_logging_requested(os.environ),
         )
-        if config.ignored_keys:
-            log.warning(
-                "ignoring configuration keys this listener does not use: %s",
-                ", ".join(config.ignored_keys),
-            )
         _serve(config, kube_api_client(kubeconfig, context=kube_context), stop)
 
 

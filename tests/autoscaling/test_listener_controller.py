@@ -15,6 +15,7 @@ from kubernetes.client import ApiException
 from ersctl.api import AL_FINALIZER
 from ersctl.api import FieldError as ApiFieldError
 from ersctl.naming import legacy_listener_name
+from ghalistener.config import parse_config
 from tests.autoscaling.conftest import (
     CONFIG_URL,
     IMAGE,
@@ -121,6 +122,10 @@ def test_the_config_secret_holds_byte_for_byte_what_arcs_controller_writes(
     # both run from (tests/listener/test_arc_config.py runs ours from it).
     expected = pat_config_metrics_off(CONFIG_URL, harness.scale_set_namespace)
     assert harness.config_json() == expected.replace('"runners"', f'"{RUNNER_SET}"')
+    # Every key written is one our listener reads or knows to need nothing from (an
+    # unknown key stops it, naming the key): the config it is given starts it.
+    parsed = parse_config(json.loads(harness.config_json()))
+    assert parsed.ephemeral_runner_set_name == RUNNER_SET
 
 
 @pytest.mark.parametrize(
