@@ -3,7 +3,8 @@
 - ``ersctl reconcile``: run the controllers until SIGTERM (or one pass over one set
   with ``--once``): EphemeralRunnerSet, EphemeralRunner, AutoscalingRunnerSet and
   AutoscalingListener, each but the first switched off by its ``--no-...`` flag.
-- ``ersctl status [NAMESPACE/NAME]``: a table of sets and their runners, read live.
+- ``ersctl status [NAMESPACE/NAME] [-o json]``: the EphemeralRunnerSets with their
+  runners' counts and the AutoscalingRunnerSets, read live (``ersctl.runnerset.table``).
 - ``ersctl rollout NAMESPACE/NAME``: bump ``spec.actionableRevision`` so the
   controller rebuilds idle runners from a changed runner template.
 - ``ersctl scaleset --config-url URL --name NAME``: find or create a runner scale set
@@ -51,7 +52,7 @@ from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.runner.health import HealthPolicy
 from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
-from ersctl.runnerset.table import render_table, rows_for
+from ersctl.runnerset.table import render_json, render_table, rows_for, scale_set_rows
 from ersctl.scaleset.command import main as scaleset_command
 from ersctl.startup import check_api
 from ersctl.wiring import ControllerOptions, ReconcilerFactory, build_controller
@@ -590,11 +591,26 @@ def _reconcile_once(
 @main.command()
 @click.argument("key", type=KEY, required=False)
 @click.option("--namespace", default=None, help="Only sets in this namespace (default: all).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: tables for people; json: one document with stable keys for scripts "
+    "(ephemeralRunnerSets and autoscalingRunnerSets, each item with every key, null "
+    "where unknown).",
+)
 @kubeconfig_options
 def status(
-    key: Request | None, namespace: str | None, kubeconfig: str | None, kube_context: str | None
+    key: Request | None,
+    namespace: str | None,
+    output: str,
+    kubeconfig: str | None,
+    kube_context: str | None,
 ) -> None:
-    """Print a table of EphemeralRunnerSets (all, one namespace, or NAMESPACE/NAME)."""
+    """Show the EphemeralRunnerSets with their runners, and the AutoscalingRunnerSets
+    (all, one namespace, or the set NAMESPACE/NAME and its AutoscalingRunnerSet)."""
     with run_command(PROGRAM):
         reader = ApiReader(api_client(kubeconfig, context=kube_context))
         if key is not None:
@@ -604,7 +620,12 @@ def status(
             sets = [ers]
         else:
             sets = reader.list_ers(namespace)
-        click.echo(render_table(rows_for(reader, sets)), nl=False)
+        rows = rows_for(reader, sets)
+        scale_sets = scale_set_rows(reader, key.namespace if key else namespace, sets)
+        if key is not None:  # the one that owns the set, if any
+            scale_sets = [r for r in scale_sets if r.values["ephemeralRunnerSet"] == key.name]
+        render = render_json if output == "json" else render_table
+        click.echo(render(rows, scale_sets), nl=False)
 
 
 @main.command()
