@@ -11,14 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER, EphemeralRunner
-from ersctl.kube.controller import Controller
 from ersctl.kube.errors import NotLeaderError
-from ersctl.kube.metrics import ControllerMetrics
 from ersctl.kube.reconcile import Request, Result
-from ersctl.runner.reconciler import RunnerReconciler
 from ersctl.runner.registration import RetryLater
 from ersctl.runner.stores import KubeRunnerResources
 from ersctl.testing.podsim import exited_status, running_status
@@ -26,6 +22,7 @@ from tests.cluster.conftest import HEALTH, NO_SCHEDULER, TOKEN, Harness
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
 from tests.polling import eventually
+from tests.runtime.conftest import reconcile_in_the_worker_loop
 
 RUNNER = "arc-runner-abcde"
 
@@ -272,23 +269,10 @@ def test_a_runner_gone_meanwhile_ends_its_reconcile_quietly(
     assert h.runner() is None
     lagging = h.build(HEALTH, runners=LaggingCache(h.resources, deleting))
     with caplog.at_level(logging.DEBUG):
-        assert one_reconcile(lagging, h.namespace) == 0  # no failure: nothing to retry
+        assert (
+            reconcile_in_the_worker_loop(lagging, Request(h.namespace, RUNNER)) == 0
+        )  # no failure: nothing to retry
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
-
-
-def one_reconcile(reconciler: RunnerReconciler, namespace: str) -> int:
-    """Run one reconcile of :data:`RUNNER` through the runtime's worker loop; the failed
-    reconciles it counted."""
-    metrics = ControllerMetrics(CollectorRegistry())
-    controller = Controller(
-        "ephemeralrunner", reconciler, workers=1, metrics=metrics, kind="EphemeralRunner"
-    )
-    controller.enqueue(Request(namespace, RUNNER))
-    controller.process_one()
-    failed = metrics.registry.get_sample_value(
-        "ersctl_reconcile_errors_total", {"controller": "ephemeralrunner"}
-    )
-    return int(failed or 0)
 
 
 def test_a_failed_reconcile_is_one_warning_line(
@@ -296,7 +280,7 @@ def test_a_failed_reconcile_is_one_warning_line(
 ) -> None:
     h.create_runner(githubConfigSecret="no-such-secret")
     with caplog.at_level(logging.INFO):
-        assert one_reconcile(h.reconciler, h.namespace) == 1
+        assert reconcile_in_the_worker_loop(h.reconciler, Request(h.namespace, RUNNER)) == 1
     (warning,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert warning.getMessage().startswith("reconcile failed, retrying in ")
     assert "githubConfigSecret" in warning.getMessage()
