@@ -39,15 +39,13 @@ from typing import Any, Final
 
 from ersctl.api import EphemeralRunner, ERPhase, parse_time
 from ersctl.api import format_time as format_time  # re-exported: the runner's clock format
+from ersctl.reasons import Reason
 from ersctl.runner.modes import Mode
 from ersctl.runner.pods import (
     DEPRECATED_VERSION_EXIT_CODE,
     DISRUPTION_ANNOTATIONS,
     RUNNER_CONTAINER,
 )
-
-REASON_TOO_MANY_FAILURES: Final = "TooManyPodFailures"
-REASON_OUTDATED: Final = "RunnerVersionDeprecated"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,7 +216,7 @@ def decide(runner: EphemeralRunner, pod: PodState) -> Decision:
     if code == DEPRECATED_VERSION_EXIT_CODE:
         return Finished(
             phase=ERPhase.OUTDATED,
-            reason=REASON_OUTDATED,
+            reason=Reason.RUNNER_VERSION_DEPRECATED,
             message=f"the runner exited with code {code}: its version is deprecated",
         )
     if code is not None:

@@ -43,12 +43,12 @@ from ersctl.api import (
 )
 from ersctl.kube.errors import ConflictError, NotFoundError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
+from ersctl.reasons import Reason
 from ersctl.runner import pods
 from ersctl.runner.deregistration import BUSY_RETRY
 from ersctl.runner.healing import RunnerHealer
 from ersctl.runner.health import HealthPolicy
 from ersctl.runner.phases import (
-    REASON_TOO_MANY_FAILURES,
     Decision,
     FailurePolicy,
     Finished,
@@ -81,8 +81,6 @@ FINALIZERS: Final = (ER_FINALIZER, ER_REGISTRATION_FINALIZER)
 POD_EXISTS_RETRY: Final = 5.0
 HOOK_CLEANUP_RETRY: Final = 5.0
 """Seconds between looks at container hook resources still being deleted (ARC: 5 s)."""
-REASON_INVALID_TEMPLATE: Final = "InvalidPodTemplate"
-REASON_FAILED_WITH_JOB: Final = "RunnerFailedWithJob"
 
 
 class RunnerReconciler:
@@ -146,7 +144,9 @@ class RunnerReconciler:
             # Unusable credentials or spec: say which field, and retry with backoff
             # (a Secret that appears later is not watched, so the retry finds it). The
             # Event only: the runtime logs the failed reconcile (a line here made two).
-            self._events.event(runner, type="Warning", reason="InvalidRunner", message=str(exc))
+            self._events.event(
+                runner, type="Warning", reason=Reason.INVALID_RUNNER, message=str(exc)
+            )
             raise
 
     def _reconcile(self, runner: EphemeralRunner) -> Result:
@@ -261,7 +261,9 @@ class RunnerReconciler:
         except RunnerNameTaken as exc:
             # It can never register under this name: let the set make another runner.
             message = f"{exc}; deleting this runner"
-            self._events.event(runner, type="Warning", reason="RunnerNameTaken", message=message)
+            self._events.event(
+                runner, type="Warning", reason=Reason.RUNNER_NAME_TAKEN, message=message
+            )
             self._runners.delete_runner(runner)
             raise  # logged by the runtime, once
 
@@ -295,9 +297,9 @@ class RunnerReconciler:
         try:
             body = pods.build_runner_pod(runner, secret=secret)
         except FieldError as exc:
-            self._warn(runner, REASON_INVALID_TEMPLATE, str(exc))
+            self._warn(runner, Reason.INVALID_POD_TEMPLATE, str(exc))
             self._set_status(
-                runner, phase=ERPhase.FAILED, reason=REASON_INVALID_TEMPLATE, message=str(exc)
+                runner, phase=ERPhase.FAILED, reason=Reason.INVALID_POD_TEMPLATE, message=str(exc)
             )
             return Result()
         try:
@@ -346,7 +348,7 @@ class RunnerReconciler:
             message=decision.message,
         )
         if decision.phase == ERPhase.OUTDATED:
-            self._warn(runner, decision.reason, decision.message)
+            self._warn(runner, Reason.RUNNER_VERSION_DEPRECATED, decision.message)
         self._delete_resources(runner)
 
     def _record_failure(self, runner: EphemeralRunner, failed: PodFailed) -> Result:
@@ -355,7 +357,7 @@ class RunnerReconciler:
             # A JIT registration serves one job: no new Pod. Delete the runner (as ARC
             # does): its finalizer waits for the service to let the job go.
             message = f"{detail} during job {runner.job_id}; deleting the runner"
-            return self._health.abandon(runner, failed.mode, message, REASON_FAILED_WITH_JOB)
+            return self._health.abandon(runner, failed.mode, message, Reason.RUNNER_FAILED_WITH_JOB)
         self._pods.delete_pod(runner.namespace, runner.name, uid=failed.pod_uid)
         count = len({*runner.failures, failed.pod_uid})
         status: dict[str, Any] = {
@@ -379,9 +381,9 @@ class RunnerReconciler:
         last = ": ".join(str(runner.status.get(k) or "") for k in ("reason", "message")).strip(": ")
         message = f"the runner pod failed {count} times" + (f"; last: {last}" if last else "")
         self._set_status(
-            runner, phase=ERPhase.FAILED, reason=REASON_TOO_MANY_FAILURES, message=message
+            runner, phase=ERPhase.FAILED, reason=Reason.TOO_MANY_POD_FAILURES, message=message
         )
-        self._warn(runner, REASON_TOO_MANY_FAILURES, message)
+        self._warn(runner, Reason.TOO_MANY_POD_FAILURES, message)
         # Its registration can never run a job now: removed in the background, as ARC
         # 0.15 does; the registration finalizer tries again when the set deletes it.
         self._health.remove_in_background(runner)
@@ -398,7 +400,7 @@ class RunnerReconciler:
         if phase in (ERPhase.SUCCEEDED, ERPhase.FAILED, ERPhase.OUTDATED):
             self._metrics.runner_finished(runner.namespace, phase)
 
-    def _warn(self, runner: EphemeralRunner, reason: str, message: str) -> None:
+    def _warn(self, runner: EphemeralRunner, reason: Reason, message: str) -> None:
         log.warning("runner %s: %s: %s", runner.key, reason, message)
         self._events.event(runner, type="Warning", reason=reason, message=message)
 
