@@ -155,12 +155,9 @@ class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
         self._fields = fields
 
     def handle(self, record: logging.LogRecord) -> bool:
-        own = getattr(record, "fields", None)
-        record.fields = {
-            **self._fields,
-            **_BOUND.get(),
-            **(own if isinstance(own, Mapping) else {}),
-        }
+        # Beside the line's own fields, not into them: the record is every handler's
+        # (pytest's capture compares a line's fields).
+        record.bound_fields = {**self._fields, **_BOUND.get()}
         return super().handle(record)
 
     @property
@@ -187,8 +184,12 @@ class _Demote(logging.Filter):
 
 
 def _fields(record: logging.LogRecord) -> Mapping[str, Any]:
-    value = getattr(record, "fields", None)
-    return value if isinstance(value, Mapping) else {}
+    """The bound fields, then the line's own (which win)."""
+    bound, own = getattr(record, "bound_fields", None), getattr(record, "fields", None)
+    return {
+        **(bound if isinstance(bound, Mapping) else {}),
+        **(own if isinstance(own, Mapping) else {}),
+    }
 
 
 def _timestamp(record: logging.LogRecord) -> str:
