@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final, NewType, Self
 
+from ersctl.reasons import Reason
+
 GROUP: Final = "actions.github.com"
 VERSION: Final = "v1alpha1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
@@ -126,11 +128,6 @@ class ERPhase(StrEnum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     OUTDATED = "Outdated"
-
-
-REASON_EXITED_WITHOUT_JOB: Final = "RunnerExitedWithoutJob"
-"""``status.reason`` of a runner that exited 0 without running a job (its phase is
-Succeeded): a broken entrypoint looks like this, so its set counts it as a failure."""
 
 
 class FieldError(ValueError):
@@ -454,12 +451,14 @@ class EphemeralRunner(KubeObject):
 
     @property
     def exited_unused(self) -> bool:
-        """Succeeded without ever running a job (:data:`REASON_EXITED_WITHOUT_JOB`, and
-        no job recorded since: a listener that was late with the job says otherwise)."""
+        """Succeeded without ever running a job (``status.reason``
+        ``RunnerExitedWithoutJob``: a broken entrypoint looks like this, so its set counts
+        it as a failure) and no job recorded since: a listener that was late with the job
+        says otherwise."""
         reason = _str_field(self.raw, "status.reason")
         return (
             self.phase == ERPhase.SUCCEEDED
-            and reason == REASON_EXITED_WITHOUT_JOB
+            and reason == Reason.RUNNER_EXITED_WITHOUT_JOB
             and not self.has_job
         )
 

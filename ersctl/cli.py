@@ -3,7 +3,8 @@
 - ``ersctl reconcile``: run the controllers until SIGTERM (or one pass over one set
   with ``--once``): EphemeralRunnerSet, EphemeralRunner, AutoscalingRunnerSet and
   AutoscalingListener, each but the first switched off by its ``--no-...`` flag.
-- ``ersctl status [NAMESPACE/NAME]``: a table of sets and their runners, read live.
+- ``ersctl status [NAMESPACE/NAME] [-o json]``: the EphemeralRunnerSets with their
+  runners' counts and the AutoscalingRunnerSets, read live (``ersctl.runnerset.table``).
 - ``ersctl rollout NAMESPACE/NAME``: bump ``spec.actionableRevision`` so the
   controller rebuilds idle runners from a changed runner template.
 - ``ersctl scaleset --config-url URL --name NAME``: find or create a runner scale set
@@ -22,6 +23,7 @@ baseline runs its reconciler inside this very command).
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from types import FrameType
@@ -43,14 +45,14 @@ from ersctl.kube.writer import Writer
 from ersctl.platform.background import Background
 from ersctl.platform.cli import kubeconfig_options, run_command
 from ersctl.platform.errors import ConfigError, Failure
-from ersctl.platform.logs import configure_logging
+from ersctl.platform.logs import LOG_HTTP_ENV, configure_logging, http_logging_requested
 from ersctl.platform.probes import Verdict
 from ersctl.platform.serving import ProbeServer, parse_address
 from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.runner.health import HealthPolicy
 from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
-from ersctl.runnerset.table import render_table, rows_for
+from ersctl.runnerset.table import render_json, render_table, rows_for, scale_set_rows
 from ersctl.scaleset.command import main as scaleset_command
 from ersctl.startup import check_api
 from ersctl.wiring import ControllerOptions, ReconcilerFactory, build_controller
@@ -90,7 +92,14 @@ KEY = _KeyType()
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ersctl")
 def main() -> None:
-    """Reconcile EphemeralRunnerSets: create and delete EphemeralRunners to meet demand."""
+    """Run GitHub Actions runner scale sets on Kubernetes, with ARC's objects.
+
+    `reconcile` runs four controllers: AutoscalingRunnerSet (the scale set on GitHub,
+    its EphemeralRunnerSet and its AutoscalingListener), AutoscalingListener (the
+    listener Pod that publishes the desired runner count), EphemeralRunnerSet (creates
+    and deletes EphemeralRunners to meet that count) and EphemeralRunner (registers each
+    runner and runs its Pod). The other commands inspect and nudge them.
+    """
 
 
 @main.command()
@@ -163,11 +172,43 @@ def main() -> None:
     default=None,
     help="Namespace of the Lease (default: --namespace, else this pod's namespace).",
 )
-@click.option("--lease-name", default="ersctl-leader", show_default=True)
-@click.option("--lease-duration", type=click.IntRange(min=2), default=15, show_default=True)
-@click.option("--renew-deadline", type=click.FloatRange(min=1.3), default=10.0, show_default=True)
-@click.option("--retry-period", type=click.FloatRange(min=1.0), default=2.0, show_default=True)
-@click.option("--resync-period", type=click.FloatRange(min=1.0), default=600.0, show_default=True)
+@click.option(
+    "--lease-name",
+    default="ersctl-leader",
+    show_default=True,
+    help="Name of the Lease the replicas compete for.",
+)
+@click.option(
+    "--lease-duration",
+    type=click.IntRange(min=2),
+    default=15,
+    show_default=True,
+    help="Seconds a standby waits after the leader's last renewal before taking the Lease "
+    "(a crashed leader's successor starts within this); more than --renew-deadline.",
+)
+@click.option(
+    "--renew-deadline",
+    type=click.FloatRange(min=1.3),
+    default=10.0,
+    show_default=True,
+    help="Seconds the leader keeps trying to renew before it stops reconciling and exits "
+    "(exit 1); more than 1.2 x --retry-period.",
+)
+@click.option(
+    "--retry-period",
+    type=click.FloatRange(min=1.0),
+    default=2.0,
+    show_default=True,
+    help="Seconds between tries to take or renew the Lease.",
+)
+@click.option(
+    "--resync-period",
+    type=click.FloatRange(min=1.0),
+    default=600.0,
+    show_default=True,
+    help="Seconds between reconciles of every object whether or not it changed (a "
+    "backstop for a missed watch event).",
+)
 @click.option(
     "--runner-controller/--no-runner-controller",
     default=True,
@@ -267,7 +308,12 @@ def main() -> None:
     show_default=True,
     help="HOST:PORT of each listener's metrics server (its config's metrics_addr); 0 disables.",
 )
-@click.option("--listener-metrics-endpoint", default="/metrics", show_default=True)
+@click.option(
+    "--listener-metrics-endpoint",
+    default="/metrics",
+    show_default=True,
+    help="HTTP path of each listener's metrics (its config's metrics_endpoint).",
+)
 @click.option(
     "--listener-image-pull-secret",
     "listener_pull_secrets",
@@ -302,12 +348,26 @@ def main() -> None:
     default=None,
     help="Reconcile NAMESPACE/NAME once, print the decision, exit (takes no lease).",
 )
-@click.option("--log-format", type=click.Choice(["text", "json"]), default="text")
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: one readable line an event; json: one object a line, the object a line is "
+    "about in its kind, namespace and name fields, a reconcile's lines sharing a reconcileID.",
+)
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warn", "warning", "error"], case_sensitive=False),
     default="info",
     show_default=True,
+    help="The least severe level logged.",
+)
+@click.option(
+    "--log-http",
+    is_flag=True,
+    help="With --log-level debug, also the HTTP libraries' wire traces (many lines a "
+    f"request) [env {LOG_HTTP_ENV}=1].",
 )
 @click.pass_obj
 def reconcile(
@@ -350,13 +410,16 @@ def reconcile(
     once: Request | None,
     log_format: str,
     log_level: str,
+    log_http: bool,
 ) -> None:
-    """Run the controller until SIGTERM."""
+    """Run the controllers until SIGTERM."""
     # First, so that a stop requested during start-up is a clean stop too (exit 0).
     stop = threading.Event()
     _stop_on_signals(stop)
     with run_command(PROGRAM):
-        configure_logging(fmt=log_format, level=log_level)
+        configure_logging(
+            fmt=log_format, level=log_level, http=log_http or http_logging_requested(os.environ)
+        )
         address = parse_address(METRICS_OPTION, metrics_addr)
         probe_address = parse_address(PROBE_OPTION, probe_addr)
         if namespace and listener_namespace and listener_namespace != namespace:
@@ -528,11 +591,26 @@ def _reconcile_once(
 @main.command()
 @click.argument("key", type=KEY, required=False)
 @click.option("--namespace", default=None, help="Only sets in this namespace (default: all).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: tables for people; json: one document with stable keys for scripts "
+    "(ephemeralRunnerSets and autoscalingRunnerSets, each item with every key, null "
+    "where unknown).",
+)
 @kubeconfig_options
 def status(
-    key: Request | None, namespace: str | None, kubeconfig: str | None, kube_context: str | None
+    key: Request | None,
+    namespace: str | None,
+    output: str,
+    kubeconfig: str | None,
+    kube_context: str | None,
 ) -> None:
-    """Print a table of EphemeralRunnerSets (all, one namespace, or NAMESPACE/NAME)."""
+    """Show the EphemeralRunnerSets with their runners, and the AutoscalingRunnerSets
+    (all, one namespace, or the set NAMESPACE/NAME and its AutoscalingRunnerSet)."""
     with run_command(PROGRAM):
         reader = ApiReader(api_client(kubeconfig, context=kube_context))
         if key is not None:
@@ -542,7 +620,12 @@ def status(
             sets = [ers]
         else:
             sets = reader.list_ers(namespace)
-        click.echo(render_table(rows_for(reader, sets)), nl=False)
+        rows = rows_for(reader, sets)
+        scale_sets = scale_set_rows(reader, key.namespace if key else namespace, sets)
+        if key is not None:  # the one that owns the set, if any
+            scale_sets = [r for r in scale_sets if r.values["ephemeralRunnerSet"] == key.name]
+        render = render_json if output == "json" else render_table
+        click.echo(render(rows, scale_sets), nl=False)
 
 
 @main.command()

@@ -128,7 +128,9 @@ def _patch_all(http: httpx.Client, count: int, replicas: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runners", type=int, default=10_000)
+    parser.add_argument(
+        "--runners", type=int, default=10_000, help="EphemeralRunners stored in the namespace"
+    )
     parser.add_argument("--lists", type=int, default=20, help="LIST samples for the median")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

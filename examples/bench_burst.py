@@ -242,7 +242,13 @@ def report(results: list[Burst], sizes: list[int]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench_burst.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 500, 2000])
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[100, 500, 2000],
+        help="jobs per burst, one row each",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per row and size (medians)")
     parser.add_argument("--workdir", metavar="DIR", help="logs (default: a temp dir)")
     parser.add_argument(

@@ -288,12 +288,20 @@ MEDIANS = ("rss_synced_mib", "rss_after_resync_mib", "peak_mib", "sync_seconds",
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
+    parser.add_argument("--runs", type=int, default=3, help="runs per shape (medians)")
+    parser.add_argument(
+        "--shapes",
+        nargs="+",
+        choices=list(SHAPES),
+        default=list(SHAPES),
+        help="object counts to measure (sets x runners each)",
+    )
     parser.add_argument(
         "--resync-period", type=float, default=60.0, help="seconds (the first pass must end sooner)"
     )
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--json", type=Path, default=None, help="write every sample as JSON to PATH"
+    )
     args = parser.parse_args()
     samples: list[Sample] = []
     for _ in range(args.runs):

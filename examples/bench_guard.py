@@ -100,7 +100,7 @@ def run_one(config: SimulationConfig, workdir: Path, quiet: bool) -> Report:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench_guard.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--seed", type=int, default=42, help="workload random seed")
     parser.add_argument("--waves", type=int, default=3, help="bursts of jobs, 8 s apart")
     parser.add_argument(
         "--message-latency", type=float, default=0.3, help="seconds before each long poll"

@@ -232,8 +232,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="bench_guard_wait.py", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--workload", choices=[*WORKLOADS, "all"], default="all")
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--workload",
+        choices=[*WORKLOADS, "all"],
+        default="all",
+        help="the row to run (all: every one)",
+    )
+    parser.add_argument("--seed", type=int, default=42, help="workload random seed")
     parser.add_argument("--repeat", type=int, default=3, help="runs per row (medians)")
     parser.add_argument("--long-poll", type=float, default=50.0, help="seconds GitHub holds a poll")
     parser.add_argument("--workdir", metavar="DIR", help="logs (default: a temp dir)")

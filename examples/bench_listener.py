@@ -373,7 +373,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--messages", type=int, default=40, help="JobAvailable messages per round")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (medians)")
     parser.add_argument("--profile", type=Path, help="profile the listener of round 1 to PATH")
     parser.add_argument(
         "--profile-mode",

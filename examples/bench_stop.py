@@ -102,7 +102,7 @@ def time_once(kubeconfig: str) -> tuple[float, float]:
         text=True,
     )
     ended = time.time()
-    return time.monotonic() - started, ended - log_time(done.stderr, "reconciled ")
+    return time.monotonic() - started, ended - log_time(done.stderr, "reconciled")
 
 
 def time_sigterm(kubeconfig: str) -> tuple[float, float]:
@@ -156,9 +156,13 @@ def summary(name: str, samples: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--runners", type=int, default=200)
-    parser.add_argument("--burners", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=15, help="stops measured of each kind")
+    parser.add_argument(
+        "--runners", type=int, default=200, help="runners of the set the caches hold"
+    )
+    parser.add_argument(
+        "--burners", type=int, default=2, help="processes spinning on the CPU meanwhile"
+    )
     args = parser.parse_args(argv)
     burners = [multiprocessing.Process(target=burn, daemon=True) for _ in range(args.burners)]
     with ApiServer() as server, tempfile.TemporaryDirectory() as tmp:

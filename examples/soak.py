@@ -68,7 +68,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="jobs in waves every 8 s with quiet gaps between them, at --rate on average",
     )
-    parser.add_argument("--max-runners", type=whole(minimum=1), default=30)
+    parser.add_argument(
+        "--max-runners", type=whole(minimum=1), default=30, help="the scale set's maxRunners"
+    )
     parser.add_argument(
         "--kubeconfig",
         metavar="PATH",

@@ -28,11 +28,12 @@ import click
 import prometheus_client
 from kubernetes.client import ApiClient
 
+from ersctl.api import ERS_KIND
 from ersctl.kube.connect import api_client as kube_api_client
 from ersctl.kube.connect import check_at_start_up
 from ersctl.platform.background import Background
 from ersctl.platform.cli import kubeconfig_options, run_command
-from ersctl.platform.logs import configure_logging
+from ersctl.platform.logs import LOG_HTTP_ENV, configure_logging, http_logging_requested
 from ersctl.platform.serving import ProbeServer, parse_address
 from ghalistener import __version__
 from ghalistener.actions.client import ActionsClient
@@ -79,6 +80,12 @@ def main() -> None:
 @click.option("--max-runners", type=int, help="Upper bound of the desired count.")
 @click.option("--log-level", help="debug, info, warn or error.")
 @click.option("--log-format", help="text or json.")
+@click.option(
+    "--log-http",
+    is_flag=True,
+    help="With --log-level debug, also the HTTP libraries' wire traces (many lines a "
+    f"request) [env {LOG_HTTP_ENV}=1].",
+)
 @click.option("--metrics-addr", help="[host]:port to serve metrics on; empty: no metrics.")
 @click.option("--metrics-endpoint", help="HTTP path of the metrics (default /metrics).")
 @click.option("--session-retry-interval", type=float, help="Seconds between tries on 409 (30).")
@@ -87,6 +94,7 @@ def run(
     config_path: str | None,
     kubeconfig: str | None,
     kube_context: str | None,
+    log_http: bool,
     **overrides: Any,
 ) -> None:
     """Run the listener until SIGTERM or SIGINT (then delete the session and exit 0)."""
@@ -99,12 +107,19 @@ def run(
         signal.signal(signum, lambda *_: stop.request())
     with run_command("ghalistener"):
         config = load_config(path=config_path, env=os.environ, overrides=overrides)
-        configure_logging(level=config.log_level, fmt=config.log_format, secrets=config.secrets())
-        if config.ignored_keys:
-            log.warning(
-                "ignoring configuration keys this listener does not use: %s",
-                ", ".join(config.ignored_keys),
-            )
+        configure_logging(
+            level=config.log_level,
+            fmt=config.log_format,
+            secrets=config.secrets(),
+            # The set it publishes to: its lines and the controller's about that set
+            # are selected by the same three fields.
+            fields={
+                "kind": ERS_KIND,
+                "namespace": config.ephemeral_runner_set_namespace,
+                "name": config.ephemeral_runner_set_name,
+            },
+            http=log_http or http_logging_requested(os.environ),
+        )
         _serve(config, kube_api_client(kubeconfig, context=kube_context), stop)
 
 

@@ -9,8 +9,10 @@ reads them, with these differences, each one line at start:
 
 - a key neither program defines is an error naming it and the closest known key
   (``max_runner`` -> "did you mean max_runners?"): a typo must not leave a bound unset;
-- a key ARC defines that this listener does not use (:data:`ARC_UNUSED_KEYS`) is
-  accepted and listed in :attr:`ListenerConfig.ignored_keys`, for one warning;
+- a key ARC's controller writes that this listener needs nothing from
+  (:data:`ARC_INFORMATIONAL_KEYS`) is accepted without a word: ours and ARC's controller
+  write it into every config, so a warning about it would be on every start and mean
+  nothing to the user;
 - ARC's vault keys (:data:`VAULT_KEYS`) with a value are an error: credentials come
   from the file only. Empty, as ARC writes them without a vault, they mean nothing.
 
@@ -45,8 +47,9 @@ MAX_RUNNERS_UNBOUNDED: Final = 2**31 - 1
 """ARC's resource builder uses MaxInt32 when a scale set has no maximum; it is also the
 largest count actions/scaleset's listener accepts (it sends it as X-ScaleSetMaxCapacity)."""
 DEFAULT_METRICS_ENDPOINT: Final = "/metrics"
-ARC_UNUSED_KEYS: Final = ("runner_scale_set_name",)
-"""Keys ARC's controller writes that this listener reads nothing from."""
+ARC_INFORMATIONAL_KEYS: Final = ("runner_scale_set_name",)
+"""Keys ARC's controller writes that this listener reads nothing from (it works by the
+scale set's id, not its name)."""
 VAULT_KEYS: Final = ("vault_type", "vault_lookup_key", "azure_key_vault")
 """ARC's keys for credentials kept in a vault (Azure Key Vault), which this listener lacks."""
 
@@ -61,8 +64,7 @@ class ListenerConfig:
     ``metrics_addr`` empty (or ``0``) means no metrics server; ``metrics`` selects the
     series it exports. ``session_retry_interval`` and ``session_retry_attempts`` bound how
     long a 409 (another listener holds the session) is waited out at start: ARC's 30 s
-    and 10 tries by default. ``ignored_keys``: keys of the file ARC defines and this
-    listener does not use, for the warning the command line logs.
+    and 10 tries by default.
     """
 
     configure_url: str
@@ -83,7 +85,6 @@ class ListenerConfig:
     metrics: MetricsSelection = field(default_factory=MetricsSelection.defaults)
     session_retry_interval: float = 30.0
     session_retry_attempts: int = 10
-    ignored_keys: tuple[str, ...] = ()
 
     @property
     def github(self) -> GitHubConfig:
@@ -170,7 +171,6 @@ def parse_config(raw: Mapping[str, Any]) -> ListenerConfig:
     """Validate a decoded configuration object; raise ConfigError naming the field."""
     _check_keys(raw)
     values = {key: raw[key] for key in raw if key in _FILE_KEYS and raw[key] is not None}
-    values["ignored_keys"] = tuple(key for key in ARC_UNUSED_KEYS if _given(raw.get(key)))
     values["metrics"] = parse_metrics(values.get("metrics"))
     for key in _STRING_KEYS:
         if key in values and not isinstance(values[key], str):
@@ -192,7 +192,7 @@ def parse_config(raw: Mapping[str, Any]) -> ListenerConfig:
 
 
 def _check_keys(raw: Mapping[str, Any]) -> None:
-    known = (*_FILE_KEYS, *ARC_UNUSED_KEYS, *VAULT_KEYS)
+    known = (*_FILE_KEYS, *ARC_INFORMATIONAL_KEYS, *VAULT_KEYS)
     for key in raw:
         if key not in known:
             raise ConfigError(key, f"unknown key{did_you_mean(key, known)}")

@@ -168,3 +168,25 @@ def test_both_programs_write_one_json_schema_and_no_configured_secret(
         name: records(err)[0].keys() for name, err in (("a", controller_err), ("b", listener_err))
     }
     assert list(schema["a"])[:4] == list(schema["b"])[:4] == ["time", "level", "logger", "msg"]
+    assert_objects_are_fields(records(controller_err), records(listener_err), kube.namespace)
+
+
+def assert_objects_are_fields(
+    controller: list[dict[str, Any]], listener: list[dict[str, Any]], namespace: str
+) -> None:
+    """The object a line is about is in its kind, namespace and name fields (in both
+    programs), and a reconcile's lines share one reconcileID, new to each reconcile."""
+    the_set = ("EphemeralRunnerSet", namespace, "runners")
+    reconciled = [d for d in controller if d["msg"].startswith("reconciled: ")]
+    assert reconciled, controller
+    for doc in reconciled:
+        assert (doc["kind"], doc["namespace"], doc["name"]) == the_set, doc
+        assert f"{namespace}/runners" not in doc["msg"], doc  # not packed into the message
+    assert len({d["reconcileID"] for d in reconciled}) == len(reconciled)
+    (registered, *_) = [d for d in controller if d["msg"].startswith("registered runner")]
+    assert (registered["kind"], registered["namespace"]) == ("EphemeralRunner", namespace)
+    assert registered["name"].startswith("runners-"), registered
+    assert registered["reconcileID"] not in {d["reconcileID"] for d in reconciled}
+    # The listener serves one set: every line names it, as the controller's lines do.
+    for doc in listener:
+        assert (doc["kind"], doc["namespace"], doc["name"]) == the_set, doc

@@ -56,7 +56,6 @@ from ersctl.autoscaling.listener_config import listener_config_json
 from ersctl.autoscaling.listener_objects import ListenerNames, ListenerSettings
 from ersctl.autoscaling.listener_ports import Json, ListenerInputs, ListenerStore, ObjectStore
 from ersctl.autoscaling.listener_restarts import (
-    LISTENER_EXITED,
     Exit,
     RestartPolicy,
     exit_of,
@@ -65,6 +64,7 @@ from ersctl.autoscaling.listener_restarts import (
 )
 from ersctl.kube.errors import ConflictError, KubeError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
+from ersctl.reasons import Reason
 from ersctl.runner.phases import format_time
 
 log = logging.getLogger(__name__)
@@ -73,8 +73,6 @@ RECHECK_SECONDS: Final = 60.0
 TEARDOWN_RETRY: Final = 1.0
 """Seconds between looks at a listener Pod being deleted (ARC: 1 s)."""
 POD_EXISTS_RETRY: Final = 5.0
-REASON_INVALID: Final = "InvalidListener"
-REASON_ROLLED: Final = "ListenerRolled"
 
 
 class ListenerReconciler:
@@ -114,9 +112,11 @@ class ListenerReconciler:
             return self._reconcile(listener)
         except FieldError as exc:
             # Say which field, and retry with backoff: the Secret or ConfigMap it names
-            # is not watched, so the retry is what finds it once it is fixed.
-            log.warning("listener %s: %s", listener.key, exc)
-            self._events.event(listener, type="Warning", reason=REASON_INVALID, message=str(exc))
+            # is not watched, so the retry is what finds it once it is fixed. The Event
+            # only: the runtime logs the failed reconcile (a line here made two).
+            self._events.event(
+                listener, type="Warning", reason=Reason.INVALID_LISTENER, message=str(exc)
+            )
             raise
 
     def _reconcile(self, listener: AutoscalingListener) -> Result:
@@ -235,7 +235,9 @@ class ListenerReconciler:
             started_with is None and config_changed
         ):
             message = "the listener changed (its credentials, runner bounds, metrics, proxy, template or identity)"
-            self._events.event(listener, type="Normal", reason=REASON_ROLLED, message=message)
+            self._events.event(
+                listener, type="Normal", reason=Reason.LISTENER_ROLLED, message=message
+            )
             log.info("listener %s: %s; restarting its pod", listener.key, message)
             self._objects.delete(
                 "pods", listener.namespace, listener.name, uid=str(meta.get("uid") or "")
@@ -280,7 +282,7 @@ class ListenerReconciler:
             f"the listener pod exited ({exited.reason}{code}); restart {restarts} in a row, "
             f"the next pod starts in {delay:g}s"
         )
-        self._events.event(listener, type="Warning", reason=LISTENER_EXITED, message=message)
+        self._events.event(listener, type="Warning", reason=Reason.LISTENER_EXITED, message=message)
         log.warning("listener %s: %s", listener.key, message)
         return Result(requeue_after=delay)
 

@@ -19,13 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 from ersctl.api import parse_time
 from ersctl.autoscaling.listener_template import CONTAINER
 from ersctl.kube.queue import Backoff
-
-LISTENER_EXITED: Final = "ListenerExited"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -32,12 +32,13 @@ from ersctl.api import (
 )
 from ersctl.autoscaling import listener_desired as desired
 from ersctl.autoscaling.runnerset_ports import Objects, ScaleSetServices
-from ersctl.autoscaling.runnerset_states import NORMAL, WARNING, Phase, Reason
+from ersctl.autoscaling.runnerset_states import NORMAL, WARNING, Phase
+from ersctl.reasons import Reason
 
 CRASH_LOOP_EXITS: Final = 2
 """Listener exits in a row after which the scale set is looked up again on GitHub."""
 
-Event = Callable[[KubeObject, str, str, str], None]
+Event = Callable[[KubeObject, str, Reason, str], None]
 """Records an Event: object, type, reason, message."""
 
 

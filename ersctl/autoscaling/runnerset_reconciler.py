@@ -62,10 +62,11 @@ from ersctl.autoscaling.runnerset_ports import (
     ScaleSetService,
     ScaleSetServices,
 )
-from ersctl.autoscaling.runnerset_states import NORMAL, WARNING, Phase, Reason
+from ersctl.autoscaling.runnerset_states import NORMAL, WARNING, Phase
 from ersctl.kube.errors import ConflictError, NotLeaderError
 from ersctl.kube.reconcile import Request, Result
 from ersctl.platform.errors import Failure
+from ersctl.reasons import Reason
 from ersctl.scaleset.ports import CredentialsFieldError, ServiceError
 
 log = logging.getLogger(__name__)
@@ -147,10 +148,10 @@ class AutoscalingRunnerSetReconciler:
             return Result()
         except ServiceError as exc:
             self._set_state(ars, ars.phase or Phase.PENDING, Reason.GITHUB_FAILED, str(exc))
-            self._event(ars, WARNING, Reason.GITHUB_FAILED, str(exc))
+            self._record(ars, WARNING, Reason.GITHUB_FAILED, str(exc))
             raise
         except Failure as exc:
-            self._event(ars, WARNING, Reason.RECONCILE_FAILED, str(exc))
+            self._record(ars, WARNING, Reason.RECONCILE_FAILED, str(exc))
             raise
 
     def _refuse(
@@ -363,6 +364,12 @@ class AutoscalingRunnerSetReconciler:
         if patch is not None:
             self._objects.patch_ars_status(ars, patch)
 
-    def _event(self, obj: KubeObject, type_: str, reason: str, message: str) -> None:
-        log.log(logging.WARNING if type_ == WARNING else logging.INFO, "%s: %s", obj.key, message)
+    def _event(self, obj: KubeObject, type_: str, reason: Reason, message: str) -> None:
+        """The Event, and its line in the log."""
+        level = logging.WARNING if type_ == WARNING else logging.INFO
+        log.log(level, "%s", message, extra={"fields": {"reason": reason}})
+        self._record(obj, type_, reason, message)
+
+    def _record(self, obj: KubeObject, type_: str, reason: Reason, message: str) -> None:
+        """The Event alone: for a reconcile that then fails, which the runtime logs."""
         self._events.event(obj, type=type_, reason=reason, message=message)

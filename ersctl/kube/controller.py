@@ -9,6 +9,12 @@ reconcile it, then
 
 ``NotLeaderError`` (the write fence tripped because the lease was lost mid-reconcile)
 is not retried: this process is on its way out.
+
+Every line logged during a reconcile carries the object (``kind``, ``namespace``,
+``name``), the ``controller`` and a ``reconcileID`` new to that reconcile (as
+controller-runtime's), so one reconcile's lines, or one object's, can be selected. A
+failed reconcile is logged here, once, as one WARNING; a reconciler that raises leaves
+the logging of its failure to this loop.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -25,6 +32,7 @@ from ersctl.kube.predicates import AlwaysPass, Predicate
 from ersctl.kube.queue import Backoff, WorkQueue
 from ersctl.kube.reconcile import Reconciler, Request, RetryLater
 from ersctl.kube.store import metadata, object_key
+from ersctl.platform.logs import log_fields
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +45,8 @@ class Controller:
     """Reconciles the keys its handlers enqueue, with ``workers`` threads.
 
     ``gate`` is asked before every reconcile; when it answers False the key is
-    dropped (the manager gates on holding the leader lease).
+    dropped (the manager gates on holding the leader lease). ``kind`` is the kind of the
+    objects it reconciles, for its log lines.
     """
 
     def __init__(
@@ -47,12 +56,14 @@ class Controller:
         *,
         workers: int,
         metrics: ControllerMetrics,
+        kind: str = "",
         backoff: Backoff | None = None,
         gate: Callable[[], bool] = lambda: True,
     ) -> None:
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
         self.name = name
+        self.kind = kind
         self.reconciler = reconciler
         self.queue: WorkQueue[Request] = WorkQueue(backoff=backoff)
         self._workers = workers
@@ -100,11 +111,21 @@ class Controller:
             pass
 
     def _reconcile(self, request: Request) -> None:
+        with log_fields(
+            controller=self.name,
+            kind=self.kind,
+            namespace=request.namespace,
+            name=request.name,
+            reconcileID=uuid.uuid4().hex[:16],
+        ):
+            self._reconcile_logged(request)
+
+    def _reconcile_logged(self, request: Request) -> None:
         started = time.monotonic()
         try:
             result = self.reconciler.reconcile(request)
         except NotLeaderError as exc:
-            log.warning("%s %s: %s", self.name, request, exc)
+            log.warning("stopped reconciling: %s", exc)
             return
         except Exception as exc:
             wait = exc.after if isinstance(exc, RetryLater) else 0.0
@@ -113,14 +134,9 @@ class Controller:
                 self.name, result="error", seconds=time.monotonic() - started
             )
             log.warning(
-                "%s %s: reconcile failed, retrying in %.3fs: %s: %s",
-                self.name,
-                request,
-                delay,
-                type(exc).__name__,
-                exc,
+                "reconcile failed, retrying in %.3fs: %s: %s", delay, type(exc).__name__, exc
             )
-            log.debug("%s %s: traceback", self.name, request, exc_info=True)
+            log.debug("reconcile failed: traceback", exc_info=True)
             return
         self.queue.forget(request)
         outcome = "success"

@@ -42,6 +42,7 @@ from ersctl.kube.calls import MERGE_PATCH, kube_call, server_of
 from ersctl.kube.errors import ForbiddenError, NotFoundError
 from ersctl.platform.errors import Failure
 from ersctl.platform.ratelimit import TokenBucket
+from ersctl.reasons import Reason
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ class EventRecorder:
         self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
         self._forbidden = threading.Event()
 
-    def event(self, obj: KubeObject, *, type: str, reason: str, message: str) -> None:
+    def event(self, obj: KubeObject, *, type: str, reason: Reason, message: str) -> None:
         """Record an Event about ``obj`` (``type`` "Normal" or "Warning"). Never raises."""
         if self._fence is not None and not self._fence():
             return

@@ -171,6 +171,7 @@ class Manager:
             reconciler,
             workers=workers or self.workers,
             metrics=self.metrics,
+            kind=KINDS[primary],
             backoff=self._backoff,
             gate=self.is_leading,
         )

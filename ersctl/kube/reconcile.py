@@ -12,6 +12,7 @@ from typing import Protocol
 
 from ersctl.api import KubeObject
 from ersctl.platform.errors import Failure
+from ersctl.reasons import Reason
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,10 @@ class Reconciler(Protocol):
 
 
 class EventRecorder(Protocol):
-    def event(self, obj: KubeObject, *, type: str, reason: str, message: str) -> None:
-        """Record a Kubernetes Event about ``obj``. ``type`` is "Normal" or "Warning".
+    def event(self, obj: KubeObject, *, type: str, reason: Reason, message: str) -> None:
+        """Record a Kubernetes Event about ``obj``. ``type`` is "Normal" or "Warning";
+        ``reason`` one of the one enum's (a literal here would be a reason no one can
+        look up).
 
         Best effort: never raises (an event that cannot be written is logged).
         """

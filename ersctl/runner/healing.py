@@ -27,8 +27,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from ersctl.api import REASON_EXITED_WITHOUT_JOB, EphemeralRunner, FieldError
+from ersctl.api import EphemeralRunner, FieldError
 from ersctl.kube.reconcile import EventRecorder, Result
+from ersctl.reasons import Reason
 from ersctl.runner import health
 from ersctl.runner.deregistration import BUSY_RETRY, BackgroundRemovals
 from ersctl.runner.health import Abandon, CheckOnline, HealthPolicy, NodeLost, Replace
@@ -132,7 +133,7 @@ class RunnerHealer:
         (``RunnerExitedWithoutJob``) that it exited 0 without ever running a job."""
         if health.exit_to_check(runner, decision) and self._exited_unused(runner):
             message = "the runner exited without running a job"
-            return replace(decision, reason=REASON_EXITED_WITHOUT_JOB, message=message)
+            return replace(decision, reason=Reason.RUNNER_EXITED_WITHOUT_JOB, message=message)
         return decision
 
     def _exited_unused(self, runner: EphemeralRunner) -> bool:
@@ -204,7 +205,9 @@ class RunnerHealer:
         )
         self.report(runner, Mode.DEREGISTRATION_TIMEOUT, detail)
 
-    def abandon(self, runner: EphemeralRunner, mode: Mode, detail: str, reason: str = "") -> Result:
+    def abandon(
+        self, runner: EphemeralRunner, mode: Mode, detail: str, reason: Reason | None = None
+    ) -> Result:
         """Delete ``runner``, reporting ``mode`` (under Event ``reason``, when given):
         its finalizer removes the registration once the service lets it go, and the set
         makes another runner."""
@@ -219,7 +222,7 @@ class RunnerHealer:
         message: str,
         *,
         warning: bool = True,
-        reason: str = "",
+        reason: Reason | None = None,
     ) -> None:
         """Count ``mode`` and record its Event (``reason``, else the mode's) on ``runner``."""
         self._metrics.runner_fault(runner.namespace, mode)

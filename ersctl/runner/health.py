@@ -47,12 +47,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from ersctl.api import (
-    REASON_EXITED_WITHOUT_JOB,
     EphemeralRunner,
     ERPhase,
     format_time,
     parse_time,
 )
+from ersctl.reasons import Reason
 from ersctl.runner.modes import Mode
 from ersctl.runner.phases import (
     Decision,
@@ -182,7 +182,7 @@ def online_verdict(
     status = found.status or "not online"
     return PodFailed(
         pod_uid=check.pod_uid,
-        reason="RunnerNotOnline",
+        reason=Reason.RUNNER_NOT_ONLINE,
         message=f"the service reports runner {found.id} {status} "
         f"{policy.online_timeout:g}s after its container started",
         mode=Mode.NOT_ONLINE,
@@ -235,7 +235,7 @@ def registration_released(runner: EphemeralRunner) -> bool:
     DELETE otherwise). A Succeeded runner with neither (the check at its exit failed)
     is asked about: a registration may be left."""
     return runner.phase == ERPhase.SUCCEEDED and (
-        runner.has_job or runner.status.get("reason") == REASON_EXITED_WITHOUT_JOB
+        runner.has_job or runner.status.get("reason") == Reason.RUNNER_EXITED_WITHOUT_JOB
     )
 
 

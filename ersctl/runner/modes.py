@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Final
 
-from ersctl.api import REASON_EXITED_WITHOUT_JOB
+from ersctl.reasons import Reason
 
 
 class Mode(StrEnum):
@@ -43,18 +43,18 @@ class Mode(StrEnum):
     ``--runner-deregistration-timeout``: the finalizer is released anyway."""
 
 
-EVENT_REASONS: Final[Mapping[Mode, str]] = {
-    Mode.EXITED: "RunnerPodFailed",
-    Mode.EVICTED: "RunnerPodEvicted",
-    Mode.REJECTED: "RunnerPodRejected",
-    Mode.POD_FAILED: "RunnerPodFailed",
-    Mode.INIT_FAILED: "RunnerInitFailed",
-    Mode.START_TIMEOUT: "RunnerStartTimeout",
-    Mode.NOT_ONLINE: "RunnerNotOnline",
-    Mode.REGISTRATION_LOST: "RunnerRegistrationLost",
-    Mode.POD_DELETED: "RunnerPodDeleted",
-    Mode.NODE_LOST: "RunnerNodeLost",
-    Mode.EXITED_WITHOUT_JOB: REASON_EXITED_WITHOUT_JOB,
-    Mode.DEREGISTRATION_TIMEOUT: "RegistrationAbandoned",
+EVENT_REASONS: Final[Mapping[Mode, Reason]] = {
+    Mode.EXITED: Reason.RUNNER_POD_FAILED,
+    Mode.EVICTED: Reason.RUNNER_POD_EVICTED,
+    Mode.REJECTED: Reason.RUNNER_POD_REJECTED,
+    Mode.POD_FAILED: Reason.RUNNER_POD_FAILED,
+    Mode.INIT_FAILED: Reason.RUNNER_INIT_FAILED,
+    Mode.START_TIMEOUT: Reason.RUNNER_START_TIMEOUT,
+    Mode.NOT_ONLINE: Reason.RUNNER_NOT_ONLINE,
+    Mode.REGISTRATION_LOST: Reason.RUNNER_REGISTRATION_LOST,
+    Mode.POD_DELETED: Reason.RUNNER_POD_DELETED,
+    Mode.NODE_LOST: Reason.RUNNER_NODE_LOST,
+    Mode.EXITED_WITHOUT_JOB: Reason.RUNNER_EXITED_WITHOUT_JOB,
+    Mode.DEREGISTRATION_TIMEOUT: Reason.REGISTRATION_ABANDONED,
 }
 """The Event reason each mode is reported with (on the EphemeralRunner)."""

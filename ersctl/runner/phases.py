@@ -50,6 +50,7 @@ from typing import Any, Final
 
 from ersctl.api import EphemeralRunner, ERPhase, parse_time
 from ersctl.api import format_time as format_time  # re-exported: the runner's clock format
+from ersctl.reasons import Reason
 from ersctl.runner.modes import Mode
 from ersctl.runner.pods import (
     DEPRECATED_VERSION_EXIT_CODE,
@@ -57,8 +58,6 @@ from ersctl.runner.pods import (
     RUNNER_CONTAINER,
 )
 
-REASON_TOO_MANY_FAILURES: Final = "TooManyPodFailures"
-REASON_OUTDATED: Final = "RunnerVersionDeprecated"
 READY_REPORT_DELAY: Final = 10.0
 """Seconds an idle runner's Pod is ready before ``ready: true`` is written on its own
 (see the module docstring): GitHub gives a runner made for a queued job that job
@@ -237,7 +236,7 @@ def decide(runner: EphemeralRunner, pod: PodState) -> Decision:
     if code == DEPRECATED_VERSION_EXIT_CODE:
         return Finished(
             phase=ERPhase.OUTDATED,
-            reason=REASON_OUTDATED,
+            reason=Reason.RUNNER_VERSION_DEPRECATED,
             message=f"the runner exited with code {code}: its version is deprecated",
         )
     if code is not None:

@@ -41,14 +41,14 @@ from ersctl.api import (
     ERPhase,
     FieldError,
 )
-from ersctl.kube.errors import ConflictError
+from ersctl.kube.errors import ConflictError, NotFoundError
 from ersctl.kube.reconcile import EventRecorder, Request, Result
+from ersctl.reasons import Reason
 from ersctl.runner import pods
 from ersctl.runner.deregistration import BUSY_RETRY
 from ersctl.runner.healing import RunnerHealer
 from ersctl.runner.health import HealthPolicy
 from ersctl.runner.phases import (
-    REASON_TOO_MANY_FAILURES,
     Decision,
     FailurePolicy,
     Finished,
@@ -81,8 +81,6 @@ FINALIZERS: Final = (ER_FINALIZER, ER_REGISTRATION_FINALIZER)
 POD_EXISTS_RETRY: Final = 5.0
 HOOK_CLEANUP_RETRY: Final = 5.0
 """Seconds between looks at container hook resources still being deleted (ARC: 5 s)."""
-REASON_INVALID_TEMPLATE: Final = "InvalidPodTemplate"
-REASON_FAILED_WITH_JOB: Final = "RunnerFailedWithJob"
 
 
 class RunnerReconciler:
@@ -144,8 +142,11 @@ class RunnerReconciler:
             return self._reconcile(runner)
         except FieldError as exc:
             # Unusable credentials or spec: say which field, and retry with backoff
-            # (a Secret that appears later is not watched, so the retry finds it).
-            self._warn(runner, "InvalidRunner", str(exc))
+            # (a Secret that appears later is not watched, so the retry finds it). The
+            # Event only: the runtime logs the failed reconcile (a line here made two).
+            self._events.event(
+                runner, type="Warning", reason=Reason.INVALID_RUNNER, message=str(exc)
+            )
             raise
 
     def _reconcile(self, runner: EphemeralRunner) -> Result:
@@ -172,6 +173,15 @@ class RunnerReconciler:
     # -- deletion -------------------------------------------------------------------
 
     def _finalize(self, runner: EphemeralRunner) -> Result:
+        try:
+            return self._release(runner)
+        except NotFoundError:
+            # Gone meanwhile: our own last finalizer removal let it go, and the cache
+            # showed it once more. Its removal is done; a retry could only fail again.
+            log.debug("already deleted: nothing left to finalize")
+            return Result()
+
+    def _release(self, runner: EphemeralRunner) -> Result:
         """Both finalizers go in one patch when nothing has to wait between them (the
         usual case: a second patch would only repeat the first's resourceVersion bump)."""
         done: list[str] = []
@@ -255,9 +265,12 @@ class RunnerReconciler:
             return self._registrations.register(runner)
         except RunnerNameTaken as exc:
             # It can never register under this name: let the set make another runner.
-            self._warn(runner, "RunnerNameTaken", f"{exc}; deleting this runner")
+            message = f"{exc}; deleting this runner"
+            self._events.event(
+                runner, type="Warning", reason=Reason.RUNNER_NAME_TAKEN, message=message
+            )
             self._runners.delete_runner(runner)
-            raise
+            raise  # logged by the runtime, once
 
     def _record_registration(
         self, runner: EphemeralRunner, secret: dict[str, Any]
@@ -289,9 +302,9 @@ class RunnerReconciler:
         try:
             body = pods.build_runner_pod(runner, secret=secret)
         except FieldError as exc:
-            self._warn(runner, REASON_INVALID_TEMPLATE, str(exc))
+            self._warn(runner, Reason.INVALID_POD_TEMPLATE, str(exc))
             self._set_status(
-                runner, phase=ERPhase.FAILED, reason=REASON_INVALID_TEMPLATE, message=str(exc)
+                runner, phase=ERPhase.FAILED, reason=Reason.INVALID_POD_TEMPLATE, message=str(exc)
             )
             return Result()
         try:
@@ -340,7 +353,7 @@ class RunnerReconciler:
             message=decision.message,
         )
         if decision.phase == ERPhase.OUTDATED:
-            self._warn(runner, decision.reason, decision.message)
+            self._warn(runner, Reason.RUNNER_VERSION_DEPRECATED, decision.message)
         self._delete_resources(runner)
 
     def _record_failure(self, runner: EphemeralRunner, failed: PodFailed) -> Result:
@@ -349,7 +362,7 @@ class RunnerReconciler:
             # A JIT registration serves one job: no new Pod. Delete the runner (as ARC
             # does): its finalizer waits for the service to let the job go.
             message = f"{detail} during job {runner.job_id}; deleting the runner"
-            return self._health.abandon(runner, failed.mode, message, REASON_FAILED_WITH_JOB)
+            return self._health.abandon(runner, failed.mode, message, Reason.RUNNER_FAILED_WITH_JOB)
         self._pods.delete_pod(runner.namespace, runner.name, uid=failed.pod_uid)
         count = len({*runner.failures, failed.pod_uid})
         status: dict[str, Any] = {
@@ -373,9 +386,9 @@ class RunnerReconciler:
         last = ": ".join(str(runner.status.get(k) or "") for k in ("reason", "message")).strip(": ")
         message = f"the runner pod failed {count} times" + (f"; last: {last}" if last else "")
         self._set_status(
-            runner, phase=ERPhase.FAILED, reason=REASON_TOO_MANY_FAILURES, message=message
+            runner, phase=ERPhase.FAILED, reason=Reason.TOO_MANY_POD_FAILURES, message=message
         )
-        self._warn(runner, REASON_TOO_MANY_FAILURES, message)
+        self._warn(runner, Reason.TOO_MANY_POD_FAILURES, message)
         # Its registration can never run a job now: removed in the background, as ARC
         # 0.15 does; the registration finalizer tries again when the set deletes it.
         self._health.remove_in_background(runner)
@@ -392,7 +405,7 @@ class RunnerReconciler:
         if phase in (ERPhase.SUCCEEDED, ERPhase.FAILED, ERPhase.OUTDATED):
             self._metrics.runner_finished(runner.namespace, phase)
 
-    def _warn(self, runner: EphemeralRunner, reason: str, message: str) -> None:
+    def _warn(self, runner: EphemeralRunner, reason: Reason, message: str) -> None:
         log.warning("runner %s: %s: %s", runner.key, reason, message)
         self._events.event(runner, type="Warning", reason=reason, message=message)
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from ersctl.api import EphemeralRunner, FieldError
 from ersctl.kube.reconcile import EventRecorder
+from ersctl.reasons import Reason
 from ersctl.runner import pods
 from ersctl.runner.ports import RunnerServices
 from ersctl.scaleset.ports import RunnerNameTakenError, RunnerService
@@ -128,7 +129,7 @@ class Registrations:
         self._events.event(
             runner,
             type="Normal",
-            reason="RegistrationReplaced",
+            reason=Reason.REGISTRATION_REPLACED,
             message=f"runner id {existing.id} had lost its JIT config; registering anew",
         )
         service.remove_runner(existing.id)

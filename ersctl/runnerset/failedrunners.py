@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Final
 
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet, format_time
+from ersctl.reasons import Reason
 from ersctl.runnerset.classification import RunnerStates
 from ersctl.runnerset.cleanup import Removal, collect_failed
 from ersctl.runnerset.failures import (
@@ -22,10 +22,6 @@ from ersctl.runnerset.failures import (
     due_for_collection,
 )
 from ersctl.runnerset.ports import EventRecorder, ReconcileMetrics, RunnerServices, Writer
-
-REASON_DELETED: Final = "FailedRunnerDeleted"
-REASON_FAILING: Final = "RunnersFailing"
-REASON_RECOVERED: Final = "RunnersRecovered"
 
 
 class FailedRunners:
@@ -79,7 +75,9 @@ class FailedRunners:
                 f"Deleted Failed runner {describe_failure(runner)} after keeping it {ttl:g}s; "
                 "a new runner takes its slot"
             )
-            self._events.event(ers, type="Warning", reason=REASON_DELETED, message=message)
+            self._events.event(
+                ers, type="Warning", reason=Reason.FAILED_RUNNER_DELETED, message=message
+            )
 
         removal = collect_failed(self._services, self._writer, ers, due, deleted)
         if removal.deleted:
@@ -126,6 +124,6 @@ class FailedRunners:
             self._events.event(
                 ers,
                 type="Warning" if failing else "Normal",
-                reason=REASON_FAILING if failing else REASON_RECOVERED,
+                reason=Reason.RUNNERS_FAILING if failing else Reason.RUNNERS_RECOVERED,
                 message=wanted.message,
             )

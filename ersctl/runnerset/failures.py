@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from ersctl.api import EphemeralRunner, FieldError, parse_time
+from ersctl.reasons import Reason
 
 DEFAULT_TTL: Final = 300.0
 """Seconds a Failed runner is kept before it is collected (``--failed-runner-ttl``)."""
@@ -271,8 +272,6 @@ class FailureHistories:
 
 
 CONDITION_TYPE: Final = "RunnersFailing"
-REASON_FAILING: Final = "RunnersFailing"
-REASON_RECOVERED: Final = "RunnersRecovered"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,11 +293,11 @@ def condition_state(history: FailureHistory, policy: FailedRunnerPolicy) -> Cond
             if total
             else f"no runner of revision {history.revision} has finished yet"
         )
-        return ConditionState(status="False", reason=REASON_RECOVERED, message=summary)
+        return ConditionState(status="False", reason=Reason.RUNNERS_RECOVERED, message=summary)
     detail = f"{latest.reason}: {latest.message}" if latest.message else latest.reason or "Failed"
     message = (
         f"{failed} of the last {total} runners failed, latest {latest.runner} ({detail}); "
         f"a replacement waits {policy.backoff(history):g}s after each Failed runner is "
         "deleted, until runners succeed again or the runner spec changes"
     )
-    return ConditionState(status="True", reason=REASON_FAILING, message=message)
+    return ConditionState(status="True", reason=Reason.RUNNERS_FAILING, message=message)

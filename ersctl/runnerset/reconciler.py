@@ -54,7 +54,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from typing import Final
 
 from ersctl.api import (
@@ -70,6 +69,7 @@ from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError, Pru
 from ersctl.kube.ownwrites import OwnWrites
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.platform.errors import Failure
+from ersctl.reasons import Reason
 from ersctl.runnerset import status
 from ersctl.runnerset.classification import RunnerStates, classify
 from ersctl.runnerset.cleanup import (
@@ -124,23 +124,6 @@ _QUIET_ACTIONS: Final = frozenset({"hold", "none"})
 MOVED_ON_RETRY: Final = 1.0
 """Seconds before a cleanup decided on a superseded patch ID is looked at again, should
 the watch event of the newer patch be lost."""
-
-
-class Reason(StrEnum):
-    """Reasons of the Events the reconciler records on the ERS (those about failed
-    runners: ``ersctl.runnerset.failedrunners``)."""
-
-    SCALED_UP = "ScaledUp"
-    SCALED_DOWN = "ScaledDown"
-    SCALE_UP_SUPPRESSED = "ScaleUpSuppressed"
-    STALE_OUTDATED_DELETED = "StaleOutdatedRunnersDeleted"
-    REVISION_APPLIED = "RevisionApplied"
-    RUNNERS_CLEANED_UP = "RunnersCleanedUp"
-    INVALID_SPEC = "InvalidSpec"
-    STATUS_REPAIRED = "MalformedStatusOverwritten"
-    CREATE_FAILED = "FailedCreateRunner"
-    FIELDS_PRUNED = "GuardFieldsPruned"
-    RECONCILE_FAILED = "ReconcileFailed"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -255,7 +238,7 @@ class EphemeralRunnerSetReconciler:
             self._event(ers, WARNING, Reason.RECONCILE_FAILED, str(exc))
             raise
         level = logging.DEBUG if outcome.action in _QUIET_ACTIONS else logging.INFO
-        log.log(level, "reconciled %s: %s", ers.key, outcome)
+        log.log(level, "reconciled: %s", outcome)  # the set: the reconcile's log fields
         return self._requeue_while_expecting(ers, outcome)
 
     def _requeue_while_expecting(self, ers: EphemeralRunnerSet, outcome: Outcome) -> Outcome:
@@ -566,7 +549,7 @@ class EphemeralRunnerSetReconciler:
             self._event(ers, NORMAL, reason, f"Deleted {count} {what} runners")
 
     def _event(self, ers: EphemeralRunnerSet, type_: str, reason: Reason, message: str) -> None:
-        self._events.event(ers, type=type_, reason=reason.value, message=message)
+        self._events.event(ers, type=type_, reason=reason, message=message)
 
 
 def _may_create(decision: Decision) -> bool:

@@ -4,8 +4,11 @@ each, and its status."""
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
+
+import pytest
 
 from ersctl import api
 from ersctl.autoscaling.runnerset_desired import SCALE_SET_LABELS_ANNOTATION
@@ -272,6 +275,22 @@ def test_labels_with_an_excluded_prefix_are_not_propagated(env: Env) -> None:
         assert "argocd.argoproj.io/instance" not in labels
     kept = (env.ars("arc") or {})["metadata"]["labels"]
     assert kept["argocd.argoproj.io/instance"] == "runners", "the ARS's own labels stay"
+
+
+def test_a_failed_reconcile_is_one_warning_line(env: Env, caplog: pytest.LogCaptureFixture) -> None:
+    # The reconciler logged the failure's Event and the runtime the failure: two lines.
+    env.sim.faults.inject(endpoint="create_scale_set", status=429, times=5)
+    env.create_secret()
+    env.create_ars("arc")
+    with caplog.at_level(logging.WARNING):
+        env.start()
+        eventually(
+            lambda: [r for r in caplog.records if "reconcile failed" in r.getMessage()],
+            what="the failed reconcile logged",
+        )
+    about_it = [r.getMessage() for r in caplog.records if "429" in r.getMessage()]
+    assert len(about_it) == 1 and about_it[0].startswith("reconcile failed, retrying in ")
+    assert env.events("GitHubCallFailed", "Warning")  # the Event is recorded all the same
 
 
 def test_a_rate_limited_registration_is_requeued_not_retried(env: Env) -> None:

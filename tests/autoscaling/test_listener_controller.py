@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -14,7 +15,9 @@ from kubernetes.client import ApiException
 
 from ersctl.api import AL_FINALIZER
 from ersctl.api import FieldError as ApiFieldError
+from ersctl.kube.reconcile import Request
 from ersctl.naming import legacy_listener_name
+from ghalistener.config import parse_config
 from tests.autoscaling.conftest import (
     CONFIG_URL,
     IMAGE,
@@ -32,6 +35,7 @@ from tests.listener.arc_configs import (
     pat_config_metrics_off,
     rsa_private_key,
 )
+from tests.runtime.conftest import reconcile_in_the_worker_loop
 
 
 def sa_name(harness: ListenerHarness) -> str:
@@ -121,6 +125,10 @@ def test_the_config_secret_holds_byte_for_byte_what_arcs_controller_writes(
     # both run from (tests/listener/test_arc_config.py runs ours from it).
     expected = pat_config_metrics_off(CONFIG_URL, harness.scale_set_namespace)
     assert harness.config_json() == expected.replace('"runners"', f'"{RUNNER_SET}"')
+    # Every key written is one our listener reads or knows to need nothing from (an
+    # unknown key stops it, naming the key): the config it is given starts it.
+    parsed = parse_config(json.loads(harness.config_json()))
+    assert parsed.ephemeral_runner_set_name == RUNNER_SET
 
 
 @pytest.mark.parametrize(
@@ -498,6 +506,18 @@ def _nothing_made(harness: ListenerHarness) -> None:
     # kube-controller-manager gives every namespace its ServiceAccount "default".
     assert [a["metadata"]["name"] for a in accounts if a["metadata"]["name"] != "default"] == []
     assert harness.kube.list_objects("roles", harness.scale_set_namespace) == []
+
+
+def test_a_failed_reconcile_is_one_warning_line(
+    harness: ListenerHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    harness.create_listener(githubConfigSecret="nope")
+    request = Request(harness.namespace, harness.name)
+    with caplog.at_level(logging.INFO):
+        assert reconcile_in_the_worker_loop(harness.reconciler, request) == 1
+    (warning,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warning.getMessage().startswith("reconcile failed, retrying in ")
+    assert "spec.githubConfigSecret" in warning.getMessage()
 
 
 def test_a_missing_credentials_secret_is_a_warning_naming_the_field_and_nothing_changes(

@@ -83,8 +83,10 @@ class Harness:
     sent: SentRequests
     """What the reconciler's Kubernetes client sent."""
     build: Callable[..., RunnerReconciler]
-    """``build(health, runners=None)``: a reconciler like :attr:`reconciler` with other
-    health rules (and another ``RunnerStore``, e.g. a cache)."""
+    """A reconciler like :attr:`reconciler` with other health rules (``build(health,
+    runners=...)``: and another runner store)."""
+    resources: KubeRunnerResources
+    """The stores :attr:`reconciler` reads and writes through."""
 
     @property
     def namespace(self) -> str:
@@ -288,6 +290,7 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
             clients=factory.built,
             sent=sent,
             build=build,
+            resources=resources,
         )
     finally:
         services.close()

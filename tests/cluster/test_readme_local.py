@@ -1,8 +1,10 @@
 """README, "Run on Kubernetes", followed as written against the local cluster it offers
 for trying it (``python examples/local_cluster.py``): its kubectl commands, in order,
 from the README's own text (steps 2 to 4, then the deletion), the REPLACE_ME places
-filled in as step 3 says, jobs queued with the command the local cluster prints. The
-manifests are a copy, so the checkout stays as it is."""
+filled in as step 3 says, in the copy step 2 makes, jobs queued with the command the
+local cluster prints. The steps run in a copy of the checkout's manifests, so the
+checkout stays as it is; the README's own copy step is what keeps a user's checkout so
+(the suite checks the shipped manifests)."""
 
 from __future__ import annotations
 
@@ -97,25 +99,33 @@ def local_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
         assert out.strip().endswith("stopped"), out
 
 
-def _copy_of_the_manifests(directory: Path, github_url: str) -> Path:
+def _copy_of_the_manifests(directory: Path) -> Path:
     shutil.copytree(ROOT / "examples" / "deploy", directory / "examples" / "deploy")
     shutil.copytree(ROOT / "ersctl" / "crds", directory / "ersctl" / "crds")
-    scale_set = directory / "examples" / "deploy" / "scale-set"
+    return directory
+
+
+def _fill_in(scale_set: Path, github_url: str) -> None:
+    """Step 3's edit: the REPLACE_ME places of the scale set's files."""
     ars = scale_set / "autoscalingrunnerset.yaml"
     ars.write_text(
         ars.read_text().replace("githubConfigUrl: REPLACE_ME", f"githubConfigUrl: {github_url}")
     )
     secret = scale_set / "github-credentials-secret.yaml"
     secret.write_text(secret.read_text().replace('github_token: ""', 'github_token: "any-token"'))
-    return directory
 
 
 def test_the_readme_steps_run_the_deployment_on_the_local_cluster(
     local_cluster: LocalCluster, tmp_path: Path
 ) -> None:
     section = _section()
-    steps = [line for line in _blocks(section)[0] if line.startswith("kubectl ")]
-    workdir = _copy_of_the_manifests(tmp_path / "clone", local_cluster.github_url)
+    steps = [line for line in _blocks(section)[0] if line.startswith(("kubectl ", "cp "))]
+    (copy,) = [shlex.split(line) for line in steps if line.startswith("cp ")]
+    assert copy[:3] == ["cp", "-r", "examples/deploy"], copy
+    # Nothing is applied from the shipped manifests: only from the copy, edited.
+    for path in (line.split(" -k ")[1].split()[0] for line in steps if " -k " in line):
+        assert Path(path).parts[:2] == Path(copy[3]).parts[:2], path
+    workdir = _copy_of_the_manifests(tmp_path / "clone")
     env = {**os.environ, "KUBECONFIG": local_cluster.kubeconfig}
 
     def kubectl(command: str) -> subprocess.CompletedProcess[str]:
@@ -127,6 +137,10 @@ def test_the_readme_steps_run_the_deployment_on_the_local_cluster(
     *applied, watch = steps
     assert watch.endswith(" -w")
     for command in applied:
+        if command.startswith("cp "):
+            subprocess.run(shlex.split(command), cwd=workdir, check=True)
+            _fill_in(workdir / copy[3] / "scale-set", local_cluster.github_url)
+            continue
         done = kubectl(command)
         assert done.returncode == 0, (command, done.stdout, done.stderr)
     watching = subprocess.Popen(

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
+from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER, EphemeralRunner
 from ersctl.kube.cache import CachedReader
 from ersctl.kube.errors import NotLeaderError
-from ersctl.kube.reconcile import Result
+from ersctl.kube.reconcile import Request, Result
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.runner.controller import CachedRunners
 from ersctl.runner.phases import READY_REPORT_DELAY
@@ -29,6 +29,7 @@ from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests, json_object
 from tests.listener.fakes import started
 from tests.polling import eventually
+from tests.runtime.conftest import reconcile_in_the_worker_loop
 
 RUNNER = "arc-runner-abcde"
 
@@ -335,6 +336,61 @@ def test_a_busy_runner_is_not_forced_off_and_its_removal_is_retried(h: Harness) 
     h.sim.complete_job(runner_id=runner_id)
     h.settle()
     assert h.runner() is None
+
+
+class LaggingCache:
+    """The runner store as the runtime's cache can show it after our own last finalizer
+    removal let the runner go: still there, deleting, one finalizer on."""
+
+    def __init__(self, store: KubeRunnerResources, shown: EphemeralRunner) -> None:
+        self._store, self._shown = store, shown
+
+    def get_runner(self, namespace: str, name: str) -> EphemeralRunner | None:
+        return self._shown
+
+    def patch_runner(self, runner: EphemeralRunner, patch: dict[str, Any]) -> EphemeralRunner:
+        return self._store.patch_runner(runner, patch)
+
+    def patch_runner_status(
+        self, runner: EphemeralRunner, patch: dict[str, Any]
+    ) -> EphemeralRunner:
+        return self._store.patch_runner_status(runner, patch)
+
+    def delete_runner(self, runner: EphemeralRunner) -> None:
+        self._store.delete_runner(runner)
+
+
+def test_a_runner_gone_meanwhile_ends_its_reconcile_quietly(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A finished runner used to leave "WARNING ... NotFoundError: patch ephemeralrunners/..."
+    # behind: the reconcile after the one that removed its last finalizer, from a cache
+    # that did not show it gone yet, removed that finalizer again from a deleted object.
+    h.create_runner()
+    h.settle()
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)
+    deleting = h.runner()
+    assert deleting is not None and deleting.has_finalizer(ER_FINALIZER)
+    h.settle()
+    assert h.runner() is None
+    lagging = h.build(HEALTH, runners=LaggingCache(h.resources, deleting))
+    with caplog.at_level(logging.DEBUG):
+        assert (
+            reconcile_in_the_worker_loop(lagging, Request(h.namespace, RUNNER)) == 0
+        )  # no failure: nothing to retry
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_failed_reconcile_is_one_warning_line(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    h.create_runner(githubConfigSecret="no-such-secret")
+    with caplog.at_level(logging.INFO):
+        assert reconcile_in_the_worker_loop(h.reconciler, Request(h.namespace, RUNNER)) == 1
+    (warning,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warning.getMessage().startswith("reconcile failed, retrying in ")
+    assert "githubConfigSecret" in warning.getMessage()
+    assert h.events("InvalidRunner")  # the Event is recorded all the same
 
 
 def test_missing_credentials_are_a_warning_event_naming_the_field_and_change_nothing(

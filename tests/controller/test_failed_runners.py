@@ -11,6 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from ersctl import api
+from ersctl.reasons import Reason
 from ersctl.runnerset.failures import FailedRunnerPolicy
 from ersctl.runnerset.metrics import ArcSetGauges
 from tests.controller.harness import Cluster
@@ -196,7 +197,7 @@ def test_runners_that_exit_without_a_job_back_their_set_off_as_failed_ones_do(
         cluster.set_runner_status(
             name,
             phase="Succeeded",
-            reason=api.REASON_EXITED_WITHOUT_JOB,
+            reason=Reason.RUNNER_EXITED_WITHOUT_JOB,
             message="the runner exited without running a job",
         )
     clock.set(5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ersctl import api
+from ersctl.reasons import Reason
 from ersctl.runnerset.failures import (
     FailedRunnerPolicy,
     FailureHistory,
@@ -103,7 +104,7 @@ def test_a_new_revision_starts_afresh_and_ignores_runners_of_older_revisions() -
 def unused(name: str, *, job_id: str = "") -> api.EphemeralRunner:
     """A runner that exited 0 without a job, as the runner controller records it."""
     item = runner("Succeeded", name=name, job_id=job_id)
-    item.status["reason"] = api.REASON_EXITED_WITHOUT_JOB
+    item.status["reason"] = Reason.RUNNER_EXITED_WITHOUT_JOB
     return item
 
 

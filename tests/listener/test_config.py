@@ -267,15 +267,12 @@ def test_a_vault_is_not_supported_and_said_so_naming_the_key(key: str, value: An
 
 def test_empty_vault_keys_as_arc_writes_them_without_a_vault_are_accepted() -> None:
     raw = {**valid(), "vault_type": "", "vault_lookup_key": "", "azure_key_vault": None}
-    assert parse_config(raw).ignored_keys == ()
+    assert parse_config(raw) == parse_config(valid())
 
 
-def test_keys_arc_defines_and_this_listener_does_not_use_are_listed_for_a_warning() -> None:
-    assert parse_config({**valid(), "runner_scale_set_name": "arc-runners"}).ignored_keys == (
-        "runner_scale_set_name",
-    )
-    assert parse_config({**valid(), "runner_scale_set_name": ""}).ignored_keys == ()
-    assert parse_config(valid()).ignored_keys == ()
+def test_the_scale_set_name_the_controller_writes_is_accepted_and_changes_nothing() -> None:
+    named = parse_config({**valid(), "runner_scale_set_name": "arc-runners"})
+    assert named == parse_config(valid())
 
 
 def test_an_empty_metrics_endpoint_is_the_default_as_arc_writes_it() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from ersctl.platform.errors import ConfigError
-from ersctl.platform.logs import configure_logging
+from ersctl.platform.logs import configure_logging, log_fields
 from ersctl.platform.redaction import REDACTED
 
 TOKEN = "ghp_TOPSECRETTOKEN1234"
@@ -148,9 +148,79 @@ def test_library_chatter_stays_below_info(
     configure_logging(level="info", fmt="text", stream=captured)
     logging.getLogger(logger).log(level, message)
     assert captured.getvalue() == ""
-    configure_logging(level="debug", fmt="text", stream=captured)
+    configure_logging(level="debug", fmt="text", stream=captured, http=True)
     logging.getLogger(logger).log(level, message)
     assert f"DEBUG {logger} {message}" in captured.getvalue()
+
+
+WIRE_TRACES = [
+    ("httpcore.connection", "connect_tcp.started host='127.0.0.1' port=8443"),
+    ("httpcore.http11", "send_request_headers.complete"),
+    ("httpx", 'HTTP Request: GET https://x "200 OK"'),
+    ("urllib3.connectionpool", 'https://k:6443 "GET /api HTTP/1.1" 200 None'),
+]
+
+
+def test_debug_level_leaves_out_the_http_libraries_wire_traces(captured: io.StringIO) -> None:
+    # At debug, httpcore alone wrote some fourteen lines a request around our own.
+    configure_logging(level="debug", fmt="text", stream=captured)
+    for logger, message in WIRE_TRACES:
+        logging.getLogger(logger).debug(message)
+    logging.getLogger("httpx").info("HTTP Request: GET https://x")  # demoted to DEBUG
+    logging.getLogger("ersctl.x").debug("our own")
+    logging.getLogger("httpcore.connection").warning("not a trace")
+    lines = captured.getvalue().splitlines()
+    assert [line.split(" ", 1)[1] for line in lines] == [
+        "DEBUG ersctl.x our own",
+        "WARNING httpcore.connection not a trace",
+    ]
+
+
+def test_log_http_lets_the_wire_traces_through(captured: io.StringIO) -> None:
+    configure_logging(level="debug", fmt="text", stream=captured, http=True)
+    for logger, message in WIRE_TRACES:
+        logging.getLogger(logger).debug(message)
+    for logger, message in WIRE_TRACES:
+        assert f"DEBUG {logger} {message}" in captured.getvalue()
+
+
+def test_bound_fields_are_on_every_line_of_their_block_and_a_lines_own_win(
+    captured: io.StringIO,
+) -> None:
+    configure_logging(level="info", fmt="json", stream=captured, fields={"program": "p"})
+    log = logging.getLogger("ersctl.x")
+    with log_fields(kind="EphemeralRunnerSet", namespace="ns", name="web", reconcileID="r1"):
+        log.info("reconciled: none")
+        with log_fields(name="web-runner-1"):
+            log.info("runner", extra={"fields": {"phase": "Running", "namespace": "own"}})
+    log.info("after")
+    first, nested, after = (json.loads(line) for line in captured.getvalue().splitlines())
+    assert first["msg"] == "reconciled: none"
+    assert {k: first[k] for k in ("program", "kind", "namespace", "name", "reconcileID")} == {
+        "program": "p",
+        "kind": "EphemeralRunnerSet",
+        "namespace": "ns",
+        "name": "web",
+        "reconcileID": "r1",
+    }
+    assert (nested["name"], nested["namespace"], nested["phase"]) == (
+        "web-runner-1",
+        "own",
+        "Running",
+    )
+    assert nested["reconcileID"] == "r1"
+    assert "kind" not in after and after["program"] == "p"
+
+
+def test_bound_fields_read_as_key_value_pairs_in_text(captured: io.StringIO) -> None:
+    configure_logging(level="info", fmt="text", stream=captured)
+    with log_fields(kind="EphemeralRunner", namespace="ns", name="r-1"):
+        logging.getLogger("ersctl.x").info("runner is Running")
+    assert (
+        captured.getvalue()
+        .rstrip()
+        .endswith("INFO ersctl.x runner is Running kind=EphemeralRunner namespace=ns name=r-1")
+    )
 
 
 def test_configuring_twice_keeps_one_handler(captured: io.StringIO) -> None:

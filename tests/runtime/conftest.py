@@ -1,11 +1,17 @@
-"""Helpers for the runtime tests: object bodies, a free port."""
+"""Helpers for the runtime tests: object bodies, a free port, one reconcile through the
+runtime's worker loop."""
 
 from __future__ import annotations
 
 import socket
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from ersctl.api import API_VERSION, ER_KIND, ERS_KIND
+from ersctl.kube.controller import Controller
+from ersctl.kube.metrics import ControllerMetrics
+from ersctl.kube.reconcile import Reconciler, Request
 
 
 def ers_body(
@@ -62,3 +68,16 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def reconcile_in_the_worker_loop(reconciler: Reconciler, request: Request) -> int:
+    """Reconcile ``request`` once as the runtime does (its logging, its error handling);
+    the failed reconciles it counted (0 or 1)."""
+    metrics = ControllerMetrics(CollectorRegistry())
+    controller = Controller("test", reconciler, workers=1, metrics=metrics, kind="Test")
+    controller.enqueue(request)
+    controller.process_one()
+    failed = metrics.registry.get_sample_value(
+        "ersctl_reconcile_errors_total", {"controller": "test"}
+    )
+    return int(failed or 0)

@@ -17,6 +17,7 @@ from ersctl.kube.calls import translate
 from ersctl.kube.connect import limit_requests
 from ersctl.kube.errors import ConflictError, ForbiddenError, GoneError, KubeError, NotFoundError
 from ersctl.kube.events import EventRecorder
+from ersctl.reasons import Reason
 from ersctl.testing.apiserver import ApiServer
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
@@ -86,8 +87,10 @@ def test_repeats_of_one_reason_on_one_object_update_one_events_count(kube: KubeA
     recorder = EventRecorder(kube.api_client(), heartbeat=0.0)
 
     for patch_id in (4, 5, 6):
-        recorder.event(ers, type="Normal", reason="ScaleUpSuppressed", message=f"patch {patch_id}")
-    recorder.event(ers, type="Warning", reason="InvalidSpec", message="spec.replicas: bad")
+        recorder.event(
+            ers, type="Normal", reason=Reason.SCALE_UP_SUPPRESSED, message=f"patch {patch_id}"
+        )
+    recorder.event(ers, type="Warning", reason=Reason.INVALID_SPEC, message="spec.replicas: bad")
 
     by_reason = {e["reason"]: e for e in events(kube)}
     assert sorted(by_reason) == ["InvalidSpec", "ScaleUpSuppressed"]
@@ -106,7 +109,7 @@ def test_repeats_within_a_heartbeat_cost_one_write_sent_by_the_heartbeat(kube: K
     recorder = EventRecorder(api_client, heartbeat=0.5)
 
     for n in range(10):
-        recorder.event(ers, type="Normal", reason="ScaledUp", message=f"created {n}")
+        recorder.event(ers, type="Normal", reason=Reason.SCALED_UP, message=f"created {n}")
 
     def counted() -> bool:
         return [e["count"] for e in events(kube)] == [10]
@@ -119,8 +122,8 @@ def test_repeats_within_a_heartbeat_cost_one_write_sent_by_the_heartbeat(kube: K
 def test_flush_writes_a_pending_count_before_its_heartbeat(kube: KubeApi) -> None:
     ers = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("web")))
     recorder = EventRecorder(kube.api_client(), heartbeat=3600.0)
-    recorder.event(ers, type="Normal", reason="ScaledUp", message="created 1")
-    recorder.event(ers, type="Normal", reason="ScaledUp", message="created 2")
+    recorder.event(ers, type="Normal", reason=Reason.SCALED_UP, message="created 1")
+    recorder.event(ers, type="Normal", reason=Reason.SCALED_UP, message="created 2")
     assert [e["count"] for e in events(kube)] == [1]
 
     recorder.flush()
@@ -133,12 +136,12 @@ def test_new_events_beyond_the_per_object_burst_are_dropped(kube: KubeApi) -> No
     api = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("api")))
     recorder = EventRecorder(kube.api_client(), burst=2, refill_every=3600.0)
 
-    for reason in ("First", "Second", "Third"):
+    for reason in (Reason.SCALED_UP, Reason.SCALED_DOWN, Reason.SCALE_UP_SUPPRESSED):
         recorder.event(web, type="Normal", reason=reason, message="m")
-    recorder.event(api, type="Normal", reason="First", message="m")
+    recorder.event(api, type="Normal", reason=Reason.SCALED_UP, message="m")
 
     written = sorted((e["involvedObject"]["name"], e["reason"]) for e in events(kube))
-    assert written == [("api", "First"), ("web", "First"), ("web", "Second")]
+    assert written == [("api", "ScaledUp"), ("web", "ScaledDown"), ("web", "ScaledUp")]
 
 
 @pytest.mark.embedded_only("fault injection")
@@ -148,7 +151,9 @@ def test_an_event_that_cannot_be_written_is_dropped_without_raising(
     ers = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("web")))
     apiserver.inject_fault(verb="create", resource="events", code=500)
 
-    EventRecorder(kube.api_client()).event(ers, type="Warning", reason="R", message="m")
+    EventRecorder(kube.api_client()).event(
+        ers, type="Warning", reason=Reason.RECONCILE_FAILED, message="m"
+    )
 
     assert events(kube) == []
 
@@ -156,7 +161,7 @@ def test_an_event_that_cannot_be_written_is_dropped_without_raising(
 def test_a_fenced_recorder_stays_silent(kube: KubeApi) -> None:
     ers = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("web")))
     EventRecorder(kube.api_client(), fence=lambda: False).event(
-        ers, type="Normal", reason="R", message="m"
+        ers, type="Normal", reason=Reason.RECONCILE_FAILED, message="m"
     )
     assert events(kube) == []
 
@@ -200,16 +205,18 @@ def test_where_rbac_forbids_events_one_warning_then_they_go_to_the_log_without_a
     recorder = EventRecorder(kube.api_client())
 
     with caplog.at_level(logging.INFO, logger="ersctl.kube.events"):
-        recorder.event(ers, type="Warning", reason="Stuck", message="the set is stuck")
+        recorder.event(
+            ers, type="Warning", reason=Reason.RECONCILE_FAILED, message="the set is stuck"
+        )
         apiserver.request_log.clear()
-        recorder.event(ers, type="Normal", reason="ScaledUp", message="created 1")
+        recorder.event(ers, type="Normal", reason=Reason.SCALED_UP, message="created 1")
 
     assert apiserver.request_log.records() == [], "no request once forbidden"
     logged = [(r.levelname, r.getMessage()) for r in caplog.records]
     assert logged == [
         ("WARNING", "cannot record Events (Forbidden): this controller's RBAC grants no "
          "events create; Events go to the log instead"),
-        ("WARNING", "event Stuck on " + ers.key + ": the set is stuck"),
+        ("WARNING", "event ReconcileFailed on " + ers.key + ": the set is stuck"),
         ("INFO", "event ScaledUp on " + ers.key + ": created 1"),
     ]  # fmt: skip
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ersctl.api import ER_PLURAL, ERS_PLURAL
+from ersctl.api import API_VERSION, ARS_KIND, ARS_PLURAL, ER_PLURAL, ERS_PLURAL
 from ersctl.cli import main
 from ersctl.testing.apiserver import ApiServer
 from tests.kubeapi import KubeApi
@@ -104,6 +104,89 @@ def test_status_names_a_malformed_field_and_still_prints_the_others(
     assert code == 0, out
     assert f"{kube.namespace}/bad: invalid: spec.replicas: must be >= 0, got -1" in out
     assert any(line.split()[:3] == [kube.namespace, "good", "1"] for line in out.splitlines())
+
+
+def scale_set_with_its_set(kube: KubeApi) -> None:
+    """An AutoscalingRunnerSet ``arc`` (registered as scale set 12, Running) owning the
+    set ``arc-x7k2p`` with one running runner, and the set ``loose`` of no ARS."""
+    ars = kube.create_object(ARS_PLURAL, {
+        "apiVersion": API_VERSION, "kind": ARS_KIND,
+        "metadata": {"name": "arc", "annotations": {"runner-scale-set-id": "12"}},
+        "spec": {
+            "githubConfigUrl": "https://github.com/octo-org", "githubConfigSecret": "gh",
+            "minRunners": 1,
+            "template": {"spec": {"containers": [{"name": "runner", "image": "r"}]}},
+        },
+    })  # fmt: skip
+    kube.patch_object(
+        ARS_PLURAL, kube.namespace, "arc", {"status": {"phase": "Running", "state": "Running"}},
+        subresource="status",
+    )  # fmt: skip
+    owned = ers_body("arc-x7k2p", replicas=1, patch_id=3)
+    owned["metadata"]["ownerReferences"] = [{
+        "apiVersion": API_VERSION, "kind": ARS_KIND, "name": "arc",
+        "uid": ars["metadata"]["uid"], "controller": True,
+    }]  # fmt: skip
+    owner = kube.create_object(ERS_PLURAL, owned)
+    kube.create_object(ER_PLURAL, runner_body("arc-x7k2p-r1", owner))
+    kube.patch_object(
+        ER_PLURAL, kube.namespace, "arc-x7k2p-r1", {"status": {"phase": "Running"}},
+        subresource="status",
+    )  # fmt: skip
+    kube.create_object(ERS_PLURAL, ers_body("loose"))
+
+
+def test_status_shows_the_autoscaling_runner_sets_with_the_set_each_owns(
+    kube: KubeApi, kubeconfig: str
+) -> None:
+    scale_set_with_its_set(kube)
+    ns = kube.namespace
+
+    code, out = invoke("status", "--namespace", ns, "--kubeconfig", kubeconfig)
+
+    assert code == 0, out
+    sets, scale_sets = out.split("\n\n")
+    assert [line.split()[:2] for line in sets.splitlines()[1:]] == [
+        [ns, "arc-x7k2p"], [ns, "loose"]
+    ]  # fmt: skip
+    header, arc = scale_sets.splitlines()
+    assert header.split() == [
+        "NAMESPACE", "NAME", "MIN", "MAX", "SCALE-SET-ID", "RUNNER-SET", "PHASE", "STATE"
+    ]  # fmt: skip
+    assert arc.split() == [ns, "arc", "1", "-", "12", "arc-x7k2p", "Running", "Running"]
+
+    code, out = invoke("status", f"{ns}/loose", "--kubeconfig", kubeconfig)
+    assert code == 0 and "SCALE-SET-ID" not in out, out  # an ARS shows with its own set
+
+
+def test_status_json_has_stable_keys_and_null_for_what_is_not_known(
+    kube: KubeApi, kubeconfig: str
+) -> None:
+    scale_set_with_its_set(kube)
+    kube.create_object(ERS_PLURAL, ers_body("bad", replicas=-1))
+    ns = kube.namespace
+
+    code, out = invoke("status", "-o", "json", "--namespace", ns, "--kubeconfig", kubeconfig)
+
+    assert code == 0, out
+    doc = json.loads(out)
+    assert list(doc) == ["ephemeralRunnerSets", "autoscalingRunnerSets"]
+    owned, bad, loose = doc["ephemeralRunnerSets"]
+    assert owned == {
+        "namespace": ns, "name": "arc-x7k2p", "desired": 1, "current": 1, "pending": 0,
+        "running": 1, "failed": 0, "finished": 0, "deleting": 0, "patchID": 3,
+        "finishedRunnerCleanupPatchID": 0, "appliedActionableRevision": 0, "phase": None,
+        "problem": None, "notes": [],
+    }  # fmt: skip
+    assert list(bad) == list(owned) == list(loose)
+    assert (bad["desired"], bad["running"]) == (None, None)
+    assert bad["problem"] == "spec.replicas: must be >= 0, got -1"
+    (arc,) = doc["autoscalingRunnerSets"]
+    assert arc == {
+        "namespace": ns, "name": "arc", "minRunners": 1, "maxRunners": None,
+        "runnerScaleSetId": 12, "ephemeralRunnerSet": "arc-x7k2p", "phase": "Running",
+        "state": "Running", "problem": None, "notes": [],
+    }  # fmt: skip
 
 
 def test_status_of_a_missing_set_is_one_line_and_exit_1(kube: KubeApi, kubeconfig: str) -> None:
