@@ -693,7 +693,7 @@ class CleanupProtected:
     """An ARS annotation naming an object in the ARS's namespace that carries
     :data:`CLEANUP_PROTECTION_FINALIZER` until the ARS's teardown has finished.
 
-    ``plural``: the object's resource (``ersctl.kube.calls.BUILTIN_KINDS``).
+    ``plural``: the object's resource (``ersctl.kube.client.BUILTIN``).
     ``forbidden_is_gone``: a 403 reading it counts as already gone (ARC's rule for the
     credentials Secret), rather than as a failure to retry.
     """

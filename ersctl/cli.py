@@ -28,12 +28,12 @@ from types import FrameType
 from typing import Final
 
 import click
-from kubernetes import client
 
 from ersctl import __version__
 from ersctl.api import ERS_CRD, FieldError
 from ersctl.autoscaling.listener_objects import ListenerSettings
 from ersctl.kube.apireader import ApiReader
+from ersctl.kube.client import ApiClient
 from ersctl.kube.connect import api_client, limit_requests, own_image, pod_namespace
 from ersctl.kube.errors import ConflictError, PrunedFieldsError
 from ersctl.kube.leader import LeaderElectionConfig
@@ -444,7 +444,7 @@ def _stop_on_signals(stop: threading.Event) -> None:
 
 
 def _run_until_stopped(
-    api: client.ApiClient,
+    api: ApiClient,
     options: ControllerOptions,
     addresses: tuple[tuple[str, int] | None, tuple[str, int] | None],
     factory: ReconcilerFactory,
@@ -499,7 +499,7 @@ def _run_until_stopped(
 
 
 def _reconcile_once(
-    api: client.ApiClient, request: Request, factory: ReconcilerFactory, stop: threading.Event
+    api: ApiClient, request: Request, factory: ReconcilerFactory, stop: threading.Event
 ) -> None:
     """One pass; a stop before the pass begins (during the API check or the cache sync)
     ends it at once, having reconciled nothing (exit 0, as any asked-for stop). One set,

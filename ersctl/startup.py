@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import logging
 
-from kubernetes import client
-
 from ersctl.api import (
     AL_CRD,
     AL_REQUIRED_FIELDS,
@@ -44,6 +42,7 @@ from ersctl.api import (
     LISTENER_FIELDS,
     VERSION,
 )
+from ersctl.kube.client import ApiClient
 from ersctl.kube.connect import check_api_group, check_at_start_up
 from ersctl.kube.crdcheck import ServedCrds, read_served_crds
 from ersctl.kube.errors import ForbiddenError, NotFoundError, PrunedFieldsError
@@ -54,7 +53,7 @@ log = logging.getLogger("ersctl")
 ARS_OPTION = "--autoscaling-runner-set-controller"
 
 
-def check_api(api: client.ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
+def check_api(api: ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
     """The checks of the module docstring, tried again after a transient answer."""
     check_at_start_up(
         lambda: _check_once(api, autoscaling=autoscaling, listener_controller=listener_controller),
@@ -62,7 +61,7 @@ def check_api(api: client.ApiClient, *, autoscaling: bool, listener_controller: 
     )
 
 
-def _check_once(api: client.ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
+def _check_once(api: ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
     try:
         check_api_group(api, group=GROUP, version=VERSION)
     except NotFoundError:

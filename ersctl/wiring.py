@@ -15,14 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from kubernetes import client
-
 from ersctl.api import ER_PLURAL, ERS_PLURAL
 from ersctl.autoscaling.listener_controller import add_listener_controller
 from ersctl.autoscaling.listener_objects import ListenerSettings
 from ersctl.autoscaling.listener_reconciler import ListenerReconciler
 from ersctl.autoscaling.runnerset_controller import add_autoscaling_runner_set_controller
 from ersctl.autoscaling.runnerset_reconciler import AutoscalingRunnerSetReconciler
+from ersctl.kube.client import ApiClient
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
@@ -119,7 +118,7 @@ def listener_blocker(options: ControllerOptions) -> str:
 
 
 def build_controller(
-    api: client.ApiClient,
+    api: ApiClient,
     options: ControllerOptions,
     *,
     reconciler_factory: ReconcilerFactory = EphemeralRunnerSetReconciler,

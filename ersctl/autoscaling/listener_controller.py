@@ -16,14 +16,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Final
 
-from kubernetes import client
-
 from ersctl.api import AL_PLURAL
 from ersctl.autoscaling.listener_inputs import ScaleSetInputs
 from ersctl.autoscaling.listener_objects import ListenerSettings
 from ersctl.autoscaling.listener_reconciler import ListenerReconciler
 from ersctl.autoscaling.listener_restarts import RestartPolicy
 from ersctl.autoscaling.listener_stores import KubeListenerResources
+from ersctl.kube.client import ApiClient
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.manager import Manager
 from ersctl.kube.predicates import AlwaysPass
@@ -33,7 +32,7 @@ CONTROLLER_NAME: Final = "autoscalinglistener"
 
 def add_listener_controller(
     manager: Manager,
-    api_client: client.ApiClient,
+    api_client: ApiClient,
     *,
     pods: PodInformer,
     pods_name: str,

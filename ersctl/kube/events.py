@@ -35,15 +35,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from kubernetes import client
-
 from ersctl.api import API_VERSION, KubeObject
-from ersctl.kube.calls import MERGE_PATCH, kube_call, server_of
+from ersctl.kube.client import BUILTIN, ApiClient, Writer
 from ersctl.kube.errors import ForbiddenError, NotFoundError
 from ersctl.platform.errors import Failure
 from ersctl.platform.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
+
+EVENTS: Final = BUILTIN["events"]
 
 _MESSAGE_LIMIT: Final = 1024
 _REMEMBERED: Final = 4096  # aggregation keys and rate buckets kept (least recently used dropped)
@@ -75,7 +75,7 @@ class EventRecorder:
 
     def __init__(
         self,
-        api_client: client.ApiClient,
+        api_client: ApiClient,
         *,
         component: str = "ersctl",
         instance: str = "",
@@ -87,8 +87,9 @@ class EventRecorder:
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        self._core = client.CoreV1Api(api_client)
-        self._server = server_of(api_client)
+        # Unfenced: the fence is asked before each event, which is dropped (not raised)
+        # when it is closed.
+        self._objects = Writer(api_client)
         self._component = component
         self._instance = instance
         self._window = window
@@ -180,10 +181,7 @@ class EventRecorder:
             return
         patch = {"count": count, "message": message, "lastTimestamp": self._timestamp()}
         try:
-            with kube_call(f"patch events/{namespace}/{name}", server=self._server):
-                self._core.patch_namespaced_event(
-                    name, namespace, patch, _content_type=MERGE_PATCH, _preload_content=False
-                )
+            self._objects.patch(EVENTS, namespace, name, patch)
         except NotFoundError:  # expired or deleted meanwhile: the next repeat starts anew
             with self._lock:
                 self._seen.pop(key, None)
@@ -207,10 +205,7 @@ class EventRecorder:
         stamp = self._timestamp()
         name = f"{obj.name}.{uuid.uuid4().hex[:16]}"
         body = self._body(obj, name=name, type_=type_, reason=reason, message=message, stamp=stamp)
-        with kube_call(f"create events in {obj.namespace}", server=self._server):
-            self._core.create_namespaced_event(
-                obj.namespace, _event_model(body), _preload_content=False
-            )
+        self._objects.create(EVENTS, body)
         with self._lock:
             now = self._clock()
             self._seen[key] = _Seen(name, obj.namespace, 1, message, now, 1, now)
@@ -250,10 +245,3 @@ class EventRecorder:
 
     def _timestamp(self) -> str:
         return self._now().strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _event_model(body: dict[str, Any]) -> client.CoreV1Event:
-    model = client.CoreV1Event.from_dict(body)
-    if model is None:  # from_dict returns None only for a None input
-        raise ValueError("event body is empty")
-    return model

@@ -20,10 +20,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from kubernetes import client
-
 from ersctl.api import ER_PLURAL, EphemeralRunner
 from ersctl.kube.cache import CachedReader
+from ersctl.kube.client import ApiClient
 from ersctl.kube.copies import json_copy
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.manager import Manager
@@ -54,9 +53,7 @@ CREATED_POD_TTL: Final = 30.0
 far less; a Pod deleted before the cache ever saw it is then looked for again)."""
 
 
-def runner_pod_informer(
-    api_client: client.ApiClient, *, namespace: str | None = None
-) -> PodInformer:
+def runner_pod_informer(api_client: ApiClient, *, namespace: str | None = None) -> PodInformer:
     """List+watch of runner Pods only (label ``actions-ephemeral-runner=True``), cached
     without their spec (:func:`pod_state_only`)."""
     return PodInformer(
@@ -224,7 +221,7 @@ class CachedRunners:
 
 def add_runner_controller(
     manager: Manager,
-    api_client: client.ApiClient,
+    api_client: ApiClient,
     *,
     services: RunnerServices,
     policy: FailurePolicy | None = None,
