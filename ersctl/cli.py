@@ -15,8 +15,9 @@ ARC's controller command line (the image's ``/manager``, ``ersctl.arc``) runs th
 Exit codes, as for ``ghalistener`` (``ersctl.platform.errors``): 0 a clean stop (SIGTERM
 or SIGINT), 1 a runtime failure, 2 bad usage, configuration or kubeconfig; every failure
 is one line on stderr. What ``reconcile`` runs is put together by ``ersctl.wiring``;
-click's context object, when given, is the reconciler factory (the guard benchmark's
-baseline runs its reconciler inside this very command).
+its callback's keyword-only ``set_reconciler`` (not an option) holds the set
+reconciler's parts no option sets, for a caller that builds this command with others
+(the benchmarks' baselines, ``examples/simulation/``).
 """
 
 from __future__ import annotations
@@ -49,11 +50,10 @@ from ersctl.platform.serving import ProbeServer, parse_address
 from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.runner.health import HealthPolicy
 from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
-from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.runnerset.table import render_table, rows_for
 from ersctl.scaleset.command import main as scaleset_command
 from ersctl.startup import check_api
-from ersctl.wiring import ControllerOptions, ReconcilerFactory, build_controller
+from ersctl.wiring import SHIPPED, ControllerOptions, SetReconcilerParts, build_controller
 
 log = logging.getLogger("ersctl")
 
@@ -309,9 +309,7 @@ def main() -> None:
     default="info",
     show_default=True,
 )
-@click.pass_obj
 def reconcile(
-    reconciler_factory: ReconcilerFactory | None,
     namespace: str | None,
     kubeconfig: str | None,
     kube_context: str | None,
@@ -350,6 +348,8 @@ def reconcile(
     once: Request | None,
     log_format: str,
     log_level: str,
+    *,
+    set_reconciler: SetReconcilerParts = SHIPPED,
 ) -> None:
     """Run the controller until SIGTERM."""
     # First, so that a stop requested during start-up is a clean stop too (exit 0).
@@ -369,9 +369,8 @@ def reconcile(
             )
         api = api_client(kubeconfig, context=kube_context)
         limit_requests(api, qps=kube_qps, burst=kube_burst)
-        factory = reconciler_factory or EphemeralRunnerSetReconciler
         if once is not None:
-            _reconcile_once(api, once, factory, stop)
+            _reconcile_once(api, once, set_reconciler, stop)
             return
         election = None
         if leader_elect:
@@ -422,7 +421,7 @@ def reconcile(
             listener_controller=listener_controller,
             listener=listener,
         )
-        _run_until_stopped(api, options, (address, probe_address), factory, stop)
+        _run_until_stopped(api, options, (address, probe_address), set_reconciler, stop)
 
 
 def _listener_namespace(option: str | None, namespace: str | None) -> str | None:
@@ -447,12 +446,12 @@ def _run_until_stopped(
     api: ApiClient,
     options: ControllerOptions,
     addresses: tuple[tuple[str, int] | None, tuple[str, int] | None],
-    factory: ReconcilerFactory,
+    set_reconciler: SetReconcilerParts,
     stop: threading.Event,
 ) -> None:
     """Serve the metrics and probes (``addresses``: metrics, then probes only), check
     the API, run the manager until ``stop``."""
-    controller = build_controller(api, options, reconciler_factory=factory)
+    controller = build_controller(api, options, set_reconciler=set_reconciler)
     manager = controller.manager
 
     def live() -> Verdict:
@@ -499,7 +498,7 @@ def _run_until_stopped(
 
 
 def _reconcile_once(
-    api: ApiClient, request: Request, factory: ReconcilerFactory, stop: threading.Event
+    api: ApiClient, request: Request, set_reconciler: SetReconcilerParts, stop: threading.Event
 ) -> None:
     """One pass; a stop before the pass begins (during the API check or the cache sync)
     ends it at once, having reconciled nothing (exit 0, as any asked-for stop). One set,
@@ -511,7 +510,7 @@ def _reconcile_once(
         return
     check.result()
     options = ControllerOptions(namespace=request.namespace, listener_controller=False)
-    controller = build_controller(api, options, reconciler_factory=factory)
+    controller = build_controller(api, options, set_reconciler=set_reconciler)
     try:
         with controller.manager.caches(stop=stop):
             if controller.manager.reader.get_ers(request.namespace, request.name) is None:

@@ -3,15 +3,14 @@
 :func:`build_controller` puts together what ``ersctl reconcile`` runs: the runtime's
 manager (informers, cache, API reader, fenced writer, events, leader election), one
 scale-set service per credentials Secret shared by the controllers, the
-EphemeralRunnerSet controller from ``reconciler_factory`` and, when asked, the
-EphemeralRunner, AutoscalingRunnerSet and AutoscalingListener controllers. The factory
-is the seam for another reconciler on the same runtime (the guard benchmark's pre-#4642 baseline); ``client_factory`` for
-another GitHub client (tests: one that does not sleep between retries).
+EphemeralRunnerSet controller (from ``set_reconciler``'s parts: the benchmarks
+measure the shipped ones against others on the same runtime) and, when asked, the EphemeralRunner, AutoscalingRunnerSet and AutoscalingListener controllers;
+``client_factory`` for another GitHub client (tests: one that does not sleep between
+retries).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -38,7 +37,8 @@ from ersctl.runnerset.metrics import (
     ArcSetGauges,
     RunnerSetMetrics,
 )
-from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
+from ersctl.runnerset.reconciler import CREATE_CONCURRENCY, EphemeralRunnerSetReconciler
+from ersctl.runnerset.scaling import ScalingDecision, decide_for
 from ersctl.scaleset.clients import ClientFactory
 from ersctl.scaleset.scalesets import SecretScaleSetServices
 
@@ -46,10 +46,21 @@ CONTROLLER_NAME: Final = "ephemeralrunnerset"
 LISTENER_PODS: Final = "listener-pods"
 """The manager's name for the listener Pod informer (ARC's running-listeners gauge)."""
 
-ReconcilerFactory = Callable[..., EphemeralRunnerSetReconciler]
-"""Builds the set reconciler from keyword arguments: ``cache``, ``api``, ``writer``,
-``events``, ``services``, ``metrics``, ``failed_runners`` (``EphemeralRunnerSetReconciler``
-itself, or a subclass)."""
+
+@dataclass(frozen=True, kw_only=True)
+class SetReconcilerParts:
+    """The parts of the EphemeralRunnerSet reconciler no command-line option sets: the
+    benchmarks build ``ersctl reconcile`` with others (ARC's step 8 before PR #4642,
+    runner creates one at a time) to measure what the shipped ones buy."""
+
+    scaling: ScalingDecision = decide_for
+    """Step 8's decision (``ersctl.runnerset.scaling``)."""
+    create_concurrency: int = CREATE_CONCURRENCY
+    """Runner creates of one scale-up in flight at once."""
+
+
+SHIPPED: Final = SetReconcilerParts()
+"""The parts ``ersctl reconcile`` ships with."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,7 +132,7 @@ def build_controller(
     api: ApiClient,
     options: ControllerOptions,
     *,
-    reconciler_factory: ReconcilerFactory = EphemeralRunnerSetReconciler,
+    set_reconciler: SetReconcilerParts = SHIPPED,
     client_factory: ClientFactory | None = None,
     metrics: ControllerMetrics | None = None,
 ) -> Controller:
@@ -141,7 +152,7 @@ def build_controller(
         client_factory=client_factory,
         fence=manager.is_leading,
     )
-    reconciler = reconciler_factory(
+    reconciler = EphemeralRunnerSetReconciler(
         cache=manager.reader,
         api=manager.api_reader,
         writer=manager.writer,
@@ -149,6 +160,8 @@ def build_controller(
         services=services,
         metrics=RunnerSetMetrics(manager.metrics.registry),
         failed_runners=failures.FailedRunnerPolicy(ttl=options.failed_runner_ttl),
+        scaling=set_reconciler.scaling,
+        create_concurrency=set_reconciler.create_concurrency,
     )
     manager.add_controller(
         CONTROLLER_NAME,
