@@ -213,6 +213,17 @@ class KubeObject:
         return _str_field(self.raw, "metadata.name")
 
     @property
+    def api_version(self) -> str:
+        """``apiVersion``; ARC's group version when absent (list items arrive without
+        it, and the views of this module are ARC's kinds)."""
+        return str(self.raw.get("apiVersion") or API_VERSION)
+
+    @property
+    def kind(self) -> str:
+        """``kind``; when absent, the view's class name (named after its kind)."""
+        return str(self.raw.get("kind") or type(self).__name__)
+
+    @property
     def namespace(self) -> str:
         return _str_field(self.raw, "metadata.namespace")
 

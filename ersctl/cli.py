@@ -32,15 +32,17 @@ import click
 
 from ersctl import __version__
 from ersctl.api import ERS_CRD, FieldError
+from ersctl.arcclient.errors import PrunedFieldsError
+from ersctl.arcclient.reader import ApiReader
+from ersctl.arcclient.writer import Writer
 from ersctl.autoscaling.listener_objects import ListenerSettings
-from ersctl.kube.apireader import ApiReader
-from ersctl.kube.client import ApiClient
+from ersctl.kube.client import ApiClient, Reader
+from ersctl.kube.client import Writer as KubeWriter
 from ersctl.kube.connect import api_client, limit_requests, own_image, pod_namespace
-from ersctl.kube.errors import ConflictError, PrunedFieldsError
+from ersctl.kube.errors import ConflictError
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import LeadershipLost, SyncInterrupted
 from ersctl.kube.reconcile import Request
-from ersctl.kube.writer import Writer
 from ersctl.platform.background import Background
 from ersctl.platform.cli import kubeconfig_options, run_command
 from ersctl.platform.errors import ConfigError, Failure
@@ -49,11 +51,12 @@ from ersctl.platform.probes import Verdict
 from ersctl.platform.serving import ProbeServer, parse_address
 from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.runner.health import HealthPolicy
+from ersctl.runnerset.controller import SHIPPED, SetReconcilerParts
 from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
 from ersctl.runnerset.table import render_table, rows_for
 from ersctl.scaleset.command import main as scaleset_command
 from ersctl.startup import check_api
-from ersctl.wiring import SHIPPED, ControllerOptions, SetReconcilerParts, build_controller
+from ersctl.wiring import ControllerOptions, build_controller
 
 log = logging.getLogger("ersctl")
 
@@ -513,7 +516,7 @@ def _reconcile_once(
     controller = build_controller(api, options, set_reconciler=set_reconciler)
     try:
         with controller.manager.caches(stop=stop):
-            if controller.manager.reader.get_ers(request.namespace, request.name) is None:
+            if controller.cache.get_ers(request.namespace, request.name) is None:
                 raise Failure(f"EphemeralRunnerSet {request} not found")
             outcome = controller.reconciler.reconcile_with_outcome(request)
     except SyncInterrupted:
@@ -533,7 +536,7 @@ def status(
 ) -> None:
     """Print a table of EphemeralRunnerSets (all, one namespace, or NAMESPACE/NAME)."""
     with run_command(PROGRAM):
-        reader = ApiReader(api_client(kubeconfig, context=kube_context))
+        reader = ApiReader(Reader(api_client(kubeconfig, context=kube_context)))
         if key is not None:
             ers = reader.get_ers(key.namespace, key.name)
             if ers is None:
@@ -552,7 +555,7 @@ def rollout(key: Request, kubeconfig: str | None, kube_context: str | None) -> N
     with run_command(PROGRAM):
         api = api_client(kubeconfig, context=kube_context)
         try:
-            old, new = _bump_revision(ApiReader(api), Writer(api), key)
+            old, new = _bump_revision(ApiReader(Reader(api)), Writer(KubeWriter(api)), key)
         except FieldError as exc:
             raise Failure(str(exc)) from None
     click.echo(f"{key}: actionableRevision {old} -> {new}")

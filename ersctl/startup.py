@@ -42,10 +42,11 @@ from ersctl.api import (
     LISTENER_FIELDS,
     VERSION,
 )
+from ersctl.arcclient.errors import PrunedFieldsError
 from ersctl.kube.client import ApiClient
 from ersctl.kube.connect import check_api_group, check_at_start_up
 from ersctl.kube.crdcheck import ServedCrds, read_served_crds
-from ersctl.kube.errors import ForbiddenError, NotFoundError, PrunedFieldsError
+from ersctl.kube.errors import ForbiddenError, NotFoundError
 from ersctl.platform.errors import ConfigError, Failure
 
 log = logging.getLogger("ersctl")
@@ -76,7 +77,7 @@ def _check_once(api: ApiClient, *, autoscaling: bool, listener_controller: bool)
         fields[ARS_CRD] = (*ARS_REQUIRED_FIELDS, *ARS_STATUS_FIELDS)
         fields[AL_CRD] = (*fields.get(AL_CRD, ()), *AL_REQUIRED_FIELDS)
     try:
-        served = read_served_crds(api, fields)
+        served = read_served_crds(api, fields, version=VERSION)
     except ForbiddenError as exc:
         log.warning(
             "cannot read the CRDs (%s): not checked whether they keep the guard's fields; "
@@ -88,9 +89,9 @@ def _check_once(api: ApiClient, *, autoscaling: bool, listener_controller: bool)
 
 
 def _judge(served: ServedCrds, *, autoscaling: bool, listener_controller: bool) -> None:
-    error = served.pruned_error(list(GUARD_FIELDS))
-    if error is not None:
-        raise error
+    guard_dropped = served.dropped_by(list(GUARD_FIELDS))
+    if guard_dropped:
+        raise PrunedFieldsError(guard_dropped)
     if listener_controller and AL_CRD in served.missing:
         raise PrunedFieldsError(LISTENER_FIELDS)
     if autoscaling:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from ersctl.api import ER_PLURAL, ERS_PLURAL
+from ersctl.arcclient.cache import CachedReader, cached_reader
+from ersctl.arcclient.reader import ApiReader
 from ersctl.autoscaling.listener_controller import add_listener_controller
 from ersctl.autoscaling.listener_objects import ListenerSettings
 from ersctl.autoscaling.listener_reconciler import ListenerReconciler
@@ -23,7 +24,7 @@ from ersctl.autoscaling.runnerset_reconciler import AutoscalingRunnerSetReconcil
 from ersctl.kube.client import ApiClient
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.leader import LeaderElectionConfig
-from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
+from ersctl.kube.manager import Manager
 from ersctl.kube.metrics import ControllerMetrics
 from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.runner.controller import add_runner_controller
@@ -31,36 +32,21 @@ from ersctl.runner.health import HealthPolicy
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.reconciler import RunnerReconciler
 from ersctl.runnerset import failures
+from ersctl.runnerset.controller import (
+    SHIPPED,
+    SetReconcilerParts,
+    add_ephemeral_runner_set_controller,
+)
 from ersctl.runnerset.metrics import (
     LISTENER_SELECTOR,
     ArcListenerGauge,
-    ArcSetGauges,
-    RunnerSetMetrics,
 )
-from ersctl.runnerset.reconciler import CREATE_CONCURRENCY, EphemeralRunnerSetReconciler
-from ersctl.runnerset.scaling import ScalingDecision, decide_for
+from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.scaleset.clients import ClientFactory
 from ersctl.scaleset.scalesets import SecretScaleSetServices
 
-CONTROLLER_NAME: Final = "ephemeralrunnerset"
 LISTENER_PODS: Final = "listener-pods"
 """The manager's name for the listener Pod informer (ARC's running-listeners gauge)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SetReconcilerParts:
-    """The parts of the EphemeralRunnerSet reconciler no command-line option sets: the
-    benchmarks build ``ersctl reconcile`` with others (ARC's step 8 before PR #4642,
-    runner creates one at a time) to measure what the shipped ones buy."""
-
-    scaling: ScalingDecision = decide_for
-    """Step 8's decision (``ersctl.runnerset.scaling``)."""
-    create_concurrency: int = CREATE_CONCURRENCY
-    """Runner creates of one scale-up in flight at once."""
-
-
-SHIPPED: Final = SetReconcilerParts()
-"""The parts ``ersctl reconcile`` ships with."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,6 +89,8 @@ class Controller:
 
     manager: Manager
     reconciler: EphemeralRunnerSetReconciler
+    cache: CachedReader
+    """The sets and runners the manager caches."""
     services: SecretScaleSetServices
     runner: RunnerReconciler | None = None
     autoscaling: AutoscalingRunnerSetReconciler | None = None
@@ -145,34 +133,20 @@ def build_controller(
         resync_period=options.resync_period,
         metrics=metrics,
     )
+    api_reader = ApiReader(manager.api_reader)
     # Fenced like the writer: no GitHub side effect once the lease is lost.
     services = SecretScaleSetServices(
-        get_secret=manager.api_reader.get_secret,
-        get_configmap=manager.api_reader.get_configmap,
+        get_secret=api_reader.get_secret,
+        get_configmap=api_reader.get_configmap,
         client_factory=client_factory,
         fence=manager.is_leading,
     )
-    reconciler = EphemeralRunnerSetReconciler(
-        cache=manager.reader,
-        api=manager.api_reader,
-        writer=manager.writer,
-        events=manager.events,
+    reconciler = add_ephemeral_runner_set_controller(
+        manager,
         services=services,
-        metrics=RunnerSetMetrics(manager.metrics.registry),
-        failed_runners=failures.FailedRunnerPolicy(ttl=options.failed_runner_ttl),
-        scaling=set_reconciler.scaling,
-        create_concurrency=set_reconciler.create_concurrency,
-    )
-    manager.add_controller(
-        CONTROLLER_NAME,
-        reconciler,
+        failed_runner_ttl=options.failed_runner_ttl,
+        parts=set_reconciler,
         workers=options.runner_set_workers,
-        primary=ERS_PLURAL,
-        owns=[ER_PLURAL],
-        predicates=ERS_CONTROLLER_PREDICATES,
-    )
-    manager.metrics.registry.register(
-        ArcSetGauges(manager.reader.list_ers, manager.reader.list_owned_runners)
     )
     listeners = PodInformer(api, selector=LISTENER_SELECTOR, namespace=options.namespace)
     manager.add_informer(LISTENER_PODS, listeners)
@@ -212,6 +186,7 @@ def build_controller(
     return Controller(
         manager=manager,
         reconciler=reconciler,
+        cache=cached_reader(manager),
         services=services,
         runner=runner,
         autoscaling=autoscaling,

@@ -14,11 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ersctl.api import AutoscalingListener
-from ersctl.kube.apireader import ApiReader
+from ersctl.arcclient.reader import ApiReader
+from ersctl.arcclient.writer import Writer
+from ersctl.kube import client as kube
 from ersctl.kube.client import BUILTIN, ApiClient, Preconditions
 from ersctl.kube.copies import json_copy
 from ersctl.kube.store import Store
-from ersctl.kube.writer import Writer
 
 Json = dict[str, Any]
 
@@ -37,8 +38,8 @@ class KubeListenerResources:
         pods: Store,
         fence: Callable[[], bool] | None = None,
     ) -> None:
-        self._reader = ApiReader(api_client)
-        self._writer = Writer(api_client, fence=fence)
+        self._reader = ApiReader(kube.Reader(api_client))
+        self._writer = Writer(kube.Writer(api_client, fence=fence))
         self._pods = pods
 
     # -- AutoscalingListeners ---------------------------------------------------------

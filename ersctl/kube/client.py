@@ -4,9 +4,10 @@ controller-runtime's ``client.Reader`` / ``client.Writer`` / ``SubResourceWriter
 Python, over JSON documents: a :class:`Resource` names the kind (custom or built-in)
 by group, version and plural; :class:`Reader` gets and lists, :class:`Writer`
 creates, merge-patches and deletes (with uid / resourceVersion preconditions),
-:class:`StatusWriter` merge-patches the ``/status`` subresource. The typed views the
-controllers use (an EphemeralRunnerSet's writer, a runner's stores, the listener's
-publisher) are compositions of these calls, so each request is written once.
+:class:`SubResourceWriter` (``Writer.status``) merge-patches the ``/status``
+subresource. The typed views the controllers use (``ersctl.arcclient``, the
+controllers' stores, the listener's publisher) are compositions of these calls, so
+each request is written once.
 
 Every request goes through the client's own ``param_serialize`` / ``call_api`` (its
 default headers, credentials, REST client and connection pool) but not its generated
@@ -23,57 +24,20 @@ with "do I still hold the leader lease?").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
-from urllib.parse import quote
+from typing import Any
 
 from kubernetes.client import ApiClient as ApiClient  # the boundary's name for a connection
 from kubernetes.client.exceptions import ApiException
 
 from ersctl.kube.calls import MERGE_PATCH, json_body, kube_call, server_of
 from ersctl.kube.errors import ConflictError, NotFoundError, check_fence
+from ersctl.kube.resources import BUILTIN as BUILTIN
+from ersctl.kube.resources import Resource as Resource
 
 Json = dict[str, Any]
 Timeout = tuple[float, float]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Resource:
-    """A namespaced resource: ``group`` "" is the core API (``/api/v1``)."""
-
-    group: str
-    version: str
-    plural: str
-
-    def collection_path(self, namespace: str | None) -> str:
-        """The list path, of one namespace or (None) cluster-wide."""
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if namespace is None:
-            return f"{base}/{self.plural}"
-        return f"{base}/namespaces/{quote(namespace, safe='')}/{self.plural}"
-
-    def object_path(self, namespace: str, name: str, subresource: str = "") -> str:
-        """The path of one object (or its ``subresource``), names percent-encoded."""
-        path = f"{self.collection_path(namespace)}/{quote(name, safe='')}"
-        return f"{path}/{subresource}" if subresource else path
-
-
-def core(plural: str) -> Resource:
-    """A core (``v1``) resource: ``pods``, ``secrets``, ``configmaps``..."""
-    return Resource(group="", version="v1", plural=plural)
-
-
-def rbac(plural: str) -> Resource:
-    """An RBAC (``rbac.authorization.k8s.io/v1``) resource: ``roles``, ``rolebindings``."""
-    return Resource(group="rbac.authorization.k8s.io", version="v1", plural=plural)
-
-
-BUILTIN: Final[Mapping[str, Resource]] = {
-    plural: core(plural)
-    for plural in ("pods", "secrets", "configmaps", "serviceaccounts", "events")
-} | {plural: rbac(plural) for plural in ("roles", "rolebindings")}
-"""The built-in kinds the controllers handle, by resource plural."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,12 +121,17 @@ class Reader:
         return [item for item in doc.get("items") or () if isinstance(item, dict)]
 
 
-class StatusWriter:
-    """Writes of the ``/status`` subresource (controller-runtime's ``SubResourceWriter``)."""
+class SubResourceWriter:
+    """Merge patches of one part of objects: their ``/status`` subresource
+    (controller-runtime's ``SubResourceWriter``, ``Writer.status``), or ("") the
+    objects themselves."""
 
-    def __init__(self, requests: _Requests, fence: Callable[[], bool] | None) -> None:
+    def __init__(
+        self, requests: _Requests, fence: Callable[[], bool] | None, subresource: str
+    ) -> None:
         self._requests = requests
         self._fence = fence
+        self._subresource = subresource
 
     def patch(
         self,
@@ -173,11 +142,12 @@ class StatusWriter:
         *,
         timeout: Timeout | None = None,
     ) -> Json:
-        """JSON merge patch on the object's status; a ``metadata.resourceVersion`` in
-        ``patch`` is the optimistic lock (stale: ``ConflictError``)."""
-        action = action_of("patch", resource, namespace, name) + "/status"
+        """JSON merge patch; a ``metadata.resourceVersion`` in ``patch`` is the
+        optimistic lock (stale: ``ConflictError``)."""
+        action = action_of("patch", resource, namespace, name)
+        action += f"/{self._subresource}" if self._subresource else ""
         check_fence(self._fence, action)
-        path = resource.object_path(namespace, name, "status")
+        path = resource.object_path(namespace, name, self._subresource)
         return self._requests.send(
             "PATCH", path, action=action, body=patch, content_type=MERGE_PATCH, timeout=timeout
         )
@@ -190,7 +160,8 @@ class Writer:
     def __init__(self, api_client: ApiClient, *, fence: Callable[[], bool] | None = None) -> None:
         self._requests = _Requests(api_client)
         self._fence = fence
-        self.status = StatusWriter(self._requests, fence)
+        self._objects = SubResourceWriter(self._requests, fence, "")
+        self.status = SubResourceWriter(self._requests, fence, "status")
 
     def create(self, resource: Resource, body: Json) -> Json:
         """Create the object ``body`` describes in ``body.metadata.namespace``
@@ -215,12 +186,7 @@ class Writer:
     ) -> Json:
         """JSON merge patch on the object; a ``metadata.resourceVersion`` in ``patch`` is
         the optimistic lock (stale: ``ConflictError``)."""
-        action = action_of("patch", resource, namespace, name)
-        check_fence(self._fence, action)
-        path = resource.object_path(namespace, name)
-        return self._requests.send(
-            "PATCH", path, action=action, body=patch, content_type=MERGE_PATCH, timeout=timeout
-        )
+        return self._objects.patch(resource, namespace, name, patch, timeout=timeout)
 
     def delete(
         self,

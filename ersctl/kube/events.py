@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ersctl.api import API_VERSION, KubeObject
 from ersctl.kube.client import BUILTIN, ApiClient, Writer
 from ersctl.kube.errors import ForbiddenError, NotFoundError
+from ersctl.kube.reconcile import ObjectRef
 from ersctl.platform.errors import Failure
 from ersctl.platform.ratelimit import TokenBucket
 
@@ -105,7 +105,7 @@ class EventRecorder:
         self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
         self._forbidden = threading.Event()
 
-    def event(self, obj: KubeObject, *, type: str, reason: str, message: str) -> None:
+    def event(self, obj: ObjectRef, *, type: str, reason: str, message: str) -> None:
         """Record an Event about ``obj`` (``type`` "Normal" or "Warning"). Never raises."""
         if self._fence is not None and not self._fence():
             return
@@ -200,7 +200,7 @@ class EventRecorder:
             self._buckets.move_to_end(subject)
         return bucket.try_take()
 
-    def _create(self, obj: KubeObject, key: _Key, message: str) -> None:
+    def _create(self, obj: ObjectRef, key: _Key, message: str) -> None:
         _, type_, reason = key
         stamp = self._timestamp()
         name = f"{obj.name}.{uuid.uuid4().hex[:16]}"
@@ -216,17 +216,15 @@ class EventRecorder:
                     dropped.timer.cancel()
 
     def _body(
-        self, obj: KubeObject, *, name: str, type_: str, reason: str, message: str, stamp: str
+        self, obj: ObjectRef, *, name: str, type_: str, reason: str, message: str, stamp: str
     ) -> dict[str, Any]:
         return {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"name": name, "namespace": obj.namespace},
             "involvedObject": {
-                # List items of built-in kinds arrive without apiVersion/kind; our view
-                # classes are named after their kinds (EphemeralRunnerSet, ...).
-                "apiVersion": obj.raw.get("apiVersion") or API_VERSION,
-                "kind": obj.raw.get("kind") or type(obj).__name__,
+                "apiVersion": obj.api_version,
+                "kind": obj.kind,
                 "name": obj.name,
                 "namespace": obj.namespace,
                 "uid": obj.uid,

@@ -20,8 +20,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ersctl.api import ER_PLURAL, EphemeralRunner
-from ersctl.kube.cache import CachedReader
+from ersctl.api import EphemeralRunner
+from ersctl.arcclient.cache import CachedReader, cached_reader
+from ersctl.arcclient.kinds import RUNNERS
 from ersctl.kube.client import ApiClient
 from ersctl.kube.copies import json_copy
 from ersctl.kube.informer import PodInformer
@@ -240,7 +241,7 @@ def add_runner_controller(
     resources = KubeRunnerResources(api_client, fence=manager.is_leading)
     informer = runner_pod_informer(api_client, namespace=manager.namespace)
     reconciler = RunnerReconciler(
-        runners=CachedRunners(manager.reader, resources),
+        runners=CachedRunners(cached_reader(manager), resources),
         pods=CachedPods(informer, resources),
         secrets=resources,
         hooks=resources,
@@ -256,9 +257,9 @@ def add_runner_controller(
     manager.add_controller(
         CONTROLLER_NAME,
         reconciler,
-        primary=ER_PLURAL,
+        for_=RUNNERS,
         owns=[PODS],
-        predicates={ER_PLURAL: AlwaysPass(), PODS: AlwaysPass()},
+        predicates={RUNNERS.plural: AlwaysPass(), PODS: AlwaysPass()},
         workers=workers,
     )
     return reconciler

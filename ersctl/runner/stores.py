@@ -1,6 +1,6 @@
 """Kubernetes-backed ports of the runner reconciler (``ersctl.runner.ports``).
 
-EphemeralRunner writes go through the runtime's :class:`~ersctl.kube.writer.Writer`
+EphemeralRunner writes go through the typed :class:`~ersctl.arcclient.writer.Writer`
 (merge patches, the leader fence); reads of the runner, its Pod and its Secret are
 uncached GETs. On the manager, runners and Pods are read from the informer caches
 instead (``ersctl.runner.controller``); the Secret stays a GET (Secrets are not watched).
@@ -15,10 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ersctl.api import EphemeralRunner
-from ersctl.kube.apireader import ApiReader
+from ersctl.arcclient.reader import ApiReader
+from ersctl.arcclient.writer import Writer
+from ersctl.kube import client as kube
 from ersctl.kube.client import BUILTIN, ApiClient, Preconditions
 from ersctl.kube.errors import NotFoundError
-from ersctl.kube.writer import Writer
 from ersctl.runner.pods import HOOK_LINK_LABEL
 
 PODS = BUILTIN["pods"]
@@ -31,8 +32,8 @@ class KubeRunnerResources:
     """
 
     def __init__(self, api_client: ApiClient, *, fence: Callable[[], bool] | None = None) -> None:
-        self._api = ApiReader(api_client)
-        self._writer = Writer(api_client, fence=fence)
+        self._api = ApiReader(kube.Reader(api_client))
+        self._writer = Writer(kube.Writer(api_client, fence=fence))
         self._objects = self._writer.objects
 
     # -- EphemeralRunners ---------------------------------------------------------------

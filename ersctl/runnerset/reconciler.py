@@ -65,7 +65,8 @@ from ersctl.api import (
     FieldError,
     PatchID,
 )
-from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError, PrunedFieldsError
+from ersctl.arcclient.errors import PrunedFieldsError
+from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError
 from ersctl.kube.ownwrites import OwnWrites
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.platform.errors import Failure

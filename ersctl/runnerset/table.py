@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ersctl.api import EphemeralRunner, EphemeralRunnerSet, FieldError
-from ersctl.kube.apireader import ApiReader
+from ersctl.arcclient.reader import ApiReader
 from ersctl.runnerset.classification import classify
 from ersctl.runnerset.failures import CONDITION_TYPE, describe_failure
 

@@ -32,6 +32,7 @@ import sys
 
 from ersctl.api import EphemeralRunnerSet
 from ersctl.runnerset.classification import RunnerStates
+from ersctl.runnerset.controller import SetReconcilerParts
 from ersctl.runnerset.scaling import (
     AlreadyServiced,
     Decision,
@@ -43,7 +44,6 @@ from ersctl.runnerset.scaling import (
     decide,
     scale_down_candidates,
 )
-from ersctl.wiring import SetReconcilerParts
 from simulation.variant import run_reconcile
 
 

@@ -1,4 +1,5 @@
-"""The uncached API reader: GET/LIST straight to the API server.
+"""The uncached API reader of ARC's kinds: GET/LIST straight to the API server, through
+the generic ``ersctl.kube.client.Reader``.
 
 controller-runtime's ``APIReader``: use sparingly, every call is a request. The
 reconcile contract uses it where a lagging cache would create runners nobody asked
@@ -17,17 +18,17 @@ from ersctl.api import (
     EphemeralRunner,
     EphemeralRunnerSet,
 )
+from ersctl.arcclient.kinds import arc
 from ersctl.kube import client as kube
-from ersctl.kube.client import BUILTIN
-from ersctl.kube.writer import arc
+from ersctl.kube.resources import BUILTIN
 
 
 class ApiReader:
     """Implements ``ersctl.runnerset.ports.ApiReader`` over the generic
     :class:`ersctl.kube.client.Reader`. Raises ``ersctl.kube.errors.KubeError``."""
 
-    def __init__(self, api_client: kube.ApiClient) -> None:
-        self.objects = kube.Reader(api_client)
+    def __init__(self, objects: kube.Reader) -> None:
+        self.objects = objects
 
     def get_ers(self, namespace: str, name: str) -> EphemeralRunnerSet | None:
         """The live ERS, or None when it does not exist."""
@@ -79,6 +80,6 @@ class ApiReader:
         return self.get_builtin("configmaps", namespace, name)
 
     def get_builtin(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
-        """A live object of a built-in kind (``ersctl.kube.client.BUILTIN``:
+        """A live object of a built-in kind (``ersctl.kube.resources.BUILTIN``:
         ``secrets``, ``serviceaccounts``, ``roles``...) as JSON, or None when absent."""
         return self.objects.get(BUILTIN[plural], namespace, name)

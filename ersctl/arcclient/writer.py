@@ -1,4 +1,5 @@
-"""The writer: creates, deletes and merge patches, straight to the API server.
+"""The typed writer of ARC's kinds: creates, deletes and merge patches, straight to the
+API server, composed of the generic ``ersctl.kube.client.Writer``'s calls.
 
 EphemeralRunnerSets and EphemeralRunners, ARC's other custom objects by plural
 (AutoscalingRunnerSets, AutoscalingListeners), the Secrets the controllers own (a
@@ -9,45 +10,36 @@ Every patch is a JSON merge patch with its content type named explicitly; status
 writes go to the ``/status`` subresource. A ``metadata.resourceVersion`` inside a
 patch body is the optimistic lock (409 -> ``ConflictError`` when stale).
 
-The optional ``fence`` is asked before every write; when it answers False the write
-raises ``NotLeaderError`` instead of reaching the server. The manager fences writes
-with "do I still hold the leader lease?", so a reconcile that was mid-flight when the
-lease was lost cannot write another thing.
+The generic writer's fence is asked before every write; when it answers False the
+write raises ``NotLeaderError`` instead of reaching the server. The manager's writer is
+fenced with "do I still hold the leader lease?", so a reconcile that was mid-flight
+when the lease was lost cannot write another thing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ersctl.api import (
     AL_PLURAL,
     ER_PLURAL,
     ERS_PLURAL,
-    GROUP,
-    VERSION,
     AutoscalingListener,
     EphemeralRunner,
     EphemeralRunnerSet,
     complete_status_patch,
 )
+from ersctl.arcclient.kinds import arc
 from ersctl.kube import client as kube
-from ersctl.kube.client import BUILTIN, Resource
-
-
-def arc(plural: str) -> Resource:
-    """One of ARC's custom resources (``actions.github.com/v1alpha1``) by plural."""
-    return Resource(group=GROUP, version=VERSION, plural=plural)
+from ersctl.kube.resources import BUILTIN
 
 
 class Writer:
     """Implements ``ersctl.runnerset.ports.Writer`` over the generic
     :class:`ersctl.kube.client.Writer`. Raises ``ersctl.kube.errors.KubeError``."""
 
-    def __init__(
-        self, api_client: kube.ApiClient, *, fence: Callable[[], bool] | None = None
-    ) -> None:
-        self.objects = kube.Writer(api_client, fence=fence)
+    def __init__(self, objects: kube.Writer) -> None:
+        self.objects = objects
 
     def create_runner(self, body: dict[str, Any]) -> EphemeralRunner:
         """Create an EphemeralRunner in ``body.metadata.namespace`` (``generateName`` allowed)."""
