@@ -210,6 +210,17 @@ class KubeObject:
         return _str_field(self.raw, "metadata.name")
 
     @property
+    def api_version(self) -> str:
+        """``apiVersion``; ARC's group version when absent (list items arrive without
+        it, and the views of this module are ARC's kinds)."""
+        return str(self.raw.get("apiVersion") or API_VERSION)
+
+    @property
+    def kind(self) -> str:
+        """``kind``; when absent, the view's class name (named after its kind)."""
+        return str(self.raw.get("kind") or type(self).__name__)
+
+    @property
     def namespace(self) -> str:
         return _str_field(self.raw, "metadata.namespace")
 
@@ -692,7 +703,7 @@ class CleanupProtected:
     """An ARS annotation naming an object in the ARS's namespace that carries
     :data:`CLEANUP_PROTECTION_FINALIZER` until the ARS's teardown has finished.
 
-    ``plural``: the object's resource (``ersctl.kube.calls.BUILTIN_KINDS``).
+    ``plural``: the object's resource (``ersctl.kube.client.BUILTIN``).
     ``forbidden_is_gone``: a 403 reading it counts as already gone (ARC's rule for the
     credentials Secret), rather than as a failure to retry.
     """

@@ -16,8 +16,9 @@ ARC's controller command line (the image's ``/manager``, ``ersctl.arc``) runs th
 Exit codes, as for ``ghalistener`` (``ersctl.platform.errors``): 0 a clean stop (SIGTERM
 or SIGINT), 1 a runtime failure, 2 bad usage, configuration or kubeconfig; every failure
 is one line on stderr. What ``reconcile`` runs is put together by ``ersctl.wiring``;
-click's context object, when given, is the reconciler factory (the guard benchmark's
-baseline runs its reconciler inside this very command).
+its callback's keyword-only ``set_reconciler`` (not an option) holds the set
+reconciler's parts no option sets, for a caller that builds this command with others
+(the benchmarks' baselines, ``examples/simulation/``).
 """
 
 from __future__ import annotations
@@ -30,18 +31,20 @@ from types import FrameType
 from typing import Final
 
 import click
-from kubernetes import client
 
 from ersctl import __version__
 from ersctl.api import ERS_CRD, FieldError
+from ersctl.arcclient.errors import PrunedFieldsError
+from ersctl.arcclient.reader import ApiReader
+from ersctl.arcclient.writer import Writer
 from ersctl.autoscaling.listener_objects import ListenerSettings
-from ersctl.kube.apireader import ApiReader
+from ersctl.kube.client import ApiClient, Reader
+from ersctl.kube.client import Writer as KubeWriter
 from ersctl.kube.connect import api_client, limit_requests, own_image, pod_namespace
-from ersctl.kube.errors import ConflictError, PrunedFieldsError
+from ersctl.kube.errors import ConflictError
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import LeadershipLost, SyncInterrupted
 from ersctl.kube.reconcile import Request
-from ersctl.kube.writer import Writer
 from ersctl.platform.background import Background
 from ersctl.platform.cli import kubeconfig_options, run_command
 from ersctl.platform.errors import ConfigError, Failure
@@ -50,12 +53,12 @@ from ersctl.platform.probes import Verdict
 from ersctl.platform.serving import ProbeServer, parse_address
 from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.runner.health import HealthPolicy
+from ersctl.runnerset.controller import SHIPPED, SetReconcilerParts
 from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
-from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.runnerset.table import render_json, render_table, rows_for, scale_set_rows
 from ersctl.scaleset.command import main as scaleset_command
 from ersctl.startup import check_api
-from ersctl.wiring import ControllerOptions, ReconcilerFactory, build_controller
+from ersctl.wiring import ControllerOptions, build_controller
 
 log = logging.getLogger("ersctl")
 
@@ -369,9 +372,7 @@ def main() -> None:
     help="With --log-level debug, also the HTTP libraries' wire traces (many lines a "
     f"request) [env {LOG_HTTP_ENV}=1].",
 )
-@click.pass_obj
 def reconcile(
-    reconciler_factory: ReconcilerFactory | None,
     namespace: str | None,
     kubeconfig: str | None,
     kube_context: str | None,
@@ -411,6 +412,8 @@ def reconcile(
     log_format: str,
     log_level: str,
     log_http: bool,
+    *,
+    set_reconciler: SetReconcilerParts = SHIPPED,
 ) -> None:
     """Run the controllers until SIGTERM."""
     # First, so that a stop requested during start-up is a clean stop too (exit 0).
@@ -432,9 +435,8 @@ def reconcile(
             )
         api = api_client(kubeconfig, context=kube_context)
         limit_requests(api, qps=kube_qps, burst=kube_burst)
-        factory = reconciler_factory or EphemeralRunnerSetReconciler
         if once is not None:
-            _reconcile_once(api, once, factory, stop)
+            _reconcile_once(api, once, set_reconciler, stop)
             return
         election = None
         if leader_elect:
@@ -485,7 +487,7 @@ def reconcile(
             listener_controller=listener_controller,
             listener=listener,
         )
-        _run_until_stopped(api, options, (address, probe_address), factory, stop)
+        _run_until_stopped(api, options, (address, probe_address), set_reconciler, stop)
 
 
 def _listener_namespace(option: str | None, namespace: str | None) -> str | None:
@@ -507,15 +509,15 @@ def _stop_on_signals(stop: threading.Event) -> None:
 
 
 def _run_until_stopped(
-    api: client.ApiClient,
+    api: ApiClient,
     options: ControllerOptions,
     addresses: tuple[tuple[str, int] | None, tuple[str, int] | None],
-    factory: ReconcilerFactory,
+    set_reconciler: SetReconcilerParts,
     stop: threading.Event,
 ) -> None:
     """Serve the metrics and probes (``addresses``: metrics, then probes only), check
     the API, run the manager until ``stop``."""
-    controller = build_controller(api, options, reconciler_factory=factory)
+    controller = build_controller(api, options, set_reconciler=set_reconciler)
     manager = controller.manager
 
     def live() -> Verdict:
@@ -562,7 +564,7 @@ def _run_until_stopped(
 
 
 def _reconcile_once(
-    api: client.ApiClient, request: Request, factory: ReconcilerFactory, stop: threading.Event
+    api: ApiClient, request: Request, set_reconciler: SetReconcilerParts, stop: threading.Event
 ) -> None:
     """One pass; a stop before the pass begins (during the API check or the cache sync)
     ends it at once, having reconciled nothing (exit 0, as any asked-for stop). One set,
@@ -574,10 +576,10 @@ def _reconcile_once(
         return
     check.result()
     options = ControllerOptions(namespace=request.namespace, listener_controller=False)
-    controller = build_controller(api, options, reconciler_factory=factory)
+    controller = build_controller(api, options, set_reconciler=set_reconciler)
     try:
         with controller.manager.caches(stop=stop):
-            if controller.manager.reader.get_ers(request.namespace, request.name) is None:
+            if controller.cache.get_ers(request.namespace, request.name) is None:
                 raise Failure(f"EphemeralRunnerSet {request} not found")
             outcome = controller.reconciler.reconcile_with_outcome(request)
     except SyncInterrupted:
@@ -612,7 +614,7 @@ def status(
     """Show the EphemeralRunnerSets with their runners, and the AutoscalingRunnerSets
     (all, one namespace, or the set NAMESPACE/NAME and its AutoscalingRunnerSet)."""
     with run_command(PROGRAM):
-        reader = ApiReader(api_client(kubeconfig, context=kube_context))
+        reader = ApiReader(Reader(api_client(kubeconfig, context=kube_context)))
         if key is not None:
             ers = reader.get_ers(key.namespace, key.name)
             if ers is None:
@@ -636,7 +638,7 @@ def rollout(key: Request, kubeconfig: str | None, kube_context: str | None) -> N
     with run_command(PROGRAM):
         api = api_client(kubeconfig, context=kube_context)
         try:
-            old, new = _bump_revision(ApiReader(api), Writer(api), key)
+            old, new = _bump_revision(ApiReader(Reader(api)), Writer(KubeWriter(api)), key)
         except FieldError as exc:
             raise Failure(str(exc)) from None
     click.echo(f"{key}: actionableRevision {old} -> {new}")

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import logging
 
-from kubernetes import client
-
 from ersctl.api import (
     AL_CRD,
     AL_REQUIRED_FIELDS,
@@ -44,9 +42,11 @@ from ersctl.api import (
     LISTENER_FIELDS,
     VERSION,
 )
+from ersctl.arcclient.errors import PrunedFieldsError
+from ersctl.kube.client import ApiClient
 from ersctl.kube.connect import check_api_group, check_at_start_up
 from ersctl.kube.crdcheck import ServedCrds, read_served_crds
-from ersctl.kube.errors import ForbiddenError, NotFoundError, PrunedFieldsError
+from ersctl.kube.errors import ForbiddenError, NotFoundError
 from ersctl.platform.errors import ConfigError, Failure
 
 log = logging.getLogger("ersctl")
@@ -54,7 +54,7 @@ log = logging.getLogger("ersctl")
 ARS_OPTION = "--autoscaling-runner-set-controller"
 
 
-def check_api(api: client.ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
+def check_api(api: ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
     """The checks of the module docstring, tried again after a transient answer."""
     check_at_start_up(
         lambda: _check_once(api, autoscaling=autoscaling, listener_controller=listener_controller),
@@ -62,7 +62,7 @@ def check_api(api: client.ApiClient, *, autoscaling: bool, listener_controller: 
     )
 
 
-def _check_once(api: client.ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
+def _check_once(api: ApiClient, *, autoscaling: bool, listener_controller: bool) -> None:
     try:
         check_api_group(api, group=GROUP, version=VERSION)
     except NotFoundError:
@@ -77,7 +77,7 @@ def _check_once(api: client.ApiClient, *, autoscaling: bool, listener_controller
         fields[ARS_CRD] = (*ARS_REQUIRED_FIELDS, *ARS_STATUS_FIELDS)
         fields[AL_CRD] = (*fields.get(AL_CRD, ()), *AL_REQUIRED_FIELDS)
     try:
-        served = read_served_crds(api, fields)
+        served = read_served_crds(api, fields, version=VERSION)
     except ForbiddenError as exc:
         log.warning(
             "cannot read the CRDs (%s): not checked whether they keep the guard's fields; "
@@ -89,9 +89,9 @@ def _check_once(api: client.ApiClient, *, autoscaling: bool, listener_controller
 
 
 def _judge(served: ServedCrds, *, autoscaling: bool, listener_controller: bool) -> None:
-    error = served.pruned_error(list(GUARD_FIELDS))
-    if error is not None:
-        raise error
+    guard_dropped = served.dropped_by(list(GUARD_FIELDS))
+    if guard_dropped:
+        raise PrunedFieldsError(guard_dropped)
     if listener_controller and AL_CRD in served.missing:
         raise PrunedFieldsError(LISTENER_FIELDS)
     if autoscaling:

@@ -3,29 +3,28 @@
 :func:`build_controller` puts together what ``ersctl reconcile`` runs: the runtime's
 manager (informers, cache, API reader, fenced writer, events, leader election), one
 scale-set service per credentials Secret shared by the controllers, the
-EphemeralRunnerSet controller from ``reconciler_factory`` and, when asked, the
-EphemeralRunner, AutoscalingRunnerSet and AutoscalingListener controllers. The factory
-is the seam for another reconciler on the same runtime (the guard benchmark's pre-#4642 baseline); ``client_factory`` for
-another GitHub client (tests: one that does not sleep between retries).
+EphemeralRunnerSet controller (from ``set_reconciler``'s parts: the benchmarks
+measure the shipped ones against others on the same runtime) and, when asked, the EphemeralRunner, AutoscalingRunnerSet and AutoscalingListener controllers;
+``client_factory`` for another GitHub client (tests: one that does not sleep between
+retries).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from kubernetes import client
-
-from ersctl.api import ER_PLURAL, ERS_PLURAL
+from ersctl.arcclient.cache import CachedReader, cached_reader
+from ersctl.arcclient.reader import ApiReader
 from ersctl.autoscaling.listener_controller import add_listener_controller
 from ersctl.autoscaling.listener_objects import ListenerSettings
 from ersctl.autoscaling.listener_reconciler import ListenerReconciler
 from ersctl.autoscaling.runnerset_controller import add_autoscaling_runner_set_controller
 from ersctl.autoscaling.runnerset_reconciler import AutoscalingRunnerSetReconciler
+from ersctl.kube.client import ApiClient
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.leader import LeaderElectionConfig
-from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
+from ersctl.kube.manager import Manager
 from ersctl.kube.metrics import ControllerMetrics
 from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.runner.controller import add_runner_controller
@@ -33,24 +32,21 @@ from ersctl.runner.health import HealthPolicy
 from ersctl.runner.phases import FailurePolicy
 from ersctl.runner.reconciler import RunnerReconciler
 from ersctl.runnerset import failures
+from ersctl.runnerset.controller import (
+    SHIPPED,
+    SetReconcilerParts,
+    add_ephemeral_runner_set_controller,
+)
 from ersctl.runnerset.metrics import (
     LISTENER_SELECTOR,
     ArcListenerGauge,
-    ArcSetGauges,
-    RunnerSetMetrics,
 )
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.scaleset.clients import ClientFactory
 from ersctl.scaleset.scalesets import SecretScaleSetServices
 
-CONTROLLER_NAME: Final = "ephemeralrunnerset"
 LISTENER_PODS: Final = "listener-pods"
 """The manager's name for the listener Pod informer (ARC's running-listeners gauge)."""
-
-ReconcilerFactory = Callable[..., EphemeralRunnerSetReconciler]
-"""Builds the set reconciler from keyword arguments: ``cache``, ``api``, ``writer``,
-``events``, ``services``, ``metrics``, ``failed_runners`` (``EphemeralRunnerSetReconciler``
-itself, or a subclass)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +89,8 @@ class Controller:
 
     manager: Manager
     reconciler: EphemeralRunnerSetReconciler
+    cache: CachedReader
+    """The sets and runners the manager caches."""
     services: SecretScaleSetServices
     runner: RunnerReconciler | None = None
     autoscaling: AutoscalingRunnerSetReconciler | None = None
@@ -119,10 +117,10 @@ def listener_blocker(options: ControllerOptions) -> str:
 
 
 def build_controller(
-    api: client.ApiClient,
+    api: ApiClient,
     options: ControllerOptions,
     *,
-    reconciler_factory: ReconcilerFactory = EphemeralRunnerSetReconciler,
+    set_reconciler: SetReconcilerParts = SHIPPED,
     client_factory: ClientFactory | None = None,
     metrics: ControllerMetrics | None = None,
 ) -> Controller:
@@ -135,32 +133,20 @@ def build_controller(
         resync_period=options.resync_period,
         metrics=metrics,
     )
+    api_reader = ApiReader(manager.api_reader)
     # Fenced like the writer: no GitHub side effect once the lease is lost.
     services = SecretScaleSetServices(
-        get_secret=manager.api_reader.get_secret,
-        get_configmap=manager.api_reader.get_configmap,
+        get_secret=api_reader.get_secret,
+        get_configmap=api_reader.get_configmap,
         client_factory=client_factory,
         fence=manager.is_leading,
     )
-    reconciler = reconciler_factory(
-        cache=manager.reader,
-        api=manager.api_reader,
-        writer=manager.writer,
-        events=manager.events,
+    reconciler = add_ephemeral_runner_set_controller(
+        manager,
         services=services,
-        metrics=RunnerSetMetrics(manager.metrics.registry),
-        failed_runners=failures.FailedRunnerPolicy(ttl=options.failed_runner_ttl),
-    )
-    manager.add_controller(
-        CONTROLLER_NAME,
-        reconciler,
+        failed_runner_ttl=options.failed_runner_ttl,
+        parts=set_reconciler,
         workers=options.runner_set_workers,
-        primary=ERS_PLURAL,
-        owns=[ER_PLURAL],
-        predicates=ERS_CONTROLLER_PREDICATES,
-    )
-    manager.metrics.registry.register(
-        ArcSetGauges(manager.reader.list_ers, manager.reader.list_owned_runners)
     )
     listeners = PodInformer(api, selector=LISTENER_SELECTOR, namespace=options.namespace)
     manager.add_informer(LISTENER_PODS, listeners)
@@ -200,6 +186,7 @@ def build_controller(
     return Controller(
         manager=manager,
         reconciler=reconciler,
+        cache=cached_reader(manager),
         services=services,
         runner=runner,
         autoscaling=autoscaling,

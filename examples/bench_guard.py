@@ -79,7 +79,7 @@ def baseline(
     config: SimulationConfig, *, label: str = "pre-#4642", reconciler: str = "pre-4642"
 ) -> SimulationConfig:
     """``config`` with a controller of ``simulation.baseline`` (``reconciler``: one of
-    its ``RECONCILERS``)."""
+    its ``DECISIONS``)."""
     pythonpath = os.pathsep.join(p for p in (str(EXAMPLES), os.environ.get("PYTHONPATH")) if p)
     return replace(
         config,

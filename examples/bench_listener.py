@@ -258,7 +258,7 @@ def floor(requests: int) -> float:
     message (the JobAssigned ones need none), one ERS merge patch (the kubernetes
     client), and decoding the message's JSON.
     """
-    from ersctl.kube.calls import custom_object_path, merge_patch
+    from ersctl.kube.client import Resource, Writer
     from ersctl.kube.connect import api_client
     from ersctl.platform.redaction import Redactor
     from ghalistener.actions.messages import decode_json, parse_message
@@ -325,11 +325,15 @@ def floor(requests: int) -> float:
         )
         api.create_object("ephemeralrunnersets", ers())
         kube = api_client(str(api.write_kubeconfig(Path(tmp) / "kubeconfig")))
-        path = custom_object_path(
-            "actions.github.com", "v1alpha1", "bench", "ephemeralrunnersets", "runners"
+        sets = Resource(
+            group="actions.github.com", version="v1alpha1", plural="ephemeralrunnersets"
         )
+        path = sets.object_path("bench", "runners")
+        writer = Writer(kube)
         results["kubernetes merge_patch (ours), ERS"] = per_call_us(
-            lambda: merge_patch(kube, path, {"spec": {"replicas": 1}}, timeout=(5.0, 30.0))
+            lambda: writer.patch(
+                sets, "bench", "runners", {"spec": {"replicas": 1}}, timeout=(5.0, 30.0)
+            )
         )
         results["kubernetes rest_client.request, ERS"] = per_call_us(
             lambda: kube.rest_client.request(  # type: ignore[no-untyped-call]

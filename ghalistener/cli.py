@@ -26,9 +26,9 @@ from typing import Any
 
 import click
 import prometheus_client
-from kubernetes.client import ApiClient
 
 from ersctl.api import ERS_KIND
+from ersctl.kube.client import ApiClient
 from ersctl.kube.connect import api_client as kube_api_client
 from ersctl.kube.connect import check_at_start_up
 from ersctl.platform.background import Background

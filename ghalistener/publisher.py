@@ -1,12 +1,9 @@
 """The listener's Kubernetes side: the ERS desired count and the ER job fields.
 
-Every call runs inside ``ersctl.kube.calls.kube_call``, the one boundary (shared with
-the controller) that turns the client library's errors into
-``ersctl.kube.errors.KubeError``.
-
-The patches go through ``ersctl.kube.calls.merge_patch`` (the client's own
-``ApiClient`` request path) rather than ``CustomObjectsApi``, whose per-call argument
-validation cost more CPU than the request (see there).
+Every call is one of ``ersctl.kube.client``'s, the one Kubernetes client both programs
+share (and the one place the client library is imported): its errors leave as
+``ersctl.kube.errors.KubeError``, and it skips the generated API methods, whose per-call
+argument validation cost more CPU than the request (see there).
 
 - :meth:`KubePublisher.publish_desired` sends one JSON merge patch
   ``{"spec": {"replicas": R, "patchID": P}, "metadata": {"annotations": ...}}`` to the
@@ -35,10 +32,9 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import tenacity
-from kubernetes.client import ApiClient
 
 from ersctl.api import (
     COMPLETED_RUNNERS_ANNOTATION,
@@ -56,22 +52,15 @@ from ersctl.api import (
     parse_last_message,
     parse_runner_ids,
 )
-from ersctl.kube.calls import (
-    JSON_PATCH,
-    MERGE_PATCH,
-    custom_object_path,
-    json_body,
-    kube_call,
-    merge_patch,
-    server_of,
-)
+from ersctl.kube.client import ApiClient, Resource, Writer
 from ersctl.kube.errors import KubeError, NotFoundError
 from ersctl.platform.errors import ConfigError
 from ghalistener.actions.retry import try_once_then_retry
 from ghalistener.actions.types import JobStarted
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
+SETS: Final = Resource(group=GROUP, version=VERSION, plural=ERS_PLURAL)
+RUNNERS: Final = Resource(group=GROUP, version=VERSION, plural=ER_PLURAL)
 
 CHECK_TIMEOUT: Final = (5.0, 10.0)
 UNPROCESSABLE: Final = 422
@@ -131,13 +120,11 @@ class KubePublisher:
         scale_set_id: int = 0,
         retry: KubeRetry | None = None,
     ) -> None:
-        self._api_client = api_client
+        self._writer = Writer(api_client)
         self.scale_set_id = scale_set_id
-        self._server = server_of(api_client)
         self.namespace = namespace
         self.name = name
         self._retry = retry or KubeRetry()
-        self._set_path = custom_object_path(GROUP, VERSION, namespace, ERS_PLURAL, name)
         self._set_action = f"patch {ERS_PLURAL}/{namespace}/{name}"
 
     def check_target(self) -> Resumed:
@@ -148,13 +135,12 @@ class KubePublisher:
         KubeError when the API server cannot be reached or refuses;
         ConfigError naming the set's field when it does not exist."""
         try:
-            response = self._call(self._set_action, self._patch_set({}, timeout=CHECK_TIMEOUT))
+            answer = self._patch_set({}, timeout=CHECK_TIMEOUT)()
         except NotFoundError:
             raise ConfigError(
                 "ephemeral_runner_set_name",
                 f"EphemeralRunnerSet {self.namespace}/{self.name} not found",
             ) from None
-        answer = json_body(response, action=self._set_action, server=self._server)
         annotations = EphemeralRunnerSet(answer).annotations
         return Resumed(
             last_message_id=parse_last_message(
@@ -190,8 +176,8 @@ class KubePublisher:
 
     def _patch_set(
         self, body: dict[str, Any], *, timeout: tuple[float, float]
-    ) -> Callable[[], object]:
-        return lambda: merge_patch(self._api_client, self._set_path, body, timeout=timeout)
+    ) -> Callable[[], dict[str, Any]]:
+        return lambda: self._writer.patch(SETS, self.namespace, self.name, body, timeout=timeout)
 
     def record_job_started(self, job: JobStarted) -> bool:
         """Write the job fields into the runner's status (with ``phase: Running`` and
@@ -212,9 +198,6 @@ class KubePublisher:
             display_name=job.job_display_name,
         )
         action = f"patch {ER_PLURAL}/{self.namespace}/{job.runner_name}/status"
-        path = custom_object_path(
-            GROUP, VERSION, self.namespace, ER_PLURAL, job.runner_name, subresource="status"
-        )
         busy = {**fields, "phase": ERPhase.RUNNING.value, "ready": True}
         while_pending = [
             {"op": "test", "path": "/status/phase", "value": ERPhase.PENDING.value},
@@ -225,26 +208,32 @@ class KubePublisher:
         ]
         try:
             try:
-                self._patch_status(action, path, while_pending, content_type=JSON_PATCH)
+                self._with_retries(action, self._status_call(job.runner_name, while_pending))
             except KubeError as exc:
                 if exc.status != UNPROCESSABLE:  # 422: the test failed, not Pending
                     raise
-                self._patch_status(action, path, {"status": fields}, content_type=MERGE_PATCH)
+                self._with_retries(action, self._status_call(job.runner_name, {"status": fields}))
         except NotFoundError:
             return False
         return True
 
-    def _patch_status(self, action: str, path: str, body: Any, *, content_type: str) -> None:
-        self._with_retries(
-            action,
-            lambda: merge_patch(
-                self._api_client, path, body, timeout=REQUEST_TIMEOUT, content_type=content_type
-            ),
+    def _status_call(
+        self, runner_name: str, body: dict[str, Any] | list[dict[str, Any]]
+    ) -> Callable[[], dict[str, Any]]:
+        """A status write of the runner ``runner_name``: a JSON patch when ``body`` is a
+        list of operations, else a merge patch."""
+        status = self._writer.status
+        if isinstance(body, list):
+            return lambda: status.json_patch(
+                RUNNERS, self.namespace, runner_name, body, timeout=REQUEST_TIMEOUT
+            )
+        return lambda: status.patch(
+            RUNNERS, self.namespace, runner_name, body, timeout=REQUEST_TIMEOUT
         )
 
     def _with_retries(self, action: str, call: Callable[[], Any]) -> None:
         try_once_then_retry(
-            lambda: self._call(action, call),
+            call,
             retry_error=_is_transient,
             retrying=lambda: tenacity.Retrying(
                 stop=tenacity.stop_after_attempt(self._retry.attempts),
@@ -257,7 +246,3 @@ class KubePublisher:
                 reraise=True,
             ),
         )
-
-    def _call(self, action: str, call: Callable[[], T]) -> T:
-        with kube_call(action, server=self._server):
-            return call()

@@ -16,14 +16,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Final
 
-from kubernetes import client
-
-from ersctl.api import AL_PLURAL
+from ersctl.arcclient.kinds import LISTENERS
+from ersctl.arcclient.reader import ApiReader
 from ersctl.autoscaling.listener_inputs import ScaleSetInputs
 from ersctl.autoscaling.listener_objects import ListenerSettings
 from ersctl.autoscaling.listener_reconciler import ListenerReconciler
 from ersctl.autoscaling.listener_restarts import RestartPolicy
 from ersctl.autoscaling.listener_stores import KubeListenerResources
+from ersctl.kube.client import ApiClient
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.manager import Manager
 from ersctl.kube.predicates import AlwaysPass
@@ -33,7 +33,7 @@ CONTROLLER_NAME: Final = "autoscalinglistener"
 
 def add_listener_controller(
     manager: Manager,
-    api_client: client.ApiClient,
+    api_client: ApiClient,
     *,
     pods: PodInformer,
     pods_name: str,
@@ -45,13 +45,14 @@ def add_listener_controller(
     """Build the listener reconciler and register it on ``manager``, owning the Pods of
     ``pods`` (the listener Pod informer, registered as ``pods_name``). Writes are
     fenced by the manager's leadership."""
+    api_reader = ApiReader(manager.api_reader)
     resources = KubeListenerResources(api_client, pods=pods.store, fence=manager.is_leading)
     reconciler = ListenerReconciler(
         listeners=resources,
         objects=resources,
         inputs=ScaleSetInputs(
-            get_secret=manager.api_reader.get_secret,
-            get_configmap=manager.api_reader.get_configmap,
+            get_secret=api_reader.get_secret,
+            get_configmap=api_reader.get_configmap,
         ),
         events=manager.events,
         settings=settings,
@@ -62,8 +63,8 @@ def add_listener_controller(
         CONTROLLER_NAME,
         reconciler,
         workers=workers,
-        primary=AL_PLURAL,
+        for_=LISTENERS,
         owns=[pods_name],
-        predicates={AL_PLURAL: AlwaysPass(), pods_name: AlwaysPass()},
+        predicates={LISTENERS.plural: AlwaysPass(), pods_name: AlwaysPass()},
     )
     return reconciler

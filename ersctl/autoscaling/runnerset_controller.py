@@ -23,10 +23,12 @@ from ersctl.api import (
     AutoscalingRunnerSet,
     EphemeralRunnerSet,
 )
+from ersctl.arcclient.kinds import AUTOSCALING_SETS, LISTENERS, SETS
+from ersctl.arcclient.reader import ApiReader
+from ersctl.arcclient.writer import Writer
 from ersctl.autoscaling import listener_desired
 from ersctl.autoscaling.runnerset_ports import ArsGoneError, ScaleSetServices
 from ersctl.autoscaling.runnerset_reconciler import AutoscalingRunnerSetReconciler
-from ersctl.kube.apireader import ApiReader
 from ersctl.kube.copies import json_copy
 from ersctl.kube.errors import NotFoundError
 from ersctl.kube.manager import Manager
@@ -38,7 +40,6 @@ from ersctl.kube.predicates import (
 )
 from ersctl.kube.reconcile import Request
 from ersctl.kube.store import OWNER_UID_INDEX, Store, metadata
-from ersctl.kube.writer import Writer
 
 CONTROLLER_NAME: Final = "autoscalingrunnerset"
 
@@ -190,11 +191,11 @@ def add_autoscaling_runner_set_controller(
     """Build the ARS reconciler and register it (and the ARS and AL informers) on
     ``manager``; writes are fenced by its leadership, GitHub calls by ``services``."""
     objects = KubeObjects(
-        sets=manager.store(ARS_PLURAL),
-        runner_sets=manager.store(ERS_PLURAL),
-        listeners=manager.store(AL_PLURAL),
-        api=manager.api_reader,
-        writer=manager.writer,
+        sets=manager.store(AUTOSCALING_SETS),
+        runner_sets=manager.store(SETS),
+        listeners=manager.store(LISTENERS),
+        api=ApiReader(manager.api_reader),
+        writer=Writer(manager.writer),
     )
     reconciler = AutoscalingRunnerSetReconciler(
         objects=objects,
@@ -209,13 +210,13 @@ def add_autoscaling_runner_set_controller(
         CONTROLLER_NAME,
         reconciler,
         workers=workers,
-        primary=ARS_PLURAL,
-        owns=[ERS_PLURAL],
-        maps={AL_PLURAL: listener_owner},
+        for_=AUTOSCALING_SETS,
+        owns=[SETS],
+        watches={LISTENERS: listener_owner},
         predicates={
-            ARS_PLURAL: SPEC_OR_METADATA_PREDICATE,
-            ERS_PLURAL: AlwaysPass(),
-            AL_PLURAL: LISTENER_PREDICATE,
+            AUTOSCALING_SETS.plural: SPEC_OR_METADATA_PREDICATE,
+            SETS.plural: AlwaysPass(),
+            LISTENERS.plural: LISTENER_PREDICATE,
         },
     )
     return reconciler

@@ -4,7 +4,8 @@ Every call to the API server runs inside :func:`kube_call`, which translates
 ``kubernetes.client.ApiException`` and the transport errors underneath it (urllib3,
 sockets) into ``ersctl.kube.errors.KubeError`` with ``raise ... from exc``; nothing
 else imports those exception types. Also here: the small facts of the wire that the
-reader, the writer, the events and the listener's publisher share.
+generic client (``ersctl.kube.client``), the informers, the events and the leader
+election share.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final
-from urllib.parse import quote
 
 import urllib3.exceptions
 from kubernetes import client
@@ -28,17 +28,6 @@ this client rewrites a JSON-patch content type with a dict body to strategic mer
 which custom resources reject."""
 JSON_PATCH: Final = "application/json-patch+json"
 """A list of operations (``test`` among them): the body must be a list."""
-
-BUILTIN_KINDS: Final = {
-    "pods": ("core", "pod"),
-    "secrets": ("core", "secret"),
-    "configmaps": ("core", "config_map"),
-    "serviceaccounts": ("core", "service_account"),
-    "roles": ("rbac", "role"),
-    "rolebindings": ("rbac", "role_binding"),
-}
-"""The namespaced built-in kinds the controllers handle by resource plural: the typed
-client (core or RBAC) and its method suffix."""
 
 _BODY_LIMIT: Final = 256
 _BY_STATUS: Final[dict[int, type[KubeError]]] = {
@@ -56,18 +45,6 @@ _REPR_PREFIX: Final = re.compile(r"^(?:<[^>]*>|\w+\([^)]*\)):\s*")
 def server_of(api_client: client.ApiClient) -> str:
     """The API server's URL an ``ApiClient`` talks to, for messages."""
     return str(api_client.configuration.host or "")
-
-
-def builtin_method(
-    core: client.CoreV1Api, rbac: client.RbacAuthorizationV1Api, verb: str, plural: str
-) -> Callable[..., Any]:
-    """The typed client's method for ``verb`` on a :data:`BUILTIN_KINDS` plural, e.g.
-    ``read_namespaced_service_account``."""
-    api, kind = BUILTIN_KINDS[plural]
-    method: Callable[..., Any] = getattr(
-        core if api == "core" else rbac, f"{verb}_namespaced_{kind}"
-    )
-    return method
 
 
 def translate(exc: BaseException, *, action: str, server: str = "") -> KubeError:
@@ -94,49 +71,6 @@ def kube_call(action: str, *, server: str = "") -> Iterator[None]:
         yield
     except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
         raise translate(exc, action=action, server=server) from exc
-
-
-def custom_object_path(
-    group: str, version: str, namespace: str, plural: str, name: str, *, subresource: str = ""
-) -> str:
-    """The API path of a namespaced custom object (or its subresource), for
-    :func:`merge_patch`; names are percent-encoded as the generated API methods do."""
-    path = f"/apis/{group}/{version}/namespaces/{quote(namespace, safe='')}/{plural}/"
-    return path + quote(name, safe="") + (f"/{subresource}" if subresource else "")
-
-
-def merge_patch(
-    api_client: client.ApiClient,
-    path: str,
-    body: dict[str, Any] | list[dict[str, Any]],
-    *,
-    timeout: tuple[float, float] | None = None,
-    content_type: str = MERGE_PATCH,
-) -> Any:
-    """Send one JSON merge patch (or, with ``content_type`` :data:`JSON_PATCH`, a JSON
-    patch: a list of operations) to ``path``; the answer, read (its ``data`` for
-    :func:`json_body`); ApiException (as the generated API methods raise it) when it is
-    not 2xx: call it inside :func:`kube_call`.
-
-    Through the client's own ``param_serialize`` and ``call_api`` (its default headers and
-    credentials, its REST client and connection pool) but not its generated API methods:
-    they validate every argument with pydantic and wrap the answer, which cost the
-    listener more CPU than the request itself on every message (its profile: a quarter of
-    its CPU), and the controllers' writer ~160 us a patch in a burst. The callers'
-    arguments are fixed and well formed.
-    """
-    method, url, headers, payload, _ = api_client.param_serialize(
-        "PATCH",
-        path,
-        header_params={"Content-Type": content_type, "Accept": "application/json"},
-        body=body,
-        auth_settings=["BearerToken"],
-    )
-    response = api_client.call_api(method, url, headers, payload, _request_timeout=timeout)
-    response.read()  # type: ignore[no-untyped-call]
-    if not 200 <= response.status <= 299:
-        raise ApiException.from_response(http_resp=response, body=None, data=None)
-    return response
 
 
 def json_body(

@@ -210,8 +210,8 @@ class EnqueueOwner(_EnqueueHandler):
 
 class EnqueueMapped(_EnqueueHandler):
     """Event handler for a resource related by a field rather than an ownerReference
-    (an AutoscalingListener names its AutoscalingRunnerSet in its spec, possibly from
-    another namespace): the Requests ``mapper`` returns for the object."""
+    (an object naming its owner in its spec, possibly in another namespace): the
+    Requests ``mapper`` returns for the object."""
 
     def __init__(
         self, controller: Controller, mapper: Mapper, predicate: Predicate | None = None

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 
 from kubernetes import client
 
-from ersctl.api import VERSION
 from ersctl.kube.calls import json_body, kube_call, server_of
-from ersctl.kube.errors import NotFoundError, PrunedFieldsError
+from ersctl.kube.errors import NotFoundError
 from ersctl.kube.pruning import dropped_fields
 
 CHECK_TIMEOUT = 10.0
@@ -33,14 +32,16 @@ class ServedCrds:
     missing: frozenset[str] = frozenset()
     """The asked CRDs that are not installed."""
 
-    def pruned_error(self, crds: Sequence[str] | None = None) -> PrunedFieldsError | None:
-        """A :class:`PrunedFieldsError` naming what ``crds`` (default: all) drop, or None."""
-        lacking = {c: p for c, p in self.dropped.items() if crds is None or c in crds}
-        return PrunedFieldsError(lacking) if lacking else None
+    def dropped_by(self, crds: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """What each of ``crds`` drops (only those that drop something)."""
+        return {c: p for c, p in self.dropped.items() if c in crds}
 
 
-def read_served_crds(api: client.ApiClient, fields: Mapping[str, Sequence[str]]) -> ServedCrds:
-    """Read each CRD of ``fields`` (CRD name -> paths) and say what its schema drops.
+def read_served_crds(
+    api: client.ApiClient, fields: Mapping[str, Sequence[str]], *, version: str
+) -> ServedCrds:
+    """Read each CRD of ``fields`` (CRD name -> paths) and say what the schema of its
+    ``version`` drops.
     ``KubeError`` when a CRD cannot be read for another reason than its absence
     (``ForbiddenError`` where RBAC does not grant the read: ARC's chart grants none)."""
     extensions = client.ApiextensionsV1Api(api)
@@ -58,7 +59,7 @@ def read_served_crds(api: client.ApiClient, fields: Mapping[str, Sequence[str]])
             dropped[name] = tuple(paths)
             continue
         doc = json_body(resp, action=action, server=server_of(api))
-        lost = dropped_fields(doc, VERSION, paths)
+        lost = dropped_fields(doc, version, paths)
         if lost:
             dropped[name] = tuple(lost)
     return ServedCrds(dropped=dropped, missing=frozenset(missing))

@@ -20,10 +20,9 @@ characters; nothing the client sends (headers, tokens) is included.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 
-from ersctl.api import INSTALL_CRDS_COMMAND
-from ersctl.platform.errors import EXIT_USAGE, Failure
+from ersctl.platform.errors import Failure
 
 
 class KubeError(Failure):
@@ -32,7 +31,7 @@ class KubeError(Failure):
     ``status`` is the HTTP status, or None when no response arrived; ``reason`` is the
     server's ``Status.reason`` (``NotFound``, ``Conflict``...) or, without a response,
     what went wrong (``connection refused``); ``action`` says what was attempted, e.g.
-    ``"patch ephemeralrunnersets/ns/name/status"``.
+    ``"patch pods/ns/name/status"``.
     """
 
     def __init__(self, action: str, *, status: int | None, reason: str, message: str = "") -> None:
@@ -67,22 +66,6 @@ class GoneError(KubeError):
 
 class NotLeaderError(Failure):
     """This process no longer holds the leader lease, so it must not write."""
-
-
-class PrunedFieldsError(Failure):
-    """The served CustomResourceDefinitions lack fields this project writes, so the API
-    server drops them (ARC 0.14's CRDs and the guard fields): a configuration problem of
-    the cluster, exit 2. ``fields`` maps each CRD name to the field paths it lacks."""
-
-    exit_code = EXIT_USAGE
-
-    def __init__(self, fields: Mapping[str, Sequence[str]]) -> None:
-        lacking = "; ".join(f"{crd} lacks {', '.join(paths)}" for crd, paths in fields.items())
-        super().__init__(
-            f"the served CRDs drop what the guard writes ({lacking}): install this "
-            f"project's CRDs: {INSTALL_CRDS_COMMAND}"
-        )
-        self.fields = {crd: tuple(paths) for crd, paths in fields.items()}
 
 
 def check_fence(fence: Callable[[], bool] | None, action: str) -> None:

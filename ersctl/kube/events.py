@@ -35,16 +35,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from kubernetes import client
-
-from ersctl.api import API_VERSION, KubeObject
-from ersctl.kube.calls import MERGE_PATCH, kube_call, server_of
+from ersctl.kube.client import BUILTIN, ApiClient, Writer
 from ersctl.kube.errors import ForbiddenError, NotFoundError
+from ersctl.kube.reconcile import ObjectRef
 from ersctl.platform.errors import Failure
 from ersctl.platform.ratelimit import TokenBucket
 from ersctl.reasons import Reason
 
 log = logging.getLogger(__name__)
+
+EVENTS: Final = BUILTIN["events"]
 
 _MESSAGE_LIMIT: Final = 1024
 _REMEMBERED: Final = 4096  # aggregation keys and rate buckets kept (least recently used dropped)
@@ -76,7 +76,7 @@ class EventRecorder:
 
     def __init__(
         self,
-        api_client: client.ApiClient,
+        api_client: ApiClient,
         *,
         component: str = "ersctl",
         instance: str = "",
@@ -88,8 +88,9 @@ class EventRecorder:
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        self._core = client.CoreV1Api(api_client)
-        self._server = server_of(api_client)
+        # Unfenced: the fence is asked before each event, which is dropped (not raised)
+        # when it is closed.
+        self._objects = Writer(api_client)
         self._component = component
         self._instance = instance
         self._window = window
@@ -105,7 +106,7 @@ class EventRecorder:
         self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
         self._forbidden = threading.Event()
 
-    def event(self, obj: KubeObject, *, type: str, reason: Reason, message: str) -> None:
+    def event(self, obj: ObjectRef, *, type: str, reason: Reason, message: str) -> None:
         """Record an Event about ``obj`` (``type`` "Normal" or "Warning"). Never raises."""
         if self._fence is not None and not self._fence():
             return
@@ -181,10 +182,7 @@ class EventRecorder:
             return
         patch = {"count": count, "message": message, "lastTimestamp": self._timestamp()}
         try:
-            with kube_call(f"patch events/{namespace}/{name}", server=self._server):
-                self._core.patch_namespaced_event(
-                    name, namespace, patch, _content_type=MERGE_PATCH, _preload_content=False
-                )
+            self._objects.patch(EVENTS, namespace, name, patch)
         except NotFoundError:  # expired or deleted meanwhile: the next repeat starts anew
             with self._lock:
                 self._seen.pop(key, None)
@@ -203,15 +201,12 @@ class EventRecorder:
             self._buckets.move_to_end(subject)
         return bucket.try_take()
 
-    def _create(self, obj: KubeObject, key: _Key, message: str) -> None:
+    def _create(self, obj: ObjectRef, key: _Key, message: str) -> None:
         _, type_, reason = key
         stamp = self._timestamp()
         name = f"{obj.name}.{uuid.uuid4().hex[:16]}"
         body = self._body(obj, name=name, type_=type_, reason=reason, message=message, stamp=stamp)
-        with kube_call(f"create events in {obj.namespace}", server=self._server):
-            self._core.create_namespaced_event(
-                obj.namespace, _event_model(body), _preload_content=False
-            )
+        self._objects.create(EVENTS, body)
         with self._lock:
             now = self._clock()
             self._seen[key] = _Seen(name, obj.namespace, 1, message, now, 1, now)
@@ -222,17 +217,15 @@ class EventRecorder:
                     dropped.timer.cancel()
 
     def _body(
-        self, obj: KubeObject, *, name: str, type_: str, reason: str, message: str, stamp: str
+        self, obj: ObjectRef, *, name: str, type_: str, reason: str, message: str, stamp: str
     ) -> dict[str, Any]:
         return {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"name": name, "namespace": obj.namespace},
             "involvedObject": {
-                # List items of built-in kinds arrive without apiVersion/kind; our view
-                # classes are named after their kinds (EphemeralRunnerSet, ...).
-                "apiVersion": obj.raw.get("apiVersion") or API_VERSION,
-                "kind": obj.raw.get("kind") or type(obj).__name__,
+                "apiVersion": obj.api_version,
+                "kind": obj.kind,
                 "name": obj.name,
                 "namespace": obj.namespace,
                 "uid": obj.uid,
@@ -251,10 +244,3 @@ class EventRecorder:
 
     def _timestamp(self) -> str:
         return self._now().strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _event_model(body: dict[str, Any]) -> client.CoreV1Event:
-    model = client.CoreV1Event.from_dict(body)
-    if model is None:  # from_dict returns None only for a None input
-        raise ValueError("event body is empty")
-    return model

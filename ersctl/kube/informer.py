@@ -22,7 +22,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any, Final, Protocol, cast
 
 import urllib3
@@ -31,6 +30,7 @@ from kubernetes import client
 from ersctl.kube.calls import json_body, kube_call, server_of
 from ersctl.kube.errors import GoneError, KubeError
 from ersctl.kube.queue import Backoff
+from ersctl.kube.resources import BUILTIN, Resource
 from ersctl.kube.store import Delta, Json, Store, metadata
 
 log = logging.getLogger(__name__)
@@ -46,16 +46,6 @@ class EventHandler(Protocol):
     def on_update(self, old: Json, new: Json) -> None: ...
 
     def on_delete(self, obj: Json) -> None: ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class Resource:
-    """Which resource to list and watch: a custom resource, or (``group=""``) a core one
-    such as Pods, whose listing a subclass provides (``ersctl.runner.controller``)."""
-
-    group: str
-    version: str
-    plural: str
 
 
 class _WatchEnded(Exception):
@@ -380,7 +370,7 @@ class PodInformer(Informer):
     ) -> None:
         super().__init__(
             api_client,
-            Resource(group="", version="v1", plural="pods"),
+            BUILTIN["pods"],
             namespace=namespace,
             store=store or Store(),
             transform=transform,

@@ -1,13 +1,15 @@
-"""The manager: shared informers, the cache, the API reader, the writer, the event
-recorder, leader election and the controllers, started and stopped together.
+"""The manager: shared informers and their caches, the API reader, the fenced writer,
+the event recorder, leader election and the controllers, started and stopped together.
 
-Usage::
+It knows no kind: each controller declares what it watches when it registers
+(controller-runtime's builder: ``for_`` its primary kind, ``owns`` the kinds whose
+controller owner enqueues, ``watches`` kinds mapped to requests, ``predicates`` the
+event filters), and the manager starts an informer for each kind it is given. Usage::
 
     manager = Manager(api_client, namespace="arc-runners", leader_election=config)
-    reconciler = SomeReconciler(reader=manager.reader, api_reader=manager.api_reader,
-                                writer=manager.writer, events=manager.events, ...)
-    manager.add_controller("ephemeralrunnerset", reconciler, primary=ERS_PLURAL,
-                           owns=[ER_PLURAL], predicates=ERS_CONTROLLER_PREDICATES)
+    reconciler = SomeReconciler(cache=manager.store(SETS), writer=manager.writer, ...)
+    manager.add_controller("some", reconciler, for_=SETS, owns=[RUNNERS],
+                           predicates={SETS.plural: SOME_PREDICATE})
     manager.run(stop_event)        # blocks; raises LeadershipLost if the lease is lost
 
 Order at start: informers (every replica keeps a warm cache) -> wait for the caches
@@ -28,47 +30,20 @@ from typing import Any, Final
 
 from kubernetes import client
 
-from ersctl.api import (
-    AL_KIND,
-    AL_PLURAL,
-    ARS_KIND,
-    ARS_PLURAL,
-    ER_KIND,
-    ER_PLURAL,
-    ERS_KIND,
-    ERS_PLURAL,
-    GROUP,
-    VERSION,
-)
-from ersctl.kube.apireader import ApiReader
-from ersctl.kube.cache import CachedReader
+from ersctl.kube.client import Reader, Writer
 from ersctl.kube.controller import Controller, EnqueueMapped, EnqueueOwner, EnqueueSelf, Mapper
 from ersctl.kube.events import EventRecorder
-from ersctl.kube.informer import Informer, Resource
+from ersctl.kube.informer import Informer
 from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
 from ersctl.kube.metrics import ControllerMetrics
-from ersctl.kube.predicates import ERS_PREDICATE, RUNNER_PREDICATE, Predicate
+from ersctl.kube.predicates import Predicate
 from ersctl.kube.queue import Backoff
 from ersctl.kube.reconcile import Reconciler, Request
+from ersctl.kube.resources import Kind
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
-from ersctl.kube.writer import Writer
 from ersctl.platform.errors import Failure
 
 log = logging.getLogger(__name__)
-
-KINDS: Final = {
-    ERS_PLURAL: ERS_KIND,
-    ER_PLURAL: ER_KIND,
-    ARS_PLURAL: ARS_KIND,
-    AL_PLURAL: AL_KIND,
-}
-"""The resources the manager can watch: plural -> kind."""
-
-ERS_CONTROLLER_PREDICATES: Final[Mapping[str, Predicate]] = {
-    ERS_PLURAL: ERS_PREDICATE,
-    ER_PLURAL: RUNNER_PREDICATE,
-}
-"""ARC's event filters for the EphemeralRunnerSet controller."""
 
 
 class LeadershipLost(Failure):
@@ -117,6 +92,7 @@ class Manager:
         self._relist_backoff = relist_backoff
         self._graceful_shutdown = graceful_shutdown
         self._informers: dict[str, Informer] = {}
+        self._kinds: dict[str, Kind] = {}
         self._controllers: list[tuple[Controller, str]] = []  # (controller, primary plural)
         self._elector = (
             None
@@ -132,10 +108,7 @@ class Manager:
         self._lost = threading.Event()
         self.metrics.leader.set_function(lambda: 1.0 if self.is_leading() else 0.0)
         identity = leader_election.identity if leader_election else ""
-        self.reader = CachedReader(
-            sets=self._informer(ERS_PLURAL).store, runners=self._informer(ER_PLURAL).store
-        )
-        self.api_reader = ApiReader(api_client)
+        self.api_reader = Reader(api_client)
         self.writer = Writer(api_client, fence=self.is_leading)
         self.events = EventRecorder(api_client, instance=identity, fence=self.is_leading)
 
@@ -154,37 +127,36 @@ class Manager:
         name: str,
         reconciler: Reconciler,
         *,
-        primary: str,
-        owns: Sequence[str] = (),
+        for_: Kind,
+        owns: Sequence[Kind | str] = (),
+        watches: Mapping[Kind | str, Mapper] | None = None,
         predicates: Mapping[str, Predicate] | None = None,
         workers: int | None = None,
-        maps: Mapping[str, Mapper] | None = None,
     ) -> Controller:
-        """Register a controller for ``primary``, enqueued also by events on ``owns``
-        (mapped to their controller owner of ``primary``'s kind) and on each plural of
-        ``maps`` (mapped by its function: the Requests an object stands for).
-        ``predicates`` maps a resource plural to its event filter (default: every event
-        passes)."""
+        """Register a controller for ``for_``, enqueued also by events on ``owns`` (mapped
+        to their controller owner of ``for_``'s kind) and on each of ``watches`` (mapped
+        by its function: the Requests an object stands for). A kind is watched from its
+        first mention; a name is an informer given to :meth:`add_informer`.
+        ``predicates`` maps an informer's name (a kind's plural) to its event filter
+        (default: every event passes)."""
         predicates = predicates or {}
         controller = Controller(
             name,
             reconciler,
             workers=workers or self.workers,
             metrics=self.metrics,
-            kind=KINDS[primary],
+            kind=for_.name,
             backoff=self._backoff,
             gate=self.is_leading,
         )
-        self._informer(primary).add_handler(EnqueueSelf(controller, predicates.get(primary)))
-        for plural in owns:
-            self._informer(plural).add_handler(
-                EnqueueOwner(controller, KINDS[primary], predicates.get(plural))
-            )
-        for plural, mapper in (maps or {}).items():
-            self._informer(plural).add_handler(
-                EnqueueMapped(controller, mapper, predicates.get(plural))
-            )
-        self._controllers.append((controller, primary))
+        self._informer(for_).add_handler(EnqueueSelf(controller, predicates.get(for_.plural)))
+        for owned in owns:
+            filter_ = predicates.get(_name(owned))
+            self._informer(owned).add_handler(EnqueueOwner(controller, for_.name, filter_))
+        for watched, mapper in (watches or {}).items():
+            filter_ = predicates.get(_name(watched))
+            self._informer(watched).add_handler(EnqueueMapped(controller, mapper, filter_))
+        self._controllers.append((controller, for_.plural))
         return controller
 
     def run(self, stop: threading.Event) -> None:
@@ -257,29 +229,32 @@ class Manager:
             raise ValueError(f"the manager watches {plural!r} already")
         self._informers[plural] = informer
 
-    def store(self, plural: str) -> Store:
-        """The cache of ``plural`` (an informer the manager runs, created if needed)."""
-        return self._informer(plural).store
+    def store(self, kind: Kind | str) -> Store:
+        """The cache of ``kind`` (watched from now on), or of an informer by name."""
+        return self._informer(kind).store
 
-    def _informer(self, plural: str) -> Informer:
-        informer = self._informers.get(plural)
-        if informer is not None:
+    def _informer(self, kind: Kind | str) -> Informer:
+        name = _name(kind)
+        informer = self._informers.get(name)
+        if isinstance(kind, str) or informer is not None:
+            if informer is None:
+                raise ValueError(f"the manager watches no {name!r}: give its Kind")
+            if isinstance(kind, Kind) and self._kinds.get(name, kind) != kind:
+                raise ValueError(f"{name!r} is declared twice, differently: {kind}")
             return informer
-        if plural not in KINDS:
-            raise ValueError(f"the manager cannot watch {plural!r}; known: {sorted(KINDS)}")
         relist: dict[str, Any] = {"backoff": self._relist_backoff} if self._relist_backoff else {}
         informer = Informer(
             self._api_client,
-            Resource(group=GROUP, version=VERSION, plural=plural),
+            kind.resource,
             namespace=self.namespace,
             store=Store(indexers={OWNER_UID_INDEX: controller_owner_uid}),
             watch_timeout=self._watch_timeout,
-            on_relist=self.metrics.relists.labels(plural).inc,
-            # Runners of one set share their spec (the set's template): store it once.
-            share_specs=plural == ER_PLURAL,
+            on_relist=self.metrics.relists.labels(name).inc,
+            share_specs=kind.share_specs,
             **relist,
         )
-        self._informers[plural] = informer
+        self._informers[name] = informer
+        self._kinds[name] = kind
         return informer
 
     def _wait_for_sync(self, stop: threading.Event, *, until: float = math.inf) -> bool:
@@ -332,3 +307,7 @@ class Manager:
         thread = threading.Thread(target=target, args=(arg,), name=name, daemon=True)
         thread.start()
         return thread
+
+
+def _name(kind: Kind | str) -> str:
+    return kind if isinstance(kind, str) else kind.plural

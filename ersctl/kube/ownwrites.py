@@ -24,11 +24,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Final, Generic, TypeVar
 
-from ersctl.api import KubeObject
+from ersctl.kube.reconcile import ObjectRef
 
 _OLDER_LIMIT: Final = 64  # a cache that never moves: stop trusting the record
 
-T = TypeVar("T", bound=KubeObject)
+T = TypeVar("T", bound=ObjectRef)
 
 
 @dataclass

@@ -10,14 +10,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from ersctl.api import KubeObject
 from ersctl.platform.errors import Failure
 from ersctl.reasons import Reason
 
 
+class ObjectRef(Protocol):
+    """What the runtime reads of an object a controller hands it (an Event's subject, an
+    own write): ``ersctl.api.KubeObject`` and its kinds' views are ObjectRefs."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def resource_version(self) -> str: ...
+    @property
+    def api_version(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Request:
-    """The work-queue key: one EphemeralRunnerSet (``Request(namespace, name)``)."""
+    """The work-queue key: one object of the controller's kind (``Request(namespace, name)``)."""
 
     namespace: str
     name: str
@@ -60,7 +79,7 @@ class Reconciler(Protocol):
 
 
 class EventRecorder(Protocol):
-    def event(self, obj: KubeObject, *, type: str, reason: Reason, message: str) -> None:
+    def event(self, obj: ObjectRef, *, type: str, reason: Reason, message: str) -> None:
         """Record a Kubernetes Event about ``obj``. ``type`` is "Normal" or "Warning";
         ``reason`` one of the one enum's (a literal here would be a reason no one can
         look up).

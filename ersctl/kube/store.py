@@ -3,7 +3,7 @@
 Objects are the JSON documents the API server sent, keyed by ``(namespace, name)``.
 A stored document is never mutated: an update replaces it whole. Readers may
 therefore hold a document outside the lock, but must copy it before changing it
-(``ersctl.kube.cache`` does).
+(``ersctl.arcclient.cache`` does).
 
 Indexes map an index value to the keys of the objects that produce it, e.g. the
 ``owner-uid`` index maps an ERS uid to the runners it controls, so listing one

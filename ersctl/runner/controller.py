@@ -20,10 +20,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from kubernetes import client
-
-from ersctl.api import ER_PLURAL, EphemeralRunner
-from ersctl.kube.cache import CachedReader
+from ersctl.api import EphemeralRunner
+from ersctl.arcclient.cache import CachedReader, cached_reader
+from ersctl.arcclient.kinds import RUNNERS
+from ersctl.kube.client import ApiClient
 from ersctl.kube.copies import json_copy
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.manager import Manager
@@ -54,9 +54,7 @@ CREATED_POD_TTL: Final = 30.0
 far less; a Pod deleted before the cache ever saw it is then looked for again)."""
 
 
-def runner_pod_informer(
-    api_client: client.ApiClient, *, namespace: str | None = None
-) -> PodInformer:
+def runner_pod_informer(api_client: ApiClient, *, namespace: str | None = None) -> PodInformer:
     """List+watch of runner Pods only (label ``actions-ephemeral-runner=True``), cached
     without their spec (:func:`pod_state_only`)."""
     return PodInformer(
@@ -242,7 +240,7 @@ class CachedRunners:
 
 def add_runner_controller(
     manager: Manager,
-    api_client: client.ApiClient,
+    api_client: ApiClient,
     *,
     services: RunnerServices,
     policy: FailurePolicy | None = None,
@@ -261,7 +259,7 @@ def add_runner_controller(
     resources = KubeRunnerResources(api_client, fence=manager.is_leading)
     informer = runner_pod_informer(api_client, namespace=manager.namespace)
     reconciler = RunnerReconciler(
-        runners=CachedRunners(manager.reader, resources),
+        runners=CachedRunners(cached_reader(manager), resources),
         pods=CachedPods(informer, resources),
         secrets=resources,
         hooks=resources,
@@ -277,9 +275,9 @@ def add_runner_controller(
     manager.add_controller(
         CONTROLLER_NAME,
         reconciler,
-        primary=ER_PLURAL,
+        for_=RUNNERS,
         owns=[PODS],
-        predicates={ER_PLURAL: AlwaysPass(), PODS: AlwaysPass()},
+        predicates={RUNNERS.plural: AlwaysPass(), PODS: AlwaysPass()},
         workers=workers,
     )
     return reconciler

@@ -35,7 +35,8 @@ from typing import Any, TypeVar
 import tenacity
 
 from ersctl.api import ERS_CRD, EphemeralRunnerSet, ERSPhase, PatchID
-from ersctl.kube.errors import ConflictError, PrunedFieldsError
+from ersctl.arcclient.errors import PrunedFieldsError
+from ersctl.kube.errors import ConflictError
 from ersctl.runnerset.classification import classify
 from ersctl.runnerset.ports import ApiReader, Writer
 from ersctl.runnerset.status import RESET_VALUES, malformed

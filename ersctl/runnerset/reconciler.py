@@ -63,9 +63,9 @@ from ersctl.api import (
     ERSPhase,
     FieldError,
     PatchID,
-    RunnerID,
 )
-from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError, PrunedFieldsError
+from ersctl.arcclient.errors import PrunedFieldsError
+from ersctl.kube.errors import ConflictError, NotFoundError, NotLeaderError
 from ersctl.kube.ownwrites import OwnWrites
 from ersctl.kube.reconcile import EventRecorder, Request, Result
 from ersctl.platform.errors import Failure
@@ -111,7 +111,9 @@ from ersctl.runnerset.scaling import (
     ReplaceFinished,
     ScaleDown,
     ScaleUp,
-    decide,
+    ScalingDecision,
+    ThenDelete,
+    decide_for,
     scale_up_suppressed,
 )
 from ersctl.scaleset.ports import CredentialsFieldError
@@ -124,6 +126,8 @@ _QUIET_ACTIONS: Final = frozenset({"hold", "none"})
 MOVED_ON_RETRY: Final = 1.0
 """Seconds before a cleanup decided on a superseded patch ID is looked at again, should
 the watch event of the newer patch be lost."""
+CREATE_CONCURRENCY: Final = 8
+"""Runner creates of one scale-up in flight at once."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,7 +153,7 @@ class EphemeralRunnerSetReconciler:
     suppression it last reported; and each set's recent runner outcomes
     (``failed_runners`` says how Failed runners are kept and backed off).
     ``expectation_requeue`` is the delay of the backstop requeue while any runner
-    expectation is pending. ``clock`` is wall-clock seconds: it is compared with the
+    expectation is pending. ``scaling`` is step 8's decision (``ersctl.runnerset.scaling``). ``clock`` is wall-clock seconds: it is compared with the
     runners' timestamps.
     """
 
@@ -162,15 +166,17 @@ class EphemeralRunnerSetReconciler:
         events: EventRecorder,
         services: RunnerServices,
         metrics: ReconcileMetrics | None = None,
-        create_concurrency: int = 8,
+        create_concurrency: int = CREATE_CONCURRENCY,
         conflict_retry: ConflictRetry | None = None,
         credentials_retry_after: float = 30.0,
         expectations: Expectations | None = None,
         expectation_requeue: float = 1.0,
         failed_runners: FailedRunnerPolicy | None = None,
         clock: Callable[[], float] = time.time,
+        scaling: ScalingDecision = decide_for,
     ) -> None:
         self._cache = cache
+        self._decide = scaling
         self._api = api
         self._expectations = expectations or Expectations()
         self._expectation_requeue = expectation_requeue
@@ -349,18 +355,22 @@ class EphemeralRunnerSetReconciler:
     def _scale(
         self, ers: EphemeralRunnerSet, states: RunnerStates, before: status.StatusView
     ) -> Outcome:
-        decision = decide(
-            replicas=ers.replicas,
-            patch_id=ers.patch_id,
-            states=states,
-            completed=self._completed_runners(ers),
-        )
+        decision = self._decide(ers, states)
         if _may_create(decision) and not self._confirmed.check(ers.key, ers.uid):
             # Once per set and process: the runners written by a previous leader
             # become expectations, then the decision is taken again on that basis.
             confirm_runners(self._cache, self._api, self._expectations, ers)
             self._confirmed.add(ers.key, ers.uid)
             return self._scale(ers, self._classify(ers), before)
+        return self._act(ers, states, decision, before)
+
+    def _act(
+        self,
+        ers: EphemeralRunnerSet,
+        states: RunnerStates,
+        decision: Decision,
+        before: status.StatusView,
+    ) -> Outcome:
         match decision:
             case CleanUpFinished():
                 return self._clean_up_finished(ers, states, decision, before)
@@ -380,6 +390,11 @@ class EphemeralRunnerSetReconciler:
                 outcome = Outcome(action="hold", detail=f"patch {ers.patch_id} already serviced")
             case Hold(reason=reason):
                 outcome = Outcome(action="hold", detail=reason)
+            case ThenDelete(then=then, runners=runners):
+                try:
+                    return self._act(ers, states, then, before)
+                finally:
+                    self._metrics.runners_deleted(ers, delete_runners(self._writer, runners))
         status.update_status(self._writer, ers, before=before, states=states)
         return outcome
 
@@ -522,11 +537,6 @@ class EphemeralRunnerSetReconciler:
 
     # -- helpers -----------------------------------------------------------------------
 
-    def _completed_runners(self, ers: EphemeralRunnerSet) -> frozenset[RunnerID]:
-        """The runners whose completed jobs ``ers``'s published count leaves out (read from
-        the same version of the set as its spec)."""
-        return ers.completed_runner_ids
-
     def _classify(self, ers: EphemeralRunnerSet) -> RunnerStates:
         runners, deleted = self._owned_runners(ers)
         return classify(runners, applied_revision=ers.applied_actionable_revision, deleting=deleted)
@@ -553,6 +563,8 @@ class EphemeralRunnerSetReconciler:
 
 
 def _may_create(decision: Decision) -> bool:
+    if isinstance(decision, ThenDelete):
+        return _may_create(decision.then)
     if isinstance(decision, ScaleUp):
         return decision.count > 0
     return isinstance(decision, ReplaceFinished) and decision.gap > 0

@@ -34,10 +34,10 @@ their removal opens is demand that patch asks for, and the same reconcile refill
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from ersctl.api import EphemeralRunner, PatchID, RunnerID
+from ersctl.api import EphemeralRunner, EphemeralRunnerSet, PatchID, RunnerID
 from ersctl.runnerset.classification import RunnerStates, created_at, is_busy, registered_id
 
 
@@ -114,7 +114,37 @@ class Hold:
     reason: str
 
 
-Decision = AlreadyServiced | CleanUpFinished | ReplaceFinished | ScaleUp | ScaleDown | Hold
+@dataclass(frozen=True, kw_only=True)
+class ThenDelete:
+    """Act on ``then``, then delete ``runners`` (finished) in the same reconcile, writing
+    no marker: the order before ARC PR #4642, which makes a patch that arrives just
+    before a job's runner turns Succeeded create a replacement nobody asked for.
+    :func:`decide` never returns it; it keeps that order expressible, so a
+    :data:`ScalingDecision` can reproduce ARC's old controller (the guard benchmark's
+    baseline) on this reconciler."""
+
+    then: ScaleUp | ScaleDown | Hold
+    runners: tuple[EphemeralRunner, ...]
+
+
+Decision = (
+    AlreadyServiced | CleanUpFinished | ReplaceFinished | ScaleUp | ScaleDown | Hold | ThenDelete
+)
+
+ScalingDecision = Callable[[EphemeralRunnerSet, RunnerStates], Decision]
+"""Step 8's decision for a set and its classified runners; the reconciler acts on what it
+returns (:func:`decide_for`, unless it is built with another)."""
+
+
+def decide_for(ers: EphemeralRunnerSet, states: RunnerStates) -> Decision:
+    """:func:`decide` for ``ers``: its replicas, patch ID and the completions its count
+    leaves out (read from the same version of the set as its spec)."""
+    return decide(
+        replicas=ers.replicas,
+        patch_id=ers.patch_id,
+        states=states,
+        completed=ers.completed_runner_ids,
+    )
 
 
 def decide(

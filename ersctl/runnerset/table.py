@@ -26,7 +26,7 @@ from ersctl.api import (
     EphemeralRunnerSet,
     FieldError,
 )
-from ersctl.kube.apireader import ApiReader
+from ersctl.arcclient.reader import ApiReader
 from ersctl.kube.errors import NotFoundError
 from ersctl.runnerset.classification import classify
 from ersctl.runnerset.failures import CONDITION_TYPE, describe_failure

@@ -2,10 +2,9 @@
 
 Not product code: this exists so ``examples/bench_guard.py`` can measure what the
 guard buys and ``examples/bench_guard_wait.py`` what it costs.
-:class:`ArcPr4642Reconciler` is this project's reconciler ignoring the runners the
+:func:`arc_pr_4642` is this project's step-8 decision ignoring the runners the
 listener says its count leaves out: the guard exactly as ARC has it.
-:class:`PrePr4642Reconciler` keeps every step of this project's
-reconciler except step 8, which it runs in the old order:
+:func:`pre_pr_4642` decides step 8 in the old order:
 
 - finished runners are deleted *in the same pass* as the scaling comparison (ARC's
   ``defer cleanupFinishedEphemeralRunners``), so the comparison counts a live total
@@ -18,9 +17,12 @@ reconciler except step 8, which it runs in the old order:
 The skip for a patch ID that already produced runners (``spec.patchID`` non-zero and
 equal to the newest runner's patch-id annotation) predates the PR and is kept.
 
-``python -m simulation.baseline reconcile [ersctl reconcile options]`` runs one of
-:data:`RECONCILERS` (env ``BASELINE_RECONCILER``) inside the unchanged ``ersctl reconcile`` command (same runtime, options,
-informers and signal handling), so the benchmark's two rows differ only in step 8.
+Both plug into the reconciler through its public seam, the step-8 decision function
+(``ersctl.runnerset.scaling.ScalingDecision``); every other step, and how a decision is
+carried out, is the product's. ``python -m simulation.baseline reconcile [ersctl
+reconcile options]`` runs one of :data:`DECISIONS` (env ``BASELINE_RECONCILER``) inside
+``ersctl reconcile`` itself (same options, runtime, informers and signal handling), so
+the benchmark's rows differ only in step 8.
 """
 
 from __future__ import annotations
@@ -28,75 +30,58 @@ from __future__ import annotations
 import os
 import sys
 
-from ersctl import cli
-from ersctl.api import EphemeralRunnerSet, RunnerID
-from ersctl.runnerset import status
+from ersctl.api import EphemeralRunnerSet
 from ersctl.runnerset.classification import RunnerStates
-from ersctl.runnerset.cleanup import delete_runners
-from ersctl.runnerset.creation import create_runners, runner_body
-from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler, Outcome
-from ersctl.runnerset.scaling import ScaleDown, scale_down_candidates
+from ersctl.runnerset.controller import SetReconcilerParts
+from ersctl.runnerset.scaling import (
+    AlreadyServiced,
+    Decision,
+    Hold,
+    ScaleDown,
+    ScaleUp,
+    ScalingDecision,
+    ThenDelete,
+    decide,
+    scale_down_candidates,
+)
+from simulation.variant import run_reconcile
 
 
-class ArcPr4642Reconciler(EphemeralRunnerSetReconciler):
+def arc_pr_4642(ers: EphemeralRunnerSet, states: RunnerStates) -> Decision:
     """Step 8 as ARC PR #4642 has it: every finished runner is cleaned up under a marker."""
-
-    def _completed_runners(self, ers: EphemeralRunnerSet) -> frozenset[RunnerID]:
-        return frozenset()
+    return decide(replicas=ers.replicas, patch_id=ers.patch_id, states=states)
 
 
-class PrePr4642Reconciler(EphemeralRunnerSetReconciler):
+def pre_pr_4642(ers: EphemeralRunnerSet, states: RunnerStates) -> Decision:
     """Step 8 in the order before ARC PR #4642 (see the module docstring)."""
-
-    def _scale(
-        self, ers: EphemeralRunnerSet, states: RunnerStates, before: status.StatusView
-    ) -> Outcome:
-        if ers.patch_id != 0 and ers.patch_id == states.latest_patch_id:
-            outcome = Outcome(action="hold", detail=f"patch {ers.patch_id} already serviced")
-        else:
-            try:
-                outcome = self._compare(ers, states)
-            finally:
-                # The old deferred cleanup: after the comparison, no marker recorded.
-                delete_runners(self._writer, states.finished)
-        status.update_status(self._writer, ers, before=before, states=states)
-        return outcome
-
-    def _compare(self, ers: EphemeralRunnerSet, states: RunnerStates) -> Outcome:
-        total = states.total  # finished and deleting runners are not counted
-        if total < ers.replicas:
-            created = create_runners(
-                self._writer,
-                runner_body(ers),
-                count=ers.replicas - total,
-                concurrency=self._create_concurrency,
-            )
-            self._metrics.runners_created(ers, created.created)
-            if created.errors:
-                raise created.errors[0]
-            return Outcome(action="scale-up", detail=f"{created.created} runners created")
-        if ers.patch_id == 0 and total > ers.replicas:
-            candidates = scale_down_candidates(pending=states.pending, running=states.running)
-            return self._scale_down(
-                ers, ScaleDown(count=total - ers.replicas, candidates=candidates)
-            )
-        return Outcome(action="hold", detail=f"{total} runners for {ers.replicas} replicas")
+    if ers.patch_id != 0 and ers.patch_id == states.latest_patch_id:
+        return AlreadyServiced()
+    total = states.total  # finished and deleting runners are not counted
+    compared: ScaleUp | ScaleDown | Hold
+    if total < ers.replicas:
+        compared = ScaleUp(count=ers.replicas - total, patch_id=ers.patch_id)
+    elif ers.patch_id == 0 and total > ers.replicas:
+        candidates = scale_down_candidates(pending=states.pending, running=states.running)
+        compared = ScaleDown(count=total - ers.replicas, candidates=candidates)
+    else:
+        compared = Hold(reason=f"{total} runners for {ers.replicas} replicas")
+    # The old deferred cleanup: after the comparison, no marker recorded.
+    return ThenDelete(then=compared, runners=states.finished)
 
 
 RECONCILER_ENV = "BASELINE_RECONCILER"
-"""Which of :data:`RECONCILERS` ``main`` runs (default ``pre-4642``)."""
+"""Which of :data:`DECISIONS` ``main`` runs (default ``pre-4642``)."""
 
-RECONCILERS: dict[str, type[EphemeralRunnerSetReconciler]] = {
-    "pre-4642": PrePr4642Reconciler,
-    "arc-4642": ArcPr4642Reconciler,
+DECISIONS: dict[str, ScalingDecision] = {
+    "pre-4642": pre_pr_4642,
+    "arc-4642": arc_pr_4642,
 }
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``ersctl``'s command line with a baseline reconciler (env ``BASELINE_RECONCILER``)
-    as its reconciler factory."""
-    reconciler = RECONCILERS[os.environ.get(RECONCILER_ENV, "pre-4642")]
-    cli.main(args=argv, prog_name="ersctl-baseline", obj=reconciler)
+    """``ersctl reconcile`` with a baseline's step-8 decision (env ``BASELINE_RECONCILER``)."""
+    scaling = DECISIONS[os.environ.get(RECONCILER_ENV, "pre-4642")]
+    run_reconcile(SetReconcilerParts(scaling=scaling), argv, prog_name="ersctl-baseline")
 
 
 if __name__ == "__main__":

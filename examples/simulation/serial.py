@@ -4,28 +4,23 @@ Not product code: the burst benchmark compares the controller as it ships (runne
 creates of one scale-up sent concurrently) with the same controller creating them one
 after another. ``python -m simulation.serial reconcile [ersctl reconcile options]`` runs
 the unchanged command (runtime, options, informers, runner controller) with
-:class:`OneAtATime` as its set reconciler, so the two rows differ only in that.
+runner creates one at a time (:data:`ONE_AT_A_TIME`), so the two rows differ only in that.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
 
-from ersctl import cli
-from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
+from ersctl.runnerset.controller import SetReconcilerParts
+from simulation.variant import run_reconcile
 
-
-class OneAtATime(EphemeralRunnerSetReconciler):
-    """The shipped reconciler with a runner creation concurrency of 1."""
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**{**options, "create_concurrency": 1})
+ONE_AT_A_TIME = SetReconcilerParts(create_concurrency=1)
+"""The shipped set reconciler with a runner creation concurrency of 1."""
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``ersctl``'s command line with :class:`OneAtATime` as its reconciler factory."""
-    cli.main(args=argv, prog_name="ersctl-serial", obj=OneAtATime)
+    """``ersctl reconcile`` creating runners one at a time."""
+    run_reconcile(ONE_AT_A_TIME, argv, prog_name="ersctl-serial")
 
 
 if __name__ == "__main__":

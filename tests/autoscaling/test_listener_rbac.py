@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
+from ersctl.arcclient.reader import ApiReader
 from ersctl.autoscaling.listener_inputs import ScaleSetInputs
 from ersctl.autoscaling.listener_reconciler import ListenerReconciler
 from ersctl.autoscaling.listener_stores import KubeListenerResources
-from ersctl.kube.apireader import ApiReader
+from ersctl.kube.client import Reader
 from ersctl.kube.events import EventRecorder
 from ersctl.kube.reconcile import Request
 from ersctl.kube.store import Store
@@ -65,7 +66,7 @@ def make_listener(server: ApiServer, config_url: str, scale_set: int) -> None:
     server.create_object("autoscalinglisteners", body)
     with server.api_client() as api:
         resources = KubeListenerResources(api, pods=Store())
-        reader = ApiReader(api)
+        reader = ApiReader(Reader(api))
         reconciler = ListenerReconciler(
             listeners=resources,
             objects=resources,

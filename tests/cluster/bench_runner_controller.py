@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
+from ersctl.arcclient.reader import ApiReader
 from ersctl.kube.manager import Manager
 from ersctl.runner.controller import add_runner_controller
 from ersctl.scaleset.clients import SecretRunnerServices
@@ -82,8 +83,8 @@ def one_run(n: int) -> Run:
         api = server.api_client()
         manager = Manager(api, namespace="ci", workers=4)
         services = SecretRunnerServices(
-            get_secret=manager.api_reader.get_secret,
-            get_configmap=manager.api_reader.get_configmap,
+            get_secret=ApiReader(manager.api_reader).get_secret,
+            get_configmap=ApiReader(manager.api_reader).get_configmap,
             client_factory=actions_client,
         )
         add_runner_controller(manager, api, services=services)

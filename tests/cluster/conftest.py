@@ -19,7 +19,8 @@ from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from ersctl.api import ER_PLURAL, GROUP, VERSION, EphemeralRunner, job_status_fields
-from ersctl.kube.apireader import ApiReader
+from ersctl.arcclient.reader import ApiReader
+from ersctl.kube.client import Reader
 from ersctl.kube.events import EventRecorder
 from ersctl.kube.reconcile import Request, Result
 from ersctl.runner.health import HealthPolicy
@@ -257,7 +258,7 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
     factory = RecordingFactory()
     services = SecretRunnerServices(
         get_secret=resources.get_secret,
-        get_configmap=ApiReader(api_client).get_configmap,
+        get_configmap=ApiReader(Reader(api_client)).get_configmap,
         client_factory=factory,
     )
     clock = Clock()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER, EphemeralRunner
-from ersctl.kube.cache import CachedReader
+from ersctl.arcclient.cache import CachedReader
 from ersctl.kube.errors import NotLeaderError
 from ersctl.kube.reconcile import Request, Result
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid

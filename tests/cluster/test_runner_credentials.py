@@ -10,7 +10,8 @@ from collections.abc import Callable
 import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
-from ersctl.kube.apireader import ApiReader
+from ersctl.arcclient.reader import ApiReader
+from ersctl.kube.client import Reader
 from ersctl.kube.errors import NotLeaderError
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.reconcile import Request
@@ -94,7 +95,7 @@ def test_a_client_in_use_when_its_secret_rotates_is_closed_when_that_block_ends(
         resources = KubeRunnerResources(api_client)
         services = SecretRunnerServices(
             get_secret=resources.get_secret,
-            get_configmap=ApiReader(api_client).get_configmap,
+            get_configmap=ApiReader(Reader(api_client)).get_configmap,
             client_factory=factory,
         )
         try:

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
+from ersctl.arcclient.reader import ApiReader
 from ersctl.kube.manager import Manager
 from ersctl.runner.controller import (
     CONTROLLER_NAME,
@@ -70,8 +71,8 @@ def running_manager(
     sent.attach(api_client)
     manager = Manager(api_client, namespace=h.namespace, workers=workers)
     services = SecretRunnerServices(
-        get_secret=manager.api_reader.get_secret,
-        get_configmap=manager.api_reader.get_configmap,
+        get_secret=ApiReader(manager.api_reader).get_secret,
+        get_configmap=ApiReader(manager.api_reader).get_configmap,
         client_factory=actions_client,
         fence=manager.is_leading,
     )

@@ -134,7 +134,7 @@ def run(count: int, repeat: int) -> None:
         controller = build_controller(server.api_client(), ControllerOptions(namespace=NAMESPACE))
         reconciler = controller.reconciler
         with controller.manager.caches():
-            cache = controller.manager.reader
+            cache = controller.cache
             eventually(lambda: len(cache.list_owned_runners(_cached(cache))) == count, timeout=60)
             measure(server, reconciler)  # settles the status counts
             time.sleep(0.2)

@@ -20,13 +20,16 @@ from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from ersctl import api
-from ersctl.kube.apireader import ApiReader
-from ersctl.kube.cache import CachedReader
+from ersctl.arcclient.cache import CachedReader, cached_reader
+from ersctl.arcclient.reader import ApiReader
+from ersctl.arcclient.writer import Writer
+from ersctl.kube.client import Reader
+from ersctl.kube.client import Writer as KubeWriter
 from ersctl.kube.events import EventRecorder
-from ersctl.kube.informer import Informer, Resource
+from ersctl.kube.informer import Informer
 from ersctl.kube.reconcile import Request
+from ersctl.kube.resources import Resource
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
-from ersctl.kube.writer import Writer
 from ersctl.runnerset.expectations import Expectations
 from ersctl.runnerset.metrics import RunnerSetMetrics
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler, Outcome
@@ -62,8 +65,8 @@ class Cluster:
         self._stop = threading.Event()
         self._informers = [self._informer(api.ERS_PLURAL), self._informer(api.ER_PLURAL)]
         self.cache = CachedReader(sets=self._informers[0].store, runners=self._informers[1].store)
-        self.api_reader = ApiReader(self.api_client)
-        self.writer = Writer(self.api_client)
+        self.api_reader = ApiReader(Reader(self.api_client))
+        self.writer = Writer(KubeWriter(self.api_client))
         self.services = SecretRunnerServices(
             get_secret=self.api_reader.get_secret,
             get_configmap=self.api_reader.get_configmap,
@@ -395,4 +398,4 @@ class RunningController:
         self._api_client.close()  # type: ignore[no-untyped-call]
 
     def cached_runner_names(self, ers: api.EphemeralRunnerSet) -> set[str]:
-        return {r.name for r in self.manager.reader.list_owned_runners(ers)}
+        return {r.name for r in cached_reader(self.manager).list_owned_runners(ers)}

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from ersctl import api
+from ersctl.arcclient.errors import PrunedFieldsError
 from ersctl.crds import load_crds
-from ersctl.kube.errors import PrunedFieldsError
 from ersctl.testing.apiserver import ApiServer
 from tests.controller.github import FakeGitHub
 from tests.controller.harness import Cluster

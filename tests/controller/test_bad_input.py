@@ -11,9 +11,10 @@ import pytest
 
 from ersctl import api
 from ersctl.kube.events import EventRecorder
-from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
+from ersctl.kube.manager import Manager
 from ersctl.kube.queue import Backoff
 from ersctl.kube.reconcile import Request
+from ersctl.runnerset.controller import add_ephemeral_runner_set_controller
 from ersctl.runnerset.ports import CachedReader
 from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from tests.controller.harness import Cluster, body
@@ -46,20 +47,7 @@ def _manager(cluster: Cluster) -> Manager:
         workers=2,
         backoff=Backoff(base=0.05, cap=0.5),
     )
-    reconciler = type(cluster.reconciler)(
-        cache=manager.reader,
-        api=manager.api_reader,
-        writer=manager.writer,
-        events=manager.events,
-        services=cluster.services,
-    )
-    manager.add_controller(
-        "ephemeralrunnerset",
-        reconciler,
-        primary=api.ERS_PLURAL,
-        owns=[api.ER_PLURAL],
-        predicates=ERS_CONTROLLER_PREDICATES,
-    )
+    add_ephemeral_runner_set_controller(manager, services=cluster.services)
     return manager
 
 

@@ -20,8 +20,8 @@ import pytest
 
 from ersctl import api
 from ersctl.kube.reconcile import Request
+from ersctl.runnerset.controller import CONTROLLER_NAME
 from ersctl.runnerset.expectations import Expectations
-from ersctl.wiring import CONTROLLER_NAME
 from tests.controller.github import FakeGitHub
 from tests.controller.harness import Cluster
 from tests.polling import eventually

@@ -12,8 +12,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from ersctl.api import ERS_PLURAL, EphemeralRunnerSet
-from ersctl.kube.apireader import ApiReader
+from ersctl.arcclient.reader import ApiReader
 from ersctl.kube.calls import translate
+from ersctl.kube.client import Reader
 from ersctl.kube.connect import limit_requests
 from ersctl.kube.errors import ConflictError, ForbiddenError, GoneError, KubeError, NotFoundError
 from ersctl.kube.events import EventRecorder
@@ -50,7 +51,7 @@ def test_a_refused_connection_is_a_kube_error_not_a_library_exception() -> None:
     configuration = client.Configuration()
     configuration.host = "http://127.0.0.1:9"  # discard port: nothing listens
     configuration.retries = 0
-    reader = ApiReader(client.ApiClient(configuration))
+    reader = ApiReader(Reader(client.ApiClient(configuration)))
 
     with pytest.raises(KubeError) as caught:
         reader.get_ers("ns", "a")
@@ -68,7 +69,7 @@ def test_errors_never_carry_the_clients_bearer_token(apiserver: ApiServer) -> No
     configuration = client.Configuration()
     configuration.host = apiserver.url
     configuration.api_key = {"authorization": "Bearer s3cr3t-t0ken"}
-    reader = ApiReader(client.ApiClient(configuration))
+    reader = ApiReader(Reader(client.ApiClient(configuration)))
     apiserver.inject_fault(verb="get", resource="secrets", code=500)
 
     with pytest.raises(KubeError) as caught:
@@ -187,7 +188,7 @@ def test_a_body_cut_short_is_a_kube_error_not_a_library_exception() -> None:
         configuration = client.Configuration()
         configuration.host = f"http://127.0.0.1:{port}"
         configuration.retries = 0
-        reader = ApiReader(client.ApiClient(configuration))
+        reader = ApiReader(Reader(client.ApiClient(configuration)))
         with pytest.raises(KubeError) as caught:
             reader.list_ers("ns")
         server.join(5)

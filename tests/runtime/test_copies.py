@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ersctl.api import EphemeralRunner, FieldError
-from ersctl.kube.copies import READ_THROUGH, CachedRunner
+from ersctl.arcclient.cache import READ_THROUGH, CachedRunner
 
 DERIVED = ("is_deleting", "has_job", "is_done", "key")
 

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, GROUP, VERSION, EphemeralRunnerSet
-from ersctl.kube.cache import CachedReader
-from ersctl.kube.informer import Informer, Resource
+from ersctl.arcclient.cache import CachedReader
+from ersctl.kube.informer import Informer
 from ersctl.kube.queue import Backoff
+from ersctl.kube.resources import Resource
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.testing.apiserver import ApiServer
 from tests.kubeapi import KubeApi

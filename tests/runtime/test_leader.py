@@ -11,10 +11,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from kubernetes import client
 
-from ersctl.api import ER_PLURAL, ERS_PLURAL, EphemeralRunnerSet
+from ersctl.api import ERS_PLURAL, EphemeralRunnerSet
+from ersctl.arcclient.cache import cached_reader
+from ersctl.arcclient.kinds import RUNNERS, SETS
+from ersctl.arcclient.writer import Writer
 from ersctl.kube.errors import NotLeaderError
 from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
-from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, LeadershipLost, Manager
+from ersctl.kube.manager import LeadershipLost, Manager
+from ersctl.runnerset.controller import ERS_CONTROLLER_PREDICATES
 from ersctl.testing.apiserver import ApiServer
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
@@ -62,7 +66,7 @@ def candidates(
         manager = Manager(api_client, namespace=ns, leader_election=config)
         reconciler = Recording()
         manager.add_controller(
-            "test", reconciler, primary=ERS_PLURAL, owns=[ER_PLURAL],
+            "test", reconciler, for_=SETS, owns=[RUNNERS],
             predicates=ERS_CONTROLLER_PREDICATES,
         )  # fmt: skip
         running = Running(manager).start()
@@ -76,7 +80,7 @@ def candidates(
 
 def cached_replicas(running: Running, namespace: str) -> int | None:
     """``spec.replicas`` of the set in the manager's cache."""
-    ers = running.manager.reader.get_ers(namespace, "set")
+    ers = cached_reader(running.manager).get_ers(namespace, "set")
     return None if ers is None else ers.replicas
 
 
@@ -155,7 +159,9 @@ def test_losing_the_lease_stops_reconciling_and_writing_at_once(
     assert isinstance(leader.error, LeadershipLost)
     assert calls.count() == 1
     with pytest.raises(NotLeaderError):
-        leader.manager.writer.patch_ers(EphemeralRunnerSet(created), {"spec": {"replicas": 5}})
+        Writer(leader.manager.writer).patch_ers(
+            EphemeralRunnerSet(created), {"spec": {"replicas": 5}}
+        )
     stored = kube.get_object(ERS_PLURAL, kube.namespace, "set")
     assert stored is not None and stored["spec"]["replicas"] == 2
 

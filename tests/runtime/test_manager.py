@@ -12,10 +12,14 @@ from typing import Any
 import pytest
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL, EphemeralRunnerSet
+from ersctl.arcclient.kinds import RUNNERS, SETS
+from ersctl.arcclient.reader import ApiReader
+from ersctl.arcclient.writer import Writer
 from ersctl.kube.errors import ConflictError, KubeError, NotFoundError
-from ersctl.kube.manager import ERS_CONTROLLER_PREDICATES, Manager
+from ersctl.kube.manager import Manager
 from ersctl.kube.queue import Backoff
 from ersctl.kube.reconcile import Request, Result
+from ersctl.runnerset.controller import ERS_CONTROLLER_PREDICATES
 from ersctl.testing.apiserver import ApiServer
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
@@ -79,8 +83,8 @@ def run() -> Iterator[Callable[..., tuple[Running, Recording]]]:
         manager.add_controller(
             "test",
             reconciler,
-            primary=ERS_PLURAL,
-            owns=[ER_PLURAL],
+            for_=SETS,
+            owns=[RUNNERS],
             predicates=ERS_CONTROLLER_PREDICATES,
         )
         running = Running(manager).start()
@@ -205,20 +209,20 @@ def test_writes_and_reads_translate_api_errors_at_the_boundary(apiserver: ApiSer
     stale = {"metadata": {"resourceVersion": "1"}, "status": {"finishedRunnerCleanupPatchID": 3}}
 
     with pytest.raises(ConflictError) as conflict:
-        manager.writer.patch_ers_status(ers, stale)
+        Writer(manager.writer).patch_ers_status(ers, stale)
     apiserver.inject_fault(verb="get", resource=ERS_PLURAL, code=503)
     with pytest.raises(KubeError) as unavailable:
-        manager.api_reader.get_ers("default", "set")
+        ApiReader(manager.api_reader).get_ers("default", "set")
     gone = EphemeralRunnerSet(ers_body("missing"))
     with pytest.raises(NotFoundError):
-        manager.writer.patch_ers(gone, {"spec": {"replicas": 1}})
+        Writer(manager.writer).patch_ers(gone, {"spec": {"replicas": 1}})
 
     assert conflict.value.status == 409 and "ephemeralrunnersets/default/set/status" in str(
         conflict.value
     )
     assert unavailable.value.status == 503
-    assert manager.api_reader.get_ers("default", "missing") is None
-    assert manager.api_reader.get_secret("default", "missing") is None
+    assert ApiReader(manager.api_reader).get_ers("default", "missing") is None
+    assert ApiReader(manager.api_reader).get_secret("default", "missing") is None
 
 
 def test_status_patches_go_to_the_status_subresource_as_merge_patches(kube: KubeApi) -> None:
@@ -227,7 +231,7 @@ def test_status_patches_go_to_the_status_subresource_as_merge_patches(kube: Kube
     ers = EphemeralRunnerSet(kube.create_object(ERS_PLURAL, ers_body("set")))
     sent = SentRequests(api_client)
 
-    updated = manager.writer.patch_ers_status(
+    updated = Writer(manager.writer).patch_ers_status(
         ers,
         {
             "metadata": {"resourceVersion": ers.resource_version},
@@ -249,7 +253,7 @@ def test_deleting_a_runner_that_is_already_gone_succeeds(kube: KubeApi) -> None:
     from ersctl.api import EphemeralRunner
 
     manager = Manager(kube.api_client())
-    manager.writer.delete_runner(EphemeralRunner(runner_body("never-existed", None)))
+    Writer(manager.writer).delete_runner(EphemeralRunner(runner_body("never-existed", None)))
 
 
 def test_a_stop_waits_for_reconciles_in_flight_within_one_window_for_every_controller(
@@ -265,8 +269,8 @@ def test_a_stop_waits_for_reconciles_in_flight_within_one_window_for_every_contr
         manager.add_controller(
             name,
             reconciler,
-            primary=ERS_PLURAL,
-            owns=[ER_PLURAL],
+            for_=SETS,
+            owns=[RUNNERS],
             predicates=ERS_CONTROLLER_PREDICATES,
         )
     kube.create_object(ERS_PLURAL, ers_body("set"))

@@ -10,8 +10,8 @@ import pytest
 
 from ersctl.kube.controller import Controller, EnqueueOwner, EnqueueSelf
 from ersctl.kube.metrics import ControllerMetrics
-from ersctl.kube.predicates import ERS_PREDICATE, RUNNER_PREDICATE
 from ersctl.kube.reconcile import Request, Result
+from ersctl.runnerset.predicates import ERS_PREDICATE, RUNNER_PREDICATE
 
 Json = dict[str, Any]
 

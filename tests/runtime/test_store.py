@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ersctl.api import EphemeralRunnerSet
-from ersctl.kube.cache import CachedReader
+from ersctl.arcclient.cache import CachedReader
 from ersctl.kube.copies import json_copy
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 
