@@ -10,7 +10,6 @@ import sys
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.retry import RetryPolicy
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
+from tests.clock import FakeClock
 from tests.cluster.image import copy_build_stage, dockerfile_stages, stage_named
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
@@ -52,21 +52,6 @@ move are stamped with the API server's real time, as if made that long ago."""
 
 
 @dataclass
-class Clock:
-    """An injected wall clock the tests move by hand, from the real now (the API server
-    stamps the objects it stores with its own clock, in whole seconds: the health rules
-    compare the two)."""
-
-    now: datetime = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0))
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-@dataclass
 class Harness:
     """Everything a runner-controller test touches."""
 
@@ -74,7 +59,7 @@ class Harness:
     sim: GitHubSimulator
     scale_set_id: int
     config_url: str
-    clock: Clock
+    clock: FakeClock
     reconciler: RunnerReconciler
     registry: CollectorRegistry
     clients: list[ActionsClient]
@@ -256,7 +241,7 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
         get_configmap=ApiReader(api_client).get_configmap,
         client_factory=factory,
     )
-    clock = Clock()
+    clock = FakeClock.from_real_now()
     registry = CollectorRegistry()
     metrics = RunnerMetrics(registry)
 
@@ -270,7 +255,7 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
             events=EventRecorder(api_client),
             policy=FailurePolicy(max_failures=3),
             health=health,
-            clock=clock,
+            clock=clock.datetime,
             metrics=metrics,
         )
 
