@@ -5,12 +5,8 @@ through their real interfaces (the official Kubernetes client, ``ActionsClient``
 from __future__ import annotations
 
 import base64
-import subprocess
-import sys
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,7 +31,6 @@ from ghalistener.actions.retry import RetryPolicy
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 from tests.clock import FakeClock
-from tests.cluster.image import copy_build_stage, dockerfile_stages, stage_named
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
 from tests.simulation.conftest import EXAMPLES  # noqa: F401  (simulation importable: live_arc.py)
@@ -210,15 +205,6 @@ def b64(text: str) -> str:
 
 
 @pytest.fixture
-def sim() -> Iterator[GitHubSimulator]:
-    simulator = GitHubSimulator()
-    try:
-        yield simulator
-    finally:
-        simulator.close()
-
-
-@pytest.fixture
 def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
     github = serve(sim, port=0)
     scale_set = sim.create_scale_set(name="arc-runners")
@@ -282,29 +268,3 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
 def h(harness: Harness) -> Harness:
     """Short name for :func:`harness` in test bodies."""
     return harness
-
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's wheel, built by pip from what the image's build stage holds."""
-    build = tmp_path_factory.mktemp("image")
-    stage = stage_named(dockerfile_stages(ROOT / "Dockerfile"), "builder")
-    project = copy_build_stage(stage, context=ROOT, root=build / "stage")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--no-index", "--quiet", "--wheel-dir", str(build / "dist"), str(project)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    (path,) = (build / "dist").glob("*.whl")
-    return path
-
-
-@pytest.fixture(scope="session")
-def unpacked(wheel: Path) -> Path:
-    site = wheel.parent.parent / "site"
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(site)
-    return site
