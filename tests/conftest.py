@@ -1,10 +1,14 @@
 """Fixtures shared by every test directory: the Kubernetes API a test runs against
 (``kube``: the embedded server, or the cluster ``GHA_SCALESET_TEST_KUBECONFIG`` names; see
 tests/kubeapi.py), the embedded server itself for tests that need its hooks
-(``apiserver``), and a client."""
+(``apiserver``), a client, the GitHub simulator (``sim``), and the project's wheel as
+the image's build stage builds it (``wheel``, ``unpacked``)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +17,8 @@ from kubernetes import client
 
 from ersctl.kube import connect
 from ersctl.testing.apiserver import ApiServer
+from ghalistener.testing.model import GitHubSimulator
+from tests.cluster.image import copy_build_stage, dockerfile_stages, stage_named
 from tests.kubeapi import (
     CONTROLLERS_ENV,
     ENV,
@@ -105,3 +111,38 @@ def kube_client(kube: KubeApi) -> Iterator[client.ApiClient]:
     """A ``kubernetes.client.ApiClient`` configured for ``kube``."""
     with kube.api_client() as api_client:
         yield api_client
+
+
+@pytest.fixture
+def sim() -> Iterator[GitHubSimulator]:
+    simulator = GitHubSimulator()
+    try:
+        yield simulator
+    finally:
+        simulator.close()
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's wheel, built by pip from what the image's build stage holds."""
+    build = tmp_path_factory.mktemp("image")
+    stage = stage_named(dockerfile_stages(ROOT / "Dockerfile"), "builder")
+    project = copy_build_stage(stage, context=ROOT, root=build / "stage")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "--no-index", "--quiet", "--wheel-dir", str(build / "dist"), str(project)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    (path,) = (build / "dist").glob("*.whl")
+    return path
+
+
+@pytest.fixture(scope="session")
+def unpacked(wheel: Path) -> Path:
+    site = wheel.parent.parent / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    return site

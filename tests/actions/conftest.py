@@ -15,6 +15,7 @@ import respx
 from ghalistener.actions.auth import AppCredentials, PatCredentials
 from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.retry import RetryPolicy
+from tests.clock import FakeClock
 
 PAT = "ghp_patSECRETvalue0123456789"
 REG_TOKEN = "AREGTOKENsecretvalue98765"
@@ -33,19 +34,6 @@ def admin_token(exp: float, marker: str = "admin") -> str:
 
 
 @dataclass
-class Clock:
-    """A settable clock for token-expiry decisions."""
-
-    now: float = START
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@dataclass
 class Sleeps:
     """Records the waits the retry policy asked for instead of sleeping."""
 
@@ -60,7 +48,7 @@ class GitHubMock:
     """The respx router plus the auth-chain routes every test needs."""
 
     router: respx.MockRouter
-    clock: Clock
+    clock: FakeClock
     registration: respx.Route
     admin: respx.Route
     admin_tokens: list[str] = field(default_factory=list)
@@ -93,8 +81,8 @@ def message_json(
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FakeClock:
+    return FakeClock(START)
 
 
 @pytest.fixture
@@ -103,7 +91,7 @@ def sleeps() -> Sleeps:
 
 
 @pytest.fixture
-def github(clock: Clock) -> Iterator[GitHubMock]:
+def github(clock: FakeClock) -> Iterator[GitHubMock]:
     with respx.mock(assert_all_called=False, assert_all_mocked=True) as router:
         mock = GitHubMock(
             router=router,
@@ -125,7 +113,7 @@ def github(clock: Clock) -> Iterator[GitHubMock]:
 
 
 @pytest.fixture
-def client(github: GitHubMock, clock: Clock, sleeps: Sleeps) -> Iterator[ActionsClient]:
+def client(github: GitHubMock, clock: FakeClock, sleeps: Sleeps) -> Iterator[ActionsClient]:
     with ActionsClient(
         config_url=CONFIG_URL,
         credentials=PatCredentials(token=PAT),
@@ -136,7 +124,7 @@ def client(github: GitHubMock, clock: Clock, sleeps: Sleeps) -> Iterator[Actions
 
 
 def make_client(
-    clock: Clock,
+    clock: FakeClock,
     *,
     credentials: PatCredentials | AppCredentials | None = None,
     config_url: str = CONFIG_URL,

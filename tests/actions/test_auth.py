@@ -21,12 +21,12 @@ from tests.actions.conftest import (
     PAT,
     REG_TOKEN,
     SERVICE,
-    Clock,
     GitHubMock,
     Sleeps,
     admin_token,
     make_client,
 )
+from tests.clock import FakeClock
 
 SCALE_SET = {"id": 7, "name": "arc-runners", "runnerGroupId": 1}
 
@@ -67,7 +67,7 @@ def test_pat_chain_sends_each_credential_to_the_right_place(
 
 
 def test_app_chain_signs_a_short_lived_jwt_and_exchanges_it_for_an_installation_token(
-    github: GitHubMock, clock: Clock, rsa_key: rsa.RSAPrivateKey
+    github: GitHubMock, clock: FakeClock, rsa_key: rsa.RSAPrivateKey
 ) -> None:
     exchange = github.router.post(f"{API}/app/installations/42/access_tokens")
     exchange.return_value = httpx.Response(
@@ -98,7 +98,7 @@ def test_app_chain_signs_a_short_lived_jwt_and_exchanges_it_for_an_installation_
 
 
 def test_the_chain_is_refreshed_when_less_than_a_minute_remains(
-    github: GitHubMock, client: ActionsClient, clock: Clock
+    github: GitHubMock, client: ActionsClient, clock: FakeClock
 ) -> None:
     github.service("GET", "_apis/runtime/runnerscalesets/7").return_value = httpx.Response(
         200, json=SCALE_SET
@@ -118,7 +118,7 @@ def test_the_chain_is_refreshed_when_less_than_a_minute_remains(
 
 
 def test_the_installation_token_is_reused_until_it_nears_expiry(
-    github: GitHubMock, clock: Clock, rsa_key: rsa.RSAPrivateKey
+    github: GitHubMock, clock: FakeClock, rsa_key: rsa.RSAPrivateKey
 ) -> None:
     exchange = github.router.post(f"{API}/app/installations/42/access_tokens")
     expiry = "2023-11-14T23:13:20Z"  # START (1_700_000_000) + 3600 s
@@ -207,7 +207,7 @@ def test_a_rejected_admin_token_triggers_one_reconnect(
     assert first != second
 
 
-def test_user_agent_is_the_system_info_json(github: GitHubMock, clock: Clock) -> None:
+def test_user_agent_is_the_system_info_json(github: GitHubMock, clock: FakeClock) -> None:
     route = github.service("GET", "_apis/runtime/runnerscalesets/7")
     route.return_value = httpx.Response(200, json=SCALE_SET)
     info = SystemInfo(
@@ -264,7 +264,7 @@ def test_unusable_app_credentials_are_rejected_up_front(kwargs: AppFields, probl
 
 
 def test_a_private_key_that_cannot_sign_is_a_credentials_error_without_the_key(
-    github: GitHubMock, clock: Clock
+    github: GitHubMock, clock: FakeClock
 ) -> None:
     broken = "-----BEGIN RSA PRIVATE KEY-----\nbm90IGEga2V5\n-----END RSA PRIVATE KEY-----\n"
     credentials = AppCredentials(app_id="1", installation_id=42, private_key=broken)

@@ -12,7 +12,8 @@ from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import RateLimitedError, RequestError
 from ghalistener.actions.retry import RetryPolicy, is_rate_limited, rate_limit_wait
 from ghalistener.actions.transport import error_from_response
-from tests.actions.conftest import Clock, GitHubMock, Sleeps
+from tests.actions.conftest import GitHubMock, Sleeps
+from tests.clock import FakeClock
 
 SCALE_SET = {"id": 7, "name": "arc-runners"}
 PATH = "_apis/runtime/runnerscalesets/7"
@@ -85,7 +86,7 @@ def test_other_errors_are_not_retried(
     assert route.call_count == 1
 
 
-def test_every_wait_is_at_most_the_cap(github: GitHubMock, clock: Clock) -> None:
+def test_every_wait_is_at_most_the_cap(github: GitHubMock, clock: FakeClock) -> None:
     waits: list[float] = []
     policy = RetryPolicy(max_retries=8, initial_wait=1.0, max_wait=30.0, sleep=waits.append)
     route = github.service("GET", PATH)

@@ -1,13 +1,12 @@
 """The simulator drops a message session its owner stopped using, as the service does.
 
-The model runs on an injected clock (``Clock``); only the held-poll test waits, for a
+The model runs on an injected clock (``FakeClock``); only the held-poll test waits, for a
 fraction of a second, because a long poll's hold is real time.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -18,21 +17,14 @@ from ghalistener.actions.errors import SessionConflictError
 from ghalistener.actions.retry import RetryPolicy
 from ghalistener.testing import GitHubSimulator, SimError
 from ghalistener.testing.state import Session
+from tests.clock import FakeClock
 from tests.listener.processes import ready_server, sim
 
 TIMEOUT = 60.0
 
 
-@dataclass
-class Clock:
-    now: float = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def simulator(
-    clock: Clock, *, timeout: float | None = TIMEOUT, hold: float = 0.0
+    clock: FakeClock, *, timeout: float | None = TIMEOUT, hold: float = 0.0
 ) -> GitHubSimulator:
     model = GitHubSimulator(hold_seconds=hold, session_idle_timeout=timeout, clock=clock)
     model.create_scale_set("runners")
@@ -57,7 +49,7 @@ def session_ids(model: GitHubSimulator) -> list[str]:
     ],
 )
 def test_a_session_is_dropped_once_unused_for_the_idle_timeout(idle: float, expired: bool) -> None:
-    clock = Clock()
+    clock = FakeClock()
     model = simulator(clock)
     first = model.create_session(1, "host-a")
     clock.now += idle
@@ -82,7 +74,7 @@ def test_a_session_is_dropped_once_unused_for_the_idle_timeout(idle: float, expi
     ],
 )
 def test_any_request_made_with_the_session_restarts_its_idle_time(use: Any) -> None:
-    clock = Clock()
+    clock = FakeClock()
     model = simulator(clock)
     session = model.create_session(1, "host-a")
     clock.now += TIMEOUT - 1
@@ -92,7 +84,7 @@ def test_any_request_made_with_the_session_restarts_its_idle_time(use: Any) -> N
 
 
 def test_a_held_long_poll_keeps_its_session_alive_however_long_it_is_held() -> None:
-    clock = Clock()
+    clock = FakeClock()
     model = simulator(clock, hold=0.5)
     session = model.create_session(1, "host-a")
     first = poll(model, session)  # the opening statistics; after it, nothing to send
@@ -111,7 +103,7 @@ def test_a_held_long_poll_keeps_its_session_alive_however_long_it_is_held() -> N
 
 
 def test_unacked_messages_of_an_expired_session_go_to_the_next_one_and_the_owner_gets_404() -> None:
-    clock = Clock()
+    clock = FakeClock()
     model = simulator(clock)
     request_id = model.enqueue_job(1)
     orphan = model.create_session(1, "host-a")
@@ -128,7 +120,7 @@ def test_unacked_messages_of_an_expired_session_go_to_the_next_one_and_the_owner
 
 
 def test_no_timeout_keeps_sessions_forever() -> None:
-    clock = Clock()
+    clock = FakeClock()
     model = simulator(clock, timeout=None)
     session = model.create_session(1, "host-a")
     clock.now += 10**9

@@ -16,7 +16,6 @@ from ersctl import api
 from ersctl.wiring import Controller, ControllerOptions, build_controller
 from ghalistener.testing import GitHubSimulator, SimulatorServer, serve
 from tests.cluster.conftest import NO_SCHEDULER, actions_client
-from tests.cluster.conftest import sim as sim  # the GitHub simulator fixture
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
 from tests.polling import eventually

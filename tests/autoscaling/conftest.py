@@ -27,7 +27,8 @@ from ersctl.kube.manager import Manager
 from ersctl.kube.reconcile import Request, Result
 from ersctl.runnerset.metrics import LISTENER_SELECTOR, ArcListenerGauge
 from ersctl.wiring import LISTENER_PODS
-from tests.cluster.conftest import NO_SCHEDULER, Clock
+from tests.clock import FakeClock
+from tests.cluster.conftest import NO_SCHEDULER
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests, json_object
 from tests.listener.arc_configs import PAT
@@ -88,7 +89,7 @@ class ListenerHarness:
     reconciler: ListenerReconciler
     manager: Manager
     pods: PodInformer
-    clock: Clock
+    clock: FakeClock
     registry: CollectorRegistry
     sent: SentRequests
     """What the reconciler's Kubernetes client sent."""
@@ -264,7 +265,7 @@ def harness(kube: KubeApi, settings: ListenerSettings) -> Iterator[ListenerHarne
     manager.add_informer(LISTENER_PODS, pods)
     registry = CollectorRegistry()
     registry.register(ArcListenerGauge(pods.store.values))
-    clock = Clock()
+    clock = FakeClock.from_real_now()
     reconciler = add_listener_controller(
         manager,
         api_client,
@@ -272,7 +273,7 @@ def harness(kube: KubeApi, settings: ListenerSettings) -> Iterator[ListenerHarne
         pods_name=LISTENER_PODS,
         settings=settings,
         policy=RestartPolicy(),
-        clock=clock,
+        clock=clock.datetime,
     )
     harness = ListenerHarness(
         kube=kube,

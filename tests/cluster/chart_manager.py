@@ -31,8 +31,8 @@ import yaml
 
 from ersctl.crds import load_crds
 from ersctl.testing.apiserver import ApiServer
-from tests.cluster.conftest import ROOT
 from tests.cluster.image import image_root, run_isolated
+from tests.conftest import ROOT
 from tests.crds.arc import arc_crds
 
 CHART: Final = Path(__file__).with_name("arc_chart")

@@ -5,13 +5,8 @@ through their real interfaces (the official Kubernetes client, ``ActionsClient``
 from __future__ import annotations
 
 import base64
-import subprocess
-import sys
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,7 +32,7 @@ from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.retry import RetryPolicy
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
-from tests.cluster.image import copy_build_stage, dockerfile_stages, stage_named
+from tests.clock import FakeClock
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
 from tests.simulation.conftest import EXAMPLES  # noqa: F401  (simulation importable: live_arc.py)
@@ -54,21 +49,6 @@ move are stamped with the API server's real time, as if made that long ago."""
 
 
 @dataclass
-class Clock:
-    """An injected wall clock the tests move by hand, from the real now (the API server
-    stamps the objects it stores with its own clock, in whole seconds: the health rules
-    compare the two)."""
-
-    now: datetime = field(default_factory=lambda: datetime.now(UTC).replace(microsecond=0))
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-@dataclass
 class Harness:
     """Everything a runner-controller test touches."""
 
@@ -76,7 +56,7 @@ class Harness:
     sim: GitHubSimulator
     scale_set_id: int
     config_url: str
-    clock: Clock
+    clock: FakeClock
     reconciler: RunnerReconciler
     registry: CollectorRegistry
     clients: list[ActionsClient]
@@ -230,15 +210,6 @@ def b64(text: str) -> str:
 
 
 @pytest.fixture
-def sim() -> Iterator[GitHubSimulator]:
-    simulator = GitHubSimulator()
-    try:
-        yield simulator
-    finally:
-        simulator.close()
-
-
-@pytest.fixture
 def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
     github = serve(sim, port=0)
     scale_set = sim.create_scale_set(name="arc-runners")
@@ -261,7 +232,7 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
         get_configmap=ApiReader(Reader(api_client)).get_configmap,
         client_factory=factory,
     )
-    clock = Clock()
+    clock = FakeClock.from_real_now()
     registry = CollectorRegistry()
     metrics = RunnerMetrics(registry)
 
@@ -275,7 +246,7 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
             events=EventRecorder(api_client),
             policy=FailurePolicy(max_failures=3),
             health=health,
-            clock=clock,
+            clock=clock.datetime,
             metrics=metrics,
         )
 
@@ -303,29 +274,3 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
 def h(harness: Harness) -> Harness:
     """Short name for :func:`harness` in test bodies."""
     return harness
-
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's wheel, built by pip from what the image's build stage holds."""
-    build = tmp_path_factory.mktemp("image")
-    stage = stage_named(dockerfile_stages(ROOT / "Dockerfile"), "builder")
-    project = copy_build_stage(stage, context=ROOT, root=build / "stage")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--no-index", "--quiet", "--wheel-dir", str(build / "dist"), str(project)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    (path,) = (build / "dist").glob("*.whl")
-    return path
-
-
-@pytest.fixture(scope="session")
-def unpacked(wheel: Path) -> Path:
-    site = wheel.parent.parent / "site"
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(site)
-    return site

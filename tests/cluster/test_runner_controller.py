@@ -111,7 +111,7 @@ def test_an_idle_runner_is_pending_and_ready_until_the_listener_records_its_job(
     h.settle()
     assert phase_and_ready(h) == ("Pending", False)  # being provisioned
 
-    h.set_pod_status(running_status(started_at=stamp(h.clock.now)))  # online, no job
+    h.set_pod_status(running_status(started_at=stamp(h.clock.datetime())))  # online, no job
     # Ready is news only to people: written once the runner stayed idle a while (a
     # runner made for a queued job gets it first, and its Running write says ready).
     assert h.settle().requeue_after == READY_REPORT_DELAY
@@ -142,7 +142,7 @@ def test_a_runner_that_gets_its_job_soon_after_coming_online_costs_one_status_wr
     h.create_runner()
     h.settle()
     h.sent.clear()
-    h.set_pod_status(running_status(started_at=stamp(h.clock.now)))
+    h.set_pod_status(running_status(started_at=stamp(h.clock.datetime())))
     h.settle()
     h.clock.advance(READY_REPORT_DELAY / 2)
 

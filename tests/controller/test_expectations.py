@@ -17,18 +17,11 @@ from ersctl.runnerset.expectations import (
     Pending,
     confirm_runners,
 )
+from tests.clock import FakeClock
 from tests.controller.objects import runner
 
 KEY = "arc/runners"
 UID = "uid-1"
-
-
-@dataclass
-class Clock:
-    now: float = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def named(name: str, *, deleting: bool = False, phase: str | None = None) -> api.EphemeralRunner:
@@ -100,7 +93,7 @@ def test_a_pending_create_is_handed_back_as_the_server_returned_it() -> None:
     ],
 )
 def test_an_expectation_the_cache_never_confirms_expires(elapsed: float, pending: bool) -> None:
-    clock = Clock()
+    clock = FakeClock()
     expectations = Expectations(clock=clock)
     expectations.expect_created(KEY, UID, named("a"))
     expectations.expect_deleted(KEY, UID, "b")
@@ -114,7 +107,7 @@ def test_an_expectation_the_cache_never_confirms_expires(elapsed: float, pending
 
 
 def test_the_timeout_runs_from_each_record() -> None:
-    clock = Clock()
+    clock = FakeClock()
     expectations = Expectations(ttl=10, clock=clock)
     expectations.expect_created(KEY, UID, named("old"))
     clock.now += 6
@@ -255,7 +248,7 @@ def test_the_writer_records_nothing_for_a_runner_without_a_controlling_set() -> 
 
 
 def test_a_create_unseen_past_confirm_after_is_overdue_until_confirmed() -> None:
-    clock = Clock()
+    clock = FakeClock()
     expectations = Expectations(confirm_after=10, clock=clock)
     expectations.expect_created(KEY, UID, named("a"))
 

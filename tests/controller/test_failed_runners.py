@@ -3,7 +3,6 @@ backs off its replacements (``ersctl.runnerset.failures``), against a real serve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +13,7 @@ from ersctl import api
 from ersctl.reasons import Reason
 from ersctl.runnerset.failures import FailedRunnerPolicy
 from ersctl.runnerset.metrics import ArcSetGauges
+from tests.clock import FakeClock
 from tests.controller.harness import Cluster
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC).timestamp()
@@ -22,19 +22,6 @@ T0 = datetime(2030, 1, 1, tzinfo=UTC).timestamp()
 def at(seconds: float) -> str:
     """T0 + ``seconds`` as Kubernetes writes a time."""
     return api.format_time(datetime.fromtimestamp(T0 + seconds, UTC))
-
-
-@dataclass
-class Clock:
-    """Wall-clock seconds the test moves by hand."""
-
-    now: float
-
-    def __call__(self) -> float:
-        return self.now
-
-    def set(self, seconds: float) -> None:
-        self.now = T0 + seconds
 
 
 def fail(cluster: Cluster, name: str, *, when: float, reason: str = "ImagePullBackOff") -> None:
@@ -66,20 +53,20 @@ def condition(cluster: Cluster) -> dict[str, Any] | None:
 def test_a_failed_runner_is_kept_for_the_ttl_then_removed_from_the_service_and_replaced(
     cluster: Cluster,
 ) -> None:
-    clock = Clock(T0)
+    clock = FakeClock(T0)
     cluster.use_reconciler(failed_runners=FailedRunnerPolicy(ttl=300), clock=clock)
     cluster.create_ers(replicas=2, patch_id=0)
     idle = cluster.add_runner(phase="Pending", runner_id=1)
     failed = cluster.add_runner(runner_id=2)
     fail(cluster, failed, when=0)
-    clock.set(100)
+    clock.now = T0 + 100
 
     outcome = cluster.reconcile()
 
     assert cluster.live_runner_names() == {idle, failed}, "kept for people to inspect"
     assert outcome.result.requeue_after == pytest.approx(200), "back when the TTL is up"
     assert arc_failed_gauge(cluster) == 1
-    clock.set(300)
+    clock.now = T0 + 300
 
     outcome = cluster.reconcile()
 
@@ -104,7 +91,7 @@ def test_a_collected_slot_of_an_already_serviced_patch_waits_for_the_next_patch(
 ) -> None:
     # The patch-ID rule holds for refills too: patch 5 produced runners, so only a new
     # patch creates more (the listener publishes one on its next poll).
-    clock = Clock(T0 + 400)
+    clock = FakeClock(T0 + 400)
     cluster.use_reconciler(failed_runners=FailedRunnerPolicy(ttl=300), clock=clock)
     cluster.create_ers(replicas=2, patch_id=5)
     cluster.add_runner(phase="Pending", runner_id=1, patch_id=5)
@@ -126,13 +113,13 @@ def test_a_collected_slot_of_an_already_serviced_patch_waits_for_the_next_patch(
 def test_a_set_whose_runners_keep_failing_backs_off_shows_it_and_a_new_revision_resets_it(
     cluster: Cluster,
 ) -> None:
-    clock = Clock(T0)
+    clock = FakeClock(T0)
     cluster.use_reconciler(failed_runners=FailedRunnerPolicy(ttl=60), clock=clock)
     cluster.create_ers(replicas=3, patch_id=0)
     first = [cluster.add_runner(runner_id=10 + i) for i in range(3)]
     for i, name in enumerate(first):
         fail(cluster, name, when=i)
-    clock.set(5)
+    clock.now = T0 + 5
 
     cluster.reconcile()
 
@@ -142,26 +129,26 @@ def test_a_set_whose_runners_keep_failing_backs_off_shows_it_and_a_new_revision_
     assert first[2] in failing["message"] and "ImagePullBackOff" in failing["message"]
     [warning] = cluster.events("RunnersFailing")
     assert warning["type"] == "Warning"
-    clock.set(62)  # all three past the TTL
+    clock.now = T0 + 62  # all three past the TTL
 
     assert cluster.reconcile().action == "failed-runners-deleted"
     for name in first:
         cluster.release_runner(name)
-    clock.set(63)
+    clock.now = T0 + 63
 
     outcome = cluster.reconcile()
 
     assert outcome.action == "backed-off", "no replacement at once: 10 s after the collection"
     assert outcome.result.requeue_after == pytest.approx(9)
     assert cluster.live_runner_names() == set()
-    clock.set(72)
+    clock.now = T0 + 72
 
     assert cluster.reconcile().action == "scale-up"
     second = sorted(cluster.live_runner_names())
     assert len(second) == 3
     for name in second:
         fail(cluster, name, when=80)
-    clock.set(140)
+    clock.now = T0 + 140
 
     assert cluster.reconcile().action == "failed-runners-deleted"
     for name in second:
@@ -189,7 +176,7 @@ def test_runners_that_exit_without_a_job_back_their_set_off_as_failed_ones_do(
 ) -> None:
     # A broken entrypoint that exits 0: each runner Succeeded, none ran a job. Counted as
     # successes, they would be replaced at full speed for ever.
-    clock = Clock(T0)
+    clock = FakeClock(T0)
     cluster.use_reconciler(failed_runners=FailedRunnerPolicy(ttl=60), clock=clock)
     cluster.create_ers(replicas=3, patch_id=0)
     names = [cluster.add_runner(runner_id=10 + i) for i in range(3)]
@@ -200,12 +187,12 @@ def test_runners_that_exit_without_a_job_back_their_set_off_as_failed_ones_do(
             reason=Reason.RUNNER_EXITED_WITHOUT_JOB,
             message="the runner exited without running a job",
         )
-    clock.set(5)
+    clock.now = T0 + 5
 
     assert cluster.reconcile().action == "cleanup-finished"
     for name in names:
         cluster.release_runner(name)
-    clock.set(6)
+    clock.now = T0 + 6
     outcome = cluster.reconcile()
 
     assert outcome.action == "backed-off", "10 s after the unused runners were seen"

@@ -14,7 +14,6 @@ cache lags deterministically, and fails without the expectations.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import pytest
 
@@ -22,6 +21,7 @@ from ersctl import api
 from ersctl.kube.reconcile import Request
 from ersctl.runnerset.controller import CONTROLLER_NAME
 from ersctl.runnerset.expectations import Expectations
+from tests.clock import FakeClock
 from tests.controller.github import FakeGitHub
 from tests.controller.harness import Cluster
 from tests.polling import eventually
@@ -154,7 +154,7 @@ def test_a_create_the_cache_never_shows_stops_counting_when_its_expectation_expi
 ) -> None:
     # The runner was created and then deleted by someone else before the cache saw it;
     # its events are as good as lost. The set must not wait for it forever.
-    clock = Clock()
+    clock = FakeClock(0.0)
     reconciler = cluster.reconciler_with(Expectations(ttl=300, clock=clock))
     cluster.create_ers(replicas=1, patch_id=0)
     cluster.sync()
@@ -190,7 +190,7 @@ def test_a_create_the_cache_never_shows_is_confirmed_gone_long_before_it_expires
 ) -> None:
     # As above, but the expectation is far older than any watch latency: one uncached
     # GET by name shows the runner is gone, so the set does not wait out the 5 minutes.
-    clock = Clock()
+    clock = FakeClock(0.0)
     reconciler = cluster.reconciler_with(Expectations(ttl=300, confirm_after=10, clock=clock))
     cluster.create_ers(replicas=1, patch_id=0)
     cluster.sync()
@@ -217,7 +217,7 @@ def test_a_create_the_cache_never_shows_is_confirmed_gone_long_before_it_expires
 def test_an_overdue_create_that_still_exists_keeps_counting_and_is_asked_again_later(
     cluster: Cluster,
 ) -> None:
-    clock = Clock()
+    clock = FakeClock(0.0)
     reconciler = cluster.reconciler_with(Expectations(ttl=300, confirm_after=10, clock=clock))
     cluster.create_ers(replicas=1, patch_id=0)
     cluster.sync()
@@ -236,14 +236,6 @@ def test_an_overdue_create_that_still_exists_keeps_counting_and_is_asked_again_l
     assert (first.action, second.action) == ("hold", "hold"), "it exists: no second runner"
     assert len(cluster.requests(verb="get", resource=api.ER_PLURAL)) == 1
     assert len(cluster.runners()) == 1
-
-
-@dataclass
-class Clock:
-    now: float = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_resync_of_many_steady_sets_sends_no_request(cluster: Cluster) -> None:

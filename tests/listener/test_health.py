@@ -10,25 +10,18 @@ from ersctl.platform.probes import Verdict
 from ghalistener.health import STALE_AFTER, ListenerHealth
 from ghalistener.listener import Listener, SessionRetry
 from ghalistener.scaler import Scaler
+from tests.clock import FakeClock
 from tests.listener.fakes import FakePublisher, FakeSession, Journal, Opener, not_found, stats
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_starting_listener_is_live_but_not_ready() -> None:
-    health = ListenerHealth(clock=Clock())
+    health = ListenerHealth(clock=FakeClock())
     assert health.live().ok
     assert health.ready() == Verdict(ok=False, reason="no message session open")
 
 
 def test_ready_only_once_a_desired_count_is_published_in_an_open_session() -> None:
-    health = ListenerHealth(clock=Clock())
+    health = ListenerHealth(clock=FakeClock())
     health.record_session_opened()
     assert health.ready() == Verdict(ok=False, reason="no desired count published yet")
     health.record_published()
@@ -48,7 +41,7 @@ def test_ready_only_once_a_desired_count_is_published_in_an_open_session() -> No
 def test_a_lost_session_makes_the_listener_unready(
     closing: Callable[[ListenerHealth], object],
 ) -> None:
-    health = ListenerHealth(clock=Clock())
+    health = ListenerHealth(clock=FakeClock())
     health.record_session_opened()
     health.record_published()
     closing(health)
@@ -56,7 +49,7 @@ def test_a_lost_session_makes_the_listener_unready(
 
 
 def test_liveness_fails_only_after_the_window_without_progress() -> None:
-    clock = Clock()
+    clock = FakeClock()
     health = ListenerHealth(stale_after=300.0, clock=clock)
     clock.now += 300.0
     assert health.live().ok
@@ -74,7 +67,7 @@ def test_liveness_fails_only_after_the_window_without_progress() -> None:
     ],
 )
 def test_progress_restarts_the_liveness_window(progress: Callable[[ListenerHealth], None]) -> None:
-    clock = Clock()
+    clock = FakeClock()
     health = ListenerHealth(stale_after=300.0, clock=clock)
     clock.now += 299.0
     progress(health)
@@ -83,7 +76,7 @@ def test_progress_restarts_the_liveness_window(progress: Callable[[ListenerHealt
 
 
 def test_publishing_alone_is_not_progress_of_the_loop() -> None:
-    clock = Clock()
+    clock = FakeClock()
     health = ListenerHealth(stale_after=10.0, clock=clock)
     clock.now += 11.0
     health.record_published()
@@ -115,7 +108,7 @@ def make_listener(
 
 def test_the_loop_is_ready_while_polling_and_unready_after_it_stops() -> None:
     journal: Journal = []
-    health = ListenerHealth(clock=Clock())
+    health = ListenerHealth(clock=FakeClock())
     session = FakeSession("s1", journal, statistics=stats(1))
     listener = make_listener(journal, [session], health)
     seen: list[bool] = []
@@ -133,7 +126,7 @@ def test_the_loop_is_ready_while_polling_and_unready_after_it_stops() -> None:
 
 def test_a_dropped_session_is_unready_until_its_replacement_publishes() -> None:
     journal: Journal = []
-    health = ListenerHealth(clock=Clock())
+    health = ListenerHealth(clock=FakeClock())
     ready_at_publish: list[bool] = []
     publisher = FakePublisher(
         journal, on_publish=lambda: ready_at_publish.append(health.ready().ok)
@@ -158,7 +151,7 @@ def test_a_dropped_session_is_unready_until_its_replacement_publishes() -> None:
 
 def test_each_returned_poll_is_progress_of_the_loop() -> None:
     journal: Journal = []
-    clock = Clock()
+    clock = FakeClock()
     health = ListenerHealth(stale_after=10.0, clock=clock)
     session = FakeSession("s1", journal, statistics=stats(0))
     listener = make_listener(journal, [session], health)

@@ -28,22 +28,26 @@ from ghalistener.sessions import SessionOpener
 from ghalistener.stopping import StopRequested, StopSignal
 from ghalistener.testing import GitHubSimulator
 from ghalistener.testing.respx_adapter import mount
+from tests.clock import FakeClock
 from tests.listener.fakes import FakePublisher, FakeSession, Journal, Opener
 
 
 @dataclass
 class FakeTime:
-    now: float = 100.0
+    """The fake clock, plus the naps taken on it and a stop that arrives at a reading."""
+
+    clock: FakeClock = field(default_factory=lambda: FakeClock(100.0))
     naps: list[float] = field(default_factory=list)
     stop_at: float | None = None  # clock reading at which the stop arrives
     signal: StopSignal | None = None
 
-    def clock(self) -> float:
-        return self.now
+    @property
+    def now(self) -> float:
+        return self.clock.now
 
     def nap(self, seconds: float) -> None:
         self.naps.append(seconds)
-        self.now += seconds
+        self.clock.advance(seconds)
         if self.signal and self.stop_at is not None and self.now >= self.stop_at:
             self.signal.request()
 

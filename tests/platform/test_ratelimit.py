@@ -7,18 +7,11 @@ import math
 import pytest
 
 from ersctl.platform.ratelimit import TokenBucket
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clock import FakeClock
 
 
 def test_a_full_bucket_lets_a_burst_through_then_one_per_period() -> None:
-    clock = Clock()
+    clock = FakeClock(0.0)
     bucket = TokenBucket(rate=2.0, burst=3, clock=clock)
     assert [bucket.try_take() for _ in range(4)] == [True, True, True, False]
     clock.now = 0.5
@@ -26,7 +19,7 @@ def test_a_full_bucket_lets_a_burst_through_then_one_per_period() -> None:
 
 
 def test_reservations_queue_each_a_period_after_the_last() -> None:
-    clock = Clock()
+    clock = FakeClock(0.0)
     bucket = TokenBucket(rate=10.0, burst=2, clock=clock)
     waits = [bucket.reserve() for _ in range(5)]
     assert waits == pytest.approx([0.0, 0.0, 0.1, 0.2, 0.3])
@@ -35,7 +28,7 @@ def test_reservations_queue_each_a_period_after_the_last() -> None:
 
 
 def test_an_infinite_rate_never_waits() -> None:
-    bucket = TokenBucket(rate=math.inf, burst=1, clock=Clock())
+    bucket = TokenBucket(rate=math.inf, burst=1, clock=FakeClock(0.0))
     assert all(bucket.try_take() for _ in range(100))
 
 

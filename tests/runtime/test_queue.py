@@ -9,17 +9,7 @@ import time
 import pytest
 
 from ersctl.kube.queue import Backoff, WorkQueue
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+from tests.clock import FakeClock
 
 
 def drain(queue: WorkQueue[str]) -> list[str]:

@@ -8,6 +8,7 @@ from typing import Any
 from simulation.agent import AgentTiming, RunnerAgent
 
 from ersctl.api import EphemeralRunner
+from tests.clock import FakeClock
 
 JOB_FIELDS = {"jobId": "job-1", "jobRequestId": 1}
 
@@ -65,16 +66,8 @@ class FakeService:
         self.registered.discard(runner_id)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _agent(**timing: Any) -> tuple[RunnerAgent, FakeCluster, FakeService, Clock]:
-    cluster, service, clock = FakeCluster(), FakeService(), Clock()
+def _agent(**timing: Any) -> tuple[RunnerAgent, FakeCluster, FakeService, FakeClock]:
+    cluster, service, clock = FakeCluster(), FakeService(), FakeClock(0.0)
     agent = RunnerAgent(
         cluster=cluster,
         service=service,
@@ -85,7 +78,7 @@ def _agent(**timing: Any) -> tuple[RunnerAgent, FakeCluster, FakeService, Clock]
     return agent, cluster, service, clock
 
 
-def _at(agent: RunnerAgent, clock: Clock, when: float) -> None:
+def _at(agent: RunnerAgent, clock: FakeClock, when: float) -> None:
     clock.now = when
     agent.step()
 

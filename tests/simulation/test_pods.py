@@ -20,6 +20,7 @@ from ersctl.api import EphemeralRunner
 from ersctl.runner.pods import DISRUPTION_ANNOTATIONS, build_jit_secret, build_runner_pod
 from ersctl.testing.apiserver import ApiServer
 from ersctl.testing.podsim import RunnerPods
+from tests.clock import FakeClock
 
 # The agent is the simulation's, which reads and writes through the embedded server's
 # direct object access (and its StatusError).
@@ -44,13 +45,6 @@ class FakeRunnerService:
 
     def online_runners(self) -> set[str]:
         return {"r1"} if self.connected else set()  # r1 is runner 7, the only one
-
-
-class Clock:
-    now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _runner_with_pod(api: ApiServer) -> None:
@@ -91,9 +85,9 @@ def _exit_code(pod: dict[str, Any]) -> int | None:
 
 
 @pytest.fixture
-def agent(apiserver: ApiServer) -> tuple[PodAgent, FakeRunnerService, Clock]:
+def agent(apiserver: ApiServer) -> tuple[PodAgent, FakeRunnerService, FakeClock]:
     _runner_with_pod(apiserver)
-    service, clock = FakeRunnerService(), Clock()
+    service, clock = FakeRunnerService(), FakeClock(0.0)
     pods = RunnerPods(apiserver, namespace=NAMESPACE, connect=service.connect)
     agent = PodAgent(
         pods=pods,
@@ -107,7 +101,7 @@ def agent(apiserver: ApiServer) -> tuple[PodAgent, FakeRunnerService, Clock]:
 
 
 def test_the_runner_starts_with_its_jit_config_runs_one_job_and_exits_zero(
-    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, FakeClock]
 ) -> None:
     pod_agent, service, clock = agent
     service.queue.append("job-1")
@@ -130,7 +124,7 @@ def test_with_an_exit_delay_the_pod_ends_after_the_job_completes_at_the_service(
     apiserver: ApiServer,
 ) -> None:
     _runner_with_pod(apiserver)
-    service, clock = FakeRunnerService(), Clock()
+    service, clock = FakeRunnerService(), FakeClock(0.0)
     pod_agent = PodAgent(
         pods=RunnerPods(apiserver, namespace=NAMESPACE, connect=service.connect),
         api=apiserver,
@@ -152,7 +146,7 @@ def test_with_an_exit_delay_the_pod_ends_after_the_job_completes_at_the_service(
 
 
 def test_a_pod_deleted_mid_job_loses_the_job(
-    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, FakeClock]
 ) -> None:
     pod_agent, service, clock = agent
     service.queue.append("job-1")
@@ -168,7 +162,7 @@ def test_a_pod_deleted_mid_job_loses_the_job(
 
 
 def test_a_runner_released_between_two_looks_is_traced_as_deleted(
-    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, FakeClock]
 ) -> None:
     pod_agent, _, clock = agent
     pod_agent.step()
@@ -195,7 +189,7 @@ def _other_pod(api: ApiServer) -> None:
 
 
 def test_a_start_failure_fails_the_next_runner_pod_and_never_another_pod(
-    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, FakeClock]
 ) -> None:
     pod_agent, service, clock = agent
     _other_pod(apiserver)
@@ -213,7 +207,7 @@ def test_a_start_failure_fails_the_next_runner_pod_and_never_another_pod(
 
 
 def test_a_mid_job_failure_fails_the_job_of_a_runner_whose_job_is_recorded(
-    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, FakeClock]
 ) -> None:
     pod_agent, service, clock = agent
     service.queue.append("job-1")
@@ -242,7 +236,7 @@ def _status(api: ApiServer) -> dict[str, Any]:
 
 
 def test_an_image_that_does_not_pull_keeps_the_next_pod_pending_for_a_while(
-    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, FakeClock]
 ) -> None:
     pod_agent, service, clock = agent
     pod_agent.disturb_next_start(StartFault.IMAGE_PULL)
@@ -259,7 +253,7 @@ def test_an_image_that_does_not_pull_keeps_the_next_pod_pending_for_a_while(
 
 
 def test_a_runner_never_online_runs_its_pod_without_connecting(
-    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, FakeClock]
 ) -> None:
     pod_agent, service, clock = agent
     service.queue.append("job-1")
@@ -273,7 +267,7 @@ def test_a_runner_never_online_runs_its_pod_without_connecting(
 
 
 def test_a_runner_can_exit_zero_without_a_job(
-    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, FakeClock]
 ) -> None:
     pod_agent, service, clock = agent
     service.queue.append("job-1")
@@ -285,14 +279,14 @@ def test_a_runner_can_exit_zero_without_a_job(
     assert service.connected == ["jit-r1"] and service.queue == ["job-1"]
 
 
-def running_job(pod_agent: PodAgent, clock: Clock) -> None:
+def running_job(pod_agent: PodAgent, clock: FakeClock) -> None:
     for clock.now in (0.0, 1.0, 1.5):
         pod_agent.step()
 
 
 @pytest.mark.parametrize("disruption", ["evict", "drain", "lose_node"])
 def test_a_disrupted_busy_runner_fails_its_job_as_injected(
-    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock], disruption: str
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, FakeClock], disruption: str
 ) -> None:
     pod_agent, service, clock = agent
     service.queue.append("job-1")
@@ -309,7 +303,7 @@ def test_a_disrupted_busy_runner_fails_its_job_as_injected(
 
 
 def test_an_eviction_fails_the_pod_a_lost_node_leaves_it_terminating_until_its_runner_goes(
-    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, FakeClock]
 ) -> None:
     pod_agent, _, clock = agent
     running_job(pod_agent, clock)
@@ -325,7 +319,7 @@ def test_an_eviction_fails_the_pod_a_lost_node_leaves_it_terminating_until_its_r
 
 
 def test_an_eviction_fails_the_pod_without_ending_its_runner_container(
-    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, FakeClock]
 ) -> None:
     pod_agent, _, clock = agent
     running_job(pod_agent, clock)
@@ -338,7 +332,7 @@ def test_an_eviction_fails_the_pod_without_ending_its_runner_container(
 
 
 def test_a_drain_leaves_a_pod_protected_from_disruption_alone(
-    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, Clock]
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, FakeClock]
 ) -> None:
     pod_agent, _, clock = agent
     running_job(pod_agent, clock)
