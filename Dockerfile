@@ -27,7 +27,7 @@ COPY ersctl ./ersctl
 # pip compiles the bytecode here: the final root filesystem is read-only at run time.
 RUN /opt/venv/bin/pip install .
 # kubernetes ships an asyncio client (kubernetes/aio, half of its 126 MB) and requires the
-# aiohttp stack for it alone; neither program imports any of it (tests/cluster/test_image.py
+# aiohttp stack for it alone; neither program imports any of it (tests/deploy/test_image.py
 # imports every module of both with these blocked), so it does not ship. Then pip itself.
 RUN /opt/venv/bin/pip uninstall --yes aiohttp aiohttp-retry aiohappyeyeballs aiosignal attrs \
         frozenlist multidict propcache yarl \

@@ -47,7 +47,7 @@ PATCH_ID_ANNOTATION: Final = "actions.github.com/patch-id"
 COMPLETED_RUNNERS_ANNOTATION: Final = "actions.github.com/completed-runner-ids"
 """On a set, written by our listener in the merge patch that carries ``spec.replicas`` and
 ``spec.patchID``: the GitHub runner IDs (comma-separated, newest last, a bounded number)
-whose completed jobs those replicas already leave out (``ersctl.runnerset.scaling``)."""
+whose completed jobs those replicas already leave out (``ersctl.ephemeralrunnerset.scaling``)."""
 LAST_MESSAGE_ANNOTATION: Final = "actions.github.com/last-message-id"
 """On a set, written by our listener with every patch: ``<scale set id>/<message id>``, the
 newest scale-set message whose statistics it has published (a restarted listener reads it
@@ -377,7 +377,7 @@ class EphemeralRunnerSet(KubeObject):
 # that leaves it absent is refused whole (422 "status.currentReplicas: Required value"),
 # so the first marker or phase write on a new set would fail on every retry, and with it
 # the cleanup of finished runners that waits for the marker. It is not a count here: the
-# controller keeps no runner counts in the status (ersctl.runnerset.status).
+# controller keeps no runner counts in the status (ersctl.ephemeralrunnerset.status).
 ERS_REQUIRED_STATUS: Final[Mapping[str, object]] = {"currentReplicas": 0}
 
 

@@ -4,7 +4,7 @@
   with ``--once``): EphemeralRunnerSet, EphemeralRunner, AutoscalingRunnerSet and
   AutoscalingListener, each but the first switched off by its ``--no-...`` flag.
 - ``ersctl status [NAMESPACE/NAME] [-o json]``: the EphemeralRunnerSets with their
-  runners' counts and the AutoscalingRunnerSets, read live (``ersctl.runnerset.table``).
+  runners' counts and the AutoscalingRunnerSets, read live (``ersctl.ephemeralrunnerset.table``).
 - ``ersctl rollout NAMESPACE/NAME``: bump ``spec.actionableRevision`` so the
   controller rebuilds idle runners from a changed runner template.
 - ``ersctl scaleset --config-url URL --name NAME``: find or create a runner scale set
@@ -37,7 +37,12 @@ from ersctl.api import ERS_CRD, FieldError
 from ersctl.arcclient.errors import PrunedFieldsError
 from ersctl.arcclient.reader import ApiReader
 from ersctl.arcclient.writer import Writer
-from ersctl.autoscaling.listener_objects import ListenerSettings
+from ersctl.autoscalinglistener.objects import ListenerSettings
+from ersctl.ephemeralrunner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
+from ersctl.ephemeralrunner.health import HealthPolicy
+from ersctl.ephemeralrunnerset.controller import SHIPPED, SetReconcilerParts
+from ersctl.ephemeralrunnerset.failurepolicy import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
+from ersctl.ephemeralrunnerset.table import render_json, render_table, rows_for, scale_set_rows
 from ersctl.kube.client import ApiClient, Reader
 from ersctl.kube.client import Writer as KubeWriter
 from ersctl.kube.connect import api_client, limit_requests, own_image, pod_namespace
@@ -51,11 +56,6 @@ from ersctl.platform.errors import ConfigError, Failure
 from ersctl.platform.logs import LOG_HTTP_ENV, configure_logging, http_logging_requested
 from ersctl.platform.probes import Verdict
 from ersctl.platform.serving import ProbeServer, parse_address
-from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
-from ersctl.runner.health import HealthPolicy
-from ersctl.runnerset.controller import SHIPPED, SetReconcilerParts
-from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
-from ersctl.runnerset.table import render_json, render_table, rows_for, scale_set_rows
 from ersctl.scaleset.command import main as scaleset_command
 from ersctl.startup import check_api
 from ersctl.wiring import ControllerOptions, build_controller

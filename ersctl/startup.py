@@ -20,7 +20,7 @@
    Where the controller may not read CRDs at all (ARC's Helm chart grants no
    ``customresourcedefinitions`` get), one WARNING says what could not be checked and
    the start goes on: a guard write the served CRD then drops stops its set at run
-   time with a ``GuardFieldsPruned`` Event (``ersctl.runnerset.markers``).
+   time with a ``GuardFieldsPruned`` Event (``ersctl.ephemeralrunnerset.markers``).
 
 An answered transient error (5xx, 429) is asked again a few times first
 (``ersctl.kube.connect.check_at_start_up``).

@@ -16,32 +16,32 @@ from typing import Final
 
 from ersctl.arcclient.cache import CachedReader, cached_reader
 from ersctl.arcclient.reader import ApiReader
-from ersctl.autoscaling.listener_controller import add_listener_controller
-from ersctl.autoscaling.listener_objects import ListenerSettings
-from ersctl.autoscaling.listener_reconciler import ListenerReconciler
-from ersctl.autoscaling.runnerset_controller import add_autoscaling_runner_set_controller
-from ersctl.autoscaling.runnerset_reconciler import AutoscalingRunnerSetReconciler
+from ersctl.autoscalinglistener.controller import add_listener_controller
+from ersctl.autoscalinglistener.objects import ListenerSettings
+from ersctl.autoscalinglistener.reconciler import ListenerReconciler
+from ersctl.autoscalingrunnerset.controller import add_autoscaling_runner_set_controller
+from ersctl.autoscalingrunnerset.reconciler import AutoscalingRunnerSetReconciler
+from ersctl.ephemeralrunner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
+from ersctl.ephemeralrunner.controller import add_runner_controller
+from ersctl.ephemeralrunner.health import HealthPolicy
+from ersctl.ephemeralrunner.phases import FailurePolicy
+from ersctl.ephemeralrunner.reconciler import RunnerReconciler
+from ersctl.ephemeralrunnerset import failurepolicy
+from ersctl.ephemeralrunnerset.controller import (
+    SHIPPED,
+    SetReconcilerParts,
+    add_ephemeral_runner_set_controller,
+)
+from ersctl.ephemeralrunnerset.metrics import (
+    LISTENER_SELECTOR,
+    ArcListenerGauge,
+)
+from ersctl.ephemeralrunnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.kube.client import ApiClient
 from ersctl.kube.informer import PodInformer
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import Manager
 from ersctl.kube.metrics import ControllerMetrics
-from ersctl.runner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
-from ersctl.runner.controller import add_runner_controller
-from ersctl.runner.health import HealthPolicy
-from ersctl.runner.phases import FailurePolicy
-from ersctl.runner.reconciler import RunnerReconciler
-from ersctl.runnerset import failures
-from ersctl.runnerset.controller import (
-    SHIPPED,
-    SetReconcilerParts,
-    add_ephemeral_runner_set_controller,
-)
-from ersctl.runnerset.metrics import (
-    LISTENER_SELECTOR,
-    ArcListenerGauge,
-)
-from ersctl.runnerset.reconciler import EphemeralRunnerSetReconciler
 from ersctl.scaleset.clients import ClientFactory
 from ersctl.scaleset.scalesets import SecretScaleSetServices
 
@@ -68,7 +68,7 @@ class ControllerOptions:
     runner_max_failures: int = 5
     runner_health: HealthPolicy = field(default_factory=HealthPolicy)
     """The runner controller's timed health rules and busy-runner protection."""
-    failed_runner_ttl: float = failures.DEFAULT_TTL
+    failed_runner_ttl: float = failurepolicy.DEFAULT_TTL
     """Seconds a Failed runner is kept before it is removed and its slot refilled."""
     autoscaling_runner_set_controller: bool = False
     """Also run the AutoscalingRunnerSet controller (scale sets, their runner sets and

@@ -9,7 +9,7 @@ own process against it. Shapes ``empty``, ``10x1000`` and ``1x10000`` run the se
 controller alone (as first measured); ``100x100`` is the many-sets case: 100 sets of
 100 runners with the runner controller on too, each runner with the JIT Secret and the
 Running, ready Pod the runner controller would have made for it
-(``ersctl.runner.pods``), created directly in the server; ``100x100-sets`` is the same
+(``ersctl.ephemeralrunner.pods``), created directly in the server; ``100x100-sets`` is the same
 without the runner controller, Pods and Secrets, so its resync is the set controller's
 alone. Then:
 
@@ -55,7 +55,7 @@ from ersctl.api import (
     ERS_PLURAL,
     EphemeralRunner,
 )
-from ersctl.runner import pods
+from ersctl.ephemeralrunner import pods
 from ersctl.testing.apiserver import ApiServer
 
 NAMESPACE = "bench"

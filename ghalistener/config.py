@@ -32,7 +32,7 @@ from typing import Any, Final
 from ersctl.platform.errors import ConfigError, did_you_mean
 from ersctl.platform.serving import parse_address
 from ghalistener.actions.auth import Credentials, PatCredentials
-from ghalistener.actions.config import GitHubConfig, parse_config_url
+from ghalistener.actions.configurl import GitHubConfig, parse_config_url
 from ghalistener.actions.credentials import (
     CREDENTIAL_KEYS,
     CredentialsKeyError,

@@ -18,7 +18,7 @@ from kubernetes import client
 from ersctl.kube import connect
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing.model import GitHubSimulator
-from tests.cluster.image import copy_build_stage, dockerfile_stages, stage_named
+from tests.deploy.image import copy_build_stage, dockerfile_stages, stage_named
 from tests.kubeapi import (
     CONTROLLERS_ENV,
     ENV,

@@ -1,5 +1,5 @@
 """The cached reader: the informer stores of sets and runners seen through
-``ersctl.runnerset.ports.CachedReader``, and copy-on-write runner views.
+``ersctl.ephemeralrunnerset.ports.CachedReader``, and copy-on-write runner views.
 
 Reads never do I/O and may lag behind the API server by the watch latency (or more,
 when a watch is delayed). Every object handed out behaves as a private deep copy, so
@@ -24,7 +24,7 @@ from ersctl.kube.store import OWNER_UID_INDEX, Store, metadata
 
 
 class CachedReader:
-    """Implements ``ersctl.runnerset.ports.CachedReader`` over an ERS store and a runner store.
+    """Implements ``ersctl.ephemeralrunnerset.ports.CachedReader`` over an ERS store and a runner store.
 
     ``runners`` must carry the ``owner-uid`` index
     (:func:`ersctl.kube.store.controller_owner_uid`).

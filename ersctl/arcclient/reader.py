@@ -24,7 +24,7 @@ from ersctl.kube.resources import BUILTIN
 
 
 class ApiReader:
-    """Implements ``ersctl.runnerset.ports.ApiReader`` over the generic
+    """Implements ``ersctl.ephemeralrunnerset.ports.ApiReader`` over the generic
     :class:`ersctl.kube.client.Reader`. Raises ``ersctl.kube.errors.KubeError``."""
 
     def __init__(self, objects: kube.Reader) -> None:

@@ -35,7 +35,7 @@ from ersctl.kube.resources import BUILTIN
 
 
 class Writer:
-    """Implements ``ersctl.runnerset.ports.Writer`` over the generic
+    """Implements ``ersctl.ephemeralrunnerset.ports.Writer`` over the generic
     :class:`ersctl.kube.client.Writer`. Raises ``ersctl.kube.errors.KubeError``."""
 
     def __init__(self, objects: kube.Writer) -> None:

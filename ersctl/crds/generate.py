@@ -5,7 +5,7 @@ schemas come from ``ersctl.crds.schemas`` and the pod template from Kubernetes' 
 PodSpec schema of :data:`KUBERNETES_VERSION`, as the ``kubernetes-validate`` package
 (a test dependency: ``pip install -e '.[test]'``) ships it, converted by
 ``ersctl.crds.podspec``. ``--check`` writes nothing and exits 1 when a committed file
-differs from what would be generated (``tests/test_crds.py`` runs the same check).
+differs from what would be generated (``tests/ersctl/crds/test_crds.py`` runs the same check).
 
 Exit codes as for the programs: 0 done (or up to date), 1 out of date, 2 the schema
 source is missing; every failure is one line on stderr.

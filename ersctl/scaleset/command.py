@@ -23,7 +23,7 @@ from ersctl.platform.cli import run_command
 from ersctl.platform.errors import ConfigError, Failure
 from ghalistener.actions.auth import Credentials
 from ghalistener.actions.client import ActionsClient
-from ghalistener.actions.config import parse_config_url
+from ghalistener.actions.configurl import parse_config_url
 from ghalistener.actions.credentials import CREDENTIAL_KEYS, CredentialsKeyError, parse_credentials
 from ghalistener.actions.errors import ConfigUrlError
 from ghalistener.actions.types import (

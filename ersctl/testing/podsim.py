@@ -2,7 +2,7 @@
 
 For simulations and tests without a cluster (the end-to-end simulation's runner agent,
 this package's tests). The runner controller reads only the Pod status fields
-``ersctl.runner.phases`` names; :class:`RunnerPods` writes exactly those, through an
+``ersctl.ephemeralrunner.phases`` names; :class:`RunnerPods` writes exactly those, through an
 object store with the embedded API server's direct-access methods:
 
 - :meth:`RunnerPods.start`: the runner process starts with the JIT config from the
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from ersctl.runner.pods import ENV_JIT_CONFIG, RUNNER_CONTAINER
+from ersctl.ephemeralrunner.pods import ENV_JIT_CONFIG, RUNNER_CONTAINER
 
 Json = dict[str, Any]
 

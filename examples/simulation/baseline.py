@@ -18,7 +18,7 @@ The skip for a patch ID that already produced runners (``spec.patchID`` non-zero
 equal to the newest runner's patch-id annotation) predates the PR and is kept.
 
 Both plug into the reconciler through its public seam, the step-8 decision function
-(``ersctl.runnerset.scaling.ScalingDecision``); every other step, and how a decision is
+(``ersctl.ephemeralrunnerset.scaling.ScalingDecision``); every other step, and how a decision is
 carried out, is the product's. ``python -m simulation.baseline reconcile [ersctl
 reconcile options]`` runs one of :data:`DECISIONS` (env ``BASELINE_RECONCILER``) inside
 ``ersctl reconcile`` itself (same options, runtime, informers and signal handling), so
@@ -31,9 +31,9 @@ import os
 import sys
 
 from ersctl.api import EphemeralRunnerSet
-from ersctl.runnerset.classification import RunnerStates
-from ersctl.runnerset.controller import SetReconcilerParts
-from ersctl.runnerset.scaling import (
+from ersctl.ephemeralrunnerset.classification import RunnerStates
+from ersctl.ephemeralrunnerset.controller import SetReconcilerParts
+from ersctl.ephemeralrunnerset.scaling import (
     AlreadyServiced,
     Decision,
     Hold,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Final
 
 from ersctl.api import ER_PLURAL
-from ersctl.runner.pods import DISRUPTION_ANNOTATIONS
+from ersctl.ephemeralrunner.pods import DISRUPTION_ANNOTATIONS
 from simulation.cluster import NAMESPACE, Kubernetes, unless_gone
 from simulation.faults import FaultKind
 from simulation.pods import PodAgent

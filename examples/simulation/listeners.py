@@ -1,7 +1,7 @@
 """The kubelet for listener Pods: runs the real ``ghalistener`` of each listener Pod.
 
 A listener Pod (labelled as ARC's AutoscalingListener labels it,
-``ersctl.runnerset.metrics.LISTENER_SELECTOR``) names its configuration as ARC's does:
+``ersctl.ephemeralrunnerset.metrics.LISTENER_SELECTOR``) names its configuration as ARC's does:
 ``LISTENER_CONFIG_PATH`` in its container's environment, a file of a Secret volume
 mounted at that path's directory (or, with ``subPath``, at the path itself).
 :class:`ListenerKubelet` does for such Pods what a kubelet and the image would:
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
-from ersctl.runnerset.metrics import LISTENER_SELECTOR
+from ersctl.ephemeralrunnerset.metrics import LISTENER_SELECTOR
 from ersctl.testing.podsim import ObjectStore, exited_status, kubelet_time, running_status
 from ghalistener.config import CONFIG_PATH_ENV
 from simulation.processes import Program

@@ -34,9 +34,9 @@ from ersctl.api import (
     EphemeralRunner,
     EphemeralRunnerSet,
 )
-from ersctl.runner.phases import FailurePolicy
-from ersctl.runnerset.failures import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
-from ersctl.runnerset.metrics import LISTENER_SELECTOR
+from ersctl.ephemeralrunner.phases import FailurePolicy
+from ersctl.ephemeralrunnerset.failurepolicy import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
+from ersctl.ephemeralrunnerset.metrics import LISTENER_SELECTOR
 from ersctl.testing.apiserver import ApiServer, RequestRecord
 from ersctl.testing.podsim import RunnerPods
 from simulation.agent import AgentTiming, RunnerAgent

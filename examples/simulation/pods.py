@@ -45,8 +45,8 @@ from enum import StrEnum
 from typing import Any, Final, Protocol
 
 from ersctl.api import ER_KIND, ER_PLURAL, EphemeralRunner, ERPhase
-from ersctl.runner.pods import RUNNER_CONTAINER
-from ersctl.runnerset.failures import failed_at
+from ersctl.ephemeralrunner.pods import RUNNER_CONTAINER
+from ersctl.ephemeralrunnerset.failurepolicy import failed_at
 from ersctl.testing.apiserver import StatusError
 from ersctl.testing.podsim import PodNotStartable, RunnerPods, running_status
 from simulation.agent import AgentTiming
@@ -157,7 +157,7 @@ class PodAgent:
         """(runner name, job id) of every job failed by :meth:`fail_a_busy_runner`."""
         self.failed_ages: dict[str, float] = {}
         """Per runner seen Failed (not yet being deleted): the most seconds it was seen
-        Failed after its failure (``ersctl.runnerset.failures.failed_at``)."""
+        Failed after its failure (``ersctl.ephemeralrunnerset.failurepolicy.failed_at``)."""
         self._start_faults: list[StartFault] = []
         self._zombie_since: dict[str, float] = {}
         self.zombie_ages: dict[str, float] = {}

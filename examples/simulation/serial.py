@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from ersctl.runnerset.controller import SetReconcilerParts
+from ersctl.ephemeralrunnerset.controller import SetReconcilerParts
 from simulation.variant import run_reconcile
 
 ONE_AT_A_TIME = SetReconcilerParts(create_concurrency=1)

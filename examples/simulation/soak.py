@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ersctl.ephemeralrunner.phases import FailurePolicy
 from ersctl.platform.cli import fail
 from ersctl.platform.errors import Failure
-from ersctl.runner.phases import FailurePolicy
 from simulation.agent import AgentTiming
 from simulation.faults import soak_plan
 from simulation.invariants import DEFINITIONS, check, format_table

@@ -2,7 +2,7 @@
 benchmarks' baselines (``simulation.baseline``, ``simulation.serial``).
 
 The command's options, runtime, informers and signal handling are the product's; only
-the parts no option sets (``ersctl.runnerset.controller.SetReconcilerParts``) differ, given to the
+the parts no option sets (``ersctl.ephemeralrunnerset.controller.SetReconcilerParts``) differ, given to the
 command's callback through its keyword-only ``set_reconciler``.
 """
 
@@ -13,7 +13,7 @@ import functools
 import click
 
 from ersctl import cli
-from ersctl.runnerset.controller import SetReconcilerParts
+from ersctl.ephemeralrunnerset.controller import SetReconcilerParts
 
 
 def run_reconcile(parts: SetReconcilerParts, argv: list[str] | None, *, prog_name: str) -> None:

@@ -23,7 +23,7 @@ import httpx
 
 from ersctl.platform.redaction import REDACTOR
 from ghalistener.actions.auth import AppCredentials, PatCredentials
-from ghalistener.actions.config import GitHubConfig, parse_config_url
+from ghalistener.actions.configurl import GitHubConfig, parse_config_url
 from ghalistener.actions.connection import AdminConnection, AdminConnector
 from ghalistener.actions.errors import (
     MessageParseError,

@@ -23,7 +23,7 @@ from ghalistener.actions.auth import (
     jwt_expiry,
     parse_expires_at,
 )
-from ghalistener.actions.config import GitHubConfig
+from ghalistener.actions.configurl import GitHubConfig
 from ghalistener.actions.errors import MessageParseError
 from ghalistener.actions.messages import as_object, decode_json
 from ghalistener.actions.transport import HttpSender, error_from_response, is_valid_url

@@ -27,7 +27,7 @@ from ghalistener.actions.types import (
     Label,
     MessageId,
     RunnerGroup,
-    RunnerId,
+    RunnerID,
     RunnerReference,
     RunnerRequestId,
     RunnerScaleSet,
@@ -196,7 +196,7 @@ def parse_jit_config(value: Any) -> JitConfig:
     obj = as_object(value, what=what)
     runner = as_object(obj.get("runner"), what=f"{what} runner")
     return JitConfig(
-        runner_id=RunnerId(_field(runner, "id", int, what=f"{what} runner")),
+        runner_id=RunnerID(_field(runner, "id", int, what=f"{what} runner")),
         runner_name=_field(runner, "name", str, what=f"{what} runner"),
         runner_scale_set_id=ScaleSetId(
             _field(runner, "runnerScaleSetId", int, what=f"{what} runner", default=0)
@@ -211,7 +211,7 @@ def parse_runner(value: Any) -> RunnerReference:
     obj = as_object(value, what=what)
     status = obj.get("status")
     return RunnerReference(
-        id=RunnerId(_field(obj, "id", int, what=what)),
+        id=RunnerID(_field(obj, "id", int, what=what)),
         name=_field(obj, "name", str, what=what),
         runner_scale_set_id=ScaleSetId(_field(obj, "runnerScaleSetId", int, what=what, default=0)),
         busy=bool(obj.get("busy", False)),
@@ -304,14 +304,14 @@ def parse_job_message(value: Any, *, what: str = "job message") -> JobMessage | 
         return JobAssigned(**common)
     if kind == "JobStarted":
         return JobStarted(
-            runner_id=RunnerId(_field(obj, "runnerId", int, what=what)),
+            runner_id=RunnerID(_field(obj, "runnerId", int, what=what)),
             runner_name=_field(obj, "runnerName", str, what=what),
             **common,
         )
     if kind == "JobCompleted":
         return JobCompleted(
             result=_field(obj, "result", str, what=what, default=""),
-            runner_id=RunnerId(_field(obj, "runnerId", int, what=what, default=0)),
+            runner_id=RunnerID(_field(obj, "runnerId", int, what=what, default=0)),
             runner_name=_field(obj, "runnerName", str, what=what, default=""),
             **common,
         )

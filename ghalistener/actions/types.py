@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import NewType
 
 ScaleSetId = NewType("ScaleSetId", int)
-RunnerId = NewType("RunnerId", int)
+RunnerID = NewType("RunnerID", int)
 RunnerRequestId = NewType("RunnerRequestId", int)
 MessageId = NewType("MessageId", int)
 SessionId = NewType("SessionId", str)
@@ -126,7 +126,7 @@ class JobAssigned(JobMessage):
 class JobStarted(JobMessage):
     """A job started on a runner of the scale set."""
 
-    runner_id: RunnerId
+    runner_id: RunnerID
     runner_name: str
 
 
@@ -135,7 +135,7 @@ class JobCompleted(JobMessage):
     """A job finished (``result``: succeeded, failed, canceled, ...)."""
 
     result: str
-    runner_id: RunnerId = RunnerId(0)
+    runner_id: RunnerID = RunnerID(0)
     runner_name: str = ""
 
 
@@ -158,7 +158,7 @@ class RunnerScaleSetMessage:
 class JitConfig:
     """A just-in-time runner registration. ``encoded_jit_config`` is a secret (not in repr)."""
 
-    runner_id: RunnerId
+    runner_id: RunnerID
     runner_name: str
     encoded_jit_config: str = field(repr=False)
     runner_scale_set_id: ScaleSetId = ScaleSetId(0)
@@ -168,7 +168,7 @@ class JitConfig:
 class RunnerReference:
     """A registered runner (an "agent" in the service's vocabulary)."""
 
-    id: RunnerId
+    id: RunnerID
     name: str
     runner_scale_set_id: ScaleSetId = ScaleSetId(0)
     busy: bool = False

@@ -1,0 +1,148 @@
+"""``ghalistener run`` as a real process: SIGTERM during a GitHub 5xx burst.
+
+The listener is handling a message whose job acquisition keeps failing with 503, so it
+sits in the scale-set client's retry backoff when SIGTERM arrives. It must still exit
+0 within the 2 s budget (asserted with room: < 3 s), leave the message unacknowledged
+for the next session, and delete its session when the service lets it; when the burst
+covers the delete too, it exits just as promptly with one clear line saying so.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ghalistener.processes import Server, ready_server, sim, start_listener
+from tests.ghalistener.test_cli_subprocess import create_ers, listener_config
+from tests.kubeapi import KubeApi
+from tests.polling import eventually
+
+pytestmark = pytest.mark.slow
+
+BURST = 100_000  # "until cleared", but counted, so the test sees the first failed try
+
+
+def acquisition_failed(github: Server) -> bool:
+    faults = sim(github, "GET", "/state")["faults"]
+    return any(f["endpoint"] == "acquire_jobs" and f["times"] < BURST for f in faults)
+
+
+def stop_in_a_burst(
+    github: Server, tmp_path: Path, kube: KubeApi, *, burst_all: bool
+) -> tuple[int, float, str]:
+    """Start the listener, make its acquisition fail, SIGTERM it; (code, seconds, stderr)."""
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    create_ers(kube)
+    listener = start_listener(listener_config(github, kube.namespace), tmp_path, kubeconfig)
+    try:
+        eventually(
+            lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session", timeout=15
+        )
+        sim(
+            github,
+            "POST",
+            "/faults",
+            {"endpoint": "acquire_jobs", "status": 503, "times": BURST},
+        )
+        sim(github, "POST", "/jobs", {"scaleSetId": 1})
+        eventually(lambda: acquisition_failed(github), what="a failed acquisition", timeout=15)
+        if burst_all:
+            sim(github, "POST", "/faults", {"status": 503, "times": -1})
+        stopped_at = time.monotonic()
+        listener.send_signal(signal.SIGTERM)
+        code = listener.wait(timeout=30)
+        elapsed = time.monotonic() - stopped_at
+    finally:
+        if listener.poll() is None:
+            listener.kill()
+    stderr = listener.stderr.read() if listener.stderr else ""
+    return code, elapsed, stderr
+
+
+def unacked(github: Server) -> list[Any]:
+    return list(sim(github, "GET", "/state")["scaleSets"][0]["unackedMessages"])
+
+
+def test_a_sigterm_in_a_retry_backoff_exits_0_promptly_and_deletes_the_session(
+    tmp_path: Path,
+    kube: KubeApi,
+) -> None:
+    with ready_server(
+        "ghalistener.testing.github", "--port", "0", "--hold", "30", "--scale-set", "runners"
+    ) as github:
+        code, elapsed, stderr = stop_in_a_burst(github, tmp_path, kube, burst_all=False)
+        assert code == 0, stderr
+        assert elapsed < 3.0, f"took {elapsed:.2f} s to stop"
+        assert sim(github, "GET", "/state")["sessions"] == [], "the session is deleted"
+        assert len(unacked(github)) == 1, "the message cut short stays queued for redelivery"
+        assert "stop requested while waiting to retry" in stderr
+
+
+def test_a_sigterm_when_the_burst_also_fails_the_session_delete_still_exits_promptly(
+    tmp_path: Path,
+    kube: KubeApi,
+) -> None:
+    with ready_server(
+        "ghalistener.testing.github", "--port", "0", "--hold", "30", "--scale-set", "runners"
+    ) as github:
+        code, elapsed, stderr = stop_in_a_burst(github, tmp_path, kube, burst_all=True)
+        state = sim(github, "GET", "/state")
+    assert code == 0, stderr
+    assert elapsed < 3.0, f"took {elapsed:.2f} s to stop"
+    assert len(state["sessions"]) == 1, "the service refused the delete"
+    not_deleted = [line for line in stderr.splitlines() if "session not deleted" in line]
+    assert len(not_deleted) == 1, stderr
+
+
+def test_after_a_sigkill_the_next_listener_gets_the_session_once_it_expires(
+    tmp_path: Path,
+    kube: KubeApi,
+) -> None:
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    with (
+        ready_server(
+            "ghalistener.testing.github",
+            "--port",
+            "0",
+            "--hold",
+            "0.5",
+            "--scale-set",
+            "runners",
+            "--session-idle-timeout",
+            "1",
+        ) as github,
+    ):
+        create_ers(kube)
+        first = start_listener(listener_config(github, kube.namespace), tmp_path, kubeconfig)
+        try:
+            eventually(
+                lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session", timeout=15
+            )
+            orphan = sim(github, "GET", "/state")["sessions"][0]["sessionId"]
+        finally:
+            first.kill()
+            first.wait()
+        (tmp_path / "second").mkdir()
+        config = listener_config(
+            github, kube.namespace, session_retry_interval=0.2, session_retry_attempts=50
+        )
+        second = start_listener(config, tmp_path / "second", kubeconfig)
+        try:
+
+            def successor() -> bool:
+                sessions = sim(github, "GET", "/state")["sessions"]
+                return bool(sessions) and sessions[0]["sessionId"] != orphan
+
+            eventually(successor, timeout=15, what="the successor's session")
+            second.send_signal(signal.SIGTERM)
+            code = second.wait(timeout=10)
+        finally:
+            if second.poll() is None:
+                second.kill()
+        kinds = [event["kind"] for event in sim(github, "GET", "/events")["events"]]
+    assert code == 0
+    assert "session.expired" in kinds
