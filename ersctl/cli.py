@@ -501,8 +501,8 @@ def _listener_namespace(option: str | None, namespace: str | None) -> str | None
 
 def _stop_on_signals(stop: threading.Event) -> None:
     def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()  # first: whoever reads the line below may rely on the stop
         log.info("received %s, stopping", signal.Signals(signum).name)
-        stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)

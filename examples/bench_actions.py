@@ -9,6 +9,7 @@ Run: ``python -m examples.bench_actions``. Prints medians of:
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import threading
@@ -100,6 +101,7 @@ def bench_cycle(rounds: int = 200) -> tuple[float, float]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     print(f"parse a 50-job message:                 median {bench_parse():8.1f} us")
     cycle_ms, wake_ms = bench_cycle()
     print(f"HTTP cycle (get, acquire, ack):         median {cycle_ms:8.2f} ms")

@@ -169,8 +169,16 @@ def _has_patch_id(cache: CachedReader, patch_id: int) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runners", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--repeat", type=int, default=21)
+    parser.add_argument(
+        "--runners",
+        type=int,
+        nargs="+",
+        default=[1000, 10000],
+        help="Cached runner counts, one scenario each (default: 1000 10000).",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=21, help="Reconciles measured per scenario (default: 21)."
+    )
     args = parser.parse_args()
     for count in args.runners:
         run(count, args.repeat)

@@ -11,9 +11,9 @@ as the set controller creates them (both finalizers). Three runs; medians printe
 
 from __future__ import annotations
 
+import argparse
 import base64
 import statistics
-import sys
 import threading
 import time
 from collections import Counter
@@ -122,7 +122,15 @@ def one_run(n: int) -> Run:
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "runners",
+        type=int,
+        nargs="?",
+        default=100,
+        help="EphemeralRunners created at once (default: 100).",
+    )
+    n = parser.parse_args().runners
     runs = [one_run(n) for _ in range(3)]
     print(
         f"N={n}: all Pods after {statistics.median(r.seconds for r in runs):.2f} s (median of "

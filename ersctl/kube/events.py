@@ -67,7 +67,8 @@ class _Seen:
 
 
 class EventRecorder:
-    """Implements ``ersctl.ephemeralrunnerset.ports.EventRecorder``. Thread-safe.
+    """Implements the controllers' ``EventRecorder`` port (``ersctl.kube.reconcile``).
+    Thread-safe.
 
     ``fence`` (optional) is asked before each write; when it answers False the event is
     dropped (a process that lost its lease stays silent). ``heartbeat`` 0 writes every

@@ -261,6 +261,10 @@ class Manager:
         while not self.has_synced():
             if stop.wait(0.02) or time.monotonic() >= until:
                 return False
+        if stop.is_set():
+            # Asked for while the last informer synced (a signal handler runs between
+            # any two steps of this thread): the stop wins, nothing is reconciled.
+            return False
         log.info(
             "caches synced: %s",
             ", ".join(f"{plural}={len(inf.store)}" for plural, inf in self._informers.items()),

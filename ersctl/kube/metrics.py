@@ -2,8 +2,7 @@
 
 Each :class:`ControllerMetrics` owns its own ``CollectorRegistry`` (several managers
 can live in one test process); the controllers register their own counters on the
-same registry (``ersctl.ephemeralrunnerset.metrics``, ``ersctl.ephemeralrunner.metrics``). The runtime
-reports through the ``observe_*`` methods and the queue-depth callbacks it registers;
+same registry (each in its package's ``metrics`` module). The runtime reports through the ``observe_*`` methods and the queue-depth callbacks it registers;
 ``ersctl.platform.serving`` serves the registry.
 """
 
