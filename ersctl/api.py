@@ -20,8 +20,6 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final, NewType, Self
 
-from ersctl.reasons import Reason
-
 GROUP: Final = "actions.github.com"
 VERSION: Final = "v1alpha1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
@@ -120,6 +118,11 @@ JsonObject = dict[str, Any]
 class ERSPhase(StrEnum):
     RUNNING = "Running"
     OUTDATED = "Outdated"
+
+
+EXITED_WITHOUT_JOB_REASON: Final = "RunnerExitedWithoutJob"
+"""A Succeeded runner's ``status.reason`` when it exited 0 without ever running a job
+(the Event reason ``ersctl.reasons.Reason.RUNNER_EXITED_WITHOUT_JOB`` is this string)."""
 
 
 class ERPhase(StrEnum):
@@ -469,7 +472,7 @@ class EphemeralRunner(KubeObject):
         reason = _str_field(self.raw, "status.reason")
         return (
             self.phase == ERPhase.SUCCEEDED
-            and reason == Reason.RUNNER_EXITED_WITHOUT_JOB
+            and reason == EXITED_WITHOUT_JOB_REASON
             and not self.has_job
         )
 

@@ -12,10 +12,11 @@ call to that), so a new reason is added here, not written at a call site.
 
 from __future__ import annotations
 
-from enum import StrEnum
+from ersctl.api import EXITED_WITHOUT_JOB_REASON
+from ersctl.kube.reconcile import EventReason
 
 
-class Reason(StrEnum):
+class Reason(EventReason):
     """An Event reason (the object it is recorded on in each group's comment)."""
 
     # EphemeralRunnerSet
@@ -48,12 +49,13 @@ class Reason(StrEnum):
     RUNNER_POD_EVICTED = "RunnerPodEvicted"
     RUNNER_POD_REJECTED = "RunnerPodRejected"
     RUNNER_INIT_FAILED = "RunnerInitFailed"
+    INIT_CONTAINER_FAILED = "InitContainerFailed"  # the runner's status.reason
     RUNNER_START_TIMEOUT = "RunnerStartTimeout"
     RUNNER_NOT_ONLINE = "RunnerNotOnline"
     RUNNER_REGISTRATION_LOST = "RunnerRegistrationLost"
     RUNNER_POD_DELETED = "RunnerPodDeleted"
     RUNNER_NODE_LOST = "RunnerNodeLost"
-    RUNNER_EXITED_WITHOUT_JOB = "RunnerExitedWithoutJob"
+    RUNNER_EXITED_WITHOUT_JOB = EXITED_WITHOUT_JOB_REASON
     REGISTRATION_ABANDONED = "RegistrationAbandoned"
 
     # AutoscalingListener
@@ -85,4 +87,3 @@ class Reason(StrEnum):
     LISTENER_CANNOT_START = "ListenerCannotStart"
     STOPPING_LISTENER = "StoppingListener"
     DRAINING_RUNNERS = "DrainingRunners"
-    OUTDATED = "Outdated"

@@ -212,6 +212,9 @@ class KubePublisher:
             except KubeError as exc:
                 if exc.status != UNPROCESSABLE:  # 422: the test failed, not Pending
                     raise
+                log.debug(
+                    "runner %s is not Pending (%s): the job fields alone", job.runner_name, exc
+                )
                 self._with_retries(action, self._status_call(job.runner_name, {"status": fields}))
         except NotFoundError:
             return False

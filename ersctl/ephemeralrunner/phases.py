@@ -262,13 +262,15 @@ def report_ready_later(
 ) -> Decision:
     """``decision``, or a :class:`Wait` until :data:`READY_REPORT_DELAY` seconds after
     the Pod turned ready when all ``decision`` would write is an idle runner's
-    ``ready: true`` (see the module docstring). A Pod that gives no time is reported at
-    once."""
+    ``ready: true`` (see the module docstring): a changed reason or message is written
+    at once. A Pod that gives no time is reported at once."""
     idle_turned_ready = (
         isinstance(decision, SyncStatus)
         and decision.phase == ERPhase.PENDING == runner.phase
         and decision.ready
         and not runner.ready
+        and decision.reason == (runner.status.get("reason") or "")
+        and decision.message == (runner.status.get("message") or "")
     )
     if not idle_turned_ready or pod.ready_since is None:
         return decision
@@ -299,7 +301,7 @@ def _failed_before_the_runner(pod: PodState) -> PodFailed | None:
     if pod.init_failure and not pod.started:
         return PodFailed(
             pod_uid=pod.uid,
-            reason="InitContainerFailed",
+            reason=Reason.INIT_CONTAINER_FAILED,
             message=pod.init_failure,
             mode=Mode.INIT_FAILED,
             detail=pod.init_failure,

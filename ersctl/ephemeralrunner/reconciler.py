@@ -173,15 +173,6 @@ class RunnerReconciler:
     # -- deletion -------------------------------------------------------------------
 
     def _finalize(self, runner: EphemeralRunner) -> Result:
-        try:
-            return self._release(runner)
-        except NotFoundError:
-            # Gone meanwhile: our own last finalizer removal let it go, and the cache
-            # showed it once more. Its removal is done; a retry could only fail again.
-            log.debug("already deleted: nothing left to finalize")
-            return Result()
-
-    def _release(self, runner: EphemeralRunner) -> Result:
         """Both finalizers go in one patch when nothing has to wait between them (the
         usual case: a second patch would only repeat the first's resourceVersion bump)."""
         done: list[str] = []
@@ -208,7 +199,14 @@ class RunnerReconciler:
     def _remove_finalizers(self, runner: EphemeralRunner, finalizers: list[str]) -> None:
         if finalizers:
             kept = [f for f in runner.finalizers if f not in finalizers]
-            self._runners.patch_runner(runner, _locked(runner, {"metadata": {"finalizers": kept}}))
+            patch = _locked(runner, {"metadata": {"finalizers": kept}})
+            try:
+                self._runners.patch_runner(runner, patch)
+            except NotFoundError:
+                # Gone meanwhile (someone else released it, or a store without the
+                # manager's memory of its own releases read it again): its removal is
+                # done, and a retry could only fail again; no WARNING for it.
+                log.debug("already deleted: nothing left to finalize")
 
     def _delete_resources(self, runner: EphemeralRunner) -> None:
         """Delete the runner's Pod and JIT Secret when they exist.

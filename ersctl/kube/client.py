@@ -4,8 +4,8 @@ controller-runtime's ``client.Reader`` / ``client.Writer`` / ``SubResourceWriter
 Python, over JSON documents: a :class:`Resource` names the kind (custom or built-in)
 by group, version and plural; :class:`Reader` gets and lists, :class:`Writer`
 creates, merge-patches and deletes (with uid / resourceVersion preconditions),
-:class:`SubResourceWriter` (``Writer.status``) merge-patches the ``/status``
-subresource. The typed views the controllers use (``ersctl.arcclient``, the
+:class:`SubResourceWriter` (``Writer.status``) patches the ``/status`` subresource
+(JSON merge patch, or JSON patch when a ``test`` operation must hold). The typed views the controllers use (``ersctl.arcclient``, the
 controllers' stores, the listener's publisher) are compositions of these calls, so
 each request is written once.
 
@@ -122,7 +122,7 @@ class Reader:
 
 
 class SubResourceWriter:
-    """Merge patches of one part of objects: their ``/status`` subresource
+    """Patches (merge or JSON) of one part of objects: their ``/status`` subresource
     (controller-runtime's ``SubResourceWriter``, ``Writer.status``), or ("") the
     objects themselves."""
 

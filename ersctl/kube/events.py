@@ -37,10 +37,9 @@ from typing import Any, Final
 
 from ersctl.kube.client import BUILTIN, ApiClient, Writer
 from ersctl.kube.errors import ForbiddenError, NotFoundError
-from ersctl.kube.reconcile import ObjectRef
+from ersctl.kube.reconcile import EventReason, ObjectRef
 from ersctl.platform.errors import Failure
 from ersctl.platform.ratelimit import TokenBucket
-from ersctl.reasons import Reason
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +106,7 @@ class EventRecorder:
         self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
         self._forbidden = threading.Event()
 
-    def event(self, obj: ObjectRef, *, type: str, reason: Reason, message: str) -> None:
+    def event(self, obj: ObjectRef, *, type: str, reason: EventReason, message: str) -> None:
         """Record an Event about ``obj`` (``type`` "Normal" or "Warning"). Never raises."""
         if self._fence is not None and not self._fence():
             return
@@ -115,8 +114,10 @@ class EventRecorder:
             message if len(message) <= _MESSAGE_LIMIT else message[: _MESSAGE_LIMIT - 3] + "..."
         )
         if self._forbidden.is_set():
-            level = logging.WARNING if type == "Warning" else logging.INFO
-            log.log(level, "event %s on %s: %s", reason, obj.key, message)
+            # INFO even for a Warning: the start-up check said once, as a WARNING, that
+            # Events are forbidden, and a failed reconcile's own WARNING line follows
+            # (two WARNINGs per failure under ARC's chart RBAC otherwise).
+            log.info("event %s %s on %s: %s", type, reason, obj.key, message)
             return
         key: _Key = (obj.uid or obj.key, type, reason)
         try:

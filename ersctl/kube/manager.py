@@ -138,8 +138,12 @@ class Manager:
         by its function: the Requests an object stands for). A kind is watched from its
         first mention; a name is an informer given to :meth:`add_informer`.
         ``predicates`` maps an informer's name (a kind's plural) to its event filter
-        (default: every event passes)."""
+        (default: every event passes); a name that is none of these informers' is a
+        ``ValueError`` (a misspelt plural would otherwise filter nothing)."""
         predicates = predicates or {}
+        watched_names = {for_.plural, *map(_name, owns), *map(_name, watches or {})}
+        if unknown := sorted(set(predicates) - watched_names):
+            raise ValueError(f"controller {name}: predicates for {unknown}, not watched")
         controller = Controller(
             name,
             reconciler,

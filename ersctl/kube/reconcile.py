@@ -8,10 +8,17 @@ library.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol
 
 from ersctl.platform.errors import Failure
-from ersctl.reasons import Reason
+
+
+class EventReason(StrEnum):
+    """The base of every Event reason: a controller's reasons are members of an enum
+    derived from it, and the recorder takes nothing else, so a literal string at a call
+    site is refused by mypy (a reason no one can look up) while the runtime itself
+    names no controller's reasons."""
 
 
 class ObjectRef(Protocol):
@@ -79,7 +86,7 @@ class Reconciler(Protocol):
 
 
 class EventRecorder(Protocol):
-    def event(self, obj: ObjectRef, *, type: str, reason: Reason, message: str) -> None:
+    def event(self, obj: ObjectRef, *, type: str, reason: EventReason, message: str) -> None:
         """Record a Kubernetes Event about ``obj``. ``type`` is "Normal" or "Warning";
         ``reason`` one of the one enum's (a literal here would be a reason no one can
         look up).

@@ -98,7 +98,9 @@ def test_teardown_stops_the_listener_then_drains_the_set_then_deletes_the_scale_
 
 def test_a_github_outage_keeps_the_finalizer_with_a_warning_and_retries(env: Env) -> None:
     env.launch("arc")
-    env.sim.inject_fault(endpoint="delete_scale_set", status=503, times=4)
+    # The outage lasts until the test ends it: with a few faults only, the retries (ms
+    # apart) used them up and the ARS was gone before the test looked.
+    env.sim.inject_fault(endpoint="delete_scale_set", status=503, times=1_000_000)
     env.kube.delete_object(api.ARS_PLURAL, env.namespace, "arc")
 
     (event,) = eventually(
@@ -106,6 +108,7 @@ def test_a_github_outage_keeps_the_finalizer_with_a_warning_and_retries(env: Env
     )
     assert "deleting scale set" in event["message"]
     assert env.ars() is not None  # the finalizer holds it
+    env.sim.faults.clear()  # GitHub answers again
     eventually(lambda: env.ars() is None, what="deleted once GitHub answers", timeout=15)
     assert env.sim.scale_sets == {}
 

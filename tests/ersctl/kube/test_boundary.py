@@ -217,8 +217,9 @@ def test_where_rbac_forbids_events_one_warning_then_they_go_to_the_log_without_a
     assert logged == [
         ("WARNING", "cannot record Events (Forbidden): this controller's RBAC grants no "
          "events create; Events go to the log instead"),
-        ("WARNING", "event ReconcileFailed on " + ers.key + ": the set is stuck"),
-        ("INFO", "event ScaledUp on " + ers.key + ": created 1"),
+        # INFO even for a Warning Event: the failed reconcile logs its own WARNING.
+        ("INFO", "event Warning ReconcileFailed on " + ers.key + ": the set is stuck"),
+        ("INFO", "event Normal ScaledUp on " + ers.key + ": created 1"),
     ]  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from ersctl.arcclient.writer import Writer
 from ersctl.ephemeralrunnerset.controller import ERS_CONTROLLER_PREDICATES
 from ersctl.kube.errors import ConflictError, KubeError, NotFoundError
 from ersctl.kube.manager import Manager
+from ersctl.kube.predicates import AlwaysPass
 from ersctl.kube.queue import Backoff
 from ersctl.kube.reconcile import Request, Result
 from ersctl.testing.apiserver import ApiServer
@@ -282,3 +283,18 @@ def test_a_stop_waits_for_reconciles_in_flight_within_one_window_for_every_contr
     assert not running.thread.is_alive()
     assert time.monotonic() - started < 5.0  # not 10 s a controller
     stuck.set()
+
+
+def test_a_predicate_for_an_informer_the_controller_does_not_watch_is_refused(
+    kube: KubeApi,
+) -> None:
+    # A misspelt plural would otherwise leave the controller with no event filter at all.
+    manager = Manager(kube.api_client(), namespace=kube.namespace)
+    with pytest.raises(ValueError, match=r"predicates for \['ephemeralrunner'\], not watched"):
+        manager.add_controller(
+            "test",
+            Recording(None),
+            for_=SETS,
+            owns=[RUNNERS],
+            predicates={"ephemeralrunner": AlwaysPass()},
+        )
