@@ -271,6 +271,12 @@ def test_an_idle_runner_is_reported_ready_a_delay_after_its_ready_transition() -
     assert report_ready_later(idle, state, decide(idle, state), now=late) == SyncStatus(
         phase=ERPhase.PENDING, ready=True, reason="", message=""
     )
+    # A reason or message to clear is written at once, ready along with it.
+    stale = er("Pending")
+    stale.raw["status"]["reason"] = "RunnerPodFailed"
+    assert report_ready_later(stale, state, decide(stale, state), now=ready_at) == SyncStatus(
+        phase=ERPhase.PENDING, ready=True, reason="", message=""
+    )
     # A runner with a job is reported at once: Running carries ready along.
     busy = er("Pending", job="job-1")
     assert isinstance(
