@@ -125,6 +125,14 @@ def _connect(sim: GitHubSimulator, body: dict[str, Any], p: dict[str, str], r: S
     return sim.connect_runner(str(body["jitConfig"]))
 
 
+@control("POST", r"/runners/(?P<id>\d+)/disconnect")
+def _disconnect(
+    sim: GitHubSimulator, body: dict[str, Any], p: dict[str, str], r: SimRequest
+) -> Any:
+    sim.disconnect_runner(_id(p), graceful=bool(body.get("graceful", False)))
+    return {"runnerId": _id(p)}
+
+
 @control("POST", r"/runners/(?P<id>\d+)/start")
 def _start(sim: GitHubSimulator, body: dict[str, Any], p: dict[str, str], r: SimRequest) -> Any:
     request_id = body.get("requestId")
@@ -180,9 +188,12 @@ def _settings(sim: GitHubSimulator, body: dict[str, Any], p: dict[str, str], r: 
     if "sessionIdleTimeout" in body:
         timeout = body["sessionIdleTimeout"]
         sim.session_idle_timeout = None if timeout is None else float(timeout)
+    if "runnerOfflineDelay" in body:
+        sim.runner_offline_delay = float(body["runnerOfflineDelay"])
     return {
         "holdSeconds": sim.hold_seconds,
         "ephemeral": sim.ephemeral,
         "adminTokenTtl": sim.admin_token_ttl,
         "sessionIdleTimeout": sim.session_idle_timeout,
+        "runnerOfflineDelay": sim.runner_offline_delay,
     }

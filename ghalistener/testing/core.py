@@ -29,6 +29,13 @@ DEFAULT_SESSION_IDLE_TIMEOUT = 120.0
 publish its value; its clients assume a few minutes (ARC's listener retries a 409 for
 4.5 min, the runner for 240 s), and 120 s is inside both windows."""
 
+DEFAULT_RUNNER_OFFLINE_DELAY = 50.0
+"""Seconds from a runner process's death (killed, crashed, its node gone) to the service
+listing the runner offline. GitHub documents that a runner holds an HTTPS long poll open
+for 50 s and opens a new one when it ends: a dead runner opens none, so it drops offline
+once the poll it held lapses, within 50 s. One that exits cleanly deletes its session
+and is offline at once (:meth:`SimulatorCore.disconnect_runner`)."""
+
 
 class SimError(Exception):
     """A request the simulated service refuses: answered with ``status`` and a JSON error."""
@@ -50,7 +57,9 @@ class SimulatorCore:
     ``hold_seconds`` is how long a long poll waits for a message before answering 202;
     ``ephemeral`` runners are deregistered when their job completes;
     ``session_idle_timeout`` is how long a message session may go unused (no request
-    made with it, no long poll held for it) before it is dropped (None: never).
+    made with it, no long poll held for it) before it is dropped (None: never);
+    ``runner_offline_delay`` is how long a runner whose process died is still listed
+    online (:data:`DEFAULT_RUNNER_OFFLINE_DELAY`).
     """
 
     def __init__(
@@ -60,10 +69,12 @@ class SimulatorCore:
         admin_token_ttl: float = 3600.0,
         ephemeral: bool = True,
         session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+        runner_offline_delay: float = DEFAULT_RUNNER_OFFLINE_DELAY,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.hold_seconds = hold_seconds
         self.session_idle_timeout = session_idle_timeout
+        self.runner_offline_delay = runner_offline_delay
         self.admin_token_ttl = admin_token_ttl
         self.ephemeral = ephemeral
         self._clock = clock
@@ -345,13 +356,35 @@ class SimulatorCore:
                 raise SimError(
                     404, "runner of this JIT config is not registered", "AgentNotFoundException"
                 )
-            runner.online = True
+            runner.online, runner.offline_at = True, None
             self._event("runner.online", runner_id=runner.id)
             return runner.wire()
+
+    def disconnect_runner(self, runner_id: int, *, graceful: bool = False) -> None:
+        """The runner's process ended. ``graceful`` (it deleted its session on the way
+        out): offline now; else (killed, crashed, its node gone) still listed online
+        until its long poll lapses, ``runner_offline_delay`` seconds from now. A new
+        process connecting with the runner's JIT config brings it back online."""
+        with self._cond:
+            runner = self.runner(runner_id)
+            if not runner.online:
+                return
+            at = self._clock() + (0.0 if graceful else self.runner_offline_delay)
+            runner.offline_at = at if runner.offline_at is None else min(runner.offline_at, at)
+            self._lapse_runners()
+
+    def _lapse_runners(self) -> None:
+        """Runners whose process died and whose last long poll lapsed go offline."""
+        now = self._clock()
+        for runner in self.runners.values():
+            if runner.offline_at is not None and runner.offline_at <= now:
+                runner.online, runner.offline_at = False, None
+                self._event("runner.offline", runner_id=runner.id)
 
     def runner(self, runner_id: int) -> Runner:
         """The runner, or SimError 404 AgentNotFoundException."""
         with self._cond:
+            self._lapse_runners()
             found = self.runners.get(runner_id)
             if found is None:
                 raise SimError(
@@ -364,6 +397,7 @@ class SimulatorCore:
     def find_runners(self, name: str | None = None) -> list[dict[str, Any]]:
         """Wire forms of the registered runners (only the one called ``name`` if given)."""
         with self._cond:
+            self._lapse_runners()
             return [r.wire() for r in self.runners.values() if name is None or r.name == name]
 
     def find_runner_groups(self, name: str | None = None) -> list[dict[str, Any]]:

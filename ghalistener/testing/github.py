@@ -4,6 +4,7 @@ Run::
 
     python -m ghalistener.testing.github --port 8765 [--host 127.0.0.1] [--hold 50]
         [--scale-set arc-runners ...] [--admin-token-ttl 3600] [--session-idle-timeout 120]
+        [--runner-offline-delay 50]
 
 It prints ``ready http://127.0.0.1:8765`` once serving, then runs until SIGINT/SIGTERM.
 Queue jobs on one of its scale sets (as a workflow run would; its listener then asks
@@ -27,7 +28,8 @@ Control API (JSON in, JSON out; errors are ``{"error": "..."}`` with 4xx):
                                             token.issued, admin.connected, scaleset.*, session.*,
                                             job.available/assigned/started/completed, jobs.acquired,
                                             message.delivered/acked, runner.registered/online/
-                                            removed/deregistered, tokens.expired, fault.injected
+                                            offline/removed/deregistered, tokens.expired,
+                                            fault.injected
 ``POST /_sim/scalesets``                    ``{"name", "runnerGroupId"?, "labels"?}`` -> scale set
 ``GET  /_sim/scalesets/{id}/statistics``    statistics computed from the model
 ``POST /_sim/jobs``                         ``{"scaleSetId", "count"?=1, "repository"?="org/repo",
@@ -38,6 +40,9 @@ Control API (JSON in, JSON out; errors are ``{"error": "..."}`` with 4xx):
                                             available again (at most 3 times)
 ``POST /_sim/runners/connect``              ``{"jitConfig": encodedJITConfig}`` -> the runner
                                             (``id``, ``name``, ``runnerScaleSetId``); marks it online
+``POST /_sim/runners/{id}/disconnect``      ``{"graceful"?=false}``: the runner's process ended;
+                                            offline now when graceful (it deleted its session),
+                                            else once its long poll lapses (runnerOfflineDelay)
 ``POST /_sim/runners/{id}/start``           ``{"requestId"?}``: start that (else the oldest)
                                             assigned job of the runner's scale set on this idle
                                             runner -> ``{"requestId"}``; 409 if none or busy
@@ -53,7 +58,8 @@ Control API (JSON in, JSON out; errors are ``{"error": "..."}`` with 4xx):
                                             first; ``times`` -1 = until cleared
 ``DELETE /_sim/faults``                     clear all faults
 ``PATCH /_sim/settings``                    ``{"holdSeconds"?, "ephemeral"?, "adminTokenTtl"?,
-                                            "sessionIdleTimeout"? (null: never)}``
+                                            "sessionIdleTimeout"? (null: never),
+                                            "runnerOfflineDelay"?}``
 ==========================================  ======================================================
 
 A runner agent's life: ``generatejitconfig`` (through the service, as the controller
@@ -74,6 +80,12 @@ held for it) for ``--session-idle-timeout`` seconds is dropped (event
 the unacknowledged messages). GitHub does not publish its timeout; the default, 120 s,
 sits inside the window its clients wait out a 409 (ARC: 4.5 min). 0 = never; tests use
 a second or two.
+
+Dead runners: a runner stays online until its process ends. One that exits cleanly
+deletes its session and is offline at once; one whose process died (``POST
+/_sim/runners/{id}/disconnect``) is listed online until its long poll lapses,
+``--runner-offline-delay`` seconds (default 50: the long poll GitHub documents for its
+runners).
 """
 
 from __future__ import annotations
@@ -86,7 +98,7 @@ from collections.abc import Sequence
 
 import httpx
 
-from ghalistener.testing.core import DEFAULT_SESSION_IDLE_TIMEOUT
+from ghalistener.testing.core import DEFAULT_RUNNER_OFFLINE_DELAY, DEFAULT_SESSION_IDLE_TIMEOUT
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 
@@ -150,14 +162,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=DEFAULT_SESSION_IDLE_TIMEOUT,
         help="seconds before an unused message session is dropped; 0 = never",
     )
+    parser.add_argument(
+        "--runner-offline-delay",
+        type=float,
+        default=DEFAULT_RUNNER_OFFLINE_DELAY,
+        help="seconds a runner whose process died is still listed online",
+    )
     args = parser.parse_args(arguments)
     if args.session_idle_timeout < 0:
         parser.error("--session-idle-timeout must be 0 (never) or more seconds")
+    if args.runner_offline_delay < 0:
+        parser.error("--runner-offline-delay must be 0 or more seconds")
 
     simulator = GitHubSimulator(
         hold_seconds=args.hold,
         admin_token_ttl=args.admin_token_ttl,
         session_idle_timeout=args.session_idle_timeout or None,
+        runner_offline_delay=args.runner_offline_delay,
     )
     for name in args.scale_set:
         simulator.create_scale_set(name)

@@ -17,6 +17,12 @@ with no request made with it (poll, ack, acquire, refresh) and no long poll held
 for ``session_idle_timeout`` seconds is deleted (event ``session.expired``), so the
 next listener's create succeeds and gets the unacknowledged messages. Expiry is checked
 whenever the model looks at sessions (any session request, a create, ``state()``).
+
+Runners go offline as the real service lists them: a runner stays online until its
+process deletes its session (``disconnect_runner(graceful=True)``) or, when the process
+died (``disconnect_runner``), until its long poll lapses ``runner_offline_delay``
+seconds later (event ``runner.offline``, checked whenever the model looks at runners).
+A process that connects with the runner's JIT config again brings it back online.
 """
 
 from __future__ import annotations
@@ -327,7 +333,7 @@ class GitHubSimulator(SimulatorCore):
             job = candidates[0]
             job.state, job.runner_id = JobState.RUNNING, runner_id
             job.runner_assign_time = _iso(self._clock())
-            runner.request_id, runner.online = job.request_id, True
+            runner.request_id, runner.online, runner.offline_at = job.request_id, True, None
             self._emit(job, "JobStarted")
             return job.request_id
 
@@ -388,6 +394,7 @@ class GitHubSimulator(SimulatorCore):
         """A JSON-able snapshot: scale sets (with statistics), sessions, jobs, runners, faults."""
         with self._cond:
             self._expire_idle_sessions()
+            self._lapse_runners()
             return {
                 "scaleSets": [
                     {

@@ -81,6 +81,8 @@ class Runner:
     jit_secret: str
     online: bool = False
     request_id: int = 0  # the job it runs; 0 = idle
+    offline_at: float | None = None
+    """When a runner whose process died drops offline (its last long poll lapses)."""
 
     @property
     def busy(self) -> bool:

@@ -30,11 +30,18 @@ from ghalistener.actions.types import (
 )
 from ghalistener.testing import GitHubSimulator, SimError
 from ghalistener.testing.respx_adapter import mount
+from tests.clock import FakeClock
 
 
 @pytest.fixture
-def sim() -> GitHubSimulator:
-    simulator = GitHubSimulator(hold_seconds=0.0)
+def clock() -> FakeClock:
+    """The service's clock (timestamps, expiries), moved only by a test."""
+    return FakeClock.from_real_now()
+
+
+@pytest.fixture
+def sim(clock: FakeClock) -> GitHubSimulator:
+    simulator = GitHubSimulator(hold_seconds=0.0, clock=clock)
     simulator.create_scale_set("arc-runners")
     return simulator
 
@@ -349,3 +356,33 @@ def test_a_message_carries_at_most_50_job_messages(
         sizes.append(len(message.jobs))
         assert message.statistics.total_available_jobs == 120
     assert sizes == [50, 50, 20]
+
+
+# -- a runner whose process died ------------------------------------------------------
+
+
+def test_a_killed_runner_drops_offline_once_its_long_poll_lapses(
+    sim: GitHubSimulator, client: ActionsClient, clock: FakeClock
+) -> None:
+    """GitHub lists a runner whose process died online until the long poll it held
+    lapses (50 s by default), then offline; a new process with the runner's JIT config
+    brings it back online, and one that exits cleanly is offline at once."""
+    jit = client.generate_jit_runner_config(1, "r")
+
+    def status() -> str:
+        found = client.get_runner(jit.runner_id)
+        assert found is not None
+        return found.status
+
+    sim.connect_runner(jit.encoded_jit_config)
+    sim.disconnect_runner(jit.runner_id)  # SIGKILLed: it deleted no session
+    clock.advance(49.0)
+    assert status() == "online"
+    clock.advance(1.0)
+    assert status() == "offline"
+    assert [e["kind"] for e in sim.events][-1] == "runner.offline"
+
+    sim.connect_runner(jit.encoded_jit_config)  # the next Pod's process
+    assert status() == "online"
+    sim.disconnect_runner(jit.runner_id, graceful=True)  # it deleted its session
+    assert status() == "offline"

@@ -118,6 +118,20 @@ def test_a_runner_agent_registers_starts_and_completes_a_job(
         assert isinstance(jobs[0], JobCompleted) and jobs[0].result == "failed"
 
 
+def test_a_runner_process_that_dies_is_reported_through_the_control_api(
+    client: ActionsClient, control: httpx.Client
+) -> None:
+    jit = client.generate_jit_runner_config(1, "runner-1")
+    post(control, "/_sim/runners/connect", {"jitConfig": jit.encoded_jit_config})
+    assert (
+        control.patch("/_sim/settings", json={"runnerOfflineDelay": 0}).json()["runnerOfflineDelay"]
+        == 0
+    )
+    post(control, f"/_sim/runners/{jit.runner_id}/disconnect")
+    found = client.get_runner(jit.runner_id)
+    assert found is not None and found.status == "offline"
+
+
 def test_a_held_long_poll_is_answered_as_soon_as_a_job_arrives(
     sim: GitHubSimulator, client: ActionsClient
 ) -> None:
