@@ -255,7 +255,7 @@ def main() -> None:
     default=HealthPolicy.online_timeout,
     show_default=True,
     help="Seconds after its container started by which an idle runner must be online "
-    "at GitHub (looked up once); offline, its Pod counts as failed; unknown to GitHub, "
+    "at GitHub (looked up once per Pod); offline, its Pod counts as failed; unknown to GitHub, "
     "the runner is deleted and replaced.",
 )
 @click.option(

@@ -14,10 +14,11 @@ running a job (``ersctl.ephemeralrunner.deregistration``), else now, letting the
 GitHub keeps failing to remove it. Each mode is reported with its Event reason
 (``modes.EVENT_REASONS``) and counted in ``ersctl_runner_faults_total{mode}``.
 
-In memory, per runner (key and uid): the runners GitHub said were online (each is looked
-up once) and the uid of the Pod last seen. A new leader starts without them: it looks
-idle runners up once more, and a Pod deleted while no controller ran is made again
-without an Event.
+In memory, per runner: the Pod whose runner GitHub said was online (each Pod is looked
+up once: a replacement Pod runs a new process, which GitHub's word about the old one
+says nothing of) and the runner uid and Pod uid last seen. A new leader starts without
+them: it looks idle runners up once more, and a Pod deleted while no controller ran is
+made again without an Event.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class RunnerHealer:
         self._metrics = metrics
         self._policy = policy
         self._clock = clock
-        self._online: dict[str, str] = {}  # runner key -> uid of a runner seen online
+        self._online: dict[str, str] = {}  # runner key -> uid of the Pod seen online
         self._seen: dict[str, tuple[str, str]] = {}  # runner key -> (its uid, its Pod's uid)
         self._removals = BackgroundRemovals(
             registrations=registrations,
@@ -94,14 +95,14 @@ class RunnerHealer:
             pod,
             now=self._clock(),
             policy=self._policy,
-            online_confirmed=self._online.get(runner.key) == runner.uid,
+            online_confirmed=self._online.get(runner.key) == pod.uid,
         )
         if isinstance(assessment, CheckOnline):
             verdict = health.online_verdict(
                 runner, assessment, self._registrations.lookup(runner), policy=self._policy
             )
             if verdict is None:
-                self._online[runner.key] = runner.uid
+                self._online[runner.key] = assessment.pod_uid
                 return assessment.then
             assessment = verdict
         if isinstance(assessment, NodeLost):

@@ -12,11 +12,13 @@ passes (:func:`assess`):
   Pod's creation is a failure (``Mode.START_TIMEOUT``), reported with the cause the Pod
   gives (a container's waiting reason, else the scheduler's): deleted, counted, made
   again after the failure backoff, up to the failure limit;
-- a runner that ran ``online_timeout`` seconds without a job is looked up at GitHub once
-  (:class:`CheckOnline`, then :func:`online_verdict`): online or busy, it is left
-  alone for good; offline, its Pod is a failure (``Mode.NOT_ONLINE``); unknown, its
-  registration is spent (a job took it while nobody recorded it, or someone removed it)
-  and the runner is deleted (``Mode.REGISTRATION_LOST``; the set makes another);
+- a runner whose Pod ran ``online_timeout`` seconds without a job is looked up at GitHub
+  once per Pod (:class:`CheckOnline`, then :func:`online_verdict`): online or busy, that
+  Pod is left alone for good; offline, the Pod is a failure (``Mode.NOT_ONLINE``);
+  unknown, its registration is spent (a job took it while nobody recorded it, or
+  someone removed it) and the runner is deleted (``Mode.REGISTRATION_LOST``; the set
+  makes another). A replacement Pod (after a drain, an eviction) is looked up again:
+  its process is a new one, and "online" said only that the old one was;
 - a Pod whose node stopped answering (phase Unknown ``node_lost_timeout`` seconds after
   it stopped being ready, or still terminating ``node_lost_timeout`` seconds after its
   grace period ended) cannot be replaced under its name, and its runner may still hold
@@ -142,7 +144,8 @@ def assess(
     online_confirmed: bool,
 ) -> Assessment:
     """What to do about ``runner``'s live ``pod`` (see the module docstring).
-    ``online_confirmed``: GitHub said once that this runner was online or busy."""
+    ``online_confirmed``: GitHub said once, while this Pod ran, that the runner was
+    online or busy."""
     if pod.deleting:
         how = "terminating past its grace period"
         return _lost_node(pod.uid, pod.deleted_at, now, policy, how)

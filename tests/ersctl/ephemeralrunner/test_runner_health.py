@@ -241,6 +241,28 @@ def test_a_runner_online_at_github_is_looked_up_once_and_then_left_alone(h: Harn
     assert failures_of(h) == {} and faults(h, "not_online") == 0
 
 
+def test_the_replacement_pod_of_a_runner_seen_online_is_looked_up_again(h: Harness) -> None:
+    """GitHub's "online" spoke of the first Pod's process: the Pod made after a drain
+    runs a new one, which must reach GitHub in its turn."""
+    a_runner_with_its_pod(h, RUNNING)
+    secret = h.secret()
+    assert secret is not None
+    h.sim.connect_runner(jit_config(secret))
+    past_the_online_deadline(h)
+    assert h.settle() == Result()  # online: this Pod is left alone
+
+    h.kube.delete_object("pods", h.namespace, RUNNER)  # a drain: SIGTERM, and the runner
+    h.sim.disconnect_runner(h.sim_runners()[RUNNER], graceful=True)  # deletes its session
+    h.reconcile()  # another Pod at once
+    second = pod_uid(h)
+    h.set_pod_status(RUNNING)  # it runs, but its runner never reaches GitHub
+    past_the_online_deadline(h)
+    h.settle()
+
+    assert list(failures_of(h)) == [second]
+    assert faults(h, "not_online") == 1
+
+
 def jit_config(secret: dict[str, Any]) -> str:
     return base64.b64decode(secret["data"]["jitToken"]).decode()
 
