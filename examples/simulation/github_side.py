@@ -35,8 +35,14 @@ class GitHubSide:
         """``register``: the scale set exists from the start (a listener configured by
         hand); without it an AutoscalingRunnerSet's controller registers it, and
         :meth:`use_scale_set` names it once known."""
+        # A runner's long poll is the listener's, shortened alike: a dead runner drops
+        # offline within one (GitHub's 50 s against its 600 s --runner-online-timeout;
+        # here a second against the soak's 4 s), so the runner controller's online check
+        # sees a dead runner's status, not the one it had while it lived.
         self.sim = GitHubSimulator(
-            hold_seconds=long_poll, session_idle_timeout=SESSION_IDLE_TIMEOUT
+            hold_seconds=long_poll,
+            session_idle_timeout=SESSION_IDLE_TIMEOUT,
+            runner_offline_delay=long_poll,
         )
         self.scale_set_id = int(self.sim.create_scale_set(SCALE_SET_NAME)["id"]) if register else 0
         self.token = SIM_TOKEN
@@ -114,6 +120,15 @@ class GitHubSide:
 
     def complete_job(self, job_id: str, runner_id: int, *, succeeded: bool = True) -> None:
         self.sim.complete_job(int(job_id), result="succeeded" if succeeded else "failed")
+
+    def disconnect(self, runner_id: int, *, graceful: bool = False) -> None:
+        """A runner process ended: offline at once when ``graceful``, else once its long
+        poll lapses. A runner removed meanwhile is fine."""
+        try:
+            self.sim.disconnect_runner(runner_id, graceful=graceful)
+        except SimError as exc:
+            if exc.status != 404:
+                raise
 
     def online_runners(self) -> set[str]:
         """Names of the registered runners the service sees online."""

@@ -15,6 +15,11 @@ what is left, the kubelet and the runner binary, per runner Pod:
    ``simulation.agent``).
 4. A Pod deleted (or gone) while its runner runs a job kills the job, which the
    report must show.
+5. A runner process that dies (its Pod deleted, evicted, its node lost) tells the
+   service nothing; the service lists it offline once its long poll lapses
+   (``disconnect``), as GitHub does. One that exits 0 unused deletes its session first
+   and is offline at once. Without this, GitHub would list a dead runner online for
+   good, and the runner controller's online check of its next Pod would believe it.
 
 Faults (the soak's): :meth:`PodAgent.fail_next_start` fails the Pods of the next runner
 to start (exit code 1 before the runner connects: a bad node, a crashing entrypoint), once
@@ -64,6 +69,10 @@ class RunnerService(Protocol):
 
     def online_runners(self) -> set[str]:
         """Names of the registered runners the service sees online."""
+        ...
+
+    def disconnect(self, runner_id: int, *, graceful: bool = False) -> None:
+        """The runner's process ended (``graceful``: it deleted its session first)."""
         ...
 
 
@@ -194,6 +203,7 @@ class PodAgent:
         if state.job_id is not None:
             self.failed_jobs.append((state.name, state.job_id))
             self._service.complete_job(state.job_id, state.runner_id, succeeded=False)
+        self._died(state)
         state.done = True
 
     def step(self) -> None:
@@ -260,6 +270,7 @@ class PodAgent:
             self._start(state)
             if not state.dead:
                 state.done = True
+                self._service.disconnect(state.runner_id, graceful=True)
                 self._exit(state.name, 0)
         return True
 
@@ -302,7 +313,15 @@ class PodAgent:
             # The runner dies mid-job: the job is lost, which the report must show.
             self.killed_jobs.append((state.name, state.job_id))
             self._service.complete_job(state.job_id, state.runner_id, succeeded=False)
+        if not state.done:
+            self._died(state)
         state.done = True
+
+    def _died(self, state: _Pod) -> None:
+        """The runner process of a live Pod is killed: it deletes no session, so the
+        service lists it online until its long poll lapses."""
+        if state.started and not state.dead and state.runner_id:
+            self._service.disconnect(state.runner_id)
 
     def _exit(self, name: str, code: int) -> None:
         with unless_gone():  # a Pod deleted meanwhile has nothing left to report

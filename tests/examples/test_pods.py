@@ -32,6 +32,7 @@ class FakeRunnerService:
         self.connected: list[str] = []
         self.queue: list[str] = []
         self.completed: list[tuple[str, bool]] = []
+        self.disconnected: list[tuple[int, bool]] = []
 
     def connect(self, encoded_jit_config: str) -> dict[str, Any]:
         self.connected.append(encoded_jit_config)
@@ -45,6 +46,9 @@ class FakeRunnerService:
 
     def online_runners(self) -> set[str]:
         return {"r1"} if self.connected else set()  # r1 is runner 7, the only one
+
+    def disconnect(self, runner_id: int, *, graceful: bool = False) -> None:
+        self.disconnected.append((runner_id, graceful))
 
 
 def _runner_with_pod(api: ApiServer) -> None:
@@ -277,6 +281,27 @@ def test_a_runner_can_exit_zero_without_a_job(
 
     assert (_status(apiserver)["phase"], _exit_code(_pod(apiserver))) == ("Succeeded", 0)
     assert service.connected == ["jit-r1"] and service.queue == ["job-1"]
+    assert service.disconnected == [(7, True)]  # it deleted its session on the way out
+
+
+@pytest.mark.parametrize("disruption", ["evict", "drain", "lose_node", "delete"])
+def test_a_killed_idle_runner_is_reported_dead_to_the_service_once(
+    apiserver: ApiServer, agent: tuple[PodAgent, FakeRunnerService, FakeClock], disruption: str
+) -> None:
+    """Without it, GitHub would list the dead runner online for good, and the runner
+    controller's online check of its next Pod would believe it."""
+    pod_agent, service, clock = agent
+    for clock.now in (0.0, 1.0):
+        pod_agent.step()  # online, idle
+
+    if disruption == "delete":  # a Pod deleted under its runner (kubectl delete pod)
+        apiserver.delete_object("pods", NAMESPACE, "r1")
+    else:
+        assert getattr(Disruptions(api=apiserver, agent=pod_agent), disruption)() is True
+    for clock.now in (2.0, 3.0):
+        pod_agent.step()
+
+    assert service.disconnected == [(7, False)]  # killed: offline once its long poll lapses
 
 
 def running_job(pod_agent: PodAgent, clock: FakeClock) -> None:
