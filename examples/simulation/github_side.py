@@ -24,8 +24,12 @@ SCALE_SET_NAME = "arc-runner-set"
 SIM_TOKEN = "ghp_simulated_not_a_secret"  # noqa: S105 (the simulator accepts any token)
 SESSION_IDLE_TIMEOUT = 5.0
 """Seconds before the simulated service drops a message session nobody uses (a killed
-listener's): longer than the listener's retry backoff in a 5xx burst, shorter than its
-409 retries (10 x 1 s), so a successor takes over by itself."""
+listener's): longer than the listener's retry backoff in a 5xx burst, and far shorter
+than GitHub's (unpublished: ``DEFAULT_SESSION_IDLE_TIMEOUT``), so that a killed
+listener's successor takes over within the run, at its first 409 retry after the
+expiry: within a second for ``simulate.py``'s own listener (it retries every 1 s), up
+to ARC's 30 s for the listener Pods of an AutoscalingRunnerSet (the soak's
+``simulation.soak.LISTENER_TAKEOVER``). Their 10 tries outlast it either way."""
 
 
 class GitHubSide:

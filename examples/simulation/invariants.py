@@ -31,8 +31,12 @@ Definitions (the rows mean exactly this):
   against the runner health rules' longest wait (a timeout and the failure backoff
   after it) + a leader failover (the Lease duration + 2 retry periods) + 5 s.
 - *capacity restored*: after the last fault, the seconds until the set's pending and
-  running runners first reach its desired count, against the zombie bound + the
-  failed-runner TTL (a runner that turned Failed holds its slot that long).
+  running runners first reach its desired count, against the longer of two recoveries
+  that run side by side: the zombie bound + the failed-runner TTL (a runner that turned
+  Failed holds its slot that long), and a SIGKILLed listener's takeover + 5 s (finished
+  runners are replaced only when a listener publishes; its successor holds the session
+  once the killed one's session expired and its next 409 retry came, then its Pod has
+  to be made, start and publish).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from simulation.trace import SoakTrace, Trace, busy_deletions, unseen_deletions
 FAILOVER_SLACK = 2.0
 FAILED_RUNNER_GRACE = 5.0
 HEALTH_GRACE = 5.0
+LISTENER_GRACE = 5.0
 WASTED_SHARE = 0.01
 
 DEFINITIONS = (__doc__ or "").split("\n\n", 1)[-1].strip()
@@ -130,7 +135,10 @@ def check(trace: Trace, *, retry_period: float) -> list[Row]:
 def _health_rows(trace: Trace, soak: SoakTrace, *, retry_period: float) -> list[Row]:
     zombie_bound = soak.health_deadline + soak.lease_duration + 2 * retry_period + HEALTH_GRACE
     worst = max(soak.zombie_ages, key=lambda item: item[1], default=("", 0.0))
-    capacity_bound = zombie_bound + soak.failed_runner_ttl
+    runner_side = zombie_bound + soak.failed_runner_ttl
+    listener_side = soak.listener_takeover + LISTENER_GRACE if soak.listener_takeover else 0.0
+    capacity_bound = max(runner_side, listener_side)
+    why = f" (listener {soak.listener_takeover:g}s + {LISTENER_GRACE:g}s)"
     restored = capacity_restored(trace)
     return [
         Row(
@@ -142,7 +150,7 @@ def _health_rows(trace: Trace, soak: SoakTrace, *, retry_period: float) -> list[
         Row(
             name="capacity restored",
             value="never" if restored is None else f"{restored:.1f}s after the last fault",
-            bound=f"<= {capacity_bound:g}s",
+            bound=f"<= {capacity_bound:g}s" + (why if listener_side > runner_side else ""),
             ok=restored is not None and restored <= capacity_bound,
         ),
     ]

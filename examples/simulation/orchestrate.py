@@ -117,6 +117,9 @@ class SimulationConfig:
     """More ``ersctl reconcile`` options (the soak's short runner health timeouts)."""
     health_deadline: float = 0.0
     """The longest wait of the runner health rules the soak allows (its invariants' bound)."""
+    listener_takeover: float = 0.0
+    """The longest a killed listener's successor may take to hold the message session
+    (the soak's invariants' bound)."""
     kubeconfig: Path | None = None
     """An existing cluster to run on (``simulation.remote``) instead of the embedded API
     server, in a fresh namespace removed at the end."""
@@ -642,6 +645,7 @@ class _Simulation:
             lease_duration=float(lease.duration) if lease else 0.0,
             zombie_ages=tuple(sorted(pods.zombie_ages.items()) if pods else ()),
             health_deadline=self.config.health_deadline,
+            listener_takeover=self.config.listener_takeover,
         )
 
 

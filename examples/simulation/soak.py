@@ -19,8 +19,10 @@ from typing import Any
 from ersctl.ephemeralrunner.phases import FailurePolicy
 from ersctl.platform.cli import fail
 from ersctl.platform.errors import Failure
+from ghalistener.listener import SessionRetry
 from simulation.agent import AgentTiming
 from simulation.faults import soak_plan
+from simulation.github_side import SESSION_IDLE_TIMEOUT
 from simulation.invariants import DEFINITIONS, check, format_table
 from simulation.live import LiveLine
 from simulation.orchestrate import SimulationConfig, run_simulation
@@ -50,6 +52,14 @@ HEALTH_OPTIONS = (
 HEALTH_DEADLINE = max(START_TIMEOUT, NODE_LOST_TIMEOUT) + FailurePolicy().delay(1)
 """The longest a health fault keeps a runner from taking a job: a timeout, then the
 failure backoff before the next Pod."""
+LONG_POLL = 1.0
+"""Seconds the simulated service holds a long poll (GitHub's 50 s, shortened)."""
+LISTENER_TAKEOVER = LONG_POLL + SESSION_IDLE_TIMEOUT + SessionRetry().interval
+"""The longest a SIGKILLed listener's successor takes to hold the message session: the
+killed listener's long poll keeps its session in use until it ends, the service drops
+the session ``SESSION_IDLE_TIMEOUT`` later, and a successor that asked just before got
+409 and asks again one retry interval later: ARC's 30 s, as the listener Pods the
+AutoscalingListener controller configures wait (the soak cannot shorten it)."""
 
 
 _DURATIONS = Durations(median=3.0, sigma=0.5, shortest=0.5, longest=8.0)
@@ -85,7 +95,7 @@ def soak_config(args: argparse.Namespace) -> SimulationConfig:
         label="soak",
         min_runners=0,
         max_runners=args.max_runners,
-        long_poll=1.0,
+        long_poll=LONG_POLL,
         drain_timeout=120.0,
         sample_every=0.5,
         runner_controller=True,
@@ -97,6 +107,7 @@ def soak_config(args: argparse.Namespace) -> SimulationConfig:
         fault_schedule=soak_plan(window, seed=args.seed),
         controller_options=HEALTH_OPTIONS,
         health_deadline=HEALTH_DEADLINE,
+        listener_takeover=LISTENER_TAKEOVER,
         kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None,
     )
 

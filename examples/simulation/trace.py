@@ -270,6 +270,9 @@ class SoakTrace:
     its longest such stretch (``simulation.pods.PodAgent.zombie_ages``)."""
     health_deadline: float = 0.0
     """The longest wait the runner health rules were given (timeouts and backoff)."""
+    listener_takeover: float = 0.0
+    """The longest a SIGKILLed listener's successor may take to hold the message
+    session (``simulation.soak.LISTENER_TAKEOVER``; 0: no listener is killed)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -184,3 +184,22 @@ def test_capacity_is_restored_when_pending_and_running_runners_reach_the_desired
     assert capacity_restored(replace(trace, samples=trace.samples[:2])) is None
     assert "capacity restored" in _failing(replace(trace, samples=trace.samples[:2]))
     assert capacity_restored(replace(trace, marks=())) == 0.0
+
+
+def test_capacity_after_a_listener_kill_waits_for_its_successors_takeover() -> None:
+    """A successor that got 409 just before the killed listener's session expired asks
+    again only after the listener's 409 interval: 1 + 5 + 30 s, then its Pod is made,
+    starts and publishes (5 s)."""
+    trace = replace(
+        _soak(_healthy(), health_deadline=9.0, listener_takeover=36.0),
+        marks=(Mark(at=10.0, label="listener-kill"),),
+        samples=(sample(45.0, replicas=3, pending=1), sample(45.5, replicas=3, pending=3)),
+    )
+    row = _rows(trace)["capacity restored"]
+    assert (row.value, row.ok) == ("35.5s after the last fault", True)
+    assert row.bound == "<= 41s (listener 36s + 5s)"
+
+    late = replace(trace, samples=(sample(51.5, replicas=3, pending=3),))
+    assert "capacity restored" in _failing(late)
+    unkilled = _soak(trace, listener_takeover=0.0)  # no listener killed: the runner side
+    assert _rows(unkilled)["capacity restored"].bound == "<= 31s"
