@@ -9,7 +9,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,13 +32,16 @@ from tests.kubeapi import (
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run the tests marked ``slow`` first (stable otherwise): with two workers the long
-    end-to-end runs then overlap the many short tests, instead of one of them ending
-    the run alone on one worker while the other idles.
+    """Spread the tests marked ``slow`` evenly through the run (order stable otherwise).
+
+    pytest-xdist's work stealing hands each worker a contiguous range and lets an idle
+    one take the tail of another's: spread out, every range holds a few long end-to-end
+    runs, which overlap the many short tests; bunched at the front, one worker ran them
+    all in a row while the others ran out of work.
 
     Against an existing cluster, skip the tests marked ``embedded_only``, and those
     marked ``needs_gc`` unless the cluster runs kube-controller-manager, naming why."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    items[:] = _spread(items, lambda item: item.get_closest_marker("slow") is not None)
     if existing_cluster() is None:
         return
     for item in items:
@@ -53,6 +57,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                     reason=f"needs kube-controller-manager ({CONTROLLERS_ENV}=1): {why}"
                 )
             )
+
+
+def _spread(items: list[pytest.Item], marked: Callable[[pytest.Item], bool]) -> list[pytest.Item]:
+    """``items`` with the ``marked`` ones placed at even intervals, each kind in order."""
+    chosen = [item for item in items if marked(item)]
+    rest = deque(item for item in items if not marked(item))
+    if not chosen:
+        return list(rest)
+    step = len(items) / len(chosen)
+    spread: list[pytest.Item] = []
+    for index, item in enumerate(chosen):
+        # The rest up to this one's slot, then it: slot i sits at i * step.
+        while len(spread) < round(index * step) and rest:
+            spread.append(rest.popleft())
+        spread.append(item)
+    return spread + list(rest)
 
 
 @pytest.fixture(scope="session")
