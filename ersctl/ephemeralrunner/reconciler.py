@@ -23,7 +23,9 @@
    one job): the ER is deleted, as ARC does, and the set makes another.
 
 Phase and finalizer writes carry the ER's resourceVersion, so a decision made on a
-stale read fails with a conflict and is retried on fresh state. Nothing here logs,
+stale read fails with a conflict and is retried on fresh state; the exception is a
+failed Pod's record, which must land once its Pod is deleted, and the Failed phase that
+rides in it when that failure reaches the limit. Nothing here logs,
 records or raises the JIT config: only runner names and ids.
 """
 
@@ -369,23 +371,33 @@ class RunnerReconciler:
             "reason": failed.reason,
             "message": failed.message,
         }
+        exhausted = self._policy.exhausted(count)
+        if exhausted:
+            # The failure and the Failed phase it decides go in one write, not two a
+            # millisecond apart. Unlocked, as the failure record always was: once its
+            # Pod is deleted the record must land, or the count would lose it.
+            status.update(_failed_status(count, failed.reason, failed.message))
         runner = self._runners.patch_runner_status(runner, {"status": status})
         self._metrics.pod_failed(runner.namespace)
         message = f"{detail}; failure {count} of {self._policy.max_failures}"
         self._health.report(runner, failed.mode, message)
-        if self._policy.exhausted(count):
-            self._mark_failed(runner, count)
+        if exhausted:
+            self._phase_written(runner, ERPhase.FAILED)
+            self._failed(runner, str(status["message"]))
             return Result()
         return Result(requeue_after=self._policy.delay(count))
 
     def _mark_failed(self, runner: EphemeralRunner, count: int) -> None:
-        # The last Pod's reason goes along: the set's Event about this runner, once it is
-        # collected, quotes this status and is often all that is left to read.
-        last = ": ".join(str(runner.status.get(k) or "") for k in ("reason", "message")).strip(": ")
-        message = f"the runner pod failed {count} times" + (f"; last: {last}" if last else "")
+        reason, message = (str(runner.status.get(k) or "") for k in ("reason", "message"))
+        status = _failed_status(count, reason, message)
         self._set_status(
-            runner, phase=ERPhase.FAILED, reason=Reason.TOO_MANY_POD_FAILURES, message=message
+            runner, phase=ERPhase.FAILED, reason=status["reason"], message=status["message"]
         )
+        self._failed(runner, status["message"])
+
+    def _failed(self, runner: EphemeralRunner, message: str) -> None:
+        """What follows a runner's Failed status: its Warning, its registration's removal
+        and its resources' deletion."""
         self._warn(runner, Reason.TOO_MANY_POD_FAILURES, message)
         # Its registration can never run a job now: removed in the background, as ARC
         # 0.15 does; the registration finalizer tries again when the set deletes it.
@@ -399,6 +411,9 @@ class RunnerReconciler:
     ) -> None:
         status = {"phase": phase, "ready": ready, "reason": reason, "message": message}
         self._runners.patch_runner_status(runner, _locked(runner, {"status": status}))
+        self._phase_written(runner, phase)
+
+    def _phase_written(self, runner: EphemeralRunner, phase: str) -> None:
         log.info("runner %s is %s", runner.key, phase)
         if phase in (ERPhase.SUCCEEDED, ERPhase.FAILED, ERPhase.OUTDATED):
             self._metrics.runner_finished(runner.namespace, phase)
@@ -406,6 +421,19 @@ class RunnerReconciler:
     def _warn(self, runner: EphemeralRunner, reason: Reason, message: str) -> None:
         log.warning("runner %s: %s: %s", runner.key, reason, message)
         self._events.event(runner, type="Warning", reason=reason, message=message)
+
+
+def _failed_status(count: int, reason: str, message: str) -> dict[str, Any]:
+    """The status of a runner whose Pods failed ``count`` times, the last for ``reason``
+    with ``message``. That last reason goes along: the set's Event about this runner,
+    once it is collected, quotes this status and is often all that is left to read."""
+    last = ": ".join((reason, message)).strip(": ")
+    return {
+        "phase": ERPhase.FAILED,
+        "ready": False,
+        "reason": Reason.TOO_MANY_POD_FAILURES,
+        "message": f"the runner pod failed {count} times" + (f"; last: {last}" if last else ""),
+    }
 
 
 def _locked(runner: EphemeralRunner, patch: dict[str, Any]) -> dict[str, Any]:

@@ -262,6 +262,31 @@ def test_the_runner_turns_failed_at_the_configured_failure_limit(h: Harness) -> 
     assert h.pod() is None  # Failed is final
 
 
+def test_the_failure_that_reaches_the_limit_and_the_failed_phase_are_one_status_write(
+    h: Harness,
+) -> None:
+    h.create_runner()  # the harness configures max_failures=3
+    h.settle()
+    for _ in range(2):
+        h.set_pod_status(terminated(2))
+        h.settle()
+        h.clock.advance(60.0)
+        h.settle()
+    last = h.pod()
+    assert last is not None
+    h.sent.clear()
+
+    h.set_pod_status(terminated(2))
+    h.settle()
+
+    (written,) = status_patches(h)
+    assert list(written["failures"]) == [last["metadata"]["uid"]]
+    assert (written["phase"], written["reason"]) == ("Failed", "TooManyPodFailures")
+    runner = h.runner()
+    assert runner is not None and len(runner.failures) == 3 and runner.phase == "Failed"
+    assert h.metric("ersctl_runners_finished_total", phase="Failed") == 1
+
+
 def test_the_deprecated_version_exit_code_makes_the_runner_outdated(h: Harness) -> None:
     h.create_runner()
     h.settle()
