@@ -2,9 +2,10 @@
 
 Replicas of the controller must never reconcile at once: two reconciles of one set in
 two processes would both see the same shortfall and both create runners. One process
-holds the Lease and renews it every ``retry_period``; the others wait. When the holder
-cannot renew within ``renew_deadline`` (or finds another holder), the library calls
-``on_stopped_leading`` and :meth:`LeaderElector.run` returns.
+holds the Lease and renews it every ``retry_period`` (the library's renewal the moment
+it has acquired the Lease is skipped: it would repeat the acquiring write); the others
+wait. When the holder cannot renew within ``renew_deadline`` (or finds another holder),
+the library calls ``on_stopped_leading`` and :meth:`LeaderElector.run` returns.
 
 :meth:`LeaderElector.is_leading` is the fence the manager puts in front of every
 reconcile and every write. Beyond the library's flag it also requires a successful
@@ -131,6 +132,7 @@ class _FencedLeaseLock(LeaseLock):
         # The base class builds a client from the global default configuration.
         self.api_instance = _LeaseApi(api_client)  # type: ignore[assignment]  # duck-typed: the three calls it makes
         self._stop = stop
+        self._retry_period = cfg.retry_period
         self.last_write = float("-inf")
 
     def get(self, name: str, namespace: str) -> tuple[bool, Any]:
@@ -146,6 +148,14 @@ class _FencedLeaseLock(LeaseLock):
 
     def update(self, name: str, namespace: str, updated_record: Any) -> bool:
         self._check()
+        if (
+            updated_record.holder_identity == self.identity
+            and time.monotonic() - self.last_write < self._retry_period
+        ):
+            # The library renews the moment it has acquired the Lease: our own write of a
+            # moment ago says all that one would. Renewals proper come a retry period
+            # apart, and the fence still counts from the last real write.
+            return True
         ok: bool = super().update(name, namespace, updated_record)  # type: ignore[no-untyped-call]
         if ok:
             self.last_write = time.monotonic()

@@ -131,6 +131,34 @@ def test_only_the_lease_holder_reconciles_and_a_clean_stop_hands_over_at_once(
     assert lease_time(lease["spec"]["acquireTime"]) < expiry
 
 
+def test_the_lease_is_written_once_when_acquired_then_once_a_retry_period(
+    kube: KubeApi,
+    candidates: Callable[..., tuple[Running, Recording]],
+    sent: dict[str, SentRequests],
+) -> None:
+    leader, _ = candidates("leader")
+    eventually(lambda: len(lease_writes(sent["leader"])) >= 3, what="two renewals")
+
+    acquired, first, second = (lease_time(t) for t in lease_writes(sent["leader"])[:3])
+    # The library would renew the moment it acquired the Lease, repeating that write;
+    # renewals come a retry period apart (1 s here), the first one included.
+    assert first - acquired >= timedelta(seconds=1.0)
+    assert second - first >= timedelta(seconds=1.0)
+    assert leader.manager.is_leading()
+
+
+def lease_writes(sent: SentRequests) -> list[str]:
+    """The ``renewTime`` of every write of the Lease the server accepted, in order."""
+    return [
+        record.body["spec"]["renewTime"]
+        for record in sent.records()
+        if record.resource == "leases"
+        and record.verb in ("create", "update")
+        and record.status in (200, 201)
+        and isinstance(record.body, dict)
+    ]
+
+
 def test_losing_the_lease_stops_reconciling_and_writing_at_once(
     kube: KubeApi, candidates: Callable[..., tuple[Running, Recording]]
 ) -> None:
