@@ -115,6 +115,10 @@ class RunnerReconciler:
         # Runner key -> uid of a runner whose JIT Secret this controller deleted or
         # found absent after it was done (see _delete_resources).
         self._secret_gone: dict[str, str] = {}
+        # Runner key -> uid of the Pod _delete_resources deleted for it: the cache can
+        # still show that Pod to the runner's next reconcile (its deletion by the set a
+        # moment later), which would delete it again and get a 404.
+        self._pod_deleted: dict[str, str] = {}
         self._registrations = Registrations(
             services=services, get_secret=secrets.get_secret, events=events
         )
@@ -138,6 +142,7 @@ class RunnerReconciler:
         runner = self._runners.get_runner(request.namespace, request.name)
         if runner is None:
             self._secret_gone.pop(str(request), None)
+            self._pod_deleted.pop(str(request), None)
             self._health.forget(str(request))
             return Result()
         try:
@@ -218,8 +223,12 @@ class RunnerReconciler:
         ends. Reading first keeps a done runner's later reconciles free of writes.
         """
         pod = self._pods.get_pod(runner.namespace, runner.name)
-        if pod is not None and not (pod.get("metadata") or {}).get("deletionTimestamp"):
+        meta = (pod or {}).get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        deleted = meta.get("deletionTimestamp") or self._pod_deleted.get(runner.key) == uid
+        if pod is not None and not deleted:
             self._pods.delete_pod(runner.namespace, runner.name)
+            self._pod_deleted[runner.key] = uid
         # Secrets are not watched, so whether one exists is a GET; a done runner waits
         # for its set to delete it, and without this record every resync would GET
         # its Secret again. Only this controller creates it, and never for a done runner.

@@ -18,7 +18,7 @@ from ersctl.arcclient.reader import ApiReader
 from ersctl.ephemeralrunner.health import HealthPolicy
 from ersctl.ephemeralrunner.metrics import RunnerMetrics
 from ersctl.ephemeralrunner.phases import FailurePolicy
-from ersctl.ephemeralrunner.ports import RunnerStore
+from ersctl.ephemeralrunner.ports import PodStore, RunnerStore
 from ersctl.ephemeralrunner.reconciler import RunnerReconciler
 from ersctl.ephemeralrunner.stores import KubeRunnerResources
 from ersctl.kube.client import Reader
@@ -65,7 +65,7 @@ class Harness:
     """What the reconciler's Kubernetes client sent."""
     build: Callable[..., RunnerReconciler]
     """A reconciler like :attr:`reconciler` with other health rules (``build(health,
-    runners=...)``: and another runner store)."""
+    runners=..., pods=...)``: and another runner or Pod store)."""
     resources: KubeRunnerResources
     """The stores :attr:`reconciler` reads and writes through."""
 
@@ -236,10 +236,12 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
     registry = CollectorRegistry()
     metrics = RunnerMetrics(registry)
 
-    def build(health: HealthPolicy, runners: RunnerStore | None = None) -> RunnerReconciler:
+    def build(
+        health: HealthPolicy, runners: RunnerStore | None = None, pods: PodStore | None = None
+    ) -> RunnerReconciler:
         return RunnerReconciler(
             runners=runners or resources,
-            pods=resources,
+            pods=pods or resources,
             secrets=resources,
             hooks=resources,
             services=services,

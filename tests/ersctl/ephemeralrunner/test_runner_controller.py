@@ -15,7 +15,7 @@ import pytest
 
 from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER, EphemeralRunner
 from ersctl.arcclient.cache import CachedReader
-from ersctl.ephemeralrunner.controller import CachedRunners
+from ersctl.ephemeralrunner.controller import CachedPods, CachedRunners, runner_pod_informer
 from ersctl.ephemeralrunner.phases import READY_REPORT_DELAY
 from ersctl.ephemeralrunner.registration import RetryLater
 from ersctl.ephemeralrunner.stores import KubeRunnerResources
@@ -209,6 +209,28 @@ def test_a_runner_let_go_is_not_patched_again_while_the_cache_still_shows_it(
     assert h.runner() is None
     patches = [r for r in h.sent.records() if r.targets("ephemeralrunners", RUNNER)]
     assert [(r.verb, r.status) for r in patches] == [("patch", 200)]
+
+
+def test_a_finished_runners_pod_is_deleted_once_while_the_cache_still_shows_it(
+    h: Harness,
+) -> None:
+    h.create_runner()
+    h.settle()
+    h.record_job_started("job-1")
+    h.set_pod_status(terminated(0))
+    # The Pod cache has seen the Pod end, and not yet its deletion.
+    pods = runner_pod_informer(h.kube.api_client(), namespace=h.namespace)
+    pods.store.upsert(h.pod() or {})
+    h.reconciler = h.build(HEALTH, pods=CachedPods(pods, h.resources))
+    h.sent.clear()
+
+    h.reconcile()  # Succeeded: its Pod and JIT Secret go at once
+    h.kube.delete_object("ephemeralrunners", h.namespace, RUNNER)  # the set collects it
+    h.reconcile()  # lets it go
+
+    assert h.runner() is None and h.pod() is None
+    pod_deletes = [r for r in h.sent.records() if (r.verb, r.resource) == ("delete", "pods")]
+    assert [r.status for r in pod_deletes] == [200]
 
 
 def test_a_failed_pod_is_recreated_after_a_backoff_and_counted(h: Harness) -> None:
