@@ -41,8 +41,9 @@ from ghalistener.actions.retry import RetryPolicy
 from ghalistener.actions.types import SystemInfo
 from ghalistener.config import CONFIG_PATH_ENV, ListenerConfig, load_config
 from ghalistener.health import ListenerHealth
-from ghalistener.listener import Listener, SessionRetry
+from ghalistener.listener import Listener
 from ghalistener.metrics import ListenerMetrics, ScaleSetLabels
+from ghalistener.ports import SessionRetry
 from ghalistener.publisher import KubePublisher, KubeRetry
 from ghalistener.scaler import Scaler
 from ghalistener.sessions import SessionOpener

@@ -41,6 +41,7 @@ from ghalistener.actions.credentials import (
 )
 from ghalistener.actions.errors import ActionsError
 from ghalistener.metric_selection import MetricsSelection, parse_metrics
+from ghalistener.ports import SessionRetry
 
 CONFIG_PATH_ENV: Final = "LISTENER_CONFIG_PATH"
 MAX_RUNNERS_UNBOUNDED: Final = 2**31 - 1
@@ -83,8 +84,8 @@ class ListenerConfig:
     metrics_addr: str = ""
     metrics_endpoint: str = DEFAULT_METRICS_ENDPOINT
     metrics: MetricsSelection = field(default_factory=MetricsSelection.defaults)
-    session_retry_interval: float = 30.0
-    session_retry_attempts: int = 10
+    session_retry_interval: float = SessionRetry.interval
+    session_retry_attempts: int = SessionRetry.attempts
 
     @property
     def github(self) -> GitHubConfig:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import Final
 
 from ersctl.platform.background import Background, Worker
@@ -47,7 +46,7 @@ from ghalistener.actions.types import (
 from ghalistener.errors import SessionHeldError
 from ghalistener.freshness import StatisticsAge, Verdict
 from ghalistener.health import ListenerHealth
-from ghalistener.ports import Metrics, Publisher, Session, SessionOpener
+from ghalistener.ports import Metrics, Publisher, Session, SessionOpener, SessionRetry
 from ghalistener.scaler import Decision, Scaler
 from ghalistener.stopping import StopRequested, StopSignal
 
@@ -61,14 +60,6 @@ CATCH_UP_WAIT: Final = 2.0
 """Seconds after a session opens in which a higher count waits for a newer message
 (``ghalistener.freshness``): far more than the service takes to deliver what it has
 queued, short enough that a real rise in demand waits little."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SessionRetry:
-    """How a 409 at session creation is waited out: ARC's 30 s, 10 attempts in all."""
-
-    interval: float = 30.0
-    attempts: int = 10
 
 
 class _Stopped:

@@ -9,6 +9,7 @@ in-memory ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 from ghalistener.actions.types import (
@@ -17,6 +18,15 @@ from ghalistener.actions.types import (
     RunnerScaleSetMessage,
     Statistics,
 )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionRetry:
+    """How the loop waits out a 409 at session creation (another listener holds the
+    session): ARC's 30 s, 10 attempts in all; the listener config's defaults."""
+
+    interval: float = 30.0
+    attempts: int = 10
 
 
 class Session(Protocol):

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from kubernetes import client
 
 from ersctl.kube import connect
@@ -29,6 +30,11 @@ from tests.kubeapi import (
     existing_cluster,
     install_crds,
 )
+
+# Hypothesis fails an example that takes over 200 ms by default: a timed assertion,
+# which four workers on two cores trip for no fault of the code under test.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

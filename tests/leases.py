@@ -7,8 +7,9 @@ and unexpired leaves it alone, and that read is its refused campaign attempt. Th
 does not say which process sent a request, but the holder's own requests come one
 after another, a read and then its write: so between two writes, or before the first
 or after the last, the holder made at most one of the reads, and any other read there
-was a follower's. The one exception is the read right after the holder acquired the
-Lease, whose renewal ``ersctl.kube.leader`` skips: count from after the acquisition.
+was a follower's. The one exception is the holder's first read after it acquired the
+Lease, whose renewal ``ersctl.kube.leader`` skips: count from after that read (a
+retry period after the acquisition).
 """
 
 from __future__ import annotations

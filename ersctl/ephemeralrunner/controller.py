@@ -193,7 +193,9 @@ class CachedRunners:
 
     A read that lags someone else's write is safe: every phase and finalizer write
     carries the runner's resourceVersion, so the API server refuses it (409) and the
-    reconcile is retried; the watch event of that write enqueues the runner anyway.
+    reconcile is retried; the watch event of that write enqueues the runner anyway. The
+    exception is a failed Pod's record (and the Failed phase that rides in it at the
+    failure limit), which must land once its Pod is deleted.
 
     A runner whose last finalizer this process removed while it was being deleted is
     gone at the server, whatever the cache still shows: it reads as None until the cache

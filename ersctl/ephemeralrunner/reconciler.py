@@ -115,9 +115,10 @@ class RunnerReconciler:
         # Runner key -> uid of a runner whose JIT Secret this controller deleted or
         # found absent after it was done (see _delete_resources).
         self._secret_gone: dict[str, str] = {}
-        # Runner key -> uid of the Pod _delete_resources deleted for it: the cache can
-        # still show that Pod to the runner's next reconcile (its deletion by the set a
-        # moment later), which would delete it again and get a 404.
+        # Runner key -> uid of the Pod last deleted for it (a finished runner's, a failed
+        # one's): the cache can still show that Pod to the next look (the set's deletion
+        # of the runner a moment later, the failure limit's cleanup), which would delete
+        # it again and get a 404.
         self._pod_deleted: dict[str, str] = {}
         self._registrations = Registrations(
             services=services, get_secret=secrets.get_secret, events=events
@@ -373,6 +374,7 @@ class RunnerReconciler:
             message = f"{detail} during job {runner.job_id}; deleting the runner"
             return self._health.abandon(runner, failed.mode, message, Reason.RUNNER_FAILED_WITH_JOB)
         self._pods.delete_pod(runner.namespace, runner.name, uid=failed.pod_uid)
+        self._pod_deleted[runner.key] = failed.pod_uid  # the limit's cleanup may still see it
         count = len({*runner.failures, failed.pod_uid})
         status: dict[str, Any] = {
             "failures": {failed.pod_uid: format_time(self._clock())},

@@ -45,6 +45,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from simulation.faults import FaultKind
 from simulation.trace import SoakTrace, Trace, busy_deletions, unseen_deletions
 
 FAILOVER_SLACK = 2.0
@@ -136,9 +137,9 @@ def _health_rows(trace: Trace, soak: SoakTrace, *, retry_period: float) -> list[
     zombie_bound = soak.health_deadline + soak.lease_duration + 2 * retry_period + HEALTH_GRACE
     worst = max(soak.zombie_ages, key=lambda item: item[1], default=("", 0.0))
     runner_side = zombie_bound + soak.failed_runner_ttl
-    listener_side = soak.listener_takeover + LISTENER_GRACE if soak.listener_takeover else 0.0
+    listener_side = _listener_side(trace, soak)
     capacity_bound = max(runner_side, listener_side)
-    why = f" (listener {soak.listener_takeover:g}s + {LISTENER_GRACE:g}s)"
+    why = f" (listener {soak.listener_takeover:g}s + {LISTENER_GRACE:g}s after its kill)"
     restored = capacity_restored(trace)
     return [
         Row(
@@ -154,6 +155,16 @@ def _health_rows(trace: Trace, soak: SoakTrace, *, retry_period: float) -> list[
             ok=restored is not None and restored <= capacity_bound,
         ),
     ]
+
+
+def _listener_side(trace: Trace, soak: SoakTrace) -> float:
+    """How long after the last fault the successor of the last SIGKILLed listener may
+    still be taking over (0: none may): a kill long before the last fault bounds nothing."""
+    kills = [mark.at for mark in trace.marks if mark.label == FaultKind.LISTENER_KILL]
+    if not kills or not soak.listener_takeover:
+        return 0.0
+    last = max(mark.at for mark in trace.marks)
+    return max(0.0, max(kills) + soak.listener_takeover + LISTENER_GRACE - last)
 
 
 def capacity_restored(trace: Trace) -> float | None:

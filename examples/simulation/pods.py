@@ -15,10 +15,11 @@ what is left, the kubelet and the runner binary, per runner Pod:
    ``simulation.agent``).
 4. A Pod deleted (or gone) while its runner runs a job kills the job, which the
    report must show.
-5. A runner process that dies (its Pod deleted, evicted, its node lost) tells the
-   service nothing; the service lists it offline once its long poll lapses
-   (``disconnect``), as GitHub does. One that exits 0 unused deletes its session first
-   and is offline at once. Without this, GitHub would list a dead runner online for
+5. The simulation treats every deletion of a runner's Pod (deleted, evicted, drained,
+   its node lost) as a kill, the conservative case: the process tells the service
+   nothing, and the service lists it offline once its long poll lapses
+   (``disconnect``; a real runner sent SIGTERM would log off at once). One that exits 0
+   unused deletes its session first and is offline at once. Without this, GitHub would list a dead runner online for
    good, and the runner controller's online check of its next Pod would believe it.
 
 Faults (the soak's): :meth:`PodAgent.fail_next_start` fails the Pods of the next runner

@@ -19,7 +19,7 @@ from typing import Any
 from ersctl.ephemeralrunner.phases import FailurePolicy
 from ersctl.platform.cli import fail
 from ersctl.platform.errors import Failure
-from ghalistener.listener import SessionRetry
+from ghalistener.config import ListenerConfig
 from simulation.agent import AgentTiming
 from simulation.faults import soak_plan
 from simulation.github_side import SESSION_IDLE_TIMEOUT
@@ -54,7 +54,7 @@ HEALTH_DEADLINE = max(START_TIMEOUT, NODE_LOST_TIMEOUT) + FailurePolicy().delay(
 failure backoff before the next Pod."""
 LONG_POLL = 1.0
 """Seconds the simulated service holds a long poll (GitHub's 50 s, shortened)."""
-LISTENER_TAKEOVER = LONG_POLL + SESSION_IDLE_TIMEOUT + SessionRetry().interval
+LISTENER_TAKEOVER = LONG_POLL + SESSION_IDLE_TIMEOUT + ListenerConfig.session_retry_interval
 """The longest a SIGKILLed listener's successor takes to hold the message session: the
 killed listener's long poll keeps its session in use until it ends, the service drops
 the session ``SESSION_IDLE_TIMEOUT`` later, and a successor that asked just before got

@@ -272,7 +272,8 @@ class SoakTrace:
     """The longest wait the runner health rules were given (timeouts and backoff)."""
     listener_takeover: float = 0.0
     """The longest a SIGKILLed listener's successor may take to hold the message
-    session (``simulation.soak.LISTENER_TAKEOVER``; 0: no listener is killed)."""
+    session after its kill (``simulation.soak.LISTENER_TAKEOVER``; 0: no such bound,
+    as in ``simulate.py``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

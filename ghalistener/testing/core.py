@@ -31,10 +31,11 @@ publish its value; its clients assume a few minutes (ARC's listener retries a 40
 
 DEFAULT_RUNNER_OFFLINE_DELAY = 50.0
 """Seconds from a runner process's death (killed, crashed, its node gone) to the service
-listing the runner offline. GitHub documents that a runner holds an HTTPS long poll open
-for 50 s and opens a new one when it ends: a dead runner opens none, so it drops offline
-once the poll it held lapses, within 50 s. One that exits cleanly deletes its session
-and is offline at once (:meth:`SimulatorCore.disconnect_runner`)."""
+listing the runner offline. GitHub does not publish when it does; this is modelled on
+the 50 s HTTPS long poll it documents a runner holding (a new one opened when one ends):
+a dead runner opens none, so the model lists it offline once the poll it held lapses.
+One that exits cleanly deletes its session and is offline at once
+(:meth:`SimulatorCore.disconnect_runner`)."""
 
 
 class SimError(Exception):

@@ -22,8 +22,8 @@ from ghalistener.actions.types import (
     RunnerScaleSetMessage,
     Statistics,
 )
-from ghalistener.listener import CATCH_UP_WAIT, Listener, SessionRetry
-from ghalistener.ports import Session
+from ghalistener.listener import CATCH_UP_WAIT, Listener
+from ghalistener.ports import Session, SessionRetry
 from ghalistener.scaler import Scaler
 
 Journal = list[tuple[object, ...]]

@@ -8,7 +8,8 @@ import pytest
 
 from ersctl.platform.probes import Verdict
 from ghalistener.health import STALE_AFTER, ListenerHealth
-from ghalistener.listener import Listener, SessionRetry
+from ghalistener.listener import Listener
+from ghalistener.ports import SessionRetry
 from ghalistener.scaler import Scaler
 from tests.clock import FakeClock
 from tests.ghalistener.fakes import FakePublisher, FakeSession, Journal, Opener, not_found, stats

@@ -23,8 +23,9 @@ from ersctl.kube.errors import KubeError
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.actions.client import ActionsClient
 from ghalistener.errors import SessionHeldError
-from ghalistener.listener import Listener, SessionRetry
+from ghalistener.listener import Listener
 from ghalistener.metrics import ListenerMetrics, ScaleSetLabels
+from ghalistener.ports import SessionRetry
 from ghalistener.publisher import KubePublisher, KubeRetry, Resumed
 from ghalistener.scaler import Scaler
 from ghalistener.sessions import SessionOpener

@@ -10,7 +10,7 @@ import pytest
 
 from ersctl.kube.errors import KubeError
 from ghalistener.errors import SessionHeldError
-from ghalistener.listener import SessionRetry
+from ghalistener.ports import SessionRetry
 from tests.ghalistener.fakes import (
     FakePublisher,
     FakeSession,

@@ -21,7 +21,8 @@ from ersctl.testing.apiserver import ApiServer
 from ghalistener.actions.auth import PatCredentials
 from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.retry import RetryPolicy
-from ghalistener.listener import CLOSE_TIMEOUT, Listener, SessionRetry
+from ghalistener.listener import CLOSE_TIMEOUT, Listener
+from ghalistener.ports import SessionRetry
 from ghalistener.publisher import KubePublisher, KubeRetry
 from ghalistener.scaler import Scaler
 from ghalistener.sessions import SessionOpener

@@ -309,6 +309,31 @@ def test_the_failure_that_reaches_the_limit_and_the_failed_phase_are_one_status_
     assert h.metric("ersctl_runners_finished_total", phase="Failed") == 1
 
 
+def test_the_pod_whose_failure_reaches_the_limit_is_deleted_once_while_the_cache_shows_it(
+    h: Harness,
+) -> None:
+    h.create_runner()  # the harness configures max_failures=3
+    h.settle()
+    for _ in range(2):
+        h.set_pod_status(terminated(2))
+        h.settle()
+        h.clock.advance(60.0)
+        h.settle()
+    h.set_pod_status(terminated(2))
+    # The Pod cache has seen the third Pod fail, and not yet its deletion.
+    pods = runner_pod_informer(h.kube.api_client(), namespace=h.namespace)
+    pods.store.upsert(h.pod() or {})
+    h.reconciler = h.build(HEALTH, pods=CachedPods(pods, h.resources))
+    h.sent.clear()
+
+    h.settle()  # the failure, the Failed phase, and the resources' deletion
+
+    runner = h.runner()
+    assert runner is not None and runner.phase == "Failed" and h.pod() is None
+    pod_deletes = [r for r in h.sent.records() if (r.verb, r.resource) == ("delete", "pods")]
+    assert [r.status for r in pod_deletes] == [200]
+
+
 def test_the_deprecated_version_exit_code_makes_the_runner_outdated(h: Harness) -> None:
     h.create_runner()
     h.settle()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ersctl.api import ER_REGISTRATION_FINALIZER
+from ersctl.api import ER_REGISTRATION_FINALIZER, format_time
 from ersctl.ephemeralrunner.pods import DISRUPTION_ANNOTATIONS
 from ersctl.kube.reconcile import Result
 from ersctl.scaleset.ports import ServiceError
@@ -255,7 +255,9 @@ def test_the_replacement_pod_of_a_runner_seen_online_is_looked_up_again(h: Harne
     h.sim.disconnect_runner(h.sim_runners()[RUNNER], graceful=True)  # deletes its session
     h.reconcile()  # another Pod at once
     second = pod_uid(h)
-    h.set_pod_status(RUNNING)  # it runs, but its runner never reaches GitHub
+    # It runs from now on (the harness's clock), but its runner never reaches GitHub.
+    h.set_pod_status(running_status(started_at=format_time(h.clock.datetime())))
+    assert h.settle().requeue_after  # not yet past its own online deadline
     past_the_online_deadline(h)
     h.settle()
 
