@@ -177,19 +177,32 @@ def _clear_faults(
     return {"faults": []}
 
 
+def _seconds(body: dict[str, Any], key: str) -> float:
+    """``body[key]`` as seconds (a number, 0 or more), else a 400 naming the key."""
+    value = body[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise SimError(400, f"{key} must be a number of seconds, 0 or more (got {value!r})")
+    return float(value)
+
+
 @control("PATCH", "/settings")
 def _settings(sim: GitHubSimulator, body: dict[str, Any], p: dict[str, str], r: SimRequest) -> Any:
-    if "holdSeconds" in body:
-        sim.hold_seconds = float(body["holdSeconds"])
+    # Every value is checked before any is applied: a refused request changes nothing.
+    seconds = {
+        key: _seconds(body, key)
+        for key in ("holdSeconds", "adminTokenTtl", "sessionIdleTimeout", "runnerOfflineDelay")
+        if key in body and not (key == "sessionIdleTimeout" and body[key] is None)
+    }
+    if "holdSeconds" in seconds:
+        sim.hold_seconds = seconds["holdSeconds"]
     if "ephemeral" in body:
         sim.ephemeral = bool(body["ephemeral"])
-    if "adminTokenTtl" in body:
-        sim.admin_token_ttl = float(body["adminTokenTtl"])
+    if "adminTokenTtl" in seconds:
+        sim.admin_token_ttl = seconds["adminTokenTtl"]
     if "sessionIdleTimeout" in body:
-        timeout = body["sessionIdleTimeout"]
-        sim.session_idle_timeout = None if timeout is None else float(timeout)
-    if "runnerOfflineDelay" in body:
-        sim.runner_offline_delay = float(body["runnerOfflineDelay"])
+        sim.session_idle_timeout = seconds.get("sessionIdleTimeout")  # null: never
+    if "runnerOfflineDelay" in seconds:
+        sim.runner_offline_delay = seconds["runnerOfflineDelay"]
     return {
         "holdSeconds": sim.hold_seconds,
         "ephemeral": sim.ephemeral,

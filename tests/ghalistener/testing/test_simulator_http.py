@@ -282,11 +282,20 @@ def test_the_control_api_drives_every_part_of_the_model(
             "POST", "/_sim/runners/connect", {"jitConfig": "garbage"}, id="bad JIT config"
         ),
         pytest.param("POST", "/_sim/scalesets", [1, 2], id="not an object"),
+        pytest.param("PATCH", "/_sim/settings", {"runnerOfflineDelay": -1}, id="negative seconds"),
+        pytest.param("PATCH", "/_sim/settings", {"holdSeconds": None}, id="null seconds"),
+        pytest.param("PATCH", "/_sim/settings", {"adminTokenTtl": "soon"}, id="text seconds"),
     ],
 )
 def test_bad_control_requests_get_400_naming_the_problem(
     control: httpx.Client, method: str, path: str, body: object
 ) -> None:
+    settings = control.patch("/_sim/settings", json={}).json()  # an empty change reads them
     response = control.request(method, path, json=body)
     assert response.status_code == 400
     assert response.json()["error"]
+    if path == "/_sim/settings":
+        assert isinstance(body, dict)
+        (key,) = body
+        assert key in response.json()["error"]  # it names the setting
+        assert control.patch(path, json={}).json() == settings  # and changed nothing
