@@ -284,16 +284,22 @@ def test_the_runner_turns_failed_at_the_configured_failure_limit(h: Harness) -> 
     assert h.pod() is None  # Failed is final
 
 
-def test_the_failure_that_reaches_the_limit_and_the_failed_phase_are_one_status_write(
-    h: Harness,
-) -> None:
-    h.create_runner()  # the harness configures max_failures=3
+def a_runner_one_pod_failure_from_the_limit(h: Harness) -> None:
+    """A runner whose first two Pods failed (the harness allows three), its third Pod
+    made after the backoff."""
+    h.create_runner()
     h.settle()
     for _ in range(2):
         h.set_pod_status(terminated(2))
         h.settle()
         h.clock.advance(60.0)
         h.settle()
+
+
+def test_the_failure_that_reaches_the_limit_and_the_failed_phase_are_one_status_write(
+    h: Harness,
+) -> None:
+    a_runner_one_pod_failure_from_the_limit(h)
     last = h.pod()
     assert last is not None
     h.sent.clear()
@@ -312,13 +318,7 @@ def test_the_failure_that_reaches_the_limit_and_the_failed_phase_are_one_status_
 def test_the_pod_whose_failure_reaches_the_limit_is_deleted_once_while_the_cache_shows_it(
     h: Harness,
 ) -> None:
-    h.create_runner()  # the harness configures max_failures=3
-    h.settle()
-    for _ in range(2):
-        h.set_pod_status(terminated(2))
-        h.settle()
-        h.clock.advance(60.0)
-        h.settle()
+    a_runner_one_pod_failure_from_the_limit(h)
     h.set_pod_status(terminated(2))
     # The Pod cache has seen the third Pod fail, and not yet its deletion.
     pods = runner_pod_informer(h.kube.api_client(), namespace=h.namespace)
