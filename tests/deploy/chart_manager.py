@@ -136,7 +136,14 @@ class ManagerRun:
         """SIGTERM, as a kubelet stops the container; the exit code."""
         if self.code is None:
             self.process.send_signal(signal.SIGTERM)
-            self.code = self.process.wait(timeout=WAIT)
+            try:
+                self.code = self.process.wait(timeout=WAIT)
+            except subprocess.TimeoutExpired:
+                # One that ignores SIGTERM would keep the probe port from the next chart
+                # test (one held it for 40 minutes): kill it, then fail this test.
+                self.process.kill()
+                self.process.wait()
+                raise
             self.log.seek(0)
             self.output = self.log.read()
         return self.code
