@@ -61,11 +61,11 @@ def lease_time(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
 
-def last_renewal(sent: SentRecords, lease: str, identity: str) -> datetime:
-    """The ``renewTime`` of the last write of the Lease named ``lease`` that ``identity``
-    made as its holder and the server accepted."""
-    renewals = [
-        record.body["spec"]["renewTime"]
+def renewals(sent: SentRecords, lease: str, identity: str) -> list[datetime]:
+    """The ``renewTime`` of every write of the Lease named ``lease`` that ``identity``
+    made as its holder and the server accepted, in order (the acquiring one first)."""
+    return [
+        lease_time(record.body["spec"]["renewTime"])
         for record in sent.records()
         if record.resource == "leases"
         and record.name in (lease, None)
@@ -74,5 +74,11 @@ def last_renewal(sent: SentRecords, lease: str, identity: str) -> datetime:
         and isinstance(record.body, dict)
         and (record.body.get("spec") or {}).get("holderIdentity") == identity
     ]
-    assert renewals, f"{identity} never wrote the Lease as its holder"
-    return lease_time(renewals[-1])
+
+
+def last_renewal(sent: SentRecords, lease: str, identity: str) -> datetime:
+    """The ``renewTime`` of the last write of the Lease named ``lease`` that ``identity``
+    made as its holder and the server accepted."""
+    written = renewals(sent, lease, identity)
+    assert written, f"{identity} never wrote the Lease as its holder"
+    return written[-1]

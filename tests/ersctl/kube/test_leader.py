@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 from kubernetes import client
@@ -24,7 +25,7 @@ from tests.ersctl.kube.conftest import ers_body, free_port
 from tests.ersctl.kube.test_manager import Recording, Running
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
-from tests.leases import last_renewal, lease_time, refused_campaigns
+from tests.leases import last_renewal, lease_time, refused_campaigns, renewals
 from tests.polling import eventually
 
 LEASE = "ersctl-test-leader"
@@ -137,26 +138,15 @@ def test_the_lease_is_written_once_when_acquired_then_once_a_retry_period(
     sent: dict[str, SentRequests],
 ) -> None:
     leader, _ = candidates("leader", patient=True)  # a 4 s lease: loaded cores stall
-    eventually(lambda: len(lease_writes(sent["leader"])) >= 3, timeout=15, what="two renewals")
+    written = partial(renewals, sent["leader"], LEASE, "leader")
+    eventually(lambda: len(written()) >= 3, timeout=15, what="two renewals")
 
-    acquired, first, second = (lease_time(t) for t in lease_writes(sent["leader"])[:3])
+    acquired, first, second = written()[:3]
     # The library would renew the moment it acquired the Lease, repeating that write;
     # renewals come a retry period apart (1 s here), the first one included.
     assert first - acquired >= timedelta(seconds=1.0)
     assert second - first >= timedelta(seconds=1.0)
     assert leader.manager.is_leading()
-
-
-def lease_writes(sent: SentRequests) -> list[str]:
-    """The ``renewTime`` of every write of the Lease the server accepted, in order."""
-    return [
-        record.body["spec"]["renewTime"]
-        for record in sent.records()
-        if record.resource == "leases"
-        and record.verb in ("create", "update")
-        and record.status in (200, 201)
-        and isinstance(record.body, dict)
-    ]
 
 
 def test_losing_the_lease_stops_reconciling_and_writing_at_once(
