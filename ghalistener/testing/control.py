@@ -177,9 +177,20 @@ def _clear_faults(
     return {"faults": []}
 
 
-def _seconds(body: dict[str, Any], key: str) -> float:
-    """``body[key]`` as seconds (a number, 0 or more), else a 400 naming the key."""
-    value = body[key]
+_SECONDS_SETTINGS: dict[str, str] = {
+    "holdSeconds": "hold_seconds",
+    "adminTokenTtl": "admin_token_ttl",
+    "sessionIdleTimeout": "session_idle_timeout",  # null: never
+    "runnerOfflineDelay": "runner_offline_delay",
+}
+"""The settings given in seconds: wire key -> the simulator's attribute."""
+
+
+def _seconds(key: str, value: Any) -> float | None:
+    """``value`` as seconds (a number, 0 or more; null only for the session timeout),
+    else a 400 naming ``key``."""
+    if value is None and key == "sessionIdleTimeout":
+        return None
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         raise SimError(400, f"{key} must be a number of seconds, 0 or more (got {value!r})")
     return float(value)
@@ -188,25 +199,12 @@ def _seconds(body: dict[str, Any], key: str) -> float:
 @control("PATCH", "/settings")
 def _settings(sim: GitHubSimulator, body: dict[str, Any], p: dict[str, str], r: SimRequest) -> Any:
     # Every value is checked before any is applied: a refused request changes nothing.
-    seconds = {
-        key: _seconds(body, key)
-        for key in ("holdSeconds", "adminTokenTtl", "sessionIdleTimeout", "runnerOfflineDelay")
-        if key in body and not (key == "sessionIdleTimeout" and body[key] is None)
-    }
-    if "holdSeconds" in seconds:
-        sim.hold_seconds = seconds["holdSeconds"]
+    seconds = {key: _seconds(key, body[key]) for key in _SECONDS_SETTINGS if key in body}
+    for key, value in seconds.items():
+        setattr(sim, _SECONDS_SETTINGS[key], value)
     if "ephemeral" in body:
         sim.ephemeral = bool(body["ephemeral"])
-    if "adminTokenTtl" in seconds:
-        sim.admin_token_ttl = seconds["adminTokenTtl"]
-    if "sessionIdleTimeout" in body:
-        sim.session_idle_timeout = seconds.get("sessionIdleTimeout")  # null: never
-    if "runnerOfflineDelay" in seconds:
-        sim.runner_offline_delay = seconds["runnerOfflineDelay"]
     return {
-        "holdSeconds": sim.hold_seconds,
         "ephemeral": sim.ephemeral,
-        "adminTokenTtl": sim.admin_token_ttl,
-        "sessionIdleTimeout": sim.session_idle_timeout,
-        "runnerOfflineDelay": sim.runner_offline_delay,
+        **{key: getattr(sim, attribute) for key, attribute in _SECONDS_SETTINGS.items()},
     }
