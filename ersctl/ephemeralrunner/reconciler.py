@@ -226,8 +226,8 @@ class RunnerReconciler:
         pod = self._pods.get_pod(runner.namespace, runner.name)
         meta = (pod or {}).get("metadata") or {}
         uid = str(meta.get("uid") or "")
-        deleted = meta.get("deletionTimestamp") or self._pod_deleted.get(runner.key) == uid
-        if pod is not None and not deleted:
+        going = bool(meta.get("deletionTimestamp")) or self._pod_deleted.get(runner.key) == uid
+        if pod is not None and not going:
             self._pods.delete_pod(runner.namespace, runner.name)
             self._pod_deleted[runner.key] = uid
         # Secrets are not watched, so whether one exists is a GET; a done runner waits

@@ -19,8 +19,9 @@ what is left, the kubelet and the runner binary, per runner Pod:
    its node lost) as a kill, the conservative case: the process tells the service
    nothing, and the service lists it offline once its long poll lapses
    (``disconnect``; a real runner sent SIGTERM would log off at once). One that exits 0
-   unused deletes its session first and is offline at once. Without this, GitHub would list a dead runner online for
-   good, and the runner controller's online check of its next Pod would believe it.
+   unused deletes its session first and is offline at once. Without this, GitHub would
+   list a dead runner online for good, and the runner controller's online check of its
+   next Pod would believe it.
 
 Faults (the soak's): :meth:`PodAgent.fail_next_start` fails the Pods of the next runner
 to start (exit code 1 before the runner connects: a bad node, a crashing entrypoint), once
