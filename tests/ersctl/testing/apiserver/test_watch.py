@@ -227,8 +227,15 @@ def test_a_watch_from_a_resource_version_the_server_has_not_reached_waits_withou
 
 @pytest.mark.embedded_only("the request log, and resourceVersions no other writer moves")
 def test_a_watch_from_a_future_version_delivers_only_what_comes_after_it(
-    apiserver: ApiServer, ers: Objects
+    apiserver: ApiServer, ers: Objects, namespace: str
 ) -> None:
+    # The namespace's ServiceAccount is made in the background (as a real cluster's
+    # controller makes it): made after this read, it would take one of the versions
+    # counted below, and "second" would come after the watch's version.
+    eventually(
+        lambda: apiserver.get_object("serviceaccounts", namespace, "default") is not None,
+        what="the namespace's default ServiceAccount",
+    )
     start = int(ers.list()["metadata"]["resourceVersion"])
     arrivals, _ = _watch_in_background(ers, str(start + 2))
     eventually(lambda: api.ERS_PLURAL in watching(apiserver), what="the watch")
