@@ -50,12 +50,13 @@ from ersctl.kube.errors import ConflictError
 from ersctl.kube.leader import LeaderElectionConfig
 from ersctl.kube.manager import LeadershipLost, SyncInterrupted
 from ersctl.kube.reconcile import Request
+from ersctl.platform.addresses import parse_address
 from ersctl.platform.background import Background
 from ersctl.platform.cli import kubeconfig_options, run_command
 from ersctl.platform.errors import ConfigError, Failure
 from ersctl.platform.logs import LOG_HTTP_ENV, configure_logging, http_logging_requested
 from ersctl.platform.probes import Verdict
-from ersctl.platform.serving import ProbeServer, parse_address
+from ersctl.platform.serving import ProbeServer
 from ersctl.scaleset.command import main as scaleset_command
 from ersctl.startup import check_api
 from ersctl.wiring import ControllerOptions, build_controller

@@ -31,10 +31,11 @@ from ersctl.api import ERS_KIND
 from ersctl.kube.client import ApiClient
 from ersctl.kube.connect import api_client as kube_api_client
 from ersctl.kube.connect import check_at_start_up
+from ersctl.platform.addresses import parse_address
 from ersctl.platform.background import Background
 from ersctl.platform.cli import kubeconfig_options, run_command
 from ersctl.platform.logs import LOG_HTTP_ENV, configure_logging, http_logging_requested
-from ersctl.platform.serving import ProbeServer, parse_address
+from ersctl.platform.serving import ProbeServer
 from ghalistener import __version__
 from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.retry import RetryPolicy

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from ersctl.platform.addresses import parse_address
 from ersctl.platform.errors import ConfigError, did_you_mean
-from ersctl.platform.serving import parse_address
 from ghalistener.actions.auth import Credentials, PatCredentials
 from ghalistener.actions.configurl import GitHubConfig, parse_config_url
 from ghalistener.actions.credentials import (

@@ -1,13 +1,10 @@
 """The metrics and probe server both programs run: ``/metrics`` (Prometheus), ``/healthz``
 (liveness) and ``/readyz`` (readiness) on one address.
 
-One set of rules for its option (``metrics_addr`` in the listener's configuration,
-``--metrics-addr`` for ``ersctl reconcile``): ``[host]:port`` (``:8080``,
-``127.0.0.1:9090``; port 0 picks a free port); ``""`` or ``"0"`` disables it. A value
-that is no address, or an address this host cannot listen on, is a ``ConfigError``
-naming the option and the address (exit 2); a port already in use is
-:class:`AddressInUseError` (exit 1: a condition of the host that a restart may clear).
-Probes answer 200 ``ok`` or 503 with the reason, as ``text/plain``; other paths 404.
+Its address option is read by ``ersctl.platform.addresses``. An address this host
+cannot listen on is a ``ConfigError`` naming the option and the address (exit 2); a port
+already in use is :class:`AddressInUseError` (exit 1: a condition of the host that a
+restart may clear). Probes answer 200 ``ok`` or 503 with the reason, as ``text/plain``; other paths 404.
 """
 
 from __future__ import annotations
@@ -16,7 +13,6 @@ import errno
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Final
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
@@ -26,23 +22,9 @@ from ersctl.platform.probes import Probe, always_ok
 
 log = logging.getLogger(__name__)
 
-DISABLED: Final = ("", "0")
-"""Values of the address option that turn the server off."""
-
 
 class AddressInUseError(Failure):
     """The metrics address is valid but its port is taken (exit 1)."""
-
-
-def parse_address(option: str, value: str) -> tuple[str, int] | None:
-    """``[host]:port`` -> (host, port), the host ``0.0.0.0`` when omitted; ``""`` or
-    ``"0"`` -> None (disabled). ConfigError naming ``option`` otherwise."""
-    if value in DISABLED:
-        return None
-    host, sep, port = value.rpartition(":")
-    if not sep or not (port.isascii() and port.isdigit()) or int(port) > 65535:
-        raise ConfigError(option, f"must be [host]:port, or '' or 0 to disable; got {value!r}")
-    return (host.strip("[]") or "0.0.0.0", int(port))
 
 
 class ProbeServer:

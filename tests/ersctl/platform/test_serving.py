@@ -1,4 +1,4 @@
-"""The metrics and probe server both programs run: one set of rules for its address."""
+"""The metrics and probe server both programs run: what it serves, and a port in use."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from ersctl.platform.errors import ConfigError
 from ersctl.platform.probes import Verdict
-from ersctl.platform.serving import AddressInUseError, ProbeServer, parse_address
+from ersctl.platform.serving import AddressInUseError, ProbeServer
 
 
 def get(url: str) -> tuple[int, str]:
@@ -56,30 +56,6 @@ def test_the_metrics_endpoint_is_configurable_and_alone(registry: CollectorRegis
         assert get(server.url.replace("/custom", "/metrics"))[0] == 404
     finally:
         server.stop()
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        pytest.param(":8080", ("0.0.0.0", 8080), id="port only"),
-        pytest.param("127.0.0.1:9000", ("127.0.0.1", 9000), id="host and port"),
-        pytest.param("[::1]:9000", ("::1", 9000), id="an IPv6 host"),
-        pytest.param("0", None, id="0 disables"),
-        pytest.param("", None, id="empty disables"),
-    ],
-)
-def test_addresses_parse_alike_for_both_programs(
-    value: str, expected: tuple[str, int] | None
-) -> None:
-    assert parse_address("metrics_addr", value) == expected
-
-
-@pytest.mark.parametrize("value", ["localhost", ":http", ":70000", "host:-1"])
-def test_a_malformed_address_is_a_config_error_naming_the_option(value: str) -> None:
-    with pytest.raises(ConfigError) as caught:
-        parse_address("--metrics-addr", value)
-    assert str(caught.value).startswith("--metrics-addr: must be [host]:port")
-    assert repr(value) in str(caught.value)
 
 
 @pytest.fixture
