@@ -2,8 +2,9 @@
 
 Two credential kinds: a personal access token (``PatCredentials``) and a GitHub App
 installation (``AppCredentials``). Both keep their secret out of ``repr``/``str``.
-This module does no I/O: it builds the App JWT and reads expiry times from tokens;
-``ghalistener.actions.connection`` runs the HTTP chain.
+This module does no I/O and loads no JWT library, so a configuration is read and checked
+without one (``ghalistener.actions.jwts`` signs and reads the JWTs;
+``ghalistener.actions.connection`` runs the HTTP chain).
 """
 
 from __future__ import annotations
@@ -11,14 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import jwt
-
 from ghalistener.actions.errors import CredentialsError
-
-# GitHub rejects an App JWT that lives longer than 10 minutes; backdating iat by 60 s
-# absorbs clock skew between us and GitHub.
-APP_JWT_BACKDATE_SECONDS = 60
-APP_JWT_LIFETIME_SECONDS = 9 * 60
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,42 +52,6 @@ class BearerToken:
 
     token: str = field(repr=False)
     expires_at: float | None = None
-
-
-def app_jwt(credentials: AppCredentials, *, now: float) -> str:
-    """Return the RS256 JWT that authenticates the App itself.
-
-    ``iat = now - 60``, ``exp = iat + 9 min`` (GitHub's limit is 10), ``iss = app id``.
-    Raises CredentialsError (without the key) when the key cannot sign.
-    """
-    issued_at = int(now) - APP_JWT_BACKDATE_SECONDS
-    claims = {
-        "iat": issued_at,
-        "exp": issued_at + APP_JWT_LIFETIME_SECONDS,
-        "iss": str(credentials.app_id),
-    }
-    try:
-        return jwt.encode(claims, credentials.private_key, algorithm="RS256")
-    except (ValueError, TypeError, jwt.PyJWTError) as exc:
-        # The library's message may quote key material: do not chain its text.
-        raise CredentialsError(
-            f"the GitHub App private key cannot sign a JWT ({type(exc).__name__})"
-        ) from None
-
-
-def jwt_expiry(token: str) -> float:
-    """Return the ``exp`` claim of a JWT (signature not verified: we are not its audience).
-
-    Raises CredentialsError when the token is not a JWT or has no numeric ``exp``.
-    """
-    try:
-        claims = jwt.decode(token, options={"verify_signature": False})
-    except jwt.PyJWTError:
-        raise CredentialsError("the admin token is not a JWT") from None
-    exp = claims.get("exp")
-    if not isinstance(exp, int | float) or isinstance(exp, bool):
-        raise CredentialsError("the admin token has no numeric 'exp' claim")
-    return float(exp)
 
 
 def parse_expires_at(value: object) -> float | None:

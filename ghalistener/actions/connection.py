@@ -19,12 +19,11 @@ from ghalistener.actions.auth import (
     AppCredentials,
     BearerToken,
     PatCredentials,
-    app_jwt,
-    jwt_expiry,
     parse_expires_at,
 )
 from ghalistener.actions.configurl import GitHubConfig
 from ghalistener.actions.errors import MessageParseError
+from ghalistener.actions.jwts import app_jwt, jwt_expiry
 from ghalistener.actions.messages import as_object, decode_json
 from ghalistener.actions.transport import HttpSender, error_from_response, is_valid_url
 
