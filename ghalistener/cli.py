@@ -14,43 +14,25 @@ session wait), so the program ends within 2 s even in the middle of a retry burs
 ``ghalistener`` with no command and env ``LISTENER_CONFIG_PATH`` set is ``ghalistener
 run``: ARC's AutoscalingListener Pod runs its image's ``/ghalistener`` (in ours a link to
 this program) with that variable and no arguments.
+
+What ``run`` runs is put together by ``ghalistener.wiring``, imported once the
+configuration is read and valid: this module loads no Kubernetes, HTTP, JWT or metrics
+library, so ``--help``, a typo and a bad configuration get their answer at once.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
-import socket
 from typing import Any
 
 import click
-import prometheus_client
 
-from ersctl.api import ERS_KIND
-from ersctl.kube.client import ApiClient
-from ersctl.kube.connect import api_client as kube_api_client
-from ersctl.kube.connect import check_at_start_up
-from ersctl.platform.addresses import parse_address
-from ersctl.platform.background import Background
 from ersctl.platform.cli import kubeconfig_options, run_command
-from ersctl.platform.logs import LOG_HTTP_ENV, configure_logging, http_logging_requested
-from ersctl.platform.serving import ProbeServer
+from ersctl.platform.logs import LOG_HTTP_ENV
 from ghalistener import __version__
-from ghalistener.actions.client import ActionsClient
-from ghalistener.actions.retry import RetryPolicy
-from ghalistener.actions.types import SystemInfo
-from ghalistener.config import CONFIG_PATH_ENV, ListenerConfig, load_config
-from ghalistener.health import ListenerHealth
-from ghalistener.listener import Listener
-from ghalistener.metrics import ListenerMetrics, ScaleSetLabels
-from ghalistener.ports import SessionRetry
-from ghalistener.publisher import KubePublisher, KubeRetry
-from ghalistener.scaler import Scaler
-from ghalistener.sessions import SessionOpener
+from ghalistener.config import CONFIG_PATH_ENV, load_config
 from ghalistener.stopping import StopSignal
-
-log = logging.getLogger(__name__)
 
 
 class _ListenerGroup(click.Group):
@@ -100,110 +82,17 @@ def run(
     **overrides: Any,
 ) -> None:
     """Run the listener until SIGTERM or SIGINT (then delete the session and exit 0)."""
-    # ARC exports no *_created series; the switch is process-global, so it is thrown
-    # here, in the program's entry point, and not when the metrics module is imported.
-    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
     # First, so that a stop requested during start-up is a clean stop too (exit 0).
     stop = StopSignal()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.request())
     with run_command("ghalistener"):
         config = load_config(path=config_path, env=os.environ, overrides=overrides)
-        configure_logging(
-            level=config.log_level,
-            fmt=config.log_format,
-            secrets=config.secrets(),
-            # The set it publishes to: its lines and the controller's about that set
-            # are selected by the same three fields.
-            fields={
-                "kind": ERS_KIND,
-                "namespace": config.ephemeral_runner_set_namespace,
-                "name": config.ephemeral_runner_set_name,
-            },
-            http=log_http or http_logging_requested(os.environ),
+        # Imported once the configuration is valid: the Kubernetes, GitHub and metrics
+        # clients are most of the start-up (about half a second of CPU), which --help or
+        # a bad configuration is answered without.
+        from ghalistener.wiring import run_listener
+
+        run_listener(
+            config, kubeconfig=kubeconfig, kube_context=kube_context, log_http=log_http, stop=stop
         )
-        _serve(config, kube_api_client(kubeconfig, context=kube_context), stop)
-
-
-def _serve(config: ListenerConfig, api_client: ApiClient, stop: StopSignal) -> None:
-    actions = ActionsClient(
-        config_url=config.configure_url,
-        credentials=config.credentials(),
-        root_ca=config.server_root_ca or None,
-        retry=RetryPolicy(sleep=stop.sleep),
-        system_info=SystemInfo(
-            version=__version__, scale_set_id=config.runner_scale_set_id, subsystem="ghalistener"
-        ),
-    )
-    metrics = ListenerMetrics(_scale_set_labels(config), config.metrics)
-    metrics.publish_static(min_runners=config.min_runners, max_runners=config.max_runners)
-    health = ListenerHealth()
-    server = None
-    address = parse_address("metrics_addr", config.metrics_addr)
-    if address is not None:
-        server = ProbeServer(
-            metrics.registry,
-            option="metrics_addr",
-            address=address,
-            endpoint=config.metrics_endpoint,
-            live=health.live,
-            ready=health.ready,
-        )
-        server.start()
-
-    publisher = KubePublisher(
-        api_client=api_client,
-        namespace=config.ephemeral_runner_set_namespace,
-        name=config.ephemeral_runner_set_name,
-        scale_set_id=config.runner_scale_set_id,
-        retry=KubeRetry(sleep=stop.sleep),
-    )
-    try:
-        # Before a session is opened: an unreachable API server or a missing set ends
-        # the start with one line, not after a session and a round of retries.
-        # A server that does not answer holds the check until its timeout; a stop does
-        # not wait for it. The answer says what the previous listener published.
-        check = Background(
-            lambda: check_at_start_up(publisher.check_target, logger=log), name="check-target"
-        )
-        if not check.wait(lambda: stop.requested):
-            return
-        resumed = check.result()
-        listener = Listener(
-            scale_set_id=config.runner_scale_set_id,
-            open_session=SessionOpener(
-                client=actions,
-                scale_set_id=config.runner_scale_set_id,
-                owner_name=socket.gethostname(),
-            ),
-            scaler=Scaler(
-                min_runners=config.min_runners,
-                max_runners=config.max_runners,
-                completed=resumed.completed_runners,
-            ),
-            publisher=publisher,
-            metrics=metrics,
-            session_retry=SessionRetry(
-                interval=config.session_retry_interval, attempts=config.session_retry_attempts
-            ),
-            stop=stop,
-            health=health,
-            last_message_id=resumed.last_message_id,
-        )
-        listener.run()
-    finally:
-        if server is not None:
-            server.stop()
-        actions.close()
-        api_client.close()  # type: ignore[no-untyped-call]
-
-
-def _scale_set_labels(config: ListenerConfig) -> ScaleSetLabels:
-    github = config.github
-    return ScaleSetLabels(
-        name=config.ephemeral_runner_set_name,
-        namespace=config.ephemeral_runner_set_namespace,
-        enterprise=github.enterprise,
-        organization=github.organization,
-        repository=github.repository,
-    )
