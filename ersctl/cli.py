@@ -16,9 +16,14 @@ ARC's controller command line (the image's ``/manager``, ``ersctl.arc``) runs th
 Exit codes, as for ``ghalistener`` (``ersctl.platform.errors``): 0 a clean stop (SIGTERM
 or SIGINT), 1 a runtime failure, 2 bad usage, configuration or kubeconfig; every failure
 is one line on stderr. What ``reconcile`` runs is put together by ``ersctl.wiring``;
-its callback's keyword-only ``set_reconciler`` (not an option) holds the set
-reconciler's parts no option sets, for a caller that builds this command with others
-(the benchmarks' baselines, ``examples/simulation/``).
+its callback's keyword-only ``set_reconciler`` (not an option; None: the shipped ones)
+holds the set reconciler's parts no option sets, for a caller that builds this command
+with others (the benchmarks' baselines, ``examples/simulation/``).
+
+This module declares the commands and checks what needs nothing else; each command's
+work (``ersctl.commands``) is imported when that command runs, after those checks. So
+``--help``, a typo or a bad option value loads no Kubernetes, HTTP, JWT or metrics
+library, nor any controller, and gets its one line at once.
 """
 
 from __future__ import annotations
@@ -28,38 +33,23 @@ import os
 import signal
 import threading
 from types import FrameType
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import click
 
 from ersctl import __version__
-from ersctl.api import ERS_CRD, FieldError
-from ersctl.arcclient.errors import PrunedFieldsError
-from ersctl.arcclient.reader import ApiReader
-from ersctl.arcclient.writer import Writer
-from ersctl.autoscalinglistener.objects import ListenerSettings
-from ersctl.ephemeralrunner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
+from ersctl.ephemeralrunner.defaults import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.ephemeralrunner.health import HealthPolicy
-from ersctl.ephemeralrunnerset.controller import SHIPPED, SetReconcilerParts
 from ersctl.ephemeralrunnerset.failurepolicy import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
-from ersctl.ephemeralrunnerset.table import render_json, render_table, rows_for, scale_set_rows
-from ersctl.kube.client import ApiClient, Reader
-from ersctl.kube.client import Writer as KubeWriter
-from ersctl.kube.connect import api_client, limit_requests, own_image, pod_namespace
-from ersctl.kube.errors import ConflictError
-from ersctl.kube.leader import LeaderElectionConfig
-from ersctl.kube.manager import LeadershipLost, SyncInterrupted
 from ersctl.kube.reconcile import Request
 from ersctl.platform.addresses import parse_address
-from ersctl.platform.background import Background
 from ersctl.platform.cli import kubeconfig_options, run_command
-from ersctl.platform.errors import ConfigError, Failure
+from ersctl.platform.errors import ConfigError
 from ersctl.platform.logs import LOG_HTTP_ENV, configure_logging, http_logging_requested
-from ersctl.platform.probes import Verdict
-from ersctl.platform.serving import ProbeServer
 from ersctl.scaleset.command import main as scaleset_command
-from ersctl.startup import check_api
-from ersctl.wiring import ControllerOptions, build_controller
+
+if TYPE_CHECKING:  # the controller module is imported when reconcile runs, not before
+    from ersctl.ephemeralrunnerset.controller import SetReconcilerParts
 
 log = logging.getLogger("ersctl")
 
@@ -414,7 +404,7 @@ def reconcile(
     log_level: str,
     log_http: bool,
     *,
-    set_reconciler: SetReconcilerParts = SHIPPED,
+    set_reconciler: SetReconcilerParts | None = None,
 ) -> None:
     """Run the controllers until SIGTERM."""
     # First, so that a stop requested during start-up is a clean stop too (exit 0).
@@ -434,10 +424,25 @@ def reconcile(
                 f"{listener_namespace!r} is outside --namespace {namespace!r}, which the "
                 "controller is confined to",
             )
+        # Imported now, the options above checked: the Kubernetes client and the
+        # controllers are most of the start-up (half a second of CPU), which --help, a
+        # typo or a bad address is answered without.
+        from ersctl.autoscalinglistener.objects import ListenerSettings
+        from ersctl.commands.reconcile import (
+            reconcile_once,
+            resolve_listener_namespace,
+            run_until_stopped,
+        )
+        from ersctl.ephemeralrunnerset.controller import SHIPPED
+        from ersctl.kube.connect import api_client, limit_requests, own_image, pod_namespace
+        from ersctl.kube.leader import LeaderElectionConfig
+        from ersctl.wiring import ControllerOptions
+
+        parts = SHIPPED if set_reconciler is None else set_reconciler
         api = api_client(kubeconfig, context=kube_context)
         limit_requests(api, qps=kube_qps, burst=kube_burst)
         if once is not None:
-            _reconcile_once(api, once, set_reconciler, stop)
+            reconcile_once(api, once, set_reconciler=parts, stop=stop)
             return
         election = None
         if leader_elect:
@@ -483,21 +488,19 @@ def reconcile(
             ),
             failed_runner_ttl=failed_runner_ttl,
             autoscaling_runner_set_controller=autoscaling_runner_set_controller,
-            listener_namespace=_listener_namespace(listener_namespace, namespace),
+            listener_namespace=resolve_listener_namespace(listener_namespace, namespace),
             exclude_label_prefixes=exclude_label_prefixes,
             listener_controller=listener_controller,
             listener=listener,
         )
-        _run_until_stopped(api, options, (address, probe_address), set_reconciler, stop)
-
-
-def _listener_namespace(option: str | None, namespace: str | None) -> str | None:
-    """Where listeners go: ``--listener-namespace``; else ``--namespace``; else, in a
-    Pod, the Pod's namespace. ARC puts them in its controller's namespace and looks them
-    up there: a controller switched between ours and ARC's then finds the listener the
-    other made, instead of starting a second one for the scale set. Outside a cluster,
-    None: each in its AutoscalingRunnerSet's namespace."""
-    return option or namespace or pod_namespace(default="") or None
+        run_until_stopped(
+            api,
+            options,
+            metrics=(METRICS_OPTION, address),
+            probes=(PROBE_OPTION, probe_address),
+            set_reconciler=parts,
+            stop=stop,
+        )
 
 
 def _stop_on_signals(stop: threading.Event) -> None:
@@ -507,88 +510,6 @@ def _stop_on_signals(stop: threading.Event) -> None:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-
-
-def _run_until_stopped(
-    api: ApiClient,
-    options: ControllerOptions,
-    addresses: tuple[tuple[str, int] | None, tuple[str, int] | None],
-    set_reconciler: SetReconcilerParts,
-    stop: threading.Event,
-) -> None:
-    """Serve the metrics and probes (``addresses``: metrics, then probes only), check
-    the API, run the manager until ``stop``."""
-    controller = build_controller(api, options, set_reconciler=set_reconciler)
-    manager = controller.manager
-
-    def live() -> Verdict:
-        return Verdict(ok=not stop.is_set(), reason="ok" if not stop.is_set() else "stopping")
-
-    def ready() -> Verdict:
-        synced = manager.has_synced()
-        return Verdict(ok=synced, reason="ok" if synced else "caches not synced")
-
-    servers = [
-        ProbeServer(registry, option=option, address=address, live=live, ready=ready)
-        for registry, option, address in (
-            (manager.metrics.registry, METRICS_OPTION, addresses[0]),
-            (None, PROBE_OPTION, addresses[1]),
-        )
-        if address is not None
-    ]
-    try:
-        # The same order as the listener's: configuration, the metrics address, then
-        # the first request to the API server.
-        for server in servers:
-            server.start()
-        # A server that does not answer holds the check until its timeout; a stop does
-        # not wait for it (and a failure it then reports was asked for, not met).
-        check = Background(
-            lambda: check_api(
-                api,
-                autoscaling=options.autoscaling_runner_set_controller,
-                listener_controller=options.listener_controller,
-            ),
-            name="check-api",
-        )
-        if not check.wait(stop.is_set):
-            return
-        check.result()
-        manager.run(stop)
-    except LeadershipLost as exc:
-        raise Failure(str(exc)) from None
-    finally:
-        for server in servers:
-            server.stop()
-        controller.close()
-    log.info("stopped")
-
-
-def _reconcile_once(
-    api: ApiClient, request: Request, set_reconciler: SetReconcilerParts, stop: threading.Event
-) -> None:
-    """One pass; a stop before the pass begins (during the API check or the cache sync)
-    ends it at once, having reconciled nothing (exit 0, as any asked-for stop). One set,
-    one pass: neither the ARS nor the listener controller (nor their informers) runs."""
-    check = Background(
-        lambda: check_api(api, autoscaling=False, listener_controller=False), name="check-api"
-    )
-    if not check.wait(stop.is_set):
-        return
-    check.result()
-    options = ControllerOptions(namespace=request.namespace, listener_controller=False)
-    controller = build_controller(api, options, set_reconciler=set_reconciler)
-    try:
-        with controller.manager.caches(stop=stop):
-            if controller.cache.get_ers(request.namespace, request.name) is None:
-                raise Failure(f"EphemeralRunnerSet {request} not found")
-            outcome = controller.reconciler.reconcile_with_outcome(request)
-    except SyncInterrupted:
-        log.info("stopped before the caches synced; nothing reconciled")
-        return
-    finally:
-        controller.close()
-    click.echo(f"{request}: {outcome}")
 
 
 @main.command()
@@ -615,20 +536,17 @@ def status(
     """Show the EphemeralRunnerSets with their runners, and the AutoscalingRunnerSets
     (all, one namespace, or the set NAMESPACE/NAME and its AutoscalingRunnerSet)."""
     with run_command(PROGRAM):
-        reader = ApiReader(Reader(api_client(kubeconfig, context=kube_context)))
-        if key is not None:
-            ers = reader.get_ers(key.namespace, key.name)
-            if ers is None:
-                raise Failure(f"EphemeralRunnerSet {key} not found")
-            sets = [ers]
-        else:
-            sets = reader.list_ers(namespace)
-        rows = rows_for(reader, sets)
-        scale_sets = scale_set_rows(reader, key.namespace if key else namespace, sets)
-        if key is not None:  # the one that owns the set, if any
-            scale_sets = [r for r in scale_sets if r.values["ephemeralRunnerSet"] == key.name]
-        render = render_json if output == "json" else render_table
-        click.echo(render(rows, scale_sets), nl=False)
+        # Imported when the command runs: the Kubernetes client is most of its start-up.
+        from ersctl.commands.status import status as read_status
+
+        text = read_status(
+            key,
+            namespace=namespace,
+            output=output,
+            kubeconfig=kubeconfig,
+            kube_context=kube_context,
+        )
+        click.echo(text, nl=False)
 
 
 @main.command()
@@ -637,40 +555,13 @@ def status(
 def rollout(key: Request, kubeconfig: str | None, kube_context: str | None) -> None:
     """Bump spec.actionableRevision of NAMESPACE/NAME after a runner template change."""
     with run_command(PROGRAM):
-        api = api_client(kubeconfig, context=kube_context)
-        try:
-            old, new = _bump_revision(ApiReader(Reader(api)), Writer(KubeWriter(api)), key)
-        except FieldError as exc:
-            raise Failure(str(exc)) from None
+        # Imported when the command runs: the Kubernetes client is most of its start-up.
+        from ersctl.commands.rollout import rollout as bump
+
+        old, new = bump(key, kubeconfig=kubeconfig, kube_context=kube_context)
     click.echo(f"{key}: actionableRevision {old} -> {new}")
 
 
 # `ersctl scaleset`: find or create a runner scale set and print its id (the one
 # step between a GitHub organization and a deployed listener).
 main.add_command(scaleset_command, name="scaleset")
-
-
-def _bump_revision(reader: ApiReader, writer: Writer, key: Request) -> tuple[int, int]:
-    """Read, then patch with a resourceVersion precondition; retry a few conflicts.
-
-    Raises ``PrunedFieldsError`` when the answer lacks the new revision: a CRD without
-    ``spec.actionableRevision`` (ARC's) drops it, and nothing would ever be rebuilt."""
-    for attempt in range(5):
-        ers = reader.get_ers(key.namespace, key.name)
-        if ers is None:
-            raise Failure(f"EphemeralRunnerSet {key} not found")
-        old = ers.actionable_revision
-        patch = {
-            "metadata": {"resourceVersion": ers.resource_version},
-            "spec": {"actionableRevision": old + 1},
-        }
-        try:
-            written = writer.patch_ers(ers, patch)
-        except ConflictError:
-            if attempt == 4:
-                raise
-            continue
-        if written.spec.get("actionableRevision") != old + 1:
-            raise PrunedFieldsError({ERS_CRD: ["spec.actionableRevision"]})
-        return old, old + 1
-    raise AssertionError("unreachable")

@@ -21,8 +21,8 @@ from ersctl.autoscalinglistener.objects import ListenerSettings
 from ersctl.autoscalinglistener.reconciler import ListenerReconciler
 from ersctl.autoscalingrunnerset.controller import add_autoscaling_runner_set_controller
 from ersctl.autoscalingrunnerset.reconciler import AutoscalingRunnerSetReconciler
-from ersctl.ephemeralrunner.controller import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.ephemeralrunner.controller import add_runner_controller
+from ersctl.ephemeralrunner.defaults import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.ephemeralrunner.health import HealthPolicy
 from ersctl.ephemeralrunner.phases import FailurePolicy
 from ersctl.ephemeralrunner.reconciler import RunnerReconciler

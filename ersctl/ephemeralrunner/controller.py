@@ -23,6 +23,7 @@ from typing import Any, Final
 from ersctl.api import EphemeralRunner
 from ersctl.arcclient.cache import CachedReader, cached_reader
 from ersctl.arcclient.kinds import RUNNERS
+from ersctl.ephemeralrunner.defaults import DEFAULT_WORKERS
 from ersctl.ephemeralrunner.health import HealthPolicy
 from ersctl.ephemeralrunner.metrics import RunnerMetrics
 from ersctl.ephemeralrunner.phases import STARTING_REASONS, FailurePolicy
@@ -41,14 +42,6 @@ from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 CONTROLLER_NAME: Final = "ephemeralrunner"
 PODS: Final = "pods"
 RUNNER_POD_SELECTOR: Final = f"{RUNNER_POD_LABEL}=True"
-DEFAULT_WORKERS: Final = 16
-"""Runner reconciles at once (``--runner-max-concurrent-reconciles``). ARC ships 2; ours
-is higher because a new runner's reconcile mostly waits: on GitHub to generate its JIT
-config (~100-300 ms) and on three or four API round trips, so with 2 workers a burst of
-500 runners is registered at about 2 / 0.2 s = 10 a second. 16 keep the GitHub calls
-well inside the scale-set service's limits (one call per runner, whatever the workers)
-while a burst of 500 takes seconds, not a minute; the reconciles share the process's
-CPU, so more would buy little on a controller with one or two cores."""
 CREATED_POD_TTL: Final = 30.0
 """Seconds a created Pod the cache has not shown is believed to exist (watch latency is
 far less; a Pod deleted before the cache ever saw it is then looked for again)."""

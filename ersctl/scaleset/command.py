@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import click
 
 from ersctl.platform.cli import run_command
 from ersctl.platform.errors import ConfigError, Failure
 from ghalistener.actions.auth import Credentials
-from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.configurl import parse_config_url
 from ghalistener.actions.credentials import CREDENTIAL_KEYS, CredentialsKeyError, parse_credentials
 from ghalistener.actions.errors import ConfigUrlError
@@ -33,6 +33,9 @@ from ghalistener.actions.types import (
     ScaleSetId,
     SystemInfo,
 )
+
+if TYPE_CHECKING:  # imported when the command runs (see main)
+    from ghalistener.actions.client import ActionsClient
 
 DEFAULT_RUNNER_GROUP_ID = 1
 """The id of every organization's "Default" runner group."""
@@ -90,6 +93,10 @@ def main(config_url: str, name: str, runner_group: str | None, labels: tuple[str
             parse_config_url(config_url)
         except ConfigUrlError as exc:
             raise ConfigError("--config-url", str(exc)) from None
+        # Imported once the input is checked: the HTTP client is most of the start-up
+        # (this command is declared on ersctl's command line, whose --help needs none).
+        from ghalistener.actions.client import ActionsClient
+
         with ActionsClient(
             config_url=config_url,
             credentials=credentials,

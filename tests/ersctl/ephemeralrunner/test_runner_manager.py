@@ -21,11 +21,11 @@ from ersctl.api import ER_FINALIZER, ER_REGISTRATION_FINALIZER
 from ersctl.arcclient.reader import ApiReader
 from ersctl.ephemeralrunner.controller import (
     CONTROLLER_NAME,
-    DEFAULT_WORKERS,
     POD_METADATA_READ,
     PODS,
     add_runner_controller,
 )
+from ersctl.ephemeralrunner.defaults import DEFAULT_WORKERS
 from ersctl.ephemeralrunner.phases import FailurePolicy, PodState
 from ersctl.ephemeralrunner.pods import DISRUPTION_ANNOTATIONS, RUNNER_POD_LABEL
 from ersctl.ephemeralrunnerset.metrics import LISTENER_SELECTOR
