@@ -12,20 +12,13 @@ retries).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ersctl.arcclient.cache import CachedReader, cached_reader
 from ersctl.arcclient.reader import ApiReader
-from ersctl.autoscalinglistener.controller import add_listener_controller
 from ersctl.autoscalinglistener.objects import ListenerSettings
-from ersctl.autoscalinglistener.reconciler import ListenerReconciler
-from ersctl.autoscalingrunnerset.controller import add_autoscaling_runner_set_controller
-from ersctl.autoscalingrunnerset.reconciler import AutoscalingRunnerSetReconciler
-from ersctl.ephemeralrunner.controller import add_runner_controller
 from ersctl.ephemeralrunner.defaults import DEFAULT_WORKERS as DEFAULT_RUNNER_WORKERS
 from ersctl.ephemeralrunner.health import HealthPolicy
-from ersctl.ephemeralrunner.phases import FailurePolicy
-from ersctl.ephemeralrunner.reconciler import RunnerReconciler
 from ersctl.ephemeralrunnerset import failurepolicy
 from ersctl.ephemeralrunnerset.controller import (
     SHIPPED,
@@ -44,6 +37,11 @@ from ersctl.kube.manager import Manager
 from ersctl.kube.metrics import ControllerMetrics
 from ersctl.scaleset.clients import ClientFactory
 from ersctl.scaleset.scalesets import SecretScaleSetServices
+
+if TYPE_CHECKING:  # imported by build_controller when their controller is on
+    from ersctl.autoscalinglistener.reconciler import ListenerReconciler
+    from ersctl.autoscalingrunnerset.reconciler import AutoscalingRunnerSetReconciler
+    from ersctl.ephemeralrunner.reconciler import RunnerReconciler
 
 LISTENER_PODS: Final = "listener-pods"
 """The manager's name for the listener Pod informer (ARC's running-listeners gauge)."""
@@ -124,7 +122,11 @@ def build_controller(
     client_factory: ClientFactory | None = None,
     metrics: ControllerMetrics | None = None,
 ) -> Controller:
-    """Wire the runtime's adapters into the reconcilers and register them on a manager."""
+    """Wire the runtime's adapters into the reconcilers and register them on a manager.
+
+    Each optional controller is imported only when it is on: a process that runs
+    without it (the simulation's controller runs the set controller alone) does not
+    pay for loading it."""
     manager = Manager(
         api,
         namespace=options.namespace,
@@ -153,6 +155,9 @@ def build_controller(
     manager.metrics.registry.register(ArcListenerGauge(listeners.store.values))
     runner = None
     if options.runner_controller:
+        from ersctl.ephemeralrunner.controller import add_runner_controller
+        from ersctl.ephemeralrunner.phases import FailurePolicy
+
         policy = FailurePolicy(max_failures=options.runner_max_failures)
         runner = add_runner_controller(
             manager,
@@ -164,6 +169,8 @@ def build_controller(
         )
     autoscaling = None
     if options.autoscaling_runner_set_controller:
+        from ersctl.autoscalingrunnerset.controller import add_autoscaling_runner_set_controller
+
         autoscaling = add_autoscaling_runner_set_controller(
             manager,
             services=services,
@@ -175,6 +182,8 @@ def build_controller(
         )
     listener = None
     if options.listener_controller:
+        from ersctl.autoscalinglistener.controller import add_listener_controller
+
         listener = add_listener_controller(
             manager,
             api,
