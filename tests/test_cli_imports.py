@@ -1,0 +1,254 @@
+"""A command line loads what its command needs, when it runs.
+
+``--help``, ``--version``, a typo, a bad option value and a bad configuration are
+answered by the declarations alone (``ersctl/cli.py``, ``ghalistener/cli.py``): no
+Kubernetes, HTTP, JWT or metrics library, no controller, no command's work module. A
+command that runs imports its own work and not another command's. Each case runs the
+real program as a subprocess under ``-X importtime``, which lists every module the
+process imported, and checks its answer too, so a case cannot pass by answering
+something else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from tests.kubeapi import KubeApi
+from tests.polling import eventually
+
+CLIENT_LIBRARIES: Final = ("kubernetes", "urllib3", "httpx", "jwt", "prometheus_client")
+"""The libraries behind the programs' start-up time (half a second of CPU together)."""
+
+WORK_MODULES: Final = (
+    "ersctl.commands.",
+    "ersctl.wiring",
+    "ersctl.startup",
+    "ersctl.kube.manager",
+    "ghalistener.wiring",
+    "ghalistener.listener",
+    "ghalistener.actions.client",
+)
+"""Module name prefixes of what a command does once it runs: the command modules,
+the wiring, the runtime and the scale-set client."""
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    stdout: str
+    said: list[str]
+    """stderr without the import lines: what the program told its user."""
+    imported: frozenset[str]
+
+
+def environment() -> dict[str, str]:
+    """Neither a kubeconfig nor a GitHub credential of the caller's: each case's input
+    is all the program sees."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "LISTENER_CONFIG_PATH")
+        and not k.startswith("GITHUB_")
+    }
+
+
+def command(module: str, *args: str) -> list[str]:
+    return [sys.executable, "-X", "importtime", "-m", module, *args]
+
+
+def outcome(code: int, stdout: str, stderr: str) -> Run:
+    lines = stderr.splitlines()
+    imported = frozenset(
+        line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")
+    )
+    said = [line for line in lines if not line.startswith("import time:")]
+    return Run(code, stdout, said, imported)
+
+
+def run(module: str, *args: str, cwd: Path) -> Run:
+    done = subprocess.run(
+        command(module, *args),
+        capture_output=True,
+        text=True,
+        env=environment(),
+        cwd=cwd,
+        timeout=60,
+    )
+    return outcome(done.returncode, done.stdout, done.stderr)
+
+
+def loaded(process: Run, prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in process.imported if m.startswith(prefixes))
+
+
+def libraries(process: Run) -> list[str]:
+    return sorted({m.split(".")[0] for m in process.imported} & set(CLIENT_LIBRARIES))
+
+
+@pytest.fixture
+def listener_config(tmp_path: Path) -> Path:
+    """A listener configuration with one key misspelt (``max_runner``)."""
+    path = tmp_path / "listener.json"
+    path.write_text(
+        json.dumps(
+            {
+                "configure_url": "https://github.com/octo-org",
+                "github_token": "ghp_import_test_token",
+                "ephemeral_runner_set_namespace": "arc",
+                "ephemeral_runner_set_name": "runners",
+                "runner_scale_set_id": 1,
+                "max_runner": 3,
+            }
+        )
+    )
+    return path
+
+
+HELP: Final = [
+    pytest.param(("ersctl", "--help"), "Usage: ersctl ", id="ersctl --help"),
+    pytest.param(("ersctl", "--version"), "ersctl, version ", id="ersctl --version"),
+    pytest.param(("ersctl", "reconcile", "--help"), "Usage: ersctl reconcile ", id="reconcile"),
+    pytest.param(("ersctl", "status", "-h"), "Usage: ersctl status ", id="status"),
+    pytest.param(("ersctl", "scaleset", "--help"), "Usage: ersctl scaleset ", id="scaleset"),
+    pytest.param(("ghalistener", "--help"), "Usage: ghalistener ", id="ghalistener --help"),
+    pytest.param(("ghalistener", "run", "--help"), "Usage: ghalistener run ", id="run"),
+]
+
+
+@pytest.mark.parametrize(("command", "first"), HELP)
+def test_help_and_version_load_no_client_library_and_no_command(
+    tmp_path: Path, command: tuple[str, ...], first: str
+) -> None:
+    process = run(*command, cwd=tmp_path)
+    assert process.code == 0, process.said
+    assert process.stdout.startswith(first), process.stdout
+    assert libraries(process) == []
+    assert loaded(process, WORK_MODULES) == []
+
+
+BAD_INPUT: Final = [
+    pytest.param(("ersctl", "reconcile", "--no-such-flag"), "No such option", id="a typo"),
+    pytest.param(("ersctl", "reconcil"), "No such command", id="a command typo"),
+    pytest.param(("ersctl", "reconcile", "--workers", "0"), "'--workers'", id="a bad value"),
+    pytest.param(
+        ("ersctl", "reconcile", "--metrics-addr", "nowhere"), "--metrics-addr", id="an address"
+    ),
+    pytest.param(("ersctl", "status", "a/b/c"), "NAMESPACE/NAME", id="a bad key"),
+    pytest.param(
+        ("ersctl", "scaleset", "--config-url", "https://github.com/o", "--name", "s"),
+        "GITHUB_TOKEN",
+        id="no GitHub credential",
+    ),
+    pytest.param(("ersctl.arc.manager", "--no-such-flag"), "no-such-flag", id="ARC's flags"),
+    pytest.param(("ghalistener", "run", "--min-runners", "x"), "'--min-runners'", id="a value"),
+    pytest.param(
+        ("ghalistener", "run", "--config", "missing.json"), "missing.json", id="no config file"
+    ),
+]
+
+
+@pytest.mark.parametrize(("command", "named"), BAD_INPUT)
+def test_bad_input_is_answered_without_a_client_library_or_a_command(
+    tmp_path: Path, command: tuple[str, ...], named: str
+) -> None:
+    process = run(*command, cwd=tmp_path)
+    assert process.code == 2, process.said
+    (line,) = process.said
+    assert named in line
+    assert libraries(process) == []
+    assert loaded(process, WORK_MODULES) == []
+
+
+def test_a_bad_listener_configuration_is_answered_without_a_client_library(
+    tmp_path: Path, listener_config: Path
+) -> None:
+    process = run("ghalistener", "run", "--config", str(listener_config), cwd=tmp_path)
+    assert process.code == 2, process.said
+    (line,) = process.said
+    assert line.startswith("ghalistener: invalid configuration: max_runner: ")
+    assert libraries(process) == []
+    assert loaded(process, WORK_MODULES) == []
+
+
+def test_the_controller_loads_its_own_work_and_not_other_commands(tmp_path: Path) -> None:
+    # A kubeconfig that cannot be read: the command gets as far as loading the
+    # Kubernetes client (which reads kubeconfigs), so its imports are all there.
+    missing = tmp_path / "kubeconfig"
+    process = run("ersctl", "reconcile", "--kubeconfig", str(missing), cwd=tmp_path)
+    assert process.code == 2, process.said
+    assert "kubernetes" in libraries(process)  # the probe sees what is loaded
+    assert "ersctl.commands.reconcile" in process.imported
+    others = (
+        "ersctl.commands.status",
+        "ersctl.commands.rollout",
+        "ersctl.ephemeralrunnerset.table",
+    )
+    assert loaded(process, (*others, "ghalistener.wiring", "ghalistener.listener")) == []
+
+
+def test_the_listener_loads_its_own_work_and_no_controller(tmp_path: Path) -> None:
+    config = tmp_path / "listener.json"
+    config.write_text(
+        json.dumps(
+            {
+                "configure_url": "https://github.com/octo-org",
+                "github_token": "ghp_import_test_token",
+                "ephemeral_runner_set_namespace": "arc",
+                "ephemeral_runner_set_name": "runners",
+                "runner_scale_set_id": 1,
+                "metrics_addr": "",
+            }
+        )
+    )
+    missing = tmp_path / "kubeconfig"
+    process = run(
+        "ghalistener", "run", "--config", str(config), "--kubeconfig", str(missing), cwd=tmp_path
+    )
+    assert process.code == 2, process.said
+    assert "kubernetes" in libraries(process)
+    assert "ghalistener.wiring" in process.imported
+    assert loaded(process, ("ersctl.commands.", "ersctl.wiring", "ersctl.kube.manager")) == []
+
+
+OPTIONAL_CONTROLLERS: Final = (
+    "ersctl.ephemeralrunner.controller",
+    "ersctl.autoscalingrunnerset.controller",
+    "ersctl.autoscalinglistener.controller",
+)
+
+
+def test_a_controller_switched_off_is_never_loaded(kube: KubeApi, tmp_path: Path) -> None:
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    stderr = tmp_path / "stderr"
+    options = ["--no-runner-controller", "--no-autoscaling-runner-set-controller"]
+    options += ["--no-listener-controller", "--no-leader-elect", "--metrics-addr", "0"]
+    options += ["--namespace", kube.namespace, "--kubeconfig", str(kubeconfig)]
+    with stderr.open("w") as err:
+        process = subprocess.Popen(
+            command("ersctl", "reconcile", *options),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=environment(),
+            cwd=tmp_path,
+        )
+    try:
+        # Running: every controller it was asked for is registered and its caches synced.
+        eventually(
+            lambda: "caches synced" in stderr.read_text(), timeout=30, what="the caches synced"
+        )
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=30)
+    ran = outcome(code, "", stderr.read_text())
+    assert ran.code == 0, ran.said
+    assert "ersctl.ephemeralrunnerset.controller" in ran.imported  # the one it runs
+    assert loaded(ran, OPTIONAL_CONTROLLERS) == []
