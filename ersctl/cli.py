@@ -43,7 +43,7 @@ from ersctl.ephemeralrunner.health import HealthPolicy
 from ersctl.ephemeralrunnerset.failurepolicy import DEFAULT_TTL as DEFAULT_FAILED_RUNNER_TTL
 from ersctl.kube.reconcile import Request
 from ersctl.platform.addresses import parse_address
-from ersctl.platform.cli import kubeconfig_options, run_command
+from ersctl.platform.cli import kubeconfig_options, loading, run_command
 from ersctl.platform.errors import ConfigError
 from ersctl.platform.logs import LOG_HTTP_ENV, configure_logging, http_logging_requested
 from ersctl.scaleset.command import main as scaleset_command
@@ -427,16 +427,17 @@ def reconcile(
         # Imported now, the options above checked: the Kubernetes client and the
         # controllers are most of the start-up (half a second of CPU), which --help, a
         # typo or a bad address is answered without.
-        from ersctl.autoscalinglistener.objects import ListenerSettings
-        from ersctl.commands.reconcile import (
-            reconcile_once,
-            resolve_listener_namespace,
-            run_until_stopped,
-        )
-        from ersctl.ephemeralrunnerset.controller import SHIPPED
-        from ersctl.kube.connect import api_client, limit_requests, own_image, pod_namespace
-        from ersctl.kube.leader import LeaderElectionConfig
-        from ersctl.wiring import ControllerOptions
+        with loading():
+            from ersctl.autoscalinglistener.objects import ListenerSettings
+            from ersctl.commands.reconcile import (
+                reconcile_once,
+                resolve_listener_namespace,
+                run_until_stopped,
+            )
+            from ersctl.ephemeralrunnerset.controller import SHIPPED
+            from ersctl.kube.connect import api_client, limit_requests, own_image, pod_namespace
+            from ersctl.kube.leader import LeaderElectionConfig
+            from ersctl.wiring import ControllerOptions
 
         parts = SHIPPED if set_reconciler is None else set_reconciler
         api = api_client(kubeconfig, context=kube_context)
@@ -537,7 +538,8 @@ def status(
     (all, one namespace, or the set NAMESPACE/NAME and its AutoscalingRunnerSet)."""
     with run_command(PROGRAM):
         # Imported when the command runs: the Kubernetes client is most of its start-up.
-        from ersctl.commands.status import status as read_status
+        with loading():
+            from ersctl.commands.status import status as read_status
 
         text = read_status(
             key,
@@ -556,7 +558,8 @@ def rollout(key: Request, kubeconfig: str | None, kube_context: str | None) -> N
     """Bump spec.actionableRevision of NAMESPACE/NAME after a runner template change."""
     with run_command(PROGRAM):
         # Imported when the command runs: the Kubernetes client is most of its start-up.
-        from ersctl.commands.rollout import rollout as bump
+        with loading():
+            from ersctl.commands.rollout import rollout as bump
 
         old, new = bump(key, kubeconfig=kubeconfig, kube_context=kube_context)
     click.echo(f"{key}: actionableRevision {old} -> {new}")

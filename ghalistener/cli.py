@@ -28,7 +28,7 @@ from typing import Any
 
 import click
 
-from ersctl.platform.cli import kubeconfig_options, run_command
+from ersctl.platform.cli import kubeconfig_options, loading, run_command
 from ersctl.platform.logs import LOG_HTTP_ENV
 from ghalistener import __version__
 from ghalistener.config import CONFIG_PATH_ENV, load_config
@@ -91,7 +91,8 @@ def run(
         # Imported once the configuration is valid: the Kubernetes, GitHub and metrics
         # clients are most of the start-up (about half a second of CPU), which --help or
         # a bad configuration is answered without.
-        from ghalistener.wiring import run_listener
+        with loading():
+            from ghalistener.wiring import run_listener
 
         run_listener(
             config, kubeconfig=kubeconfig, kube_context=kube_context, log_http=log_http, stop=stop

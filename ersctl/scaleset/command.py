@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ersctl.platform.cli import run_command
+from ersctl.platform.cli import loading, run_command
 from ersctl.platform.errors import ConfigError, Failure
 from ghalistener.actions.auth import Credentials
 from ghalistener.actions.configurl import parse_config_url
@@ -95,7 +95,8 @@ def main(config_url: str, name: str, runner_group: str | None, labels: tuple[str
             raise ConfigError("--config-url", str(exc)) from None
         # Imported once the input is checked: the HTTP client is most of the start-up
         # (this command is declared on ersctl's command line, whose --help needs none).
-        from ghalistener.actions.client import ActionsClient
+        with loading():
+            from ghalistener.actions.client import ActionsClient
 
         with ActionsClient(
             config_url=config_url,

@@ -1,8 +1,9 @@
 """``ersctl reconcile`` with set-reconciler parts other than the shipped ones, for the
 benchmarks' baselines (``simulation.baseline``, ``simulation.serial``).
 
-The command's options, runtime, informers and signal handling are the product's; only
-the parts no option sets (``ersctl.ephemeralrunnerset.controller.SetReconcilerParts``) differ, given to the
+The command's options, runtime, informers, signal handling and start-up
+(``ersctl.platform.cli.launch``) are the product's; only the parts no option sets
+(``ersctl.ephemeralrunnerset.controller.SetReconcilerParts``) differ, given to the
 command's callback through its keyword-only ``set_reconciler``.
 """
 
@@ -14,6 +15,7 @@ import click
 
 from ersctl import cli
 from ersctl.ephemeralrunnerset.controller import SetReconcilerParts
+from ersctl.platform.cli import launch
 
 
 def run_reconcile(parts: SetReconcilerParts, argv: list[str] | None, *, prog_name: str) -> None:
@@ -25,4 +27,4 @@ def run_reconcile(parts: SetReconcilerParts, argv: list[str] | None, *, prog_nam
         callback=functools.partial(cli.reconcile.callback, set_reconciler=parts),
         help=cli.reconcile.help,
     )
-    click.Group(prog_name, commands={"reconcile": reconcile}).main(args=argv, prog_name=prog_name)
+    launch(prog_name, click.Group(prog_name, commands={"reconcile": reconcile}), argv)
