@@ -2,10 +2,17 @@
 
 Replicas of the controller must never reconcile at once: two reconciles of one set in
 two processes would both see the same shortfall and both create runners. One process
-holds the Lease and renews it every ``retry_period`` (the library's renewal the moment
-it has acquired the Lease is skipped: it would repeat the acquiring write); the others
-wait. When the holder cannot renew within ``renew_deadline`` (or finds another holder),
-the library calls ``on_stopped_leading`` and :meth:`LeaderElector.run` returns.
+holds the Lease; the others wait. When the holder cannot renew within
+``renew_deadline`` (or finds another holder), the library calls ``on_stopped_leading``
+and :meth:`LeaderElector.run` returns.
+
+The library renews every ``retry_period`` (client-go's cadence, a Lease write every 2 s
+with the defaults), starting the moment it has acquired the Lease. The holder here
+writes only once its last write is :attr:`LeaderElectionConfig.renew_interval` old
+(4 s with the defaults): its attempts in between are answered from the record it wrote,
+with no request, since nobody else writes a Lease its holder keeps renewing. That
+halves the Lease's writes and still leaves half the renew deadline for retries; the
+others see the record change well within a lease duration.
 
 :meth:`LeaderElector.is_leading` is the fence the manager puts in front of every
 reconcile and every write. Beyond the library's flag it also requires a successful
@@ -60,6 +67,17 @@ class LeaderElectionConfig:
     lease_duration: int = 15
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+
+    @property
+    def renew_interval(self) -> float:
+        """How old the holder's last Lease write is when it writes the next one.
+
+        Attempts come a retry period apart, so the write lands by ``(renew_deadline +
+        retry_period) / 2`` after the last one, leaving the rest of the renew deadline
+        for retries; never sooner than a retry period, so the library's renewal right
+        after it acquired the Lease does not repeat the acquiring write.
+        """
+        return max(self.retry_period, (self.renew_deadline - self.retry_period) / 2)
 
     def __post_init__(self) -> None:
         if self.retry_period < 1:
@@ -132,33 +150,47 @@ class _FencedLeaseLock(LeaseLock):
         # The base class builds a client from the global default configuration.
         self.api_instance = _LeaseApi(api_client)  # type: ignore[assignment]  # duck-typed: the three calls it makes
         self._stop = stop
-        self._retry_period = cfg.retry_period
+        self._renew_interval = cfg.renew_interval
         self.last_write = float("-inf")
+        # The record of our last successful write while we hold the Lease, and whether
+        # the attempt under way (a get, then an update) is answered from it.
+        self._written: Any = None
+        self._answering = False
 
     def get(self, name: str, namespace: str) -> tuple[bool, Any]:
         self._check()
+        # Decided once per attempt, at its read: a read answered from our record must
+        # not be followed by a real update, which would carry the resourceVersion of an
+        # older read and be refused (409).
+        self._answering = (
+            self._written is not None and time.monotonic() - self.last_write < self._renew_interval
+        )
+        if self._answering:
+            return True, self._written
         return super().get(name, namespace)  # type: ignore[no-untyped-call,no-any-return]
 
     def create(self, name: str, namespace: str, election_record: Any) -> bool:
         self._check()
         ok: bool = super().create(name, namespace, election_record)  # type: ignore[no-untyped-call]
-        if ok:
-            self.last_write = time.monotonic()
+        self._wrote(ok, election_record)
         return ok
 
     def update(self, name: str, namespace: str, updated_record: Any) -> bool:
         self._check()
-        if time.monotonic() - self.last_write < self._retry_period:
-            # The library renews the moment it has acquired the Lease: our own write of a
-            # moment ago says all that one would. Timing alone tells that renewal apart
-            # (every record the library writes names this candidate): renewals proper
-            # sleep a retry period after the last write, so none is skipped, and the
-            # fence still counts from the last real write.
+        if self._answering:
+            # A renewal not yet due: the record we wrote still stands, and the fence
+            # (LeaderElector.is_leading) keeps counting from that real write.
             return True
         ok: bool = super().update(name, namespace, updated_record)  # type: ignore[no-untyped-call]
+        self._wrote(ok, updated_record)
+        return ok
+
+    def _wrote(self, ok: bool, record: Any) -> None:
+        # Only a successful write of ours is a record we may answer from; after a
+        # refused one (another holder, a conflict) every attempt reads the Lease again.
+        self._written = record if ok else None
         if ok:
             self.last_write = time.monotonic()
-        return ok
 
     def _check(self) -> None:
         if self._stop.is_set():

@@ -11,6 +11,7 @@ applied here and only here, request by request (:class:`ProxyRoutes`).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -196,8 +197,21 @@ def _class_for_type_name(type_name: str | None) -> type[RequestError] | None:
     return None
 
 
+# Loading a CA bundle into a TLS context costs ~20 ms of CPU, and httpx makes a context
+# for every client and transport given verify=True: a controller building a client per
+# scale set, or a test suite building hundreds, paid it each time. Contexts are
+# thread-safe and nothing changes them once made, so each is made once per process.
+@functools.cache
+def default_tls_context() -> ssl.SSLContext:
+    """What httpx verifies with for ``verify=True`` (its CA bundle, or SSL_CERT_FILE /
+    SSL_CERT_DIR as read the first time), made once per process."""
+    return httpx.create_ssl_context()
+
+
+@functools.lru_cache(maxsize=32)
 def ssl_context(root_ca: str | None) -> ssl.SSLContext | bool:
-    """TLS verification: system trust, plus ``root_ca`` (a PEM string) when given.
+    """TLS verification: system trust, plus ``root_ca`` (a PEM string) when given; one
+    context per distinct ``root_ca`` per process.
 
     Every certificate of ``root_ca`` is a trust anchor, as in Go's client (ARC's):
     a bundle holding only the intermediate CA that signed the server's certificate
@@ -231,9 +245,10 @@ class ProxyRoutes(httpx.BaseTransport):
 
     def __init__(self, settings: ProxySettings, *, verify: ssl.SSLContext | bool) -> None:
         self._settings = settings
-        self._direct = httpx.HTTPTransport(verify=verify)
+        context = _tls(verify)
+        self._direct = httpx.HTTPTransport(verify=context)
         self._via: dict[ProxyServer, httpx.HTTPTransport] = {
-            server: httpx.HTTPTransport(verify=verify, proxy=_proxy(server, verify))
+            server: httpx.HTTPTransport(verify=context, proxy=_proxy(server, verify))
             for server in settings.servers
         }
 
@@ -246,6 +261,10 @@ class ProxyRoutes(httpx.BaseTransport):
     def close(self) -> None:
         for transport in (self._direct, *self._via.values()):
             transport.close()
+
+
+def _tls(verify: ssl.SSLContext | bool) -> ssl.SSLContext:
+    return verify if isinstance(verify, ssl.SSLContext) else default_tls_context()
 
 
 def _proxy(server: ProxyServer, verify: ssl.SSLContext | bool) -> httpx.Proxy:
@@ -310,7 +329,7 @@ class HttpSender:
         self._client = _CookielessClient(
             headers={"User-Agent": user_agent},
             timeout=DEFAULT_TIMEOUT,
-            verify=verify,
+            verify=_tls(verify),
             transport=transport,
             trust_env=True,
         )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+from tests import local_http
 
 
 @dataclass
@@ -86,6 +86,6 @@ def start_listener(
 
 def sim(server: Server, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
     """Call the GitHub simulator's control API."""
-    response = httpx.request(method, f"{server.url}/_sim{path}", json=body, timeout=10)
+    response = local_http.request(method, f"{server.url}/_sim{path}", json=body, timeout=10)
     response.raise_for_status()
     return response.json()

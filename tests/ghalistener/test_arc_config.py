@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from kubernetes import client as kube_client
 from prometheus_client.parser import text_string_to_metric_families
@@ -20,6 +19,7 @@ from ersctl.api import ERS_PLURAL, GROUP, VERSION
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import SimulatorServer, serve
 from ghalistener.testing.state import JobState
+from tests import local_http
 from tests.ghalistener.arc_configs import (
     PAT,
     SELECTED,
@@ -108,7 +108,7 @@ def test_arcs_app_config_with_a_metrics_block_exports_exactly_the_selected_serie
         simulator.complete_job(ran)
 
         def counted() -> str:
-            text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+            text = local_http.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
             return text if 'job_result="succeeded"' in text else ""
 
         text = eventually(counted, what="the completed job counted", timeout=15)

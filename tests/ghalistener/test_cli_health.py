@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import local_http
 from tests.ghalistener.processes import ready_server, sim, start_listener
 from tests.ghalistener.test_cli_subprocess import create_ers, free_port, listener_config
 from tests.kubeapi import KubeApi
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 def probe(port: int, path: str) -> httpx.Response | None:
     try:
-        return httpx.get(f"http://127.0.0.1:{port}{path}", timeout=5)
+        return local_http.get(f"http://127.0.0.1:{port}{path}", timeout=5)
     except httpx.TransportError:
         return None  # not listening yet
 

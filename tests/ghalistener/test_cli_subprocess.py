@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from kubernetes import client as kube_client
 from prometheus_client.parser import text_string_to_metric_families
@@ -21,6 +20,7 @@ from ersctl.api import ERS_PLURAL, GROUP, VERSION
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import SimulatorServer, serve
+from tests import local_http
 from tests.ghalistener.processes import Server, ready_server, sim, start_listener
 from tests.kubeapi import KubeApi
 from tests.kubeclient import json_object
@@ -117,7 +117,7 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
             eventually(lambda: spec()["replicas"] == 2, what="replicas 2", timeout=15)
             assert spec()["patchID"] > 0
 
-            scrape = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
+            scrape = local_http.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
             # No runner ever had the canceled job: as in ARC, it is no completed job.
             # (test_arc_config shows a counted one, and no *_created beside it.)
             assert "gha_completed_jobs_total{" not in scrape

@@ -32,6 +32,7 @@ from ersctl.ephemeralrunnerset.metrics import LISTENER_SELECTOR
 from ersctl.kube.manager import Manager
 from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.podsim import RunnerPods
+from tests import local_http
 from tests.ersctl.ephemeralrunner.conftest import NO_SCHEDULER, Harness, actions_client
 from tests.ersctl.ephemeralrunner.test_runner_controller import RUNNING, online_a_while_ago
 from tests.kubeclient import SentRequests
@@ -356,7 +357,7 @@ def free_port() -> int:
 
 def ready(port: int) -> bool:
     try:
-        return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200
+        return local_http.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200
     except httpx.TransportError:
         return False
 
@@ -409,7 +410,7 @@ def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_
             assert ready(port)  # readiness covers the runner Pod informer too
             h.set_pod_status(RUNNING)
             eventually(lambda: idle_and_online(h), timeout=10)
-            metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+            metrics = local_http.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
             assert f'ersctl_runner_pods_created_total{{namespace="{h.namespace}"}} 1.0' in metrics
         finally:
             with_runner.send_signal(signal.SIGTERM)

@@ -18,6 +18,7 @@ import pytest
 
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer
+from tests import local_http
 from tests.ersctl.ephemeralrunnerset.github import PAT
 from tests.ersctl.ephemeralrunnerset.objects import ers_doc
 from tests.leases import refused_campaigns
@@ -88,7 +89,7 @@ class Controller:
     def reconciles(self) -> float:
         """How many reconciles this process ran, from its own /metrics."""
         try:
-            text = httpx.get(f"http://127.0.0.1:{self.port}/metrics", timeout=2).text
+            text = local_http.get(f"http://127.0.0.1:{self.port}/metrics", timeout=2).text
         except httpx.TransportError:
             return -1.0
         return sum(

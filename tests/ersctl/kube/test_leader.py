@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from itertools import pairwise
 
 import pytest
 from kubernetes import client
@@ -53,12 +54,14 @@ def candidates(
 ) -> Iterator[Callable[..., tuple[Running, Recording]]]:
     started: list[Running] = []
 
-    def start(identity: str, *, patient: bool = False) -> tuple[Running, Recording]:
+    def start(
+        identity: str, *, patient: bool = False, lease: int = 4, renew: float = 3.0
+    ) -> tuple[Running, Recording]:
         # Two candidates get a 4 s lease: on 2 shared cores a loaded leader can stall
         # for 2 s, and a shorter lease would then (rightly) pass to the follower.
         ns = kube.namespace
         config = (
-            election(identity, namespace=ns, lease=4, renew=3.0)
+            election(identity, namespace=ns, lease=lease, renew=renew)
             if patient
             else election(identity, namespace=ns)
         )
@@ -147,6 +150,33 @@ def test_the_lease_is_written_once_when_acquired_then_once_a_retry_period(
     assert first - acquired >= timedelta(seconds=1.0)
     assert second - first >= timedelta(seconds=1.0)
     assert leader.manager.is_leading()
+
+
+def test_the_holder_writes_the_lease_once_its_renew_interval_has_passed_and_reads_it_then_only(
+    kube: KubeApi,
+    candidates: Callable[..., tuple[Running, Recording]],
+    sent: dict[str, SentRequests],
+) -> None:
+    # Retries 1 s apart and a 5 s renew deadline: a write every 2 s, not every 1 s.
+    assert election("leader", lease=6, renew=5.0).renew_interval == 2.0
+    leader, _ = candidates("leader", patient=True, lease=6, renew=5.0)
+    written = partial(renewals, sent["leader"], LEASE, "leader")
+    eventually(lambda: len(written()) >= 4, timeout=15, what="three renewals")
+    assert leader.manager.is_leading()
+
+    times = written()[:4]
+    gaps = [later - earlier for earlier, later in pairwise(times)]
+    assert all(gap >= timedelta(seconds=2.0) for gap in gaps), gaps
+    # An attempt between two writes is answered from the record written: the holder
+    # reads the Lease once per write it makes, just before it (the first read found
+    # no Lease and the create followed).
+    requests = [
+        record.verb
+        for record in sent["leader"].records()
+        if record.resource == "leases" and record.verb in ("get", "create", "update")
+    ]
+    writes = requests.count("create") + requests.count("update")
+    assert requests.count("get") <= writes + 1, requests
 
 
 def test_losing_the_lease_stops_reconciling_and_writing_at_once(

@@ -5,17 +5,17 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 
-import httpx
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from ersctl.platform.errors import ConfigError
 from ersctl.platform.probes import Verdict
 from ersctl.platform.serving import AddressInUseError, ProbeServer
+from tests import local_http
 
 
 def get(url: str) -> tuple[int, str]:
-    resp = httpx.get(url, timeout=2)
+    resp = local_http.get(url, timeout=2)
     return resp.status_code, resp.text
 
 

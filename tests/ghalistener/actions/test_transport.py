@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -222,6 +224,33 @@ def test_a_body_that_fails_to_decode_is_a_request_error(
     assert caught.value.status is None
     assert "DecodingError" in str(caught.value)
     assert isinstance(caught.value.__cause__, httpx.DecodingError)
+
+
+def test_senders_built_one_after_another_load_each_ca_bundle_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A controller builds a sender per scale set (and per credentials rotation): each
+    # used to load the CA bundle again, ~20 ms of CPU.
+    root_pem = server_certificates(tmp_path).root_pem
+    loads: list[object] = []
+    load = ssl.SSLContext.load_verify_locations
+
+    def counted(context: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        loads.append(args or kwargs)
+        load(context, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    for _ in range(3):
+        for root_ca in (None, root_pem):
+            HttpSender(
+                user_agent="test",
+                retry=RetryPolicy(sleep=lambda _: None),
+                redactor=Redactor(),
+                root_ca=root_ca,
+            )
+    # At most once each: httpx's bundle and the one with root_ca (none when another
+    # test of this process made them already).
+    assert len(loads) <= 2, loads
 
 
 def test_too_many_redirects_is_a_request_error(github: GitHubMock, client: ActionsClient) -> None:

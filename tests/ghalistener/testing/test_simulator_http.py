@@ -20,6 +20,7 @@ from ghalistener.actions.session import MessageSession
 from ghalistener.actions.types import JobAssigned, JobAvailable, JobCompleted, JobStarted
 from ghalistener.testing import GitHubSimulator, SimulatorServer
 from ghalistener.testing.server import serve
+from tests import local_http
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def server(sim: GitHubSimulator) -> Iterator[SimulatorServer]:
 
 @pytest.fixture
 def control(server: SimulatorServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=10) as http:
+    with local_http.client(base_url=server.url, timeout=10) as http:
         yield http
 
 
@@ -190,7 +191,7 @@ def running_simulator() -> Iterator[str]:
 
 def test_the_module_runs_as_a_server_that_reports_ready() -> None:
     with running_simulator() as url:
-        state = httpx.get(f"{url}/_sim/state", timeout=5).json()
+        state = local_http.get(f"{url}/_sim/state", timeout=5).json()
 
     assert state["scaleSets"][0]["name"] == "arc"
 
@@ -204,7 +205,7 @@ def test_the_queue_command_queues_jobs_on_a_running_simulators_scale_set_by_name
     with running_simulator() as url:
         queued = _queue("--url", url, "--scale-set", "arc", "--count", "2")
         unknown = _queue("--url", url, "--scale-set", "gpu")
-        jobs = httpx.get(f"{url}/_sim/state", timeout=5).json()["jobs"]
+        jobs = local_http.get(f"{url}/_sim/state", timeout=5).json()["jobs"]
     helped = subprocess.run(
         [sys.executable, "-m", "ghalistener.testing.github", "--help"],
         capture_output=True,
