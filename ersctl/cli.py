@@ -193,7 +193,8 @@ def main() -> None:
     type=click.FloatRange(min=1.0),
     default=2.0,
     show_default=True,
-    help="Seconds between tries to take or renew the Lease.",
+    help="Seconds between tries to take or renew the Lease; the holder writes it only "
+    "every (--renew-deadline - --retry-period) / 2 seconds (4 with the defaults).",
 )
 @click.option(
     "--resync-period",
