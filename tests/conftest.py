@@ -6,6 +6,7 @@ the image's build stage builds it (``wheel``, ``unpacked``)."""
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import zipfile
@@ -35,6 +36,19 @@ from tests.kubeapi import (
 # which four workers on two cores trip for no fault of the code under test.
 settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Collection imports every test module and what they use: some 100,000 objects that
+    # live as long as the worker. Collecting garbage while they are made, and in every
+    # full collection of the run after, only walks them again (a second or two of CPU a
+    # worker, times four workers). The programs do the same at start (ersctl.platform.cli).
+    gc.disable()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    gc.freeze()
+    gc.enable()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
