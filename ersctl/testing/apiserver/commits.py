@@ -112,13 +112,22 @@ class Commits:
                 self._dry = False
         return None
 
-    def _commit(self, rt: ResourceType, key: Key, obj: JsonObject, old: Entry | None) -> Entry:
+    def _commit(
+        self,
+        rt: ResourceType,
+        key: Key,
+        obj: JsonObject,
+        old: Entry | None,
+        encoder: Callable[[JsonObject], bytes] = encode,
+    ) -> Entry:
+        """Store ``obj`` at the next resourceVersion and publish it; ``encoder`` makes
+        its JSON (the same bytes as :func:`.watching.encode`)."""
         if self._dry:
             obj["metadata"]["resourceVersion"] = old.rv if old is not None else ""
             raise WouldCommit(Entry(obj, b""), removed=False, created=old is None)
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
-        entry = Entry(obj, encode(obj))
+        entry = Entry(obj, encoder(obj))
         self._objects[rt.storage_key][key] = entry
         kind = "ADDED" if old is None else "MODIFIED"
         self._publish(

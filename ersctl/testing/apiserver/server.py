@@ -23,7 +23,7 @@ from ersctl.testing.apiserver.namespaces import NamespaceController
 from ersctl.testing.apiserver.records import DeleteOptions
 from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType
 from ersctl.testing.apiserver.serving import Authentication, Backend, KubeHTTPServer, ServerTLS
-from ersctl.testing.apiserver.store import Store
+from ersctl.testing.apiserver.store import Store, Template
 
 JsonObject = dict[str, Any]
 
@@ -31,10 +31,10 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 
 
 @functools.cache
-def _project_crds() -> tuple[JsonObject, ...]:
-    """The project's CRDs, decoded once per process and shared read-only (a create copies
-    its body): most tests start a server, and decoding them was a quarter of its start."""
-    return tuple(load_crds())
+def _project_crds() -> tuple[Template, ...]:
+    """The project's CRDs as a server stores them, prepared once per process: most tests
+    start a server, and decoding, copying and encoding them was most of its start."""
+    return tuple(Template(CRD_TYPE, crd) for crd in load_crds())
 
 
 class ApiServer:
@@ -87,7 +87,7 @@ class ApiServer:
             self._store.create(self._resolve("namespaces"), "", {"metadata": {"name": name}})
         if crds:
             for crd in _project_crds():
-                self._store.create(CRD_TYPE, "", crd)
+                self._store.create_from(CRD_TYPE, crd)
 
     # -- lifecycle -----------------------------------------------------------
 

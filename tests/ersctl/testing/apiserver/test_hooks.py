@@ -4,10 +4,11 @@ server serves."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
-from typing import cast
+from typing import Any, cast
 
 import pytest
 import urllib3
@@ -15,10 +16,14 @@ from kubernetes import client
 from kubernetes.client import ApiException
 
 from ersctl import api
+from ersctl.crds import load_crds
 from ersctl.testing.apiserver import ApiServer, StatusError
+from ersctl.testing.objects import request
 from tests.ersctl.ephemeralrunner.conftest import NO_SCHEDULER
 from tests.ersctl.testing.apiserver.objects import RUNNING, Objects, ers_body
 from tests.kubeclient import json_object, status_of
+
+CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 @pytest.mark.embedded_only("the request log")
@@ -179,8 +184,6 @@ def test_creating_a_crd_starts_serving_its_resource() -> None:
         with pytest.raises(ApiException) as before:
             custom.list_namespaced_custom_object(api.GROUP, api.VERSION, "default", api.ERS_PLURAL)
 
-        from ersctl.crds import load_crds
-
         for crd in load_crds():
             # The client sends a plain dict body as it is; its annotation names the model.
             extensions.create_custom_resource_definition(
@@ -202,6 +205,36 @@ def test_creating_a_crd_starts_serving_its_resource() -> None:
     assert crd_status is not None
     conditions = crd_status.conditions or []
     assert any(c.type == "Established" and c.status == "True" for c in conditions)
+
+
+@pytest.mark.embedded_only("servers of its own")
+def test_every_server_starts_with_the_project_crds_as_created_each_its_own() -> None:
+    # A server starts with copies of CRDs prepared once per process: each copy must be
+    # what a create stores and serves, with its own identity, and stay its own.
+    identity = ("uid", "creationTimestamp", "resourceVersion")
+    names = [crd["metadata"]["name"] for crd in load_crds()]
+    with ApiServer() as first, ApiServer() as second, ApiServer(crds=False) as created:
+        for crd in load_crds():
+            created.create_object("customresourcedefinitions", crd)
+        first.patch_object(
+            "customresourcedefinitions", "", names[0], {"spec": {"names": {"shortNames": ["x"]}}}
+        )
+        served = {}
+        for name, server in (("first", first), ("second", second), ("created", created)):
+            with server.api_client() as api_client:
+                served[name] = [request(api_client, "GET", f"{CRDS_PATH}/{crd}") for crd in names]
+
+    def without_identity(crd: dict[str, Any]) -> dict[str, Any]:
+        meta = {k: v for k, v in crd["metadata"].items() if k not in identity}
+        return {**crd, "metadata": meta}
+
+    assert [without_identity(crd) for crd in served["second"]] == [
+        without_identity(crd) for crd in served["created"]
+    ]
+    uids = [{crd["metadata"]["uid"] for crd in served[name]} for name in served]
+    assert all(len(a & b) == 0 for a, b in itertools.combinations(uids, 2)), uids
+    assert served["first"][0]["spec"]["names"]["shortNames"] == ["x"]
+    assert served["second"][0]["spec"]["names"] == served["created"][0]["spec"]["names"]
 
 
 @pytest.mark.embedded_only("its log")
