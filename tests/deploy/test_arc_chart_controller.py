@@ -22,12 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer
 from ghalistener.testing import GitHubSimulator, serve
+from tests import local_http
 from tests.deploy.chart_manager import (
     CONTROLLER_NS,
     DEGRADED,
@@ -152,7 +152,7 @@ def test_arcs_chart_deployment_runs_our_manager_unchanged_under_arcs_rbac(
         ) as manager:
             a_working_scale_set(server, _listener_image(chart_deployment))
             url = f"http://127.0.0.1:{probe['port']}{probe['path']}"
-            assert httpx.get(url, timeout=5).status_code == 200
+            assert local_http.get(url, timeout=5).status_code == 200
             deleted_to_the_last_object(server)
         refused = {(r.resource, r.verb) for r in server.request_log.records() if r.status == 403}
     code, output = manager.code, manager.output

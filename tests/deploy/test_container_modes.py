@@ -29,6 +29,7 @@ from ersctl.crds import load_crds
 from ersctl.testing.apiserver import ApiServer
 from tests.deploy.test_deploy import (
     BASE,
+    apply_install,
     assert_holds_nothing_a_controller_writes,
     assert_valid,
     by_kind,
@@ -218,7 +219,7 @@ def test_the_api_server_accepts_each_mode(tmp_path: Path, mode: str) -> None:
     docs = render(overlay)
     with ApiServer(crds=False) as server:
         kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-        kubectl(kubeconfig, "apply", "--server-side", "-k", str(BASE))
+        apply_install(kubeconfig)
         kubectl(kubeconfig, "apply", "--server-side", "-k", str(overlay))
         (ars,) = by_kind(docs, "AutoscalingRunnerSet")
         stored = server.get_object("autoscalingrunnersets", "arc-runners", "arc-runners")

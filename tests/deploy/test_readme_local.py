@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
+from tests import local_http
 from tests.kubectl import KUBECTL, needs_kubectl
 from tests.polling import eventually
 
@@ -173,7 +173,7 @@ def test_the_readme_steps_run_the_deployment_on_the_local_cluster(
     simulator = local_cluster.github_url.rsplit("/", 1)[0]
 
     def jobs_done() -> bool:
-        jobs = httpx.get(f"{simulator}/_sim/state", timeout=5).json()["jobs"]
+        jobs = local_http.get(f"{simulator}/_sim/state", timeout=5).json()["jobs"]
         return len(jobs) == 3 and all(job["state"] == "completed" for job in jobs)
 
     eventually(jobs_done, timeout=90, what="the three queued jobs completed")

@@ -18,6 +18,7 @@ import pytest
 from ersctl import api
 from ersctl.crds import load_crds
 from ersctl.testing.apiserver import ApiServer
+from tests import local_http
 from tests.ersctl.autoscalingrunnerset.conftest import Env
 from tests.ersctl.ephemeralrunnerset.objects import ers_doc
 from tests.polling import eventually, run_until
@@ -78,12 +79,14 @@ def _metrics_of_a_running_reconcile(command: list[str]) -> str:
         def ready() -> bool:
             assert process.poll() is None, process.stdout.read() if process.stdout else ""
             try:
-                return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200
+                return (
+                    local_http.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200
+                )
             except httpx.TransportError:
                 return False
 
         eventually(ready, timeout=30, what="the controller ready")
-        return httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        return local_http.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
