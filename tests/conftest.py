@@ -32,6 +32,13 @@ from tests.kubeapi import (
     install_crds,
 )
 
+# The simulation package under examples/ is imported as `simulation`, as the examples'
+# scripts import it (python examples/simulate.py): by the example tests and by the
+# deploy tests that run its listener kubelet, each of which also runs on its own.
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+if str(EXAMPLES) not in sys.path:
+    sys.path.insert(0, str(EXAMPLES))
+
 # Hypothesis fails an example that takes over 200 ms by default: a timed assertion,
 # which four workers on two cores trip for no fault of the code under test.
 settings.register_profile("suite", deadline=None)

@@ -33,7 +33,6 @@ from ghalistener.actions.retry import RetryPolicy
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
 from tests.clock import FakeClock
-from tests.examples.conftest import EXAMPLES  # noqa: F401  (simulation importable: live_arc.py)
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
 
