@@ -23,7 +23,9 @@ with others (the benchmarks' baselines, ``examples/simulation/``).
 This module declares the commands and checks what needs nothing else; each command's
 work (``ersctl.commands``) is imported when that command runs, after those checks. So
 ``--help``, a typo or a bad option value loads no Kubernetes, HTTP, JWT or metrics
-library, nor any controller, and gets its one line at once.
+library, nor any controller, and gets its one line at once. (Two checks still come
+after: the leader election timings, checked together by ``ersctl.kube.leader``, and
+``--listener-metrics-addr``.)
 """
 
 from __future__ import annotations
@@ -193,8 +195,9 @@ def main() -> None:
     type=click.FloatRange(min=1.0),
     default=2.0,
     show_default=True,
-    help="Seconds between tries to take or renew the Lease; the holder writes it only "
-    "every (--renew-deadline - --retry-period) / 2 seconds (4 with the defaults).",
+    help="Seconds between tries to take or renew the Lease; the holder writes it at its "
+    "first try once its last write is (--renew-deadline - --retry-period) / 2 old "
+    "(every 4 s with the defaults).",
 )
 @click.option(
     "--resync-period",

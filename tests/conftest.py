@@ -45,17 +45,20 @@ settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
 
 
-def pytest_configure(config: pytest.Config) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[None]:
     # Collection imports every test module and what they use: some 100,000 objects that
     # live as long as the worker. Collecting garbage while they are made, and in every
     # full collection of the run after, only walks them again (a second or two of CPU a
     # worker, times four workers). The programs do the same at start (ersctl.platform.cli).
+    # A wrapper, so the collector comes back on wherever collection is skipped (xdist's
+    # controller process) or fails.
     gc.disable()
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    gc.freeze()
-    gc.enable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

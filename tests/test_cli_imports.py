@@ -94,10 +94,17 @@ def libraries(process: Run) -> list[str]:
     return sorted({m.split(".")[0] for m in process.imported} & set(CLIENT_LIBRARIES))
 
 
-@pytest.fixture
-def listener_config(tmp_path: Path) -> Path:
-    """A listener configuration with one key misspelt (``max_runner``)."""
-    path = tmp_path / "listener.json"
+def nothing_loaded(process: Run) -> bool:
+    """No client library and no command's work: seen in an import log that does show
+    the command line's library being loaded (an empty log would show nothing)."""
+    assert "click" in process.imported, "the import log does not show click"
+    return libraries(process) == [] and loaded(process, WORK_MODULES) == []
+
+
+def listener_json(directory: Path, **settings: object) -> Path:
+    """A listener configuration in ``directory``: the keys every one needs, plus
+    ``settings``."""
+    path = directory / "listener.json"
     path.write_text(
         json.dumps(
             {
@@ -106,11 +113,17 @@ def listener_config(tmp_path: Path) -> Path:
                 "ephemeral_runner_set_namespace": "arc",
                 "ephemeral_runner_set_name": "runners",
                 "runner_scale_set_id": 1,
-                "max_runner": 3,
+                **settings,
             }
         )
     )
     return path
+
+
+@pytest.fixture
+def listener_config(tmp_path: Path) -> Path:
+    """A listener configuration with one key misspelt (``max_runner``)."""
+    return listener_json(tmp_path, max_runner=3)
 
 
 HELP: Final = [
@@ -131,8 +144,7 @@ def test_help_and_version_load_no_client_library_and_no_command(
     process = run(*command, cwd=tmp_path)
     assert process.code == 0, process.said
     assert process.stdout.startswith(first), process.stdout
-    assert libraries(process) == []
-    assert loaded(process, WORK_MODULES) == []
+    assert nothing_loaded(process)
 
 
 BAD_INPUT: Final = [
@@ -164,8 +176,7 @@ def test_bad_input_is_answered_without_a_client_library_or_a_command(
     assert process.code == 2, process.said
     (line,) = process.said
     assert named in line
-    assert libraries(process) == []
-    assert loaded(process, WORK_MODULES) == []
+    assert nothing_loaded(process)
 
 
 def test_a_bad_listener_configuration_is_answered_without_a_client_library(
@@ -175,8 +186,7 @@ def test_a_bad_listener_configuration_is_answered_without_a_client_library(
     assert process.code == 2, process.said
     (line,) = process.said
     assert line.startswith("ghalistener: invalid configuration: max_runner: ")
-    assert libraries(process) == []
-    assert loaded(process, WORK_MODULES) == []
+    assert nothing_loaded(process)
 
 
 def test_the_controller_loads_its_own_work_and_not_other_commands(tmp_path: Path) -> None:
@@ -196,19 +206,7 @@ def test_the_controller_loads_its_own_work_and_not_other_commands(tmp_path: Path
 
 
 def test_the_listener_loads_its_own_work_and_no_controller(tmp_path: Path) -> None:
-    config = tmp_path / "listener.json"
-    config.write_text(
-        json.dumps(
-            {
-                "configure_url": "https://github.com/octo-org",
-                "github_token": "ghp_import_test_token",
-                "ephemeral_runner_set_namespace": "arc",
-                "ephemeral_runner_set_name": "runners",
-                "runner_scale_set_id": 1,
-                "metrics_addr": "",
-            }
-        )
-    )
+    config = listener_json(tmp_path, metrics_addr="")
     missing = tmp_path / "kubeconfig"
     process = run(
         "ghalistener", "run", "--config", str(config), "--kubeconfig", str(missing), cwd=tmp_path

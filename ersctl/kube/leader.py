@@ -10,9 +10,11 @@ The library renews every ``retry_period`` (client-go's cadence, a Lease write ev
 with the defaults), starting the moment it has acquired the Lease. The holder here
 writes only once its last write is :attr:`LeaderElectionConfig.renew_interval` old
 (4 s with the defaults): its attempts in between are answered from the record it wrote,
-with no request, since nobody else writes a Lease its holder keeps renewing. That
-halves the Lease's writes and still leaves half the renew deadline for retries; the
-others see the record change well within a lease duration.
+with no request. Other candidates leave a Lease alone while its holder renews it; one
+that wrote it anyway (by hand, or a misconfigured replica) is found at the next real
+write, which the server refuses (its resourceVersion moved), and the fence counts only
+real writes. That halves the Lease's writes and still leaves half the renew deadline for
+retries; the others see the record change well within a lease duration.
 
 :meth:`LeaderElector.is_leading` is the fence the manager puts in front of every
 reconcile and every write. Beyond the library's flag it also requires a successful

@@ -4,7 +4,8 @@
 Its address option is read by ``ersctl.platform.addresses``. An address this host
 cannot listen on is a ``ConfigError`` naming the option and the address (exit 2); a port
 already in use is :class:`AddressInUseError` (exit 1: a condition of the host that a
-restart may clear). Probes answer 200 ``ok`` or 503 with the reason, as ``text/plain``; other paths 404.
+restart may clear). Probes answer 200 ``ok`` or 503 with the reason, as ``text/plain``;
+other paths 404.
 """
 
 from __future__ import annotations

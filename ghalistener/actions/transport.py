@@ -200,7 +200,9 @@ def _class_for_type_name(type_name: str | None) -> type[RequestError] | None:
 # Loading a CA bundle into a TLS context costs ~20 ms of CPU, and httpx makes a context
 # for every client and transport given verify=True: a controller building a client per
 # scale set, or a test suite building hundreds, paid it each time. Contexts are
-# thread-safe and nothing changes them once made, so each is made once per process.
+# thread-safe, and httpcore only sets ALPN on them per connection, the same (HTTP/1.1)
+# for every client here, so each is made once per process; a client with http2=True
+# would need a context of its own.
 @functools.cache
 def default_tls_context() -> ssl.SSLContext:
     """What httpx verifies with for ``verify=True`` (its CA bundle, or SSL_CERT_FILE /

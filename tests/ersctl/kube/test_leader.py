@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from itertools import pairwise
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -179,11 +180,24 @@ def test_the_holder_writes_the_lease_once_its_renew_interval_has_passed_and_read
     assert requests.count("get") <= writes + 1, requests
 
 
+# Renew deadline 1.5 s: every retry writes the Lease. 5 s: a write every 2 s, the
+# retries in between answered from the record written (renew_interval).
+RENEW_DEADLINES = pytest.mark.parametrize(
+    "renew", [1.5, 5.0], ids=["writes-every-retry", "writes-every-other-retry"]
+)
+
+
+def timing(renew: float) -> dict[str, Any]:
+    """``candidates`` options for a renew deadline of ``renew`` (retries 1 s apart)."""
+    return {} if renew == 1.5 else {"patient": True, "lease": int(renew) + 1, "renew": renew}
+
+
+@RENEW_DEADLINES
 def test_losing_the_lease_stops_reconciling_and_writing_at_once(
-    kube: KubeApi, candidates: Callable[..., tuple[Running, Recording]]
+    kube: KubeApi, candidates: Callable[..., tuple[Running, Recording]], renew: float
 ) -> None:
     created = kube.create_object(ERS_PLURAL, ers_body("set"))
-    leader, calls = candidates("leader")
+    leader, calls = candidates("leader", **timing(renew))
     eventually(lambda: calls.count() == 1)
 
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -191,7 +205,7 @@ def test_losing_the_lease_stops_reconciling_and_writing_at_once(
     kube.patch_object("leases", kube.namespace, LEASE, {"spec": {
         "holderIdentity": "intruder", "leaseDurationSeconds": 60, "renewTime": now,
     }})  # fmt: skip
-    eventually(lambda: not leader.manager.is_leading(), timeout=4)
+    eventually(lambda: not leader.manager.is_leading(), timeout=renew + 2.5)
     lost_after = time.monotonic() - stolen
     kube.patch_object(ERS_PLURAL, kube.namespace, "set", {"spec": {"replicas": 2}})
     # The change reaches the cache (and the work queue) of the manager that lost the
@@ -203,7 +217,7 @@ def test_losing_the_lease_stops_reconciling_and_writing_at_once(
     leader.thread.join(5)
     assert not leader.thread.is_alive()
 
-    assert lost_after < 1.5 + 1.0 + 0.5  # within renew deadline + one retry
+    assert lost_after < renew + 1.0 + 0.5  # within renew deadline + one retry
     assert isinstance(leader.error, LeadershipLost)
     assert calls.count() == 1
     with pytest.raises(NotLeaderError):
@@ -215,19 +229,20 @@ def test_losing_the_lease_stops_reconciling_and_writing_at_once(
 
 
 @pytest.mark.embedded_only("fault injection")
+@RENEW_DEADLINES
 def test_a_renew_stuck_in_a_slow_request_stops_reconciling_before_the_lease_can_expire(
-    apiserver: ApiServer, candidates: Callable[..., tuple[Running, Recording]]
+    apiserver: ApiServer, candidates: Callable[..., tuple[Running, Recording]], renew: float
 ) -> None:
-    leader, _ = candidates("leader")
+    leader, _ = candidates("leader", **timing(renew))
     eventually(leader.manager.is_leading)
 
-    apiserver.inject_fault(verb="update", resource="leases", latency=3.0)
+    apiserver.inject_fault(verb="update", resource="leases", latency=2 * renew)
     armed = time.monotonic()
     # The library still believes it leads (its renew call has not returned), but the
     # last successful renew is older than the renew deadline: others may take over.
-    eventually(lambda: not leader.manager.is_leading(), timeout=2.5)
+    eventually(lambda: not leader.manager.is_leading(), timeout=renew + 1.0)
 
-    assert time.monotonic() - armed < 1.5 + 0.3
+    assert time.monotonic() - armed < renew + 0.3
 
 
 @pytest.mark.embedded_only("a server started on a chosen port mid-test")

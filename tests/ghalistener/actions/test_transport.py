@@ -14,6 +14,7 @@ from ersctl.platform.redaction import Redactor
 from ghalistener.actions.auth import PatCredentials
 from ghalistener.actions.client import ActionsClient
 from ghalistener.actions.errors import ActionsError, MessageParseError, RequestError
+from ghalistener.actions.proxy import ProxyServer, ProxySettings
 from ghalistener.actions.retry import RetryPolicy
 from ghalistener.actions.session import MessageSession
 from ghalistener.actions.transport import HttpSender
@@ -240,14 +241,21 @@ def test_senders_built_one_after_another_load_each_ca_bundle_once(
         load(context, *args, **kwargs)
 
     monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    # Direct and through proxies: ProxyRoutes makes a transport per proxy.
+    proxies = ProxySettings(
+        http=ProxyServer(url="http://proxy.test:3128"),
+        https=ProxyServer(url="https://proxy.test:3129"),
+    )
     for _ in range(3):
         for root_ca in (None, root_pem):
-            HttpSender(
-                user_agent="test",
-                retry=RetryPolicy(sleep=lambda _: None),
-                redactor=Redactor(),
-                root_ca=root_ca,
-            )
+            for proxy in (None, proxies):
+                HttpSender(
+                    user_agent="test",
+                    retry=RetryPolicy(sleep=lambda _: None),
+                    redactor=Redactor(),
+                    root_ca=root_ca,
+                    proxy=proxy,
+                )
     # At most once each: httpx's bundle and the one with root_ca (none when another
     # test of this process made them already).
     assert len(loads) <= 2, loads
