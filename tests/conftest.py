@@ -40,7 +40,7 @@ if str(EXAMPLES) not in sys.path:
     sys.path.insert(0, str(EXAMPLES))
 
 # Hypothesis fails an example that takes over 200 ms by default: a timed assertion,
-# which four workers on two cores trip for no fault of the code under test.
+# which several workers on two cores trip for no fault of the code under test.
 settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
 
@@ -50,7 +50,7 @@ def pytest_collection(session: pytest.Session) -> Iterator[None]:
     # Collection imports every test module and what they use: some 100,000 objects that
     # live as long as the worker. Collecting garbage while they are made, and in every
     # full collection of the run after, only walks them again (a second or two of CPU a
-    # worker, times four workers). The programs do the same at start (ersctl.platform.cli).
+    # worker, times every worker). The programs do the same at start (ersctl.platform.cli).
     # A wrapper, so the collector comes back on wherever collection is skipped (xdist's
     # controller process) or fails.
     gc.disable()
