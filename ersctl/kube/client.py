@@ -26,8 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+import urllib3
 from kubernetes.client import ApiClient as ApiClient  # the boundary's name for a connection
 from kubernetes.client.exceptions import ApiException
 
@@ -37,7 +38,8 @@ from ersctl.kube.resources import BUILTIN as BUILTIN
 from ersctl.kube.resources import Resource as Resource
 
 Json = dict[str, Any]
-Timeout = tuple[float, float]
+Timeout = float | tuple[float, float]
+"""A request's timeout: in all, or (to connect, to read)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,8 +57,10 @@ def action_of(verb: str, resource: Resource, namespace: str, name: str = "") -> 
     return f"{verb} {resource.plural}/{namespace}" + (f"/{name}" if name else "")
 
 
-class _Requests:
-    """One request to the API server, answered with its JSON document."""
+class Requests:
+    """Requests to the API server: answered with their JSON document (:meth:`send`), or
+    with the open response (:meth:`open`, which the informers' lists and watches
+    stream)."""
 
     def __init__(self, api_client: ApiClient) -> None:
         self._api_client = api_client
@@ -73,6 +77,30 @@ class _Requests:
         content_type: str = "application/json",
         timeout: Timeout | None = None,
     ) -> Json:
+        response = self.open(
+            method,
+            path,
+            action=action,
+            body=body,
+            query=query,
+            content_type=content_type,
+            timeout=timeout,
+        )
+        return json_body(response, action=action, server=self.server)
+
+    def open(
+        self,
+        method: str,
+        path: str,
+        *,
+        action: str,
+        body: Any = None,
+        query: list[tuple[str, str]] | None = None,
+        content_type: str = "application/json",
+        timeout: Timeout | None = None,
+    ) -> urllib3.BaseHTTPResponse:
+        """The response with a success status, its body not yet read (a watch streams
+        it); any other status raises ``KubeError``. The caller reads or closes it."""
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -88,10 +116,10 @@ class _Requests:
             response = self._api_client.call_api(
                 method, url, headers, payload, _request_timeout=timeout
             )
-            response.read()  # type: ignore[no-untyped-call]
             if not 200 <= response.status <= 299:
+                response.read()  # type: ignore[no-untyped-call]
                 raise ApiException.from_response(http_resp=response, body=None, data=None)
-        return json_body(response, action=action, server=self.server)
+        return cast(urllib3.BaseHTTPResponse, response.response)
 
 
 class Reader:
@@ -99,13 +127,16 @@ class Reader:
     request). Raises ``KubeError``."""
 
     def __init__(self, api_client: ApiClient) -> None:
-        self._requests = _Requests(api_client)
+        self._requests = Requests(api_client)
 
-    def get(self, resource: Resource, namespace: str, name: str) -> Json | None:
+    def get(
+        self, resource: Resource, namespace: str, name: str, *, timeout: Timeout | None = None
+    ) -> Json | None:
         """The live object, or None when it does not exist."""
         action = action_of("get", resource, namespace, name)
+        path = resource.object_path(namespace, name)
         try:
-            return self._requests.send("GET", resource.object_path(namespace, name), action=action)
+            return self._requests.send("GET", path, action=action, timeout=timeout)
         except NotFoundError:
             return None
 
@@ -127,7 +158,7 @@ class SubResourceWriter:
     objects themselves."""
 
     def __init__(
-        self, requests: _Requests, fence: Callable[[], bool] | None, subresource: str
+        self, requests: Requests, fence: Callable[[], bool] | None, subresource: str
     ) -> None:
         self._requests = requests
         self._fence = fence
@@ -182,7 +213,7 @@ class Writer:
     subresource. Raises ``KubeError``; ``NotLeaderError`` when the fence is closed."""
 
     def __init__(self, api_client: ApiClient, *, fence: Callable[[], bool] | None = None) -> None:
-        self._requests = _Requests(api_client)
+        self._requests = Requests(api_client)
         self._fence = fence
         self._objects = SubResourceWriter(self._requests, fence, "")
         self.status = SubResourceWriter(self._requests, fence, "status")

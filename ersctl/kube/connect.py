@@ -31,8 +31,9 @@ from kubernetes import client, config
 from kubernetes.client import rest
 from kubernetes.config import kube_config
 
-from ersctl.kube.calls import json_body, kube_call, server_of
+from ersctl.kube.client import Reader, Requests
 from ersctl.kube.errors import KubeError
+from ersctl.kube.resources import BUILTIN
 from ersctl.platform.errors import ConfigError
 from ersctl.platform.ratelimit import TokenBucket
 
@@ -159,10 +160,8 @@ def check_api_group(api: client.ApiClient, *, group: str, version: str) -> None:
     """Ask for the resources of ``group/version`` once (no retries): ``KubeError`` naming
     the server when it cannot be reached or refuses, ``NotFoundError`` when it does not
     serve that API (its CRDs are not installed)."""
-    with kube_call(f"get /apis/{group}/{version}", server=server_of(api)):
-        client.CustomObjectsApi(api).get_api_resources(
-            group, version, _preload_content=False, _request_timeout=CHECK_TIMEOUT
-        )
+    path = f"/apis/{group}/{version}"
+    Requests(api).send("GET", path, action=f"get {path}", timeout=CHECK_TIMEOUT)
 
 
 START_UP_CHECK_ATTEMPTS: Final = 4
@@ -224,11 +223,7 @@ def own_image(api: client.ApiClient) -> str:
         return ""
     namespace = pod_namespace()
     try:
-        with kube_call(f"get pods/{namespace}/{name}", server=server_of(api)):
-            resp = client.CoreV1Api(api).read_namespaced_pod(
-                name, namespace, _preload_content=False, _request_timeout=CHECK_TIMEOUT
-            )
-        pod = json_body(resp, action=f"get pods/{namespace}/{name}", server=server_of(api))
+        pod = Reader(api).get(BUILTIN["pods"], namespace, name, timeout=CHECK_TIMEOUT) or {}
     except KubeError:
         return ""
     containers = [c for c in (pod.get("spec") or {}).get("containers") or () if isinstance(c, dict)]

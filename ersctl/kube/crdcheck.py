@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
-from kubernetes import client
-
-from ersctl.kube.calls import json_body, kube_call, server_of
+from ersctl.kube.client import ApiClient, Requests
 from ersctl.kube.errors import NotFoundError
 from ersctl.kube.pruning import dropped_fields
 
@@ -38,27 +37,24 @@ class ServedCrds:
 
 
 def read_served_crds(
-    api: client.ApiClient, fields: Mapping[str, Sequence[str]], *, version: str
+    api: ApiClient, fields: Mapping[str, Sequence[str]], *, version: str
 ) -> ServedCrds:
     """Read each CRD of ``fields`` (CRD name -> paths) and say what the schema of its
     ``version`` drops.
     ``KubeError`` when a CRD cannot be read for another reason than its absence
     (``ForbiddenError`` where RBAC does not grant the read: ARC's chart grants none)."""
-    extensions = client.ApiextensionsV1Api(api)
+    requests = Requests(api)
     dropped: dict[str, tuple[str, ...]] = {}
     missing = set()
     for name, paths in fields.items():
         action = f"get customresourcedefinitions/{name}"
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{quote(name, safe='')}"
         try:
-            with kube_call(action, server=server_of(api)):
-                resp = extensions.read_custom_resource_definition(
-                    name, _preload_content=False, _request_timeout=CHECK_TIMEOUT
-                )
+            doc = requests.send("GET", path, action=action, timeout=CHECK_TIMEOUT)
         except NotFoundError:
             missing.add(name)
             dropped[name] = tuple(paths)
             continue
-        doc = json_body(resp, action=action, server=server_of(api))
         lost = dropped_fields(doc, version, paths)
         if lost:
             dropped[name] = tuple(lost)

@@ -22,12 +22,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final, Protocol
 
 import urllib3
-from kubernetes import client
 
-from ersctl.kube.calls import json_body, kube_call, server_of
+from ersctl.kube.calls import json_body
+from ersctl.kube.client import ApiClient, Requests
 from ersctl.kube.errors import GoneError, KubeError
 from ersctl.kube.queue import Backoff
 from ersctl.kube.resources import BUILTIN, Resource
@@ -61,7 +61,7 @@ class Informer:
 
     def __init__(
         self,
-        api_client: client.ApiClient,
+        api_client: ApiClient,
         resource: Resource,
         *,
         namespace: str | None = None,
@@ -76,8 +76,8 @@ class Informer:
         before it is stored and handed to the handlers, after ``managedFields`` went:
         it drops what no reader of :attr:`store` reads, so it must keep everything they
         do."""
-        self._api = client.CustomObjectsApi(api_client)
-        self._server = server_of(api_client)
+        self._requests = Requests(api_client)
+        self._server = self._requests.server
         self.resource = resource
         self.namespace = namespace
         self.store = store if store is not None else Store()
@@ -136,8 +136,7 @@ class Informer:
 
     def _list(self) -> str:
         action = f"list {self.resource.plural}"
-        with kube_call(action, server=self._server):
-            resp = self._call(watch=False)
+        resp = self._open(action)
         # Compacting each item as the parser finishes it (rather than after the whole
         # list is built) keeps the peak, and so the resident memory, far lower: the
         # unshared specs die at once instead of all living until the end of the parse.
@@ -160,14 +159,13 @@ class Informer:
         """One watch request; returns the last resourceVersion seen when it ends cleanly."""
         # Spread reconnects of many informers, like client-go's randomized watch timeout.
         timeout = random.randint(self._watch_timeout, self._watch_timeout * 2)  # noqa: S311
-        with kube_call(f"watch {self.resource.plural}", server=self._server):
-            resp = self._call(
-                watch=True,
-                resource_version=resource_version,
-                timeout_seconds=timeout,
-                allow_watch_bookmarks=True,
-                _request_timeout=(10, timeout + 30),
-            )
+        resp = self._open(
+            f"watch {self.resource.plural}",
+            watch=True,
+            resource_version=resource_version,
+            timeout_seconds=timeout,
+            request_timeout=(10, timeout + 30),
+        )
         with self._lock:
             self._resp = resp
         if stop.is_set():
@@ -196,17 +194,33 @@ class Informer:
         self._progress = True
         return resource_version
 
-    def _call(self, **kwargs: Any) -> urllib3.BaseHTTPResponse:
-        group, version, plural = self.resource.group, self.resource.version, self.resource.plural
-        if self.namespace is None:
-            resp = self._api.list_cluster_custom_object(
-                group, version, plural, _preload_content=False, **kwargs
-            )
-        else:
-            resp = self._api.list_namespaced_custom_object(
-                group, version, self.namespace, plural, _preload_content=False, **kwargs
-            )
-        return cast(urllib3.BaseHTTPResponse, resp)
+    def _open(
+        self,
+        action: str,
+        *,
+        watch: bool = False,
+        resource_version: str = "",
+        timeout_seconds: int = 0,
+        request_timeout: tuple[float, float] | None = None,
+    ) -> urllib3.BaseHTTPResponse:
+        """A list (or, ``watch``, a watch from ``resource_version``), its body unread."""
+        query = self._query()
+        if watch:
+            query += [("watch", "true"), ("allowWatchBookmarks", "true")]
+            query += [("timeoutSeconds", str(timeout_seconds))]
+            # None yet (a server that sent no list version): watch from now on.
+            query += [("resourceVersion", resource_version)] if resource_version else []
+        return self._requests.open(
+            "GET",
+            self.resource.collection_path(self.namespace),
+            action=action,
+            query=query,
+            timeout=request_timeout,
+        )
+
+    def _query(self) -> list[tuple[str, str]]:
+        """The query every list and watch of this informer carries."""
+        return []
 
     def _apply(self, event: dict[str, Any]) -> str | None:
         """Apply one watch event; returns its resourceVersion (None for none)."""
@@ -361,7 +375,7 @@ class PodInformer(Informer):
 
     def __init__(
         self,
-        api_client: client.ApiClient,
+        api_client: ApiClient,
         *,
         selector: str,
         namespace: str | None = None,
@@ -376,10 +390,6 @@ class PodInformer(Informer):
             transform=transform,
         )
         self.selector = selector
-        self._core = client.CoreV1Api(api_client)
 
-    def _call(self, **kwargs: Any) -> urllib3.BaseHTTPResponse:
-        options = {"label_selector": self.selector, "_preload_content": False, **kwargs}
-        if self.namespace is None:
-            return self._core.list_pod_for_all_namespaces(**options)  # type: ignore[return-value]
-        return self._core.list_namespaced_pod(self.namespace, **options)  # type: ignore[return-value]
+    def _query(self) -> list[tuple[str, str]]:
+        return [("labelSelector", self.selector)]
