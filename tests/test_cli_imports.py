@@ -250,3 +250,60 @@ def test_a_controller_switched_off_is_never_loaded(kube: KubeApi, tmp_path: Path
     assert ran.code == 0, ran.said
     assert "ersctl.ephemeralrunnerset.controller" in ran.imported  # the one it runs
     assert loaded(ran, OPTIONAL_CONTROLLERS) == []
+
+
+MODULES_AT_EXIT: Final = """\
+import os, sys
+_exit = os._exit
+def _write_modules_then_exit(code):
+    with open(os.environ["MODULES_AT_EXIT"], "w") as out:
+        out.write("\\n".join(sys.modules))
+    _exit(code)
+os._exit = _write_modules_then_exit
+"""
+"""A ``sitecustomize`` that writes the names of the modules loaded when the program
+ends (it ends with ``os._exit``): the client loads its API classes with
+``importlib.import_module``, which ``-X importtime`` does not log."""
+
+
+def test_a_running_controller_loads_no_generated_api_but_the_lease_library_s(
+    kube: KubeApi, tmp_path: Path
+) -> None:
+    # Every controller on, leading, caches synced, the CRDs checked: its lists,
+    # watches and reads go through ersctl.kube.client. The client's generated API
+    # classes build pydantic models for every kind they name on import (CoreV1Api
+    # alone: about 0.45 s of CPU per start, twice what the rest of a start costs).
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(MODULES_AT_EXIT)
+    modules = tmp_path / "modules"
+    env = environment() | {"PYTHONPATH": str(probe), "MODULES_AT_EXIT": str(modules)}
+    stderr = tmp_path / "stderr"
+    options = ["--leader-elect", "--metrics-addr", "0", "--namespace", kube.namespace]
+    options += ["--kubeconfig", str(kubeconfig)]
+    with stderr.open("w") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ersctl", "reconcile", *options],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+            cwd=tmp_path,
+        )
+    try:
+        eventually(
+            lambda: (
+                "caches synced" in stderr.read_text() and "acquired lease" in stderr.read_text()
+            ),
+            timeout=30,
+            what="the lease acquired and the caches synced",
+        )
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=30)
+    assert code == 0, stderr.read_text()
+    loaded = set(modules.read_text().split())
+    assert set(OPTIONAL_CONTROLLERS) <= loaded  # every controller ran
+    # kubernetes.leaderelection reads and writes the Lease with its own API class.
+    generated = sorted(m for m in loaded if m.startswith("kubernetes.client.api."))
+    assert generated == ["kubernetes.client.api.coordination_v1_api"], generated
