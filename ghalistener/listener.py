@@ -47,7 +47,7 @@ from ghalistener.errors import SessionHeldError
 from ghalistener.freshness import StatisticsAge, Verdict
 from ghalistener.health import ListenerHealth
 from ghalistener.ports import Metrics, Publisher, Session, SessionOpener, SessionRetry
-from ghalistener.scaler import Decision, Scaler
+from ghalistener.scaler import Decision, Scaler, tells_nothing_new
 from ghalistener.stopping import StopRequested, StopSignal
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ class Listener:
         self._statistics = Statistics()
         self._last_message_id = 0
         self._in_hand: int | None = None  # the message being handled, not yet acked
-        self._last_published: tuple[int, int] | None = None
+        self._last_published: Decision | None = None
         self._age = StatisticsAge(last_message_id=last_message_id)
         self._catch_up_wait = catch_up_wait
         self._stop = stop or StopSignal()
@@ -209,16 +209,17 @@ class Listener:
     def _publish_for(self, message: RunnerScaleSetMessage) -> None:
         """Publish after ``message``'s jobs were handled, from the newest statistics."""
         target = self._scaler.target(message.statistics.total_assigned_jobs)
-        published = self._last_published[0] if self._last_published else 0
+        published = self._last_published.replicas if self._last_published else 0
         verdict = self._age.judge(message, raises_count=target > published)
         if verdict is Verdict.CURRENT:
             self._record_statistics(message.statistics)
-            self._publish_desired(message.statistics)
+            self._publish_desired(message.statistics, unless_nothing_new=True)
             return
         fields = {"message_id": message.message_id, "replicas": target, "why": verdict.value}
         log.info("statistics older than the count published: not used", extra={"fields": fields})
         # A held-back message's completions are not named by the older count.
-        self._publish_desired(self._statistics, accounts=verdict is Verdict.REDELIVERED)
+        accounts = verdict is Verdict.REDELIVERED
+        self._publish_desired(self._statistics, accounts=accounts, unless_nothing_new=True)
 
     def _caught_up(self) -> bool:
         """The queue is drained: publish a count held back (True) if there is one."""
@@ -265,9 +266,20 @@ class Listener:
         if self._metrics:
             self._metrics.publish_statistics(stats)
 
-    def _publish_desired(self, stats: Statistics, *, accounts: bool = True) -> Decision:
-        """``accounts``: ``stats`` are at least as new as every message handled."""
+    def _publish_desired(
+        self, stats: Statistics, *, accounts: bool = True, unless_nothing_new: bool = False
+    ) -> Decision:
+        """``accounts``: ``stats`` are at least as new as every message handled.
+        ``unless_nothing_new``: a message's count, left unpublished when it
+        :func:`~ghalistener.scaler.tells_nothing_new` (the timer's and a new session's
+        are always published)."""
         decision = self._scaler.desired_count(stats.total_assigned_jobs, accounts=accounts)
+        if unless_nothing_new and tells_nothing_new(decision, self._last_published):
+            log.debug(
+                "desired runner count unchanged: not published",
+                extra={"fields": {"replicas": decision.replicas, "patch_id": decision.patch_id}},
+            )
+            return decision
         self._publisher.publish_desired(
             replicas=decision.replicas,
             patch_id=decision.patch_id,
@@ -279,9 +291,13 @@ class Listener:
             self._metrics.publish_desired_runners(decision.replicas)
         # The same idle state is republished on every empty long poll (the timer that
         # lets the controller recover); only a change is worth an INFO line.
-        published = (decision.replicas, decision.patch_id)
-        level = logging.DEBUG if published == self._last_published else logging.INFO
-        self._last_published = published
+        last = self._last_published
+        same = last is not None and (last.replicas, last.patch_id) == (
+            decision.replicas,
+            decision.patch_id,
+        )
+        level = logging.DEBUG if same else logging.INFO
+        self._last_published = decision
         log.log(
             level,
             "published desired runner count",

@@ -16,6 +16,12 @@ Rules, in the order :meth:`Scaler.desired_count` applies them:
   minimum: force this state"); the previous target is "none" before the first call;
 - dirty is set by JobStarted and JobCompleted and cleared by every call.
 
+A decision made for a message that :func:`tells_nothing_new` of (no job started or
+completed since the last published one, the same count, the same completions, the same
+kind of ID) is not published: the spec already says it, and its only news, a fresh ID,
+is what the listener's timer republishes on every empty long poll (the controller's way
+out of a suppressed reconcile does not depend on messages arriving).
+
 Every decision also carries the completions its count leaves out
 (:attr:`Decision.completed_runners`): the runner IDs of the JobCompleted messages handled
 before a call whose assigned-jobs count is at least as new as those messages (``accounts``,
@@ -149,3 +155,23 @@ class Scaler:
         for runner_id in runner_ids:
             if runner_id not in self._accounted:
                 self._accounted.append(runner_id)
+
+
+def tells_nothing_new(decision: Decision, published: Decision | None) -> bool:
+    """Whether publishing ``decision`` after ``published`` (the last decision published;
+    None: none yet) would tell the controller nothing but a fresh ID.
+
+    Nothing new: no job started or completed since ``published`` (``decision.dirty`` is
+    False), the same count and completions, and both IDs 0 or both not (0 forces the
+    state at the minimum, so a change to or from it is news). A message that only
+    acquired jobs, or whose statistics still count what was published, is one: ARC's
+    listener patched for each (a third of the soak's writes per job), and the
+    controller, having created what that count asks, did nothing with them.
+    """
+    return (
+        published is not None
+        and not decision.dirty
+        and decision.replicas == published.replicas
+        and decision.completed_runners == published.completed_runners
+        and (decision.patch_id == 0) == (published.patch_id == 0)
+    )

@@ -118,8 +118,9 @@ WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollectio
 WRITE_KINDS: Mapping[str, str] = {
     "runner create": "one per job: an ephemeral runner runs one job",
     "runner delete": "the runner whose job ended goes (its registration with it)",
-    "listener patches": "ARC's protocol: replicas and patch ID per message with job "
-    "events; the job recorded on its runner (a busy runner is never deleted)",
+    "listener patches": "ARC's protocol: replicas and patch ID after a message that "
+    "changes the count or starts or completes a job, and on empty long polls; the job "
+    "recorded on its runner (a busy runner is never deleted)",
     "marker": "the guard: the patch ID a cleanup serviced, before its delete (#4642)",
     "set status": "the set's phase when it changes; a count ARC left, cleared once",
     "scale set status": "the scale set's phase, state or message when one changes",

@@ -187,7 +187,8 @@ def completed(request_id: int, runner: str) -> dict[str, Any]:
 def test_idle_at_the_minimum_publishes_zero(harness: Harness) -> None:
     harness.service.steps = [TIMEOUT, TIMEOUT, Message(1, 0), TIMEOUT]
     harness.listener(min_runners=1).run()
-    assert harness.published() == [(1, 0), (1, 0), (1, 0), (1, 0), (1, 0)]
+    # Every empty long poll republishes; the message, which repeats it, does not.
+    assert harness.published() == [(1, 0), (1, 0), (1, 0), (1, 0)]
     assert harness.ers_spec()["replicas"] == 1
 
 
@@ -215,6 +216,24 @@ def test_jobs_assigned_and_completed_publish_fresh_ids(harness: Harness) -> None
         (0, 0),
     ]
     assert harness.service.entries("acquire") == [("acquire", (11, 12))]
+
+
+def test_a_message_that_tells_nothing_new_is_not_published_and_a_job_event_always_is(
+    harness: Harness,
+) -> None:
+    # After the assignment is published, a message that only makes a job available
+    # (its statistics still count 2) would send the same count with a fresh ID: nothing
+    # the controller acts on. A start with the same count is news (dirty), and so is
+    # the empty long poll's fresh ID, the controller's way out of a suppression.
+    harness.service.steps = [
+        Message(1, 2, (job("JobAvailable", 11), job("JobAvailable", 12))),
+        Message(2, 2, (job("JobAvailable", 13),)),
+        Message(3, 2, (started(11, "r-11"),)),
+        TIMEOUT,
+    ]
+    harness.listener().run()
+    assert harness.published() == [(0, 0), (2, 1), (2, 3), (2, 4)]
+    assert harness.service.entries("acquire") == [("acquire", (11, 12)), ("acquire", (13,))]
 
 
 def test_a_job_completed_at_the_minimum_still_publishes_a_fresh_id(harness: Harness) -> None:
