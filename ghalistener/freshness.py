@@ -17,7 +17,8 @@ those of the moment the service made it. Two kinds of old statistics follow:
   queued at once, and if the statistics changed after such a message was made, a newer
   message is queued behind it. So for a short catch-up window after the session opens,
   a message that would *raise* the count is held back (:attr:`Verdict.HOLD_BACK`): its
-  jobs are handled and the count in force is published again; a newer message replaces
+  jobs are handled and the count in force is published again (unless that tells the
+  controller nothing new, ``ghalistener.scaler.tells_nothing_new``); a newer message replaces
   it, and when the window ends, or a long poll ends empty, the one held back is current
   after all and is published (:meth:`caught_up`). A lower count is taken at once: it
   creates no runner, and a newer message corrects it. The window bounds what a real rise
@@ -52,7 +53,8 @@ class StatisticsAge:
 
     def __init__(self, *, last_message_id: int = 0) -> None:
         self.newest_message_id = last_message_id
-        """The newest message whose statistics were published."""
+        """The newest message whose statistics were judged current (published, or left
+        unpublished because they repeated the count in force)."""
         self.catch_up_until = 0.0
         """When the catch-up window after the last session's opening ends (0: none)."""
         self.held_back: RunnerScaleSetMessage | None = None

@@ -56,6 +56,13 @@ CLOSE_TIMEOUT: Final = 1.0
 """Seconds a stopping listener waits for its session delete (a slow service must not
 hold up the exit; it drops the session once nobody polls it)."""
 
+FRESH_ID_INTERVAL: Final = 5.0
+"""Seconds after which a message's count is published even when it tells nothing new:
+a set short of runners for another reason than its cleanup (a failed runner deleted, a
+create that failed, an evicted runner) is refilled only under a fresh patch ID, and a
+queue at ``max_runners`` sends messages without news, and no empty long poll, for as
+long as it lasts."""
+
 CATCH_UP_WAIT: Final = 2.0
 """Seconds after a session opens in which a higher count waits for a newer message
 (``ghalistener.freshness``): far more than the service takes to deliver what it has
@@ -94,6 +101,7 @@ class Listener:
         health: ListenerHealth | None = None,
         last_message_id: int = 0,
         catch_up_wait: float = CATCH_UP_WAIT,
+        fresh_id_interval: float = FRESH_ID_INTERVAL,
     ) -> None:
         self.scale_set_id = scale_set_id
         self._open_session = open_session
@@ -108,6 +116,8 @@ class Listener:
         self._last_published: Decision | None = None
         self._age = StatisticsAge(last_message_id=last_message_id)
         self._catch_up_wait = catch_up_wait
+        self._fresh_id_interval = fresh_id_interval
+        self._published_at = float("-inf")  # time.monotonic() of the last publish
         self._stop = stop or StopSignal()
         self.health = health or ListenerHealth()
         # Every long poll runs on this one thread; an abandoned one only ends the loop.
@@ -271,10 +281,12 @@ class Listener:
     ) -> Decision:
         """``accounts``: ``stats`` are at least as new as every message handled.
         ``unless_nothing_new``: a message's count, left unpublished when it
-        :func:`~ghalistener.scaler.tells_nothing_new` (the timer's and a new session's
-        are always published)."""
+        :func:`~ghalistener.scaler.tells_nothing_new` and the last publish is younger
+        than the fresh-ID interval (an empty long poll's and a new session's are always
+        published)."""
         decision = self._scaler.desired_count(stats.total_assigned_jobs, accounts=accounts)
-        if unless_nothing_new and tells_nothing_new(decision, self._last_published):
+        recent = time.monotonic() - self._published_at < self._fresh_id_interval
+        if unless_nothing_new and recent and tells_nothing_new(decision, self._last_published):
             log.debug(
                 "desired runner count unchanged: not published",
                 extra={"fields": {"replicas": decision.replicas, "patch_id": decision.patch_id}},
@@ -286,6 +298,7 @@ class Listener:
             completed_runners=decision.completed_runners,
             last_message_id=self._age.newest_message_id,
         )
+        self._published_at = time.monotonic()
         self.health.record_published()
         if self._metrics:
             self._metrics.publish_desired_runners(decision.replicas)

@@ -18,9 +18,12 @@ Rules, in the order :meth:`Scaler.desired_count` applies them:
 
 A decision made for a message that :func:`tells_nothing_new` of (no job started or
 completed since the last published one, the same count, the same completions, the same
-kind of ID) is not published: the spec already says it, and its only news, a fresh ID,
-is what the listener's timer republishes on every empty long poll (the controller's way
-out of a suppressed reconcile does not depend on messages arriving).
+kind of ID) is not published while the last publish is recent
+(``ghalistener.listener.FRESH_ID_INTERVAL``): the spec already says it, and its only
+news, a fresh ID, comes with the next publish, an empty long poll's or one past that
+interval. A set short of runners for another reason than its cleanup is refilled under
+a fresh ID, so the interval bounds how long a stream of messages without news can keep
+one from coming.
 
 Every decision also carries the completions its count leaves out
 (:attr:`Decision.completed_runners`): the runner IDs of the JobCompleted messages handled
@@ -165,8 +168,9 @@ def tells_nothing_new(decision: Decision, published: Decision | None) -> bool:
     False), the same count and completions, and both IDs 0 or both not (0 forces the
     state at the minimum, so a change to or from it is news). A message that only
     acquired jobs, or whose statistics still count what was published, is one: ARC's
-    listener patched for each (a third of the soak's writes per job), and the
-    controller, having created what that count asks, did nothing with them.
+    listener patched for each (a tenth of the soak's writes per job); the controller acts
+    on such a fresh ID only where its set is short for another reason than its cleanup
+    (the listener's interval bounds that wait).
     """
     return (
         published is not None

@@ -208,7 +208,8 @@ class Informer:
         if watch:
             query += [("watch", "true"), ("allowWatchBookmarks", "true")]
             query += [("timeoutSeconds", str(timeout_seconds))]
-            # None yet (a server that sent no list version): watch from now on.
+            # None (a server that sent no list version): the watch starts with an
+            # ADDED event for every object, as the server answers one without it.
             query += [("resourceVersion", resource_version)] if resource_version else []
         return self._requests.open(
             "GET",

@@ -87,8 +87,8 @@ def test_while_catching_up_a_newer_higher_count_replaces_the_one_held_back() -> 
     )
     session.script = [message(6, 4), message(7, 2), None, stop_then_block(listener, session)]
     listener.run()
-    # 7's held-back count would only repeat 6's (nothing new: not published); the
-    # empty long poll publishes 7's.
+    # While 7 is held back too, the count in force would be published again: nothing
+    # new, so nothing is sent; the empty long poll publishes 7's.
     assert desired(journal) == [(1, 0), (1, 1), (2, 3)]
 
 
@@ -110,7 +110,8 @@ def test_the_window_bounds_the_wait_however_busy_the_queue_stays() -> None:
     session.script = [message(6, 4), after(0.1, message(7, 5)), after(1.5, message(8, 6))]
     session.script.append(stop_then_block(listener, session))
     listener.run()
-    # 7, inside the window, would only repeat 6's held-back count: not published.
+    # While 7, inside the window, is held back, the count in force is not sent again:
+    # it tells nothing new.
     assert desired(journal) == [(1, 0), (1, 1), (5, 3), (6, 4)]
 
 

@@ -92,6 +92,7 @@ class Harness:
         kube_retry: KubeRetry | None = None,
         metrics: ListenerMetrics | None = None,
         resumed: Resumed | None = None,
+        fresh_id_interval: float = 60.0,
     ) -> Listener:
         resumed = resumed or Resumed()
         listener = Listener(
@@ -108,6 +109,7 @@ class Harness:
             metrics=metrics,
             session_retry=session_retry or SessionRetry(interval=0.0, attempts=3),
             last_message_id=resumed.last_message_id,
+            fresh_id_interval=fresh_id_interval,
         )
         # When the script runs out, stop: the poll in flight is abandoned.
         self.service.on_exhausted = listener.request_stop
@@ -234,6 +236,17 @@ def test_a_message_that_tells_nothing_new_is_not_published_and_a_job_event_alway
     harness.listener().run()
     assert harness.published() == [(0, 0), (2, 1), (2, 3), (2, 4)]
     assert harness.service.entries("acquire") == [("acquire", (11, 12)), ("acquire", (13,))]
+
+
+def test_a_message_without_news_is_published_once_the_last_patch_is_older_than_the_interval(
+    harness: Harness,
+) -> None:
+    # A queue at max_runners: every message makes jobs available and none changes the
+    # count, and no long poll ends empty. A set short of a runner (one failed) is
+    # refilled only under a fresh ID, so one comes once the last patch is that old.
+    harness.service.steps = [Message(n, 2, (job("JobAvailable", 10 + n),)) for n in (1, 2, 3)]
+    harness.listener(max_runners=2, fresh_id_interval=0.0).run()
+    assert harness.published() == [(0, 0), (2, 1), (2, 2), (2, 3)]
 
 
 def test_a_job_completed_at_the_minimum_still_publishes_a_fresh_id(harness: Harness) -> None:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ersctl.api import MAX_PATCH_ID
-from ghalistener.scaler import Scaler
+from ghalistener.scaler import Scaler, tells_nothing_new
 
 
 @dataclass(frozen=True)
@@ -288,3 +288,31 @@ def test_only_the_newest_completions_are_kept() -> None:
 def test_a_new_incarnation_names_what_its_predecessor_named() -> None:
     scaler = Scaler(min_runners=0, max_runners=4, completed=[7, 8])
     assert scaler.desired_count(0).completed_runners == (7, 8)
+
+
+# -- what is worth publishing after a message -------------------------------------------
+
+
+def test_only_a_fresh_id_is_nothing_new_and_every_other_change_is_news() -> None:
+    scaler = Scaler(min_runners=1, max_runners=5)
+    first = scaler.desired_count(0)  # (1, 0): idle at the minimum
+    assert not tells_nothing_new(first, None), "the first count is always news"
+    assert tells_nothing_new(scaler.desired_count(0), first), "0 again, the same count"
+    up = scaler.desired_count(3)
+    assert not tells_nothing_new(up, first), "a new count"
+    again = scaler.desired_count(3)
+    assert again.patch_id != up.patch_id and tells_nothing_new(again, up), "a fresh ID alone"
+    scaler.job_started()
+    assert not tells_nothing_new(scaler.desired_count(3), up), "a job started"
+    scaler.job_completed(runner_id=7)
+    done = scaler.desired_count(3)
+    assert not tells_nothing_new(done, up), "a job completed"
+    scaler.job_completed(runner_id=8)
+    older = scaler.desired_count(3, accounts=False)  # an older count: 8 not named yet
+    named = scaler.desired_count(3)
+    assert not named.dirty and named.completed_runners != older.completed_runners
+    assert not tells_nothing_new(named, older), "the completions it names changed"
+    down = scaler.desired_count(0)
+    idle = scaler.desired_count(0)
+    assert down.patch_id != 0 and idle.patch_id == 0
+    assert not tells_nothing_new(idle, down), "back to 0 at the minimum forces the state"
