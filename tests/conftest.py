@@ -7,6 +7,7 @@ the image's build stage builds it (``wheel``, ``unpacked``)."""
 from __future__ import annotations
 
 import gc
+import signal
 import subprocess
 import sys
 import zipfile
@@ -43,6 +44,17 @@ if str(EXAMPLES) not in sys.path:
 # which several workers on two cores trip for no fault of the code under test.
 settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The programs the tests start get SIGINT at its default, as a terminal starts them.
+    A suite started in the background of a script inherits SIGINT ignored (POSIX), and
+    so would they: a Ctrl-C a test sends while one still imports its modules, before it
+    installs its own handler, would be lost instead of ending it (exit 130), and the
+    test would fail for the way the suite was started. A Python handler becomes the
+    default in a program it starts; an ignored signal stays ignored."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(wrapper=True)
