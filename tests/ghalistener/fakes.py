@@ -171,8 +171,11 @@ def make_listener(
     retry: SessionRetry | None = None,
     last_message_id: int = 0,
     catch_up_wait: float = CATCH_UP_WAIT,
+    fresh_id_interval: float = 3600.0,
 ) -> tuple[Listener, Opener]:
-    """A listener on these fakes (the real scaler), and its session opener."""
+    """A listener on these fakes (the real scaler), and its session opener.
+    ``fresh_id_interval``: long, so that what a test's scripted messages publish does not
+    depend on how fast a loaded machine runs them (the interval has its own test)."""
     opener = Opener(sessions, journal)
     listener = Listener(
         scale_set_id=7,
@@ -182,6 +185,7 @@ def make_listener(
         session_retry=retry or SessionRetry(interval=0.0, attempts=10),
         last_message_id=last_message_id,
         catch_up_wait=catch_up_wait,
+        fresh_id_interval=fresh_id_interval,
     )
     return listener, opener
 
