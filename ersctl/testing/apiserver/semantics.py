@@ -193,6 +193,12 @@ def _validate_owner_references(rt: ResourceType, name: str, owners: list[Any]) -
         )
 
 
+def new_identity(now: float) -> JsonObject:
+    """The metadata a server gives every object it creates: a new ``uid`` and the
+    ``creationTimestamp`` of ``now``."""
+    return {"uid": str(uuid.uuid4()), "creationTimestamp": timestamp(now)}
+
+
 def prepare_create(rt: ResourceType, body: Any, namespace: str, now: float) -> JsonObject:
     """The object to store for a create request (without resourceVersion: a create
     that sets one is refused later, by :class:`~.store.Store`, as storage refuses it)."""
@@ -222,8 +228,7 @@ def prepare_create(rt: ResourceType, body: Any, namespace: str, now: float) -> J
         meta["name"] = generated_name(str(prefix))
     for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
         meta.pop(key, None)
-    meta["uid"] = str(uuid.uuid4())
-    meta["creationTimestamp"] = timestamp(now)
+    meta.update(new_identity(now))
     if rt.tracks_generation:
         meta["generation"] = 1
     else:

@@ -11,7 +11,6 @@ apiextensions server does); a deleted namespace is kept, Terminating, until its
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -84,10 +83,7 @@ class Store(Commits):
             key = self._key(rt, "", meta["name"])
             if key in self._objects[rt.storage_key]:
                 raise errors.already_exists(rt, key[1])
-            identity = {
-                "uid": str(uuid.uuid4()),
-                "creationTimestamp": semantics.timestamp(self._clock()),
-            }
+            identity = semantics.new_identity(self._clock())
             obj = {**template.obj, "metadata": {**meta, **identity}}
             entry = self._commit(rt, key, obj, None, template.encode)
             if rt.storage_key == CRD_TYPE.storage_key:
