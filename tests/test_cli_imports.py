@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -225,29 +226,35 @@ OPTIONAL_CONTROLLERS: Final = (
 )
 
 
-def test_a_controller_switched_off_is_never_loaded(kube: KubeApi, tmp_path: Path) -> None:
-    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
-    stderr = tmp_path / "stderr"
-    options = ["--no-runner-controller", "--no-autoscaling-runner-set-controller"]
-    options += ["--no-listener-controller", "--no-leader-elect", "--metrics-addr", "0"]
-    options += ["--namespace", kube.namespace, "--kubeconfig", str(kubeconfig)]
+def run_controller(
+    argv: list[str], *, cwd: Path, env: dict[str, str], running: Callable[[str], bool]
+) -> tuple[int, str]:
+    """Start ``argv`` (a controller), SIGTERM it once ``running(its stderr)``; its exit
+    code and stderr."""
+    stderr = cwd / "stderr"
     with stderr.open("w") as err:
-        process = subprocess.Popen(
-            command("ersctl", "reconcile", *options),
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=environment(),
-            cwd=tmp_path,
-        )
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd)
     try:
-        # Running: every controller it was asked for is registered and its caches synced.
-        eventually(
-            lambda: "caches synced" in stderr.read_text(), timeout=30, what="the caches synced"
-        )
+        eventually(lambda: running(stderr.read_text()), timeout=30, what="the controller running")
     finally:
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=30)
-    ran = outcome(code, "", stderr.read_text())
+    return code, stderr.read_text()
+
+
+def test_a_controller_switched_off_is_never_loaded(kube: KubeApi, tmp_path: Path) -> None:
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    options = ["--no-runner-controller", "--no-autoscaling-runner-set-controller"]
+    options += ["--no-listener-controller", "--no-leader-elect", "--metrics-addr", "0"]
+    options += ["--namespace", kube.namespace, "--kubeconfig", str(kubeconfig)]
+    # Running: every controller it was asked for is registered and its caches synced.
+    code, stderr = run_controller(
+        command("ersctl", "reconcile", *options),
+        cwd=tmp_path,
+        env=environment(),
+        running=lambda said: "caches synced" in said,
+    )
+    ran = outcome(code, "", stderr)
     assert ran.code == 0, ran.said
     assert "ersctl.ephemeralrunnerset.controller" in ran.imported  # the one it runs
     assert loaded(ran, OPTIONAL_CONTROLLERS) == []
@@ -281,31 +288,17 @@ def test_a_running_controller_loads_no_generated_api_but_the_lease_library_s(
     modules = tmp_path / "modules"
     paths = [str(probe), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = environment() | {"PYTHONPATH": os.pathsep.join(paths), "MODULES_AT_EXIT": str(modules)}
-    stderr = tmp_path / "stderr"
     options = ["--leader-elect", "--metrics-addr", "0", "--namespace", kube.namespace]
     options += ["--kubeconfig", str(kubeconfig)]
-    with stderr.open("w") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ersctl", "reconcile", *options],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=env,
-            cwd=tmp_path,
-        )
-    try:
-        eventually(
-            lambda: (
-                "caches synced" in stderr.read_text() and "acquired lease" in stderr.read_text()
-            ),
-            timeout=30,
-            what="the lease acquired and the caches synced",
-        )
-    finally:
-        process.send_signal(signal.SIGTERM)
-        code = process.wait(timeout=30)
-    assert code == 0, stderr.read_text()
-    loaded = set(modules.read_text().split())
-    assert set(OPTIONAL_CONTROLLERS) <= loaded  # every controller ran
+    code, stderr = run_controller(
+        [sys.executable, "-m", "ersctl", "reconcile", *options],
+        cwd=tmp_path,
+        env=env,
+        running=lambda said: "caches synced" in said and "acquired lease" in said,
+    )
+    assert code == 0, stderr
+    imported = set(modules.read_text().split())
+    assert set(OPTIONAL_CONTROLLERS) <= imported  # every controller ran
     # kubernetes.leaderelection reads and writes the Lease with its own API class.
-    generated = sorted(m for m in loaded if m.startswith("kubernetes.client.api."))
+    generated = sorted(m for m in imported if m.startswith("kubernetes.client.api."))
     assert generated == ["kubernetes.client.api.coordination_v1_api"], generated
