@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from ghalistener.actions.retry import RetryPolicy
 from tests.ghalistener.processes import Server, ready_server, sim, start_listener
 from tests.ghalistener.test_cli_subprocess import create_ers, listener_config
 from tests.kubeapi import KubeApi
@@ -33,16 +34,33 @@ def acquisition_failed(github: Server) -> bool:
 
 
 class EndedBeforeTheStop(Exception):
-    """The listener spent its retries and ended before the SIGTERM reached it."""
+    """The listener spent its tries and ended before the SIGTERM reached it."""
+
+
+def spent_its_tries(stderr: str) -> bool:
+    """The listener ended because every try of the acquisition failed (its retry warnings,
+    then the error it exits with), and no stop had reached it."""
+    retried = [line for line in stderr.splitlines() if "retrying a failed GitHub request" in line]
+    lines = stderr.strip().splitlines()
+    return (
+        "stop requested" not in stderr
+        and len([line for line in retried if "acquirejobs" in line]) == RetryPolicy().max_retries
+        and bool(lines)
+        and lines[-1].startswith("ghalistener: ")
+        and "acquirejobs" in lines[-1]
+        and "status 503" in lines[-1]
+    )
 
 
 def stop_in_a_burst(
     github: Server, tmp_path: Path, kube: KubeApi, *, burst_all: bool
 ) -> tuple[int, float, str]:
     """Start the listener, make its acquisition fail, SIGTERM it; (code, seconds, stderr).
-    Raises :class:`EndedBeforeTheStop` when the listener had ended before the SIGTERM."""
+    Raises :class:`EndedBeforeTheStop` when the listener had spent its tries and ended
+    (or was ending) before the SIGTERM; any other early end is returned as it is."""
     kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
     listener = start_listener(listener_config(github, kube.namespace), tmp_path, kubeconfig)
+    elapsed = 0.0
     try:
         eventually(
             lambda: bool(sim(github, "GET", "/state")["sessions"]), what="a session", timeout=15
@@ -57,16 +75,18 @@ def stop_in_a_burst(
         eventually(lambda: acquisition_failed(github), what="a failed acquisition", timeout=15)
         if burst_all:
             sim(github, "POST", "/faults", {"status": 503, "times": -1})
-        if listener.poll() is not None:
-            raise EndedBeforeTheStop
-        stopped_at = time.monotonic()
-        listener.send_signal(signal.SIGTERM)
-        code = listener.wait(timeout=30)
-        elapsed = time.monotonic() - stopped_at
+        if listener.poll() is None:
+            stopped_at = time.monotonic()
+            listener.send_signal(signal.SIGTERM)
+            listener.wait(timeout=30)
+            elapsed = time.monotonic() - stopped_at
     finally:
         if listener.poll() is None:
             listener.kill()
+    code = listener.wait()
     stderr = listener.stderr.read() if listener.stderr else ""
+    if code != 0 and spent_its_tries(stderr):
+        raise EndedBeforeTheStop(stderr)
     return code, elapsed, stderr
 
 
@@ -76,12 +96,13 @@ def burst_then_stop(
     """:func:`stop_in_a_burst` against a fresh simulator, publishing to a set made first;
     (code, seconds, stderr, the simulator's state after the stop).
 
-    The backoff between the listener's five tries is random, one to fifteen seconds in
-    all; when it is short and the machine loaded, the listener can spend its tries and
-    end on its own before the test's SIGTERM, and then the stop this test is about never
+    The four waits between the listener's five tries are random, 0 to 15 s in all; when
+    they are short and the machine loaded, the listener can spend its tries and end on
+    its own before the test's SIGTERM, and then the stop this test is about never
     happened. That run tells nothing, so it is made again (at most three times).
     """
     create_ers(kube)
+    ended_first = ""
     for attempt in range(3):
         run_path = tmp_path / f"run{attempt}"
         run_path.mkdir()
@@ -90,10 +111,11 @@ def burst_then_stop(
         ) as github:
             try:
                 code, elapsed, stderr = stop_in_a_burst(github, run_path, kube, burst_all=burst_all)
-            except EndedBeforeTheStop:
+            except EndedBeforeTheStop as ended:
+                ended_first = str(ended)
                 continue
             return code, elapsed, stderr, sim(github, "GET", "/state")
-    pytest.fail("the listener ended on its own before every SIGTERM (three runs)")
+    pytest.fail(f"in three runs the listener spent its tries before the SIGTERM:\n{ended_first}")
 
 
 def unacked(state: dict[str, Any]) -> list[Any]:
