@@ -11,11 +11,13 @@
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS builder
-# PIP_CONSTRAINT rather than `-c`: pip applies it to the build backend's isolated
-# environment too, so hatchling is pinned as well.
+# The lock pins the build backend (hatchling) too. pip before 26.2 applies
+# PIP_CONSTRAINT to the backend's isolated environment; 26.2 and later apply only
+# PIP_BUILD_CONSTRAINT there. Both are set, so that either pip in the base pins it.
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PIP_CONSTRAINT=/src/.ci/constraints.txt
+    PIP_CONSTRAINT=/src/.ci/constraints.txt \
+    PIP_BUILD_CONSTRAINT=/src/.ci/constraints.txt
 RUN python -m venv /opt/venv
 WORKDIR /src
 # The metadata and the two packages: all `pip install .` needs (.dockerignore keeps the

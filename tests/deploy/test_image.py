@@ -271,9 +271,11 @@ def test_the_lock_pins_every_runtime_dependency_at_the_version_installed() -> No
 def test_the_build_stage_installs_under_the_lock(tmp_path: Path) -> None:
     stage = stage_named(dockerfile_stages(ROOT / "Dockerfile"), "builder")
     copy_build_stage(stage, context=ROOT, root=tmp_path)
-    constraint = stage_env(stage)["PIP_CONSTRAINT"]
-    assert (tmp_path / constraint.lstrip("/")).read_bytes() == LOCK.read_bytes()
-    # the lock covers the build backend too, which PIP_CONSTRAINT reaches
+    # PIP_CONSTRAINT for the install; for the build backend's isolated environment,
+    # PIP_CONSTRAINT up to pip 26.1 and PIP_BUILD_CONSTRAINT from 26.2 on.
+    for variable in ("PIP_CONSTRAINT", "PIP_BUILD_CONSTRAINT"):
+        constraint = stage_env(stage)[variable]
+        assert (tmp_path / constraint.lstrip("/")).read_bytes() == LOCK.read_bytes(), variable
     assert "hatchling" in locked_versions()
 
 
