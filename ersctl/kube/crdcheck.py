@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import quote
 
 from ersctl.kube.client import ApiClient, Requests
 from ersctl.kube.errors import NotFoundError
 from ersctl.kube.pruning import dropped_fields
+from ersctl.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
 
 CHECK_TIMEOUT = 10.0
 
@@ -48,7 +48,7 @@ def read_served_crds(
     missing = set()
     for name, paths in fields.items():
         action = f"get customresourcedefinitions/{name}"
-        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{quote(name, safe='')}"
+        path = CUSTOM_RESOURCE_DEFINITIONS.object_path(None, name)
         try:
             doc = requests.send("GET", path, action=action, timeout=CHECK_TIMEOUT)
         except NotFoundError:

@@ -15,7 +15,8 @@ from urllib.parse import quote
 
 @dataclass(frozen=True, kw_only=True)
 class Resource:
-    """A namespaced resource: ``group`` "" is the core API (``/api/v1``)."""
+    """A resource: ``group`` "" is the core API (``/api/v1``). Its paths take a
+    namespace, or None for all namespaces or for a cluster-scoped resource."""
 
     group: str
     version: str
@@ -28,7 +29,7 @@ class Resource:
             return f"{base}/{self.plural}"
         return f"{base}/namespaces/{quote(namespace, safe='')}/{self.plural}"
 
-    def object_path(self, namespace: str, name: str, subresource: str = "") -> str:
+    def object_path(self, namespace: str | None, name: str, subresource: str = "") -> str:
         """The path of one object (or its ``subresource``), names percent-encoded."""
         path = f"{self.collection_path(namespace)}/{quote(name, safe='')}"
         return f"{path}/{subresource}" if subresource else path
@@ -49,6 +50,11 @@ BUILTIN: Final[Mapping[str, Resource]] = {
     for plural in ("pods", "secrets", "configmaps", "serviceaccounts", "events")
 } | {plural: rbac(plural) for plural in ("roles", "rolebindings")}
 """The built-in kinds the controllers handle, by resource plural."""
+
+CUSTOM_RESOURCE_DEFINITIONS: Final = Resource(
+    group="apiextensions.k8s.io", version="v1", plural="customresourcedefinitions"
+)
+"""Cluster-scoped (namespace None): what the start-up reads to check the served schemas."""
 
 
 @dataclass(frozen=True, kw_only=True)
