@@ -40,12 +40,11 @@ class EndedBeforeTheStop(Exception):
 def spent_its_tries(stderr: str) -> bool:
     """The listener ended because every try of the acquisition failed (its retry warnings,
     then the error it exits with), and no stop had reached it."""
-    retried = [line for line in stderr.splitlines() if "retrying a failed GitHub request" in line]
-    lines = stderr.strip().splitlines()
+    lines = stderr.strip().splitlines() or [""]
+    retried = [line for line in lines if "retrying a failed GitHub request" in line]
     return (
         "stop requested" not in stderr
         and len([line for line in retried if "acquirejobs" in line]) == RetryPolicy().max_retries
-        and bool(lines)
         and lines[-1].startswith("ghalistener: ")
         and "acquirejobs" in lines[-1]
         and "status 503" in lines[-1]
