@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -79,12 +79,28 @@ def decode_body(body: bytes, content_type: str) -> Any:
 
 
 def decode_yaml(body: bytes) -> Any:
+    """A YAML body (an ``application/apply-patch+yaml`` one among them).
+
+    JSON is YAML, and it is what kubectl sends as ``apply-patch+yaml``: read as JSON
+    first, the four CRDs' applies (1.5 MB) cost 8 ms of CPU instead of 290 even with
+    libyaml's parser, since PyYAML builds every value in Python. It also reads
+    a number as kube-apiserver's YAML reader does: ``1e3`` is 1000, where PyYAML's YAML
+    1.1 rules would make it the string "1e3". Anything else goes to PyYAML."""
     try:
-        # libyaml's loader: a server-side apply of the CRDs (kubectl sends it as YAML)
-        # spent 90% of its 4 s of server CPU in PyYAML's pure-Python parser.
+        return json.loads(body, parse_constant=_not_json)
+    except (ValueError, UnicodeDecodeError):
+        pass
+    try:
+        # libyaml's loader: a server-side apply of the CRDs written as YAML spent 90%
+        # of its 4 s of server CPU in PyYAML's pure-Python parser.
         return yaml.load(body, Loader=SAFE_LOADER)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
         raise errors.bad_request(f"the request body is not valid YAML: {exc}") from None
+
+
+def _not_json(constant: str) -> NoReturn:
+    # NaN and Infinity are Python's extensions to JSON; as YAML they are strings.
+    raise ValueError(f"{constant} is not JSON")
 
 
 def decode_json(body: bytes) -> Any:
