@@ -137,15 +137,7 @@ class Env:
         return self.kube.list_objects(api.AL_PLURAL, self.namespace)
 
     def listener(self) -> dict[str, Any]:
-        """The listener, once there is exactly one: a change of its spec replaces it (the
-        old one deleted, a new one made), and for a moment both are listed (seen in CI:
-        "too many values to unpack")."""
-
-        def only_one() -> list[dict[str, Any]]:
-            found = self.listeners()
-            return found if len(found) == 1 else []
-
-        (al,) = eventually(only_one, what="exactly one listener")
+        (al,) = eventually(self.listeners, what="the listener")
         return al
 
     def events(self, reason: str, type_: str | None = None) -> list[dict[str, Any]]:
