@@ -110,7 +110,12 @@ class KubeObjects:
         raw = self._api.get_object(ERS_PLURAL, namespace, name)
         return None if raw is None else EphemeralRunnerSet(raw)
 
-    def listeners_of(self, ars: AutoscalingRunnerSet) -> list[AutoscalingListener]:
+    def listeners_of(
+        self, ars: AutoscalingRunnerSet, *, live_in: str | None = None
+    ) -> list[AutoscalingListener]:
+        if live_in is not None:
+            listed = self._api.list_objects(AL_PLURAL, live_in)
+            return [AutoscalingListener(raw) for raw in listed if desiredlistener.serves(raw, ars)]
         # Filtered before the copy: a reconcile copies its own listeners, not everyone's.
         return [
             AutoscalingListener(json_copy(raw))

@@ -4,7 +4,8 @@ scale set, at ARC's key (``ersctl.autoscalingrunnerset.desiredlistener``), and n
 - Any other listener of the ARS (named before ARC 0.13.1 hashed the group and URL, or
   in another namespace, as ARC's in its controller's namespace when ours is elsewhere)
   is deleted first, and the one at ARC's key is made only once they are gone: two
-  listeners would hold two message sessions for one scale set.
+  listeners would hold two message sessions for one scale set. Before it is made, the
+  API server is asked too, since the cache may lag behind a listener made moments ago.
 - The AL is created when missing, after checking its scale set still exists on GitHub
   (the listener bakes the id in and crash-loops on a dead one: ARC's #4571), or patched
   in place. One whose listener keeps exiting has its scale set checked again, once per
@@ -78,11 +79,20 @@ class ListenerStep:
         """Bring the listener of ``ars`` (scaling ``ers``) to what the ARS asks for."""
         key = desired.listener_key(ars, self._namespace)
         strays = desired.strays(self._objects.listeners_of(ars), ars, key)
+        current = None if strays else self._objects.get_listener(*key)
+        if not strays and current is None:
+            # About to make the listener: the cache may not hold yet one the last
+            # reconciles made, at another key (its runner group changed twice in a row:
+            # two listeners would hold two message sessions) or at this one (a create
+            # would fail as AlreadyExists), so the API server is asked.
+            listed = self._objects.listeners_of(ars, live_in=key[0])
+            strays = desired.strays(listed, ars, key)
+            current = next((al for al in listed if (al.namespace, al.name) == key), None)
         if strays:
             self._delete_strays(ars, strays, key)
             names = ", ".join(al.key for al in strays)
             return Outcome(Phase.PENDING, Reason.REPLACING_LISTENER, names, self._poll)
-        listener = self._ensure(ars, ers, key)
+        listener = self._ensure(ars, ers, key, current)
         if listener is None:
             return Outcome(Phase.PENDING, Reason.WAITING_FOR_LISTENER)
         if self._blocker:
@@ -117,13 +127,17 @@ class ListenerStep:
             self._event(ars, NORMAL, Reason.STRAY_LISTENER_DELETED, message)
 
     def _ensure(
-        self, ars: AutoscalingRunnerSet, ers: EphemeralRunnerSet, key: tuple[str, str]
+        self,
+        ars: AutoscalingRunnerSet,
+        ers: EphemeralRunnerSet,
+        key: tuple[str, str],
+        live: AutoscalingListener | None,
     ) -> AutoscalingListener | None:
+        """Make, keep or update the listener at ``key``; ``live``: the one there now."""
         namespace, name = key
         want = desired.new_listener(
             ars, scale_set_id=ars.scale_set_id, runner_set_name=ers.name, namespace=namespace
         )
-        live = self._objects.get_listener(namespace, name)
         if live is None:
             if self._forget_vanished_scale_set(ars, why="before its listener starts"):
                 return None

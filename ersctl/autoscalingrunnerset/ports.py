@@ -58,9 +58,11 @@ class Objects(Protocol):
         self, namespace: str, name: str, *, live: bool = False
     ) -> AutoscalingListener | None: ...
 
-    def listeners_of(self, ars: AutoscalingRunnerSet) -> list[AutoscalingListener]:
-        """Every AL the controller watches, in any namespace, that names ``ars`` in its
-        spec (the cache)."""
+    def listeners_of(
+        self, ars: AutoscalingRunnerSet, *, live_in: str | None = None
+    ) -> list[AutoscalingListener]:
+        """Every AL that names ``ars`` in its spec: those the cache holds, in any
+        namespace; with ``live_in``, those the API server lists in that namespace."""
         ...
 
     def patch_ars(self, ars: AutoscalingRunnerSet, patch: JsonObject) -> AutoscalingRunnerSet:

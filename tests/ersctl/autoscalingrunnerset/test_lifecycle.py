@@ -5,6 +5,7 @@ each, and its status."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
@@ -174,6 +175,74 @@ def test_a_name_group_or_labels_change_updates_the_scale_set(env: Env) -> None:
     assert scale_set.runner_group_id == 2
     assert len(env.scale_set_calls("scaleset.updated")) == updates
     assert len(env.scale_set_calls("scaleset.created")) == 1
+
+
+@pytest.mark.embedded_only("a lagging listener cache (the server's watch delay)")
+def test_a_listener_the_cache_has_not_seen_yet_is_gone_before_another_is_made(env: Env) -> None:
+    """Two listeners of one scale set would hold two message sessions. With the cache
+    behind, a runner group changed twice in a row would have the second listener made
+    beside the first, which the cache did not show yet."""
+    env.sim.runner_groups[2] = "gpu"
+    env.launch("arc")
+    (first,) = env.listeners()
+    server = env.kube.embedded
+    assert server is not None
+    counts: list[int] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            counts.append(len(env.listeners()))
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    server.set_watch_delay(api.AL_PLURAL, 2.0)
+    sampler.start()
+    try:
+        env.patch_ars("arc", {"spec": {"runnerGroup": "gpu"}})
+        eventually(
+            lambda: [
+                al for al in env.listeners() if al["metadata"]["name"] != first["metadata"]["name"]
+            ],
+            what="the gpu group's listener",
+        )
+        # At once, before the cache can show it: back to the default group.
+        env.patch_ars("arc", {"spec": {"runnerGroup": None}})
+        eventually(
+            lambda: (
+                [al["metadata"]["name"] for al in env.listeners()] == [first["metadata"]["name"]]
+            ),
+            what="the default group's listener, alone",
+            timeout=15,
+        )
+    finally:
+        stop.set()
+        sampler.join()
+
+    assert counts and max(counts) == 1
+
+
+@pytest.mark.embedded_only("a lagging listener cache (the server's watch delay)")
+def test_a_listener_just_made_and_not_in_the_cache_yet_is_not_made_again(env: Env) -> None:
+    """Until the cache shows the listener a reconcile made, the next reconciles find it
+    by asking the API server, instead of creating it again (AlreadyExists, a failed
+    reconcile and a warning each time)."""
+    server = env.kube.embedded
+    assert server is not None
+    server.set_watch_delay(api.AL_PLURAL, 3.0)
+    env.launch("arc")
+
+    def since_the_create(verb: str) -> list[int | None]:
+        sent = [r for r in env.sent.records() if r.targets(api.AL_PLURAL)]
+        made = next(i for i, r in enumerate(sent) if r.verb == "create")
+        return [r.status for r in sent[made + 1 :] if r.verb == verb]
+
+    # The ARS's own status write wakes a reconcile; a changed annotation, another.
+    eventually(lambda: since_the_create("list"), what="a reconcile asking for the listeners")
+    env.patch_ars("arc", {"metadata": {"annotations": {"example.com/touch": "1"}}})
+    eventually(lambda: len(since_the_create("list")) >= 2, what="a second one")
+
+    assert since_the_create("create") == []
 
 
 def ars_status_writes(env: Env) -> list[dict[str, Any]]:
