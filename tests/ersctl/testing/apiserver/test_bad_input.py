@@ -67,6 +67,15 @@ def create_set(http: httpx.Client, ers_path: str, name: str = "a") -> None:
             id="malformed JSON on patch",
         ),
         pytest.param(
+            "PATCH",
+            f"{ERS}/a",
+            b'{"spec": {"replicas": NaN}}',
+            "application/merge-patch+json",
+            400,
+            "BadRequest",
+            id="NaN, which is no JSON, on patch",
+        ),
+        pytest.param(
             "POST",
             ERS,
             b"[1, 2]",
