@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
-from types import FrameType
 from typing import TYPE_CHECKING, Final
 
 import click
@@ -47,6 +45,7 @@ from ersctl.kube.reconcile import Request
 from ersctl.platform.addresses import parse_address
 from ersctl.platform.cli import kubeconfig_options, loading, run_command
 from ersctl.platform.errors import ConfigError
+from ersctl.platform.interrupt import stop_on_signals
 from ersctl.platform.logs import LOG_HTTP_ENV, configure_logging, http_logging_requested
 from ersctl.scaleset.command import main as scaleset_command
 
@@ -413,7 +412,7 @@ def reconcile(
     """Run the controllers until SIGTERM."""
     # First, so that a stop requested during start-up is a clean stop too (exit 0).
     stop = threading.Event()
-    _stop_on_signals(stop)
+    stop_on_signals(stop, then=lambda signum: log.info("received %s, stopping", signum.name))
     with run_command(PROGRAM):
         configure_logging(
             fmt=log_format, level=log_level, http=log_http or http_logging_requested(os.environ)
@@ -506,15 +505,6 @@ def reconcile(
             set_reconciler=parts,
             stop=stop,
         )
-
-
-def _stop_on_signals(stop: threading.Event) -> None:
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()  # first: whoever reads the line below may rely on the stop
-        log.info("received %s, stopping", signal.Signals(signum).name)
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
 
 
 @main.command()

@@ -27,14 +27,14 @@ work directory. Exit code 0; 2 for a bad option.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import tempfile
 import threading
 from pathlib import Path
-from types import FrameType
 
 from simulation.options import Parser, number, workdir_path
+
+from ersctl.platform.interrupt import stop_on_signals
 
 PROG = "local_cluster.py"
 TICK = 0.2
@@ -70,12 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="gha-local-cluster-"))
     workdir.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
-
-    def _on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    stop_on_signals(stop)
     with ApiServer(crds=False) as api, GitHubSide(long_poll=10.0, register=False) as github:
         kubeconfig = api.write_kubeconfig(workdir / "kubeconfig")
         kubelets = (

@@ -1,5 +1,6 @@
 """How the programs end: at once, once output and logs are flushed (:func:`exit_now`),
-and after a Ctrl-C during start-up with one line and exit 130 (:func:`end_interrupted`).
+after a Ctrl-C during start-up with one line and exit 130 (:func:`end_interrupted`),
+and when SIGTERM or SIGINT asks them to stop (:func:`stop_on_signals`).
 
 Standard library only, so that the console entry points (``ghalistener/__main__.py``,
 ``ersctl/__main__.py``) can import it before anything slow: a Ctrl-C that lands while
@@ -11,7 +12,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterable
+from types import FrameType
 from typing import Final, NoReturn
 
 EXIT_INTERRUPTED: Final = 130
@@ -40,3 +45,42 @@ def exit_now(code: int) -> NoReturn:
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nobody reads it
             stream.flush()
     os._exit(code)
+
+
+def stop_on_signals(
+    stop: threading.Event,
+    *,
+    then: Callable[[signal.Signals], None] | None = None,
+    signals: Iterable[signal.Signals] = (signal.SIGTERM, signal.SIGINT),
+) -> None:
+    """Set ``stop`` when one of ``signals`` arrives, then call ``then`` with it. Call once,
+    from the main thread, as the program starts.
+
+    Not from the signal handler: Python runs a handler in the main thread between two
+    bytecodes, which may be while that thread holds ``stop``'s own lock (``stop.wait``
+    takes it at every wake-up), and ``stop.set()`` there waits for itself for ever (the
+    embedded API server hung on one SIGINT in six). The interpreter writes each signal's
+    number to a pipe (its wakeup fd, before any Python code runs), and a thread reading
+    that pipe sets ``stop`` and calls ``then``, where taking locks (logging's among
+    them) is safe.
+    """
+    wanted = {int(signum) for signum in signals}
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    for signum in wanted:
+        signal.signal(signum, _noted_by_the_wakeup_fd)
+
+    def relay() -> None:
+        while True:
+            for signum in os.read(read_end, 64):
+                if signum in wanted:
+                    stop.set()
+                    if then is not None:
+                        then(signal.Signals(signum))
+
+    threading.Thread(target=relay, name="signals", daemon=True).start()
+
+
+def _noted_by_the_wakeup_fd(signum: int, frame: FrameType | None) -> None:
+    """Handles the signal, so it does not end the process; the wakeup fd tells."""

@@ -91,13 +91,13 @@ runners).
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
 from collections.abc import Sequence
 
 import httpx
 
+from ersctl.platform.interrupt import stop_on_signals
 from ghalistener.testing.core import DEFAULT_RUNNER_OFFLINE_DELAY, DEFAULT_SESSION_IDLE_TIMEOUT
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import serve
@@ -183,8 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in args.scale_set:
         simulator.create_scale_set(name)
     stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+    stop_on_signals(stop)
     with serve(simulator, host=args.host, port=args.port) as server:
         print(f"ready {server.url}", flush=True)
         stop.wait()

@@ -12,13 +12,12 @@ adds its own ``client-certificate-data`` and ``client-key-data``."""
 from __future__ import annotations
 
 import argparse
-import signal
 import ssl
 import sys
 import threading
 from pathlib import Path
-from types import FrameType
 
+from ersctl.platform.interrupt import stop_on_signals
 from ersctl.testing.apiserver.server import ApiServer
 from ersctl.testing.apiserver.serving import Authentication, ServerTLS
 
@@ -72,12 +71,7 @@ def _access(args: argparse.Namespace) -> tuple[ServerTLS | None, Authentication 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     stop = threading.Event()
-
-    def _on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    stop_on_signals(stop)
     try:
         tls, authentication = _access(args)
     except (OSError, ssl.SSLError) as exc:
