@@ -78,16 +78,7 @@ class ListenerStep:
     def reconcile(self, ars: AutoscalingRunnerSet, ers: EphemeralRunnerSet) -> Outcome:
         """Bring the listener of ``ars`` (scaling ``ers``) to what the ARS asks for."""
         key = desired.listener_key(ars, self._namespace)
-        strays = desired.strays(self._objects.listeners_of(ars), ars, key)
-        current = None if strays else self._objects.get_listener(*key)
-        if not strays and current is None:
-            # About to make the listener: the cache may not hold yet one the last
-            # reconciles made, at another key (its runner group changed twice in a row:
-            # two listeners would hold two message sessions) or at this one (a create
-            # would fail as AlreadyExists), so the API server is asked.
-            listed = self._objects.listeners_of(ars, live_in=key[0])
-            strays = desired.strays(listed, ars, key)
-            current = next((al for al in listed if (al.namespace, al.name) == key), None)
+        strays, current = self._strays_and_current(ars, key)
         if strays:
             self._delete_strays(ars, strays, key)
             names = ", ".join(al.key for al in strays)
@@ -125,6 +116,26 @@ class ListenerStep:
                 f"deleted listener {stray.key}: this scale set's listener is {key[0]}/{key[1]}"
             )
             self._event(ars, NORMAL, Reason.STRAY_LISTENER_DELETED, message)
+
+    def _strays_and_current(
+        self, ars: AutoscalingRunnerSet, key: tuple[str, str]
+    ) -> tuple[list[AutoscalingListener], AutoscalingListener | None]:
+        """The other listeners of ``ars``, and the one at ``key`` (None: not made yet).
+
+        From the cache, unless it holds neither: then the listener is about to be made,
+        and the cache may not hold yet one the last reconciles made, at another key (its
+        runner group changed twice in a row: two listeners would hold two message
+        sessions) or at this one (a create would fail as AlreadyExists), so the API
+        server is asked."""
+        strays = desired.strays(self._objects.listeners_of(ars), ars, key)
+        if strays:
+            return strays, None
+        current = self._objects.get_listener(*key)
+        if current is not None:
+            return [], current
+        listed = self._objects.listeners_of(ars, live_in=key[0])
+        current = next((al for al in listed if (al.namespace, al.name) == key), None)
+        return desired.strays(listed, ars, key), current
 
     def _ensure(
         self,
