@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import statistics
 import subprocess
 import sys
@@ -57,6 +56,7 @@ from ersctl.api import (
 )
 from ersctl.ephemeralrunner import pods
 from ersctl.testing.apiserver import ApiServer
+from ersctl.testing.ports import unused_port
 
 NAMESPACE = "bench"
 POD_TEMPLATE = {
@@ -226,7 +226,7 @@ def measure(shape: Shape, resync_period: float) -> Sample:
     with ApiServer(gc=False) as server, tempfile.TemporaryDirectory() as tmp:
         populate(server, shape)
         kubeconfig = server.write_kubeconfig(Path(tmp) / "kubeconfig")
-        port = free_port()
+        port = unused_port()
         started = time.monotonic()
         controllers = ["--no-autoscaling-runner-set-controller", "--no-listener-controller"]
         if not shape.runner_controller:
@@ -274,12 +274,6 @@ def measure(shape: Shape, resync_period: float) -> Sample:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 MEDIANS = ("rss_synced_mib", "rss_after_resync_mib", "peak_mib", "sync_seconds",

@@ -25,7 +25,6 @@ import multiprocessing
 import os
 import shlex
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from pathlib import Path
 
 from ersctl.api import ER_PLURAL, ERS_PLURAL
 from ersctl.testing.apiserver import ApiServer
+from ersctl.testing.ports import unused_port
 
 NAMESPACE = "bench"
 
@@ -44,13 +44,6 @@ NAMESPACE = "bench"
 def burn() -> None:
     while True:
         pass
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def populate(server: ApiServer, runners: int) -> None:
@@ -107,7 +100,7 @@ def time_once(kubeconfig: str) -> tuple[float, float]:
 
 def time_sigterm(kubeconfig: str) -> tuple[float, float]:
     """(SIGTERM to exit, SIGTERM to the ``stopped`` record) of one run."""
-    port = free_port()
+    port = unused_port()
     args = ("--kubeconfig", kubeconfig, "--namespace", NAMESPACE, "--no-leader-elect",
             "--metrics-addr", f"127.0.0.1:{port}")  # fmt: skip
     proc = subprocess.Popen(

@@ -22,6 +22,8 @@ from typing import Final
 
 import pytest
 
+from ersctl.testing.ports import unused_port
+
 TIMEOUT = 60
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00 [A-Z]+ ")
 
@@ -75,12 +77,6 @@ def start(command: list[str]) -> subprocess.Popen[str]:
 def finish(process: subprocess.Popen[str]) -> Outcome:
     _, stderr = process.communicate(timeout=TIMEOUT)
     return Outcome(process.returncode, stderr)
-
-
-def unused_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def kubeconfig_for(tmp_path: Path, server: str) -> Path:

@@ -2,4 +2,5 @@
 simulation, and trying the controller without a cluster: an embedded Kubernetes API
 server (:mod:`ersctl.testing.apiserver`), objects of any kind by plural through the
 official client (:mod:`ersctl.testing.objects`), and runner Pods as a kubelet running
-the runner image would report them (:mod:`ersctl.testing.podsim`)."""
+the runner image would report them (:mod:`ersctl.testing.podsim`), and ports to name
+before a program listens on them (:mod:`ersctl.testing.ports`)."""

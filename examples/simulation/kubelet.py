@@ -27,7 +27,6 @@ mapping (``simulation.listeners`` runs those).
 from __future__ import annotations
 
 import json
-import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ import httpx
 from ersctl.api import ER_PLURAL
 from ersctl.testing.apiserver import StatusError
 from ersctl.testing.podsim import RunnerPods, kubelet_time
+from ersctl.testing.ports import unused_port
 from simulation.agent import AgentTiming
 from simulation.cluster import Kubernetes
 from simulation.github_side import GitHubSide
@@ -53,17 +53,11 @@ POD_IP = "127.0.0.1"
 _BACKOFF_MAX = 30.0
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((POD_IP, 0))
-        return int(probe.getsockname()[1])
-
-
 class PodPorts:
     """A Pod's declared ports, each given a free port of this host."""
 
     def __init__(self, declared: Iterable[int]) -> None:
-        self.mapped = {int(port): _free_port() for port in declared}
+        self.mapped = {int(port): unused_port() for port in declared}
 
     def address(self, text: str) -> str:
         """``text`` with an all-interfaces address of a declared port replaced by its

@@ -20,7 +20,8 @@ from click.testing import CliRunner
 from ersctl.api import API_VERSION, ARS_KIND, ARS_PLURAL, ER_PLURAL, ERS_PLURAL
 from ersctl.cli import main
 from ersctl.testing.apiserver import ApiServer
-from tests.ersctl.kube.conftest import ers_body, free_port, runner_body
+from ersctl.testing.ports import unused_port
+from tests.ersctl.kube.conftest import ers_body, runner_body
 from tests.kubeapi import KubeApi
 from tests.leases import refused_campaigns
 from tests.polling import eventually
@@ -291,7 +292,7 @@ def reconciles(port: int) -> float:
 def controllers(kubeconfig: str) -> Iterator[list[tuple[subprocess.Popen[str], int]]]:
     procs: list[tuple[subprocess.Popen[str], int]] = []
     for _ in range(2):
-        port = free_port()
+        port = unused_port()
         proc = subprocess.Popen(
             [sys.executable, "-m", "ersctl", "reconcile", "--kubeconfig", kubeconfig,
              "--namespace", "default", "--lease-duration", "4", "--renew-deadline", "3",

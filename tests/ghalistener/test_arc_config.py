@@ -16,6 +16,7 @@ from kubernetes import client as kube_client
 from prometheus_client.parser import text_string_to_metric_families
 
 from ersctl.api import ERS_PLURAL, GROUP, VERSION
+from ersctl.testing.ports import unused_port
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import SimulatorServer, serve
 from ghalistener.testing.state import JobState
@@ -28,7 +29,7 @@ from tests.ghalistener.arc_configs import (
     rsa_private_key,
 )
 from tests.ghalistener.processes import start_listener
-from tests.ghalistener.test_cli_subprocess import ERS_NAME, create_ers, free_port
+from tests.ghalistener.test_cli_subprocess import ERS_NAME, create_ers
 from tests.kubeapi import KubeApi
 from tests.kubeclient import json_object
 from tests.polling import eventually
@@ -92,7 +93,7 @@ def test_arcs_app_config_with_a_metrics_block_exports_exactly_the_selected_serie
     cluster: tuple[GitHubSimulator, SimulatorServer, Path], kube: KubeApi, tmp_path: Path
 ) -> None:
     simulator, github, kubeconfig = cluster
-    private_key, port = rsa_private_key(), free_port()
+    private_key, port = rsa_private_key(), unused_port()
     config = app_config_metrics_on(f"{github.url}/octo", kube.namespace, private_key, port)
     listener = start_listener(config, tmp_path, kubeconfig)
     try:

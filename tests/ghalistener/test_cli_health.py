@@ -12,9 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ersctl.testing.ports import unused_port
 from tests import local_http
 from tests.ghalistener.processes import ready_server, sim, start_listener
-from tests.ghalistener.test_cli_subprocess import create_ers, free_port, listener_config
+from tests.ghalistener.test_cli_subprocess import create_ers, listener_config
 from tests.kubeapi import KubeApi
 from tests.polling import eventually
 
@@ -42,7 +43,7 @@ def test_readyz_turns_200_once_a_session_is_open_and_healthz_stays_200_while_pol
         # Another listener holds the session, as far as this one can tell: every create
         # answers 409 until the fault is cleared.
         sim(github, "POST", "/faults", {"endpoint": "create_session", "status": 409, "times": -1})
-        port = free_port()
+        port = unused_port()
         config = listener_config(
             github,
             kube.namespace,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ersctl.api import ERS_PLURAL, GROUP, VERSION
 from ersctl.testing.apiserver import ApiServer
+from ersctl.testing.ports import unused_port
 from ghalistener.testing.model import GitHubSimulator
 from ghalistener.testing.server import SimulatorServer, serve
 from tests import local_http
@@ -30,12 +30,6 @@ TOKEN = "ghp_subprocessSECRETtoken0123456789"
 ERS_NAME = "runners"
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def create_ers(kube: KubeApi) -> kube_client.CustomObjectsApi:
@@ -99,7 +93,7 @@ def test_run_scales_the_ers_and_a_sigterm_in_a_long_poll_deletes_the_session(
         serve(simulator, port=0) as github,
     ):
         custom = create_ers(kube)
-        metrics_port = free_port()
+        metrics_port = unused_port()
         config = listener_config(github, kube.namespace, metrics_addr=f"127.0.0.1:{metrics_port}")
         listener = start_listener(config, tmp_path, kubeconfig)
         try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ import pytest
 from ersctl import api
 from ersctl.crds import load_crds
 from ersctl.testing.apiserver import ApiServer
+from ersctl.testing.ports import unused_port
 from tests import local_http
 from tests.ersctl.autoscalingrunnerset.conftest import Env
 from tests.ersctl.ephemeralrunnerset.objects import ers_doc
@@ -65,9 +65,7 @@ def test_without_the_ars_crd_the_ars_controller_refuses_to_start(
 def _metrics_of_a_running_reconcile(command: list[str]) -> str:
     """Start ``command`` (an ``ersctl reconcile``), wait until ready, and return its
     /metrics; stop it (exit 0)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = unused_port()
     process = subprocess.Popen(
         [*command, "--metrics-addr", f"127.0.0.1:{port}"],
         stdout=subprocess.PIPE,

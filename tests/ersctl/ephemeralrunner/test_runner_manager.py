@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -32,6 +31,7 @@ from ersctl.ephemeralrunnerset.metrics import LISTENER_SELECTOR
 from ersctl.kube.manager import Manager
 from ersctl.scaleset.clients import SecretRunnerServices
 from ersctl.testing.podsim import RunnerPods
+from ersctl.testing.ports import unused_port
 from tests import local_http
 from tests.ersctl.ephemeralrunner.conftest import NO_SCHEDULER, Harness, actions_client
 from tests.ersctl.ephemeralrunner.test_runner_controller import RUNNING, online_a_while_ago
@@ -349,12 +349,6 @@ def test_a_runner_reaches_its_pod_in_five_requests_while_the_pod_cache_lags(
     ]
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def ready(port: int) -> bool:
     try:
         return local_http.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200
@@ -380,7 +374,7 @@ def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     log = tmp_path / "controller.log"
     with log.open("wb") as out:
-        port = free_port()
+        port = unused_port()
         without = subprocess.Popen(
             [*args, "--no-runner-controller", "--metrics-addr", f"127.0.0.1:{port}"],
             env=env,
@@ -398,7 +392,7 @@ def test_ersctl_reconcile_runs_the_runner_controller_when_asked(h: Harness, tmp_
         finally:
             without.send_signal(signal.SIGTERM)
             without.wait(timeout=10)
-        port = free_port()
+        port = unused_port()
         with_runner = subprocess.Popen(
             [*args, "--runner-controller", "--metrics-addr", f"127.0.0.1:{port}"],
             env=env,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ import pytest
 
 from ersctl import api
 from ersctl.testing.apiserver import ApiServer
+from ersctl.testing.ports import unused_port
 from tests import local_http
 from tests.ersctl.ephemeralrunnerset.github import PAT
 from tests.ersctl.ephemeralrunnerset.objects import ers_doc
@@ -54,7 +54,7 @@ def controllers(server: ApiServer, tmp_path: Path) -> Iterator[Callable[[], Cont
     logs: list[IO[bytes]] = []
 
     def start() -> Controller:
-        port = free_port()
+        port = unused_port()
         command = [sys.executable, "-m", "ersctl", "reconcile", "--kubeconfig", str(kubeconfig)]
         command += ["--namespace", NAMESPACE, "--metrics-addr", f"127.0.0.1:{port}"]
         command += ["--lease-duration", "2"]
@@ -97,12 +97,6 @@ class Controller:
             for line in text.splitlines()
             if line.startswith("ersctl_reconcile_total{")
         )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def holder(server: ApiServer) -> str:

@@ -3,7 +3,6 @@ runtime's worker loop."""
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -62,12 +61,6 @@ def runner_body(
         },
         "status": {"phase": phase},
     }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def reconcile_in_the_worker_loop(reconciler: Reconciler, request: Request) -> int:

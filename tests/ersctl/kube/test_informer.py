@@ -17,7 +17,8 @@ from ersctl.kube.queue import Backoff
 from ersctl.kube.resources import Resource
 from ersctl.kube.store import OWNER_UID_INDEX, Store, controller_owner_uid
 from ersctl.testing.apiserver import ApiServer
-from tests.ersctl.kube.conftest import ers_body, free_port, runner_body
+from ersctl.testing.ports import unused_port
+from tests.ersctl.kube.conftest import ers_body, runner_body
 from tests.kubeapi import KubeApi
 from tests.polling import eventually
 
@@ -163,7 +164,7 @@ def test_a_watch_answered_with_410_expired_relists_and_catches_up(running: list[
 def test_a_dropped_connection_relists_with_backoff_and_replays_what_was_missed(
     running: list[Any],
 ) -> None:
-    with own_server(running, port=free_port()) as server:
+    with own_server(running, port=unused_port()) as server:
         server.create_object(ERS_PLURAL, ers_body("stays"))
         server.create_object(ERS_PLURAL, ers_body("goes"))
         informer, recorder = make(server, running)
@@ -192,7 +193,7 @@ def test_a_server_restarted_with_lower_resource_versions_is_relisted_not_waited_
     # The informer's resourceVersion is newer than anything the new server has: a watch
     # from it would wait (a real server sends no ERROR for it), so the informer must not
     # resume watching; the dropped connection makes it relist instead.
-    port = free_port()
+    port = unused_port()
     old = ApiServer(port=port, gc=False).start()
     for i in range(20):
         old.create_object(ERS_PLURAL, ers_body(f"old-{i}"))

@@ -23,7 +23,8 @@ from ersctl.kube.errors import NotLeaderError
 from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
 from ersctl.kube.manager import LeadershipLost, Manager
 from ersctl.testing.apiserver import ApiServer
-from tests.ersctl.kube.conftest import ers_body, free_port
+from ersctl.testing.ports import unused_port
+from tests.ersctl.kube.conftest import ers_body
 from tests.ersctl.kube.test_manager import Recording, Running
 from tests.kubeapi import KubeApi
 from tests.kubeclient import SentRequests
@@ -250,7 +251,7 @@ def test_a_candidate_keeps_campaigning_while_the_api_server_is_unreachable(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="ersctl.kube.leader")
-    port = free_port()
+    port = unused_port()
     configuration = client.Configuration()
     configuration.host = f"http://127.0.0.1:{port}"
     configuration.retries = 0

@@ -13,7 +13,7 @@ from kubernetes import client
 
 from ersctl.kube.leader import LeaderElectionConfig, LeaderElector
 from ersctl.platform.logs import configure_logging
-from tests.ersctl.kube.conftest import free_port
+from ersctl.testing.ports import unused_port
 from tests.polling import eventually
 
 
@@ -41,7 +41,7 @@ def test_each_failed_lease_read_is_one_warning_naming_the_server(
     caplog: pytest.LogCaptureFixture, chatter_policy: None
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    server = f"http://127.0.0.1:{free_port()}"
+    server = f"http://127.0.0.1:{unused_port()}"
     configuration = client.Configuration()
     configuration.host = server
     configuration.retries = 0
