@@ -12,6 +12,7 @@ instead (modules loaded by ``importlib.import_module`` are not in that log).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -101,6 +102,21 @@ def nothing_loaded(process: Run) -> bool:
     the command line's library being loaded (an empty log would show nothing)."""
     assert "click" in process.imported, "the import log does not show click"
     return libraries(process) == [] and loaded(process, WORK_MODULES) == []
+
+
+UNUSED_EXTRAS: Final = ("rich", "pygments", "jsonschema")
+"""Packages the test tools install that httpx (its command line) and the Kubernetes
+client (its dynamic client's validator, kubernetes-validate) would import with
+themselves. (The log shows kubernetes_validate itself as a few microseconds' refused
+attempt, not as loaded.)"""
+
+
+def unused_extras(process: Run) -> list[str]:
+    """The ``UNUSED_EXTRAS`` ``process`` loaded; each one is installed here, so none
+    loaded is the programs' doing."""
+    for package in (*UNUSED_EXTRAS, "kubernetes_validate"):
+        assert importlib.util.find_spec(package) is not None, f"{package} is not installed"
+    return sorted({m.split(".")[0] for m in process.imported} & set(UNUSED_EXTRAS))
 
 
 def listener_json(directory: Path, **settings: object) -> Path:
@@ -197,8 +213,9 @@ def test_the_controller_loads_its_own_work_and_not_other_commands(tmp_path: Path
     missing = tmp_path / "kubeconfig"
     process = run("ersctl", "reconcile", "--kubeconfig", str(missing), cwd=tmp_path)
     assert process.code == 2, process.said
-    assert "kubernetes" in libraries(process)  # the probe sees what is loaded
+    assert {"kubernetes", "httpx"} <= set(libraries(process))  # the probe sees what is loaded
     assert "ersctl.commands.reconcile" in process.imported
+    assert unused_extras(process) == []
     others = (
         "ersctl.commands.status",
         "ersctl.commands.rollout",
@@ -214,8 +231,9 @@ def test_the_listener_loads_its_own_work_and_no_controller(tmp_path: Path) -> No
         "ghalistener", "run", "--config", str(config), "--kubeconfig", str(missing), cwd=tmp_path
     )
     assert process.code == 2, process.said
-    assert "kubernetes" in libraries(process)
+    assert {"kubernetes", "httpx"} <= set(libraries(process))
     assert "ghalistener.wiring" in process.imported
+    assert unused_extras(process) == []
     assert loaded(process, ("ersctl.commands.", "ersctl.wiring", "ersctl.kube.manager")) == []
 
 
