@@ -25,6 +25,7 @@ _LOWEST: Final = 10000
 """Below this are the well-known and commonly configured service ports."""
 
 _handed_out: set[int] = set()
+_order = random.Random()  # its own: hypothesis reseeds the global one in its tests
 
 
 def ephemeral_range() -> tuple[int, int]:
@@ -55,7 +56,7 @@ def unused_port() -> int:
     """A port of this worker's slice that is free now and was not handed out before in
     this process (a test's stopped program may still hold its last one)."""
     candidates = [port for port in worker_slice() if port not in _handed_out]
-    random.shuffle(candidates)  # two runs at once on one host rarely meet
+    _order.shuffle(candidates)  # two processes sharing a slice rarely meet
     for port in candidates:
         with socket.socket() as sock:
             try:
