@@ -30,9 +30,6 @@ import click
 from ersctl.platform.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, ConfigError, Failure
 from ersctl.platform.interrupt import end_interrupted, exit_now
 
-"""Ctrl-C before a command could finish (128 + SIGINT, as shells report it)."""
-
-
 F = TypeVar("F", bound=Callable[..., object])
 
 UNUSED_OPTIONAL_MODULES: Final = ("httpx._main", "kubernetes_validate")

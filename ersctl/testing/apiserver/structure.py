@@ -58,7 +58,8 @@ def definitions() -> dict[str, JsonObject]:
     """Kubernetes' OpenAPI definitions by name (``io.k8s.api.core.v1.Pod``), with refs
     as ``#/$defs/<name>`` and nullable types as ``[type, "null"]``; empty when the
     kubernetes-validate package is not installed."""
-    # Located without importing the package (and its JSON Schema libraries).
+    # Located without importing the package (and its JSON Schema libraries). A program
+    # started through ersctl.platform.cli.launch marks it absent (none runs this server).
     spec = importlib.util.find_spec("kubernetes_validate")
     if spec is None or not spec.submodule_search_locations:
         return {}

@@ -2,52 +2,76 @@
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+from ersctl.testing import ports
 from ersctl.testing.ports import ephemeral_range, unused_port, worker_slice
 
-
-def _kernels_ephemeral_range() -> range:
-    with open("/proc/sys/net/ipv4/ip_local_port_range") as setting:
-        low, high = map(int, setting.read().split())
-    return range(low, high + 1)
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
+@pytest.mark.skipif(not EPHEMERAL_RANGE.exists(), reason="Linux's port range setting")
 def test_no_port_handed_out_is_one_the_kernel_could_give_another_program() -> None:
-    ephemeral = _kernels_ephemeral_range()
-    assert ephemeral_range() == (ephemeral.start, ephemeral.stop - 1)
-    ports = [unused_port() for _ in range(50)]
-    assert [port for port in ports if port in ephemeral] == []
-    assert len(set(ports)) == len(ports)  # never the same one twice in a process
+    low, high = map(int, EPHEMERAL_RANGE.read_text().split())
+    assert ephemeral_range() == (low, high)
+    handed = [unused_port() for _ in range(50)]
+    assert [port for port in handed if low <= port <= high] == []
+    assert len(set(handed)) == len(handed)  # never the same one twice in a process
 
 
-def test_each_worker_has_a_slice_no_other_worker_shares(monkeypatch: pytest.MonkeyPatch) -> None:
+def _program_slice(env: dict[str, str]) -> set[int]:
+    """The slice a program (no pytest loaded) started with ``env`` would take from."""
+    code = "import json; from ersctl.testing.ports import worker_slice as s; r = s()"
+    code += "; print(json.dumps([r.start, r.stop]))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    start, stop = json.loads(done.stdout)
+    return set(range(start, stop))
+
+
+def test_workers_and_the_programs_they_start_share_no_port(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "8")
     slices = []
     for index in range(8):
         monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{index}")
         slices.append(set(worker_slice()))
-    assert all(len(ports) >= 1000 for ports in slices)
+        slices.append(_program_slice(dict(os.environ)))
+    assert all(len(share) >= 200 for share in slices)
     assert sum(map(len, slices)) == len(set().union(*slices))
 
 
+def test_a_worker_started_in_place_of_a_crashed_one_has_ports_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "8")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw8")  # xdist numbers the replacement on
+    assert len(worker_slice()) >= 200
+    monkeypatch.setattr(ports, "_handed_out", set())
+    assert unused_port() in worker_slice()
+
+
 def test_a_port_something_listens_on_is_not_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    # As many workers as ports: each slice is a single port.
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "1")
-    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(len(worker_slice())))
-    for index in range(100):
-        monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{index}")
-        (port,) = worker_slice()
+    share = worker_slice()
+    for port in share:
         with socket.socket() as taken:
             try:
                 taken.bind(("127.0.0.1", port))
             except OSError:
-                continue  # held by something else on this host: try another slice
+                continue  # held by something else on this host: take another
             taken.listen()
-            with pytest.raises(RuntimeError, match=rf"^no free port left in range\({port}, "):
+            # Every other port of the slice handed out already: only this one is left.
+            monkeypatch.setattr(ports, "_handed_out", set(share) - {port})
+            with pytest.raises(RuntimeError, match=r"^no free port left in range\("):
                 unused_port()
         return
-    pytest.skip("no free single-port slice among the first 100")
+    pytest.fail(f"no port of {share} could be bound")
