@@ -139,12 +139,13 @@ class ApiObjects:
         body: object = None,
         *,
         content_type: str = "application/json",
+        query: list[tuple[str, str]] | None = None,
     ) -> JsonObject:
         with self._lock:
             if self._client is None:
                 self._client = self.new_client()
             api_client = self._client
-        return request(api_client, method, path, body, content_type=content_type)
+        return request(api_client, method, path, body, content_type=content_type, query=query)
 
     def close(self) -> None:
         with self._lock:
@@ -161,10 +162,14 @@ class ApiObjects:
                 return None
             raise
 
-    def list_objects(self, resource: str, namespace: str | None = None) -> list[JsonObject]:
-        """The objects (all namespaces when ``namespace`` is None), sorted by namespace
-        and name."""
-        items = list(self.call("GET", resource_path(resource, namespace)).get("items") or ())
+    def list_objects(
+        self, resource: str, namespace: str | None = None, *, label_selector: str | None = None
+    ) -> list[JsonObject]:
+        """The objects (all namespaces when ``namespace`` is None) that ``label_selector``
+        selects, sorted by namespace and name."""
+        query = [("labelSelector", label_selector)] if label_selector else None
+        listed = self.call("GET", resource_path(resource, namespace), query=query)
+        items = list(listed.get("items") or ())
         items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
         return items
 

@@ -107,8 +107,12 @@ class RemoteCluster:
     def get_object(self, resource: str, namespace: str, name: str) -> Json | None:
         return _as_status(lambda: self._objects.get_object(resource, namespace, name))
 
-    def list_objects(self, resource: str, namespace: str | None = None) -> list[Json]:
-        return _as_status(lambda: self._objects.list_objects(resource, namespace))
+    def list_objects(
+        self, resource: str, namespace: str | None = None, *, label_selector: str | None = None
+    ) -> list[Json]:
+        return _as_status(
+            lambda: self._objects.list_objects(resource, namespace, label_selector=label_selector)
+        )
 
     def create_object(self, resource: str, obj: Json) -> Json:
         return _as_status(lambda: self._objects.create_object(resource, obj))

@@ -22,6 +22,7 @@ from ersctl.testing.apiserver.hooks import Authorization, Authorizer, Fault, Fau
 from ersctl.testing.apiserver.namespaces import NamespaceController
 from ersctl.testing.apiserver.records import DeleteOptions
 from ersctl.testing.apiserver.resources import CRD_TYPE, Registry, ResourceType
+from ersctl.testing.apiserver.selectors import parse_label_selector
 from ersctl.testing.apiserver.serving import Authentication, Backend, KubeHTTPServer, ServerTLS
 from ersctl.testing.apiserver.store import Store, Template
 
@@ -278,10 +279,16 @@ class ApiServer:
             raise
         return dict(json.loads(entry.raw))
 
-    def list_objects(self, resource: str, namespace: str | None = None) -> list[JsonObject]:
-        """Copies of the objects (all namespaces when ``namespace`` is None)."""
+    def list_objects(
+        self, resource: str, namespace: str | None = None, *, label_selector: str | None = None
+    ) -> list[JsonObject]:
+        """Copies of the objects (all namespaces when ``namespace`` is None) that
+        ``label_selector`` selects (a list's ``labelSelector``; ValueError when it is
+        none). Only those are copied: a caller polling for a few among many (a kubelet
+        for its listener Pods among the runners') pays for the few."""
+        selects = parse_label_selector(label_selector)
         entries, _ = self._store.list_entries(self._resolve(resource), namespace)
-        return [json.loads(entry.raw) for entry in entries]
+        return [json.loads(entry.raw) for entry in entries if selects is None or selects(entry.obj)]
 
     def create_object(self, resource: str, obj: JsonObject) -> JsonObject:
         """Create ``obj`` in its metadata's namespace (``default`` when it names none, as

@@ -117,7 +117,7 @@ def test_label_selector_turns_updates_into_added_and_deleted(ers: Objects) -> No
     assert [kind for kind, _, _ in seen] == ["ADDED", "MODIFIED", "DELETED"]
 
 
-@pytest.mark.parametrize(
+SELECTORS = pytest.mark.parametrize(
     ("selector", "expected"),
     [
         pytest.param("team=x", ["a"], id="equals"),
@@ -129,14 +129,42 @@ def test_label_selector_turns_updates_into_added_and_deleted(ers: Objects) -> No
         pytest.param("team==y,tier=1", ["b"], id="conjunction"),
     ],
 )
+LABELLED: dict[str, dict[str, str]] = {"a": {"team": "x"}, "b": {"team": "y", "tier": "1"}, "c": {}}
+
+
+def labelled_sets() -> list[dict[str, Any]]:
+    """Sets a, b and c, labelled as ``LABELLED`` says (c not at all)."""
+    bodies = [ers_body(name) for name in LABELLED]
+    for body in bodies:
+        if labels := LABELLED[body["metadata"]["name"]]:
+            body["metadata"]["labels"] = labels
+    return bodies
+
+
+@SELECTORS
 def test_list_filters_by_label_selector(ers: Objects, selector: str, expected: list[str]) -> None:
-    ers.create(ers_body("a", labels={"team": "x"}))
-    ers.create(ers_body("b", labels={"team": "y", "tier": "1"}))
-    ers.create(ers_body("c"))
+    for body in labelled_sets():
+        ers.create(body)
 
     listed = ers.list(label_selector=selector)
 
     assert [item["metadata"]["name"] for item in listed["items"]] == expected
+
+
+@SELECTORS
+def test_the_object_helpers_list_what_a_selector_selects(
+    kube: KubeApi, selector: str, expected: list[str]
+) -> None:
+    # What the simulation's kubelets poll through: the embedded server's own method
+    # (copying only what is selected) and, on an existing cluster, the HTTP list.
+    for body in labelled_sets():
+        kube.create_object(api.ERS_PLURAL, body)
+    stores: list[Any] = [kube]
+    if kube.embedded is not None:
+        stores.append(kube.embedded)
+    for store in stores:
+        listed = store.list_objects(api.ERS_PLURAL, kube.namespace, label_selector=selector)
+        assert [item["metadata"]["name"] for item in listed] == expected, store
 
 
 def test_list_filters_by_field_selector_and_reports_its_resource_version(ers: Objects) -> None:
