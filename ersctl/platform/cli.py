@@ -97,9 +97,7 @@ def launch(program: str, target: str | click.Command, argv: list[str] | None = N
     """Run the click command ``target`` (imported first when named ``module:attribute``),
     as a console script does, with every way it can end in one line: a Ctrl-C at any
     point (imports included) and click's own usage errors (a bad option value: exit 2)."""
-    # Where they are installed, importing them was a sixth of a start's CPU (~85 ms of
-    # ~550), and the tests start programs by the hundred.
-    for name in UNUSED_OPTIONAL_MODULES:
+    for name in UNUSED_OPTIONAL_MODULES:  # ~85 ms of a start's ~550 where installed
         if name not in sys.modules:
             sys.modules[name] = None  # type: ignore[assignment]
     # Paused until the command's work is imported (loading): those imports make tens of

@@ -131,8 +131,7 @@ class ListenerKubelet:
     def step(self) -> None:
         """Start, report and stop listeners to match the Pods now."""
         live: dict[str, Json] = {}
-        # The listener Pods alone: copying every runner Pod 20 times a second to find
-        # them was a sixth of a busy simulation's own CPU.
+        # The listener Pods alone, not a copy of every runner Pod 20 times a second.
         for pod in self._store.list_objects(
             "pods", self._namespace, label_selector=LISTENER_SELECTOR
         ):

@@ -89,7 +89,7 @@ def decode_yaml(body: bytes) -> Any:
     that is not JSON goes to PyYAML."""
     try:
         return _json_loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except ValueError:  # UnicodeDecodeError among them
         pass
     try:
         return yaml.load(body, Loader=SAFE_LOADER)  # noqa: S506 (a safe loader)

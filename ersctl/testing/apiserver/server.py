@@ -283,9 +283,9 @@ class ApiServer:
         self, resource: str, namespace: str | None = None, *, label_selector: str | None = None
     ) -> list[JsonObject]:
         """Copies of the objects (all namespaces when ``namespace`` is None) that
-        ``label_selector`` selects (a list's ``labelSelector``; ValueError when it is
-        none). Only those are copied: a caller polling for a few among many (a kubelet
-        for its listener Pods among the runners') pays for the few."""
+        ``label_selector`` selects (a list's ``labelSelector``; ValueError for a
+        malformed one). Only those are copied: a caller polling for a few among many (a
+        kubelet for its listener Pods among the runners') pays for the few."""
         selects = parse_label_selector(label_selector)
         entries, _ = self._store.list_entries(self._resolve(resource), namespace)
         return [json.loads(entry.raw) for entry in entries if selects is None or selects(entry.obj)]

@@ -22,7 +22,6 @@ stop_on_signals(stop, signals=(signal.SIGUSR1,), then=then)
 # (CPython's Event._cond). The signal's Python handler runs at once, inside.
 with stop._cond:
     signal.raise_signal(signal.SIGUSR1)
-    signalled = True
 print("stopped" if stop.wait(5) and told.wait(5) else "not stopped", *names, flush=True)
 """
 

@@ -129,16 +129,13 @@ SELECTORS = pytest.mark.parametrize(
         pytest.param("team==y,tier=1", ["b"], id="conjunction"),
     ],
 )
-LABELLED: dict[str, dict[str, str]] = {"a": {"team": "x"}, "b": {"team": "y", "tier": "1"}, "c": {}}
 
 
 def labelled_sets() -> list[dict[str, Any]]:
-    """Sets a, b and c, labelled as ``LABELLED`` says (c not at all)."""
-    bodies = [ers_body(name) for name in LABELLED]
-    for body in bodies:
-        if labels := LABELLED[body["metadata"]["name"]]:
-            body["metadata"]["labels"] = labels
-    return bodies
+    """Sets a and b, labelled as the selector cases expect, and c with no labels."""
+    a = ers_body("a", labels={"team": "x"})
+    b = ers_body("b", labels={"team": "y", "tier": "1"})
+    return [a, b, ers_body("c")]
 
 
 @SELECTORS
