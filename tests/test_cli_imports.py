@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+import httpx
 import pytest
 
 from tests.kubeapi import KubeApi
 from tests.polling import eventually
+from tests.standalone import Standalone
 
 CLIENT_LIBRARIES: Final = ("kubernetes", "urllib3", "httpx", "jwt", "prometheus_client")
 """The libraries behind the programs' start-up time (half a second of CPU together)."""
@@ -320,3 +322,42 @@ def test_a_running_controller_loads_no_generated_api_but_the_lease_library_s(
     # kubernetes.leaderelection reads and writes the Lease with its own API class.
     generated = sorted(m for m in imported if m.startswith("kubernetes.client.api."))
     assert generated == ["kubernetes.client.api.coordination_v1_api"], generated
+
+
+def test_the_embedded_servers_command_line_serves_without_the_kubernetes_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A test tool started beside the programs (and in every existing-cluster run): the
+    # client library was half its start, for a convenience its serving never calls.
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    server = Standalone(tmp_path)
+    try:
+        assert server.ready_line.startswith("ready http"), server.ready_line
+        url = server.ready_line.removeprefix("ready ") + "/api/v1/namespaces/default"
+        assert httpx.get(url, timeout=10).json()["metadata"]["name"] == "default"
+        server.process.send_signal(signal.SIGTERM)
+        _, stderr = server.process.communicate(timeout=10)
+    finally:
+        server.stop()
+    process = outcome(server.process.returncode, "", stderr)
+    assert process.code == 0, process.said
+    assert "ersctl.testing.apiserver.server" in process.imported  # the log is complete
+    assert loaded(process, ("kubernetes",)) == []
+
+
+def test_a_simulation_on_the_embedded_server_loads_no_kubernetes_client(tmp_path: Path) -> None:
+    # What simulate.py and soak.py import to run; only a run on a cluster (--kubeconfig,
+    # simulation.remote) needs the client, and loads it then.
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import simulation.command, simulation.soak"],
+        capture_output=True,
+        text=True,
+        env=environment() | {"PYTHONPATH": str(examples)},
+        cwd=tmp_path,
+        timeout=60,
+    )
+    process = outcome(done.returncode, done.stdout, done.stderr)
+    assert process.code == 0, process.said
+    assert {"simulation.orchestrate", "ersctl.testing.apiserver.server"} <= process.imported
+    assert loaded(process, ("kubernetes",)) == []
