@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-import httpx
 import pytest
 
+from tests import local_http
 from tests.kubeapi import KubeApi
 from tests.polling import eventually
 from tests.standalone import Standalone
@@ -334,7 +334,7 @@ def test_the_embedded_servers_command_line_serves_without_the_kubernetes_client(
     try:
         assert server.ready_line.startswith("ready http"), server.ready_line
         url = server.ready_line.removeprefix("ready ") + "/api/v1/namespaces/default"
-        assert httpx.get(url, timeout=10).json()["metadata"]["name"] == "default"
+        assert local_http.get(url, timeout=10).json()["metadata"]["name"] == "default"
         server.process.send_signal(signal.SIGTERM)
         _, stderr = server.process.communicate(timeout=10)
     finally:

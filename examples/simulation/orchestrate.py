@@ -77,7 +77,6 @@ from simulation.workload import JobArrival, WorkloadSpec, generate, last_finish
 if TYPE_CHECKING:  # loaded only for a run on a cluster (run_simulation)
     from simulation.remote import RemoteCluster
 
-_LISTENER_LABEL, _, _LISTENER_VALUE = LISTENER_SELECTOR.partition("=")
 DEFAULT_MAX_FAILURES = FailurePolicy().max_failures
 
 
@@ -547,9 +546,8 @@ class _Simulation:
         if not self.config.autoscaling:
             self._restart(self.listener, graceful=True)
             return
-        for pod in self.api.list_objects("pods", self.namespace):
-            if (pod["metadata"].get("labels") or {}).get(_LISTENER_LABEL) == _LISTENER_VALUE:
-                self.api.delete_object("pods", self.namespace, pod["metadata"]["name"])
+        for pod in self.api.list_objects("pods", self.namespace, label_selector=LISTENER_SELECTOR):
+            self.api.delete_object("pods", self.namespace, pod["metadata"]["name"])
 
     def _restart(self, program: Program, *, graceful: bool) -> None:
         thread = threading.Thread(
