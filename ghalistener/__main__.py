@@ -1,15 +1,14 @@
 """``python -m ghalistener``, and the ``ghalistener`` console script."""
 
-from ersctl.platform.interrupt import end_interrupted
+from ersctl.platform.interrupt import interrupt_ends_start_up
 
 
 def main() -> None:
     """Run the command line (a Ctrl-C during start-up ends with one line, no traceback)."""
-    try:
-        # Imported here, inside the guard: click and the platform take a while to load.
-        from ersctl.platform.cli import launch
-    except KeyboardInterrupt:
-        end_interrupted("ghalistener")
+    interrupt_ends_start_up("ghalistener")
+    # Imported once a Ctrl-C ends the start-up: click and the platform take a while to load.
+    from ersctl.platform.cli import launch
+
     launch("ghalistener", "ghalistener.cli:main")
 
 

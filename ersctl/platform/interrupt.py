@@ -1,6 +1,7 @@
 """How the programs end: at once, once output and logs are flushed (:func:`exit_now`),
-after a Ctrl-C during start-up with one line and exit 130 (:func:`end_interrupted`),
-and when SIGTERM or SIGINT asks them to stop (:func:`stop_on_signals`).
+after a Ctrl-C during start-up with one line and exit 130 (:func:`end_interrupted`,
+:func:`interrupt_ends_start_up`), and when SIGTERM or SIGINT asks them to stop
+(:func:`stop_on_signals`).
 
 Standard library only, so that the console entry points (``ghalistener/__main__.py``,
 ``ersctl/__main__.py``) can import it before anything slow: a Ctrl-C that lands while
@@ -32,6 +33,31 @@ def end_interrupted(program: str) -> NoReturn:
     """
     print(f"{program}: interrupted", file=sys.stderr, flush=True)
     exit_now(EXIT_INTERRUPTED)
+
+
+def interrupt_ends_start_up(program: str) -> None:
+    """Until the command installs its own handlers, end ``program`` on Ctrl-C at once:
+    ``<program>: interrupted`` and exit 130. Call first thing, from the main thread.
+
+    Not by letting Python raise KeyboardInterrupt: its default handler raises it
+    wherever the main thread is, and inside a weakref callback or a ``__del__`` (the
+    import system's module-lock callback runs after every import) the exception is
+    only printed as "Exception ignored ... Traceback" and the program goes on as if no
+    Ctrl-C had come (a listener interrupted while importing ran on, seen once in a few
+    hundred start-ups). A handler that ends the process itself cannot be swallowed.
+    """
+
+    def interrupted(signum: int, frame: FrameType | None) -> None:
+        # The main thread may be inside a write to either stream: a best-effort flush,
+        # then the line straight to the file descriptor (print could be re-entered).
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        with contextlib.suppress(OSError):
+            os.write(2, f"{program}: interrupted\n".encode())
+        os._exit(EXIT_INTERRUPTED)
+
+    signal.signal(signal.SIGINT, interrupted)
 
 
 def exit_now(code: int) -> NoReturn:

@@ -1,5 +1,6 @@
 """``stop_on_signals``: the stop a signal asks for is never lost, whatever the main
-thread holds when the signal lands."""
+thread holds when the signal lands; and a Ctrl-C during start-up
+(``interrupt_ends_start_up``) ends the program wherever it lands."""
 
 from __future__ import annotations
 
@@ -39,3 +40,40 @@ def test_a_signal_landing_while_the_main_thread_holds_the_stops_lock_still_stops
             raise AssertionError("still running 10 s after SIGUSR1: the stop was lost") from None
 
     assert (program.returncode, out.strip()) == (0, "stopped SIGUSR1")
+
+
+INTERRUPTED_IN_A_WEAKREF_CALLBACK = """
+import signal, weakref
+from ersctl.platform.interrupt import interrupt_ends_start_up
+
+interrupt_ends_start_up("prog")
+
+class Lock:
+    pass
+
+# As the import system's module locks are: a weakref callback runs when one goes, after
+# each import. The Ctrl-C lands inside it.
+lock = Lock()
+ref = weakref.ref(lock, lambda _: signal.raise_signal(signal.SIGINT))
+del lock
+print("went on", flush=True)
+"""
+
+
+def test_a_ctrl_c_landing_in_a_weakref_callback_during_start_up_still_ends_the_program() -> None:
+    # With Python's own handler the KeyboardInterrupt is raised inside the callback, only
+    # printed ("Exception ignored in: ... Traceback") and the program goes on: a
+    # listener interrupted while importing ran on until its first request timed out.
+    finished = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_IN_A_WEAKREF_CALLBACK],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+    assert (finished.returncode, finished.stdout, finished.stderr) == (
+        130,
+        "",
+        "prog: interrupted\n",
+    )
