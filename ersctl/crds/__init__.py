@@ -1,9 +1,9 @@
-"""The project's CRD manifests, shipped in the package so that the embedded API
-server and users (``kubectl apply --server-side -f``) load the same files.
+"""The project's CRD manifests, shipped in the package for users (``kubectl apply
+--server-side -f``) and the tests that check them.
 
-They are generated (``python -m ersctl.crds.generate``); :func:`load_crds` parses them
-once per process (they hold Kubernetes' whole PodSpec schema, twice, and every
-embedded API server start reads them) and hands out copies.
+They are generated (``python -m ersctl.crds.generate``, which also writes the embedded
+API server's JSON copy of them, checked with them); :func:`load_crds` parses them once
+per process (they hold Kubernetes' whole PodSpec schema, twice) and hands out copies.
 """
 
 from __future__ import annotations
