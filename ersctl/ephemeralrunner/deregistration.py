@@ -17,7 +17,8 @@ dying with the Pod. ARC 0.15 deletes that Pod at once.)
   with it, so the service is asked once.
 - JobStillRunning: tried again :data:`BUSY_RETRY` seconds later (a Pod that failed
   mid-job, whose job the service has not ended yet).
-- Another service or credentials error: tried again with backoff (1 s doubling, up to a
+- Another service or credentials error, or the credentials Secret unreadable (the API
+  server restarting or overloaded): tried again with backoff (1 s doubling, up to a
   minute) until ``--runner-deregistration-timeout`` has passed since the runner's
   deletion, then given up (``on_abandoned``: the health rules' RegistrationAbandoned
   Warning naming the runner id).
@@ -42,6 +43,7 @@ from ersctl.api import EphemeralRunner, FieldError
 from ersctl.ephemeralrunner import health
 from ersctl.ephemeralrunner.health import HealthPolicy
 from ersctl.ephemeralrunner.registration import Registrations
+from ersctl.kube.errors import KubeError
 from ersctl.kube.queue import Backoff, WorkQueue
 from ersctl.scaleset.ports import ServiceError
 
@@ -139,7 +141,7 @@ class BackgroundRemovals:
             return  # released already
         try:
             removed = self._registrations.remove(runner, removal.runner_id)
-        except (ServiceError, FieldError) as exc:
+        except (ServiceError, FieldError, KubeError) as exc:
             if health.deregistration_left(runner, now=self._clock(), policy=self._policy) > 0:
                 delay = self._queue.add_rate_limited(removal)
                 log.info("runner %s: removal failed (%s); again in %gs", runner.key, exc, delay)

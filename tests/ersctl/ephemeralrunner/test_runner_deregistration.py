@@ -6,12 +6,14 @@ keeps waiting for GitHub (tests/ersctl/ephemeralrunner/test_runner_health.py).""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from ersctl.kube.errors import ConflictError
 from ersctl.testing.podsim import exited_status
 from ghalistener.testing.state import Fault
-from tests.ersctl.ephemeralrunner.conftest import HEALTH, Harness
+from tests.ersctl.ephemeralrunner.conftest import CREDENTIALS, HEALTH, Harness
 from tests.ersctl.ephemeralrunner.test_runner_controller import RUNNER, start_a_job
 from tests.ersctl.ephemeralrunner.test_runner_health import (
     RUNNING,
@@ -141,3 +143,25 @@ def test_a_registration_pushed_again_while_it_is_being_removed_is_asked_for_once
     deleted(h, OTHER)
     eventually(lambda: other not in h.sim_runners().values(), what="the other removed")
     assert PROBE_CALLS - probe.times == 2
+
+
+@pytest.mark.embedded_only("fails the credentials read at the server")
+def test_a_registration_whose_credentials_cannot_be_read_for_a_while_is_removed_later(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An API server that does not answer the credentials read for a moment (a restart,
+    # an overloaded control plane) used to end the removal as a bug: "removing runner
+    # ... failed" with a traceback, and the registration was never removed.
+    runner_id = podless_runner(h, RUNNER)
+    h.server.inject_fault(verb="get", resource="secrets", name=CREDENTIALS, code=503, times=2)
+
+    deleted(h)
+
+    assert h.runner() is None
+    eventually(
+        lambda: runner_id not in h.sim_runners().values(),
+        timeout=10,
+        what="its registration removed once the credentials could be read (backoff 1 s, 2 s)",
+    )
+    assert not h.events("RegistrationAbandoned")
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
