@@ -235,10 +235,12 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
     registry = CollectorRegistry()
     metrics = RunnerMetrics(registry)
 
+    built: list[RunnerReconciler] = []
+
     def build(
         health: HealthPolicy, runners: RunnerStore | None = None, pods: PodStore | None = None
     ) -> RunnerReconciler:
-        return RunnerReconciler(
+        reconciler = RunnerReconciler(
             runners=runners or resources,
             pods=pods or resources,
             secrets=resources,
@@ -250,6 +252,8 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
             clock=clock.datetime,
             metrics=metrics,
         )
+        built.append(reconciler)
+        return reconciler
 
     try:
         yield Harness(
@@ -266,6 +270,10 @@ def harness(kube: KubeApi, sim: GitHubSimulator) -> Iterator[Harness]:
             resources=resources,
         )
     finally:
+        # Their removal threads first: left running, one went on removing this test's
+        # runner after its server had stopped and logged into the next test.
+        for reconciler in built:
+            reconciler.close()
         services.close()
         api_client.close()  # type: ignore[no-untyped-call]
         github.stop()
