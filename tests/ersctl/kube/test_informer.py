@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -162,14 +163,22 @@ def test_a_watch_answered_with_410_expired_relists_and_catches_up(running: list[
 
 @pytest.mark.embedded_only("a server stopped and restarted mid-test")
 def test_a_dropped_connection_relists_with_backoff_and_replays_what_was_missed(
-    running: list[Any],
+    running: list[Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     with own_server(running, port=unused_port()) as server:
         server.create_object(ERS_PLURAL, ers_body("stays"))
         server.create_object(ERS_PLURAL, ers_body("goes"))
         informer, recorder = make(server, running)
+        eventually(informer.has_synced, what="the first list")
 
-        server.stop()  # every connection drops; the informer keeps retrying
+        with caplog.at_level(logging.WARNING, logger="ersctl.kube.informer"):
+            server.stop()  # every connection drops; the informer keeps retrying
+            # Down until the informer has found it so: a server back before its next
+            # request let it watch on from where it was, with no relist (seen under load).
+            eventually(
+                lambda: any("relisting in" in r.getMessage() for r in caplog.records),
+                what="the informer failing to reach the stopped server",
+            )
         server.create_object(ERS_PLURAL, ers_body("born-while-down"))
         server.delete_object(ERS_PLURAL, "default", "goes")
         server.start()
