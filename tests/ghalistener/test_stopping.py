@@ -96,7 +96,7 @@ def test_after_a_stop_only_waits_that_end_within_the_grace_period_run(
 
 
 def test_the_retry_policy_sleeping_on_the_signal_gives_up_when_stopped() -> None:
-    time = FakeTime(stop_at=100.01)
+    time = FakeTime()
     signal = stop_signal(time, grace=0.0)
     tries: list[int] = []
 
@@ -104,7 +104,13 @@ def test_the_retry_policy_sleeping_on_the_signal_gives_up_when_stopped() -> None
         tries.append(1)
         return httpx.Response(503, request=httpx.Request("GET", "https://x.test/"))
 
-    policy = RetryPolicy(initial_wait=5.0, sleep=signal.sleep)
+    def stopped_as_the_backoff_starts(seconds: float) -> None:
+        # Not at a later clock reading: a jittered wait that ended by then (one in a
+        # hundred ends within the first 0.05 s nap) is one the stop may let finish.
+        signal.request()
+        signal.sleep(seconds)
+
+    policy = RetryPolicy(initial_wait=5.0, sleep=stopped_as_the_backoff_starts)
     with pytest.raises(StopRequested):
         policy.run(attempt)
     assert len(tries) == 1, "no further try once the stop arrived in the backoff"
