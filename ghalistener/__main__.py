@@ -6,7 +6,7 @@ from ersctl.platform.interrupt import interrupt_ends_start_up
 def main() -> None:
     """Run the command line (a Ctrl-C during start-up ends with one line, no traceback)."""
     interrupt_ends_start_up("ghalistener")
-    # Imported once a Ctrl-C ends the start-up: click and the platform take a while to load.
+    # Imported after the handler is installed: click and the platform take a while to load.
     from ersctl.platform.cli import launch
 
     launch("ghalistener", "ghalistener.cli:main")

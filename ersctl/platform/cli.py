@@ -3,10 +3,11 @@
 :func:`run_command` wraps a command's body: a ``ConfigError`` prints
 ``<program>: invalid configuration: <field>: <problem>`` and exits 2, any other
 ``Failure`` (Kubernetes, GitHub, the programs' own) prints ``<program>: <message>`` and
-exits 1. :func:`launch` is the console scripts' entry point: it imports the command
-line inside a guard, so a Ctrl-C even during start-up's imports ends with one line
-instead of a traceback, and it reports click's usage errors in one line too (click's
-own report is a usage block). A command that returns ends the process at once, without
+exits 1. :func:`launch` is the console scripts' entry point: it runs the command line
+(a Ctrl-C during start-up ends with one line, by the entry points' handler,
+``ersctl.platform.interrupt.interrupt_ends_start_up``, or for an in-process caller by
+its own guard), and it reports click's usage errors in one line too (click's own report
+is a usage block). A command that returns ends the process at once, without
 the interpreter's teardown (see :func:`exit_now`). Codes: ``ersctl.platform.errors``.
 
 A command imports its work (the client libraries, the controllers) inside

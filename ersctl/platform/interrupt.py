@@ -36,8 +36,11 @@ def end_interrupted(program: str) -> NoReturn:
 
 
 def interrupt_ends_start_up(program: str) -> None:
-    """Until the command installs its own handlers, end ``program`` on Ctrl-C at once:
-    ``<program>: interrupted`` and exit 130. Call first thing, from the main thread.
+    """Until the command installs its own handlers (for the whole run of a command that
+    installs none: ``status``, ``rollout``, ...), end ``program`` on Ctrl-C at once:
+    ``<program>: interrupted`` and exit 130. Call first thing, from the main thread. A
+    SIGINT the program was started ignoring (a background job of a shell script) stays
+    ignored, as it was before.
 
     Not by letting Python raise KeyboardInterrupt: its default handler raises it
     wherever the main thread is, and inside a weakref callback or a ``__del__`` (the
@@ -57,7 +60,8 @@ def interrupt_ends_start_up(program: str) -> None:
             os.write(2, f"{program}: interrupted\n".encode())
         os._exit(EXIT_INTERRUPTED)
 
-    signal.signal(signal.SIGINT, interrupted)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, interrupted)
 
 
 def exit_now(code: int) -> NoReturn:

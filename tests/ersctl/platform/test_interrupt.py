@@ -77,3 +77,29 @@ def test_a_ctrl_c_landing_in_a_weakref_callback_during_start_up_still_ends_the_p
         "",
         "prog: interrupted\n",
     )
+
+
+def test_a_sigint_the_program_was_started_ignoring_stays_ignored() -> None:
+    # A background job of a non-interactive shell starts with SIGINT ignored: the start-up
+    # handler must not make a Ctrl-C meant for the shell end it.
+    program = """
+import signal
+from ersctl.platform.interrupt import interrupt_ends_start_up
+
+interrupt_ends_start_up("prog")
+signal.raise_signal(signal.SIGINT)
+print("went on", flush=True)
+"""
+    finished = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n{program}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+    assert (finished.returncode, finished.stdout, finished.stderr) == (0, "went on\n", "")
