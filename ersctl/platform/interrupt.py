@@ -31,8 +31,19 @@ def end_interrupted(program: str) -> NoReturn:
     an unhandled KeyboardInterrupt even though it was caught, and it then kills itself
     with SIGINT (exit -2) instead of exiting 130 (seen in 6 of 60 start-ups).
     """
-    print(f"{program}: interrupted", file=sys.stderr, flush=True)
+    _say_interrupted(program)
     exit_now(EXIT_INTERRUPTED)
+
+
+def _say_interrupted(program: str) -> None:
+    """``<program>: interrupted`` on stderr, safe inside a signal handler too: the main
+    thread may be inside a write to either stream, so a best-effort flush, then the line
+    straight to the file descriptor (print could be re-entered)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    with contextlib.suppress(OSError):
+        os.write(2, f"{program}: interrupted\n".encode())
 
 
 def interrupt_ends_start_up(program: str) -> None:
@@ -51,13 +62,8 @@ def interrupt_ends_start_up(program: str) -> None:
     """
 
     def interrupted(signum: int, frame: FrameType | None) -> None:
-        # The main thread may be inside a write to either stream: a best-effort flush,
-        # then the line straight to the file descriptor (print could be re-entered).
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        with contextlib.suppress(OSError):
-            os.write(2, f"{program}: interrupted\n".encode())
+        # Not exit_now: logging's shutdown could re-enter a handler the main thread is in.
+        _say_interrupted(program)
         os._exit(EXIT_INTERRUPTED)
 
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:

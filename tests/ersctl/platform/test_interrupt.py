@@ -86,16 +86,13 @@ def test_a_sigint_the_program_was_started_ignoring_stays_ignored() -> None:
 import signal
 from ersctl.platform.interrupt import interrupt_ends_start_up
 
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as the shell started it
 interrupt_ends_start_up("prog")
 signal.raise_signal(signal.SIGINT)
 print("went on", flush=True)
 """
     finished = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            f"import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n{program}",
-        ],
+        [sys.executable, "-c", program],
         capture_output=True,
         text=True,
         timeout=30,
