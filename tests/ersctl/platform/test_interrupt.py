@@ -42,6 +42,14 @@ def test_a_signal_landing_while_the_main_thread_holds_the_stops_lock_still_stops
     assert (program.returncode, out.strip()) == (0, "stopped SIGUSR1")
 
 
+def outcome_of(program: str) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of ``program`` run by a fresh interpreter."""
+    finished = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=30, check=False
+    )
+    return finished.returncode, finished.stdout, finished.stderr
+
+
 INTERRUPTED_IN_A_WEAKREF_CALLBACK = """
 import signal, weakref
 from ersctl.platform.interrupt import interrupt_ends_start_up
@@ -64,19 +72,7 @@ def test_a_ctrl_c_landing_in_a_weakref_callback_during_start_up_still_ends_the_p
     # With Python's own handler the KeyboardInterrupt is raised inside the callback, only
     # printed ("Exception ignored in: ... Traceback") and the program goes on: a
     # listener interrupted while importing ran on until its first request timed out.
-    finished = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED_IN_A_WEAKREF_CALLBACK],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-
-    assert (finished.returncode, finished.stdout, finished.stderr) == (
-        130,
-        "",
-        "prog: interrupted\n",
-    )
+    assert outcome_of(INTERRUPTED_IN_A_WEAKREF_CALLBACK) == (130, "", "prog: interrupted\n")
 
 
 def test_a_sigint_the_program_was_started_ignoring_stays_ignored() -> None:
@@ -91,12 +87,4 @@ interrupt_ends_start_up("prog")
 signal.raise_signal(signal.SIGINT)
 print("went on", flush=True)
 """
-    finished = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-
-    assert (finished.returncode, finished.stdout, finished.stderr) == (0, "went on\n", "")
+    assert outcome_of(program) == (0, "went on\n", "")
